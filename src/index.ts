@@ -1,0 +1,74 @@
+// The core entry point: the loop, the model and tool contracts, the scripted model.
+// Providers, MCP, agents, memory, tracing and the server live in their own subpath exports.
+export { AgentLoopError, type ErrorKind, abortError } from "./errors.js";
+export type {
+  AssistantMessage,
+  AssistantPart,
+  ImagePart,
+  Message,
+  ProviderData,
+  ReasoningPart,
+  SystemMessage,
+  TextPart,
+  ToolCallPart,
+  ToolResultMessage,
+  UserContent,
+  UserMessage,
+} from "./messages.js";
+export { textOf, toolCallsOf } from "./messages.js";
+export { type Usage, addUsage, emptyUsage } from "./usage.js";
+export {
+  type FinishReason,
+  generate,
+  type JsonSchema,
+  type Model,
+  type ModelEvent,
+  type ModelOptions,
+  type ModelRequest,
+  type ModelResponse,
+  ResponseAccumulator,
+  type ToolChoice,
+  type ToolDefinition,
+  type UnifiedFinishReason,
+} from "./model/model.js";
+export {
+  NO_MORE_MOCK_RESPONSES,
+  parseMockResponses,
+  parseScriptEntry,
+  ScriptedModel,
+  type ScriptedModelOptions,
+  scriptedModelFromEnv,
+} from "./model/scripted.js";
+export {
+  defineTool,
+  type Tool,
+  type ToolContext,
+  type ToolOutput,
+  type ToolResultValue,
+  type TruncationOptions,
+  type ZodLikeSchema,
+} from "./tools/tool.js";
+export { parseToolArguments } from "./tools/parse-arguments.js";
+export type {
+  LoopEvent,
+  LoopEventType,
+  ProgressBlock,
+  RunResult,
+  RunState,
+  TerminalState,
+  ToolErrorKind,
+} from "./loop/events.js";
+export type {
+  AgentConfig,
+  DelegateTarget,
+  Instrumentation,
+  LoopDetectionOptions,
+  RunInfo,
+  RunObserver,
+  RunOptions,
+  SessionMemory,
+  ToolCallOutcome,
+} from "./loop/types.js";
+export { Agent } from "./loop/agent.js";
+export { Run } from "./loop/run.js";
+export { truncateOutput } from "./loop/truncate.js";

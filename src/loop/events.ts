@@ -1,0 +1,105 @@
+import type { AgentLoopError } from "../errors.js";
+import type { AssistantMessage, Message, ToolResultMessage } from "../messages.js";
+import type { FinishReason } from "../model/model.js";
+import type { Usage } from "../usage.js";
+
+export type RunState =
+  | "CREATED"
+  | "RUNNING"
+  | "COMPLETED"
+  | "FAILED"
+  | "ABORTED"
+  | "TURN_LIMIT"
+  | "ROUND_LIMIT"
+  | "TOKEN_BUDGET"
+  | "TOOL_BUDGET"
+  | "LOOP_DETECTED";
+
+export type TerminalState = Exclude<RunState, "CREATED" | "RUNNING">;
+
+/** Why a tool call produced an error result. */
+export type ToolErrorKind = "unknown_tool" | "invalid_arguments" | "schema" | "threw" | "timeout" | "cancelled" | "error_result";
+
+export interface ProgressBlock {
+  type: "progress";
+  step: number;
+  max_steps: number;
+  action: "tool_call" | "delegate";
+  target: string;
+}
+
+export interface RunResult {
+  runId: string;
+  state: TerminalState;
+  /** Human-readable reason for the terminal state ("model answered", "maxTurns (10) reached", ...). */
+  reason: string;
+  /** The final answer text ("" when the run ended without one). */
+  text: string;
+  /** The whole conversation of this run, including the history it started from. */
+  messages: Message[];
+  /** Only the messages this run added. */
+  newMessages: Message[];
+  usage: Usage;
+  turns: number;
+  toolRounds: number;
+  toolCalls: number;
+  error?: AgentLoopError;
+}
+
+/**
+ * Every observable thing the loop does. The CLI, the server's SSE, memory and tracing all read
+ * this one union; the loop knows none of them.
+ */
+export type LoopEvent =
+  | { type: "run-start"; runId: string; agent: string; model: string; input: string; sessionId?: string; timestamp: number }
+  | { type: "user-message"; runId: string; content: string; followUp: boolean }
+  | { type: "turn-start"; runId: string; turn: number }
+  | { type: "text-delta"; runId: string; turn: number; delta: string }
+  | { type: "reasoning-delta"; runId: string; turn: number; delta: string }
+  | {
+      type: "turn-end";
+      runId: string;
+      turn: number;
+      message: AssistantMessage;
+      finishReason: FinishReason;
+      usage: Usage;
+      toolCalls: number;
+    }
+  | (ProgressBlock & { runId: string; toolCallId: string })
+  | {
+      type: "tool-start";
+      runId: string;
+      step: number;
+      toolCallId: string;
+      name: string;
+      arguments: unknown;
+      kind?: string;
+      action: "tool_call" | "delegate";
+    }
+  | { type: "tool-progress"; runId: string; toolCallId: string; name: string; data: unknown }
+  | {
+      type: "tool-end";
+      runId: string;
+      step: number;
+      toolCallId: string;
+      name: string;
+      action: "tool_call" | "delegate";
+      /** The full, untruncated output. */
+      output: string;
+      /** The result message sent to the model (truncated if the output was too long). */
+      result: ToolResultMessage;
+      isError: boolean;
+      errorKind?: ToolErrorKind;
+      truncated: boolean;
+      durationMs: number;
+      structured?: unknown;
+    }
+  | { type: "tool-error"; runId: string; toolCallId: string; name: string; kind: ToolErrorKind; message: string }
+  | { type: "steering"; runId: string; content: string }
+  | { type: "loop-warning"; runId: string; pattern: string[]; warnings: number; message: string }
+  | { type: "usage"; runId: string; turn: number; usage: Usage; total: Usage }
+  | { type: "nested"; runId: string; toolCallId: string; agent: string; event: LoopEvent }
+  | { type: "error"; runId: string; error: AgentLoopError; fatal: boolean }
+  | { type: "run-end"; runId: string; state: TerminalState; reason: string; result: RunResult };
+
+export type LoopEventType = LoopEvent["type"];

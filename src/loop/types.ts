@@ -1,0 +1,113 @@
+import type { AgentLoopError } from "../errors.js";
+import type { Message } from "../messages.js";
+import type { Model, ModelOptions, ModelResponse, ToolChoice } from "../model/model.js";
+import type { Tool, TruncationOptions } from "../tools/tool.js";
+import type { LoopEvent, RunResult, ToolErrorKind } from "./events.js";
+
+export interface LoopDetectionOptions {
+  /** How many recent tool calls are compared (default 10). */
+  window?: number;
+  /** Stop the run (state LOOP_DETECTED) after this many warnings. Default: never stop. */
+  maxWarnings?: number;
+}
+
+/** Read-only facts about a run, handed to observers and instrumentation. */
+export interface RunInfo {
+  runId: string;
+  agentName: string;
+  model: Model;
+  sessionId?: string;
+  depth: number;
+  parentRunId?: string;
+}
+
+/** Consumes a run's events in order. A returned promise is awaited before the next event is
+ * delivered to this observer, and all are settled before the run's result resolves. */
+export interface RunObserver {
+  onEvent(event: LoopEvent, run: RunInfo): void | Promise<void>;
+}
+
+/** A session store as the loop sees it: history in, events out. Implemented in `agentloop/memory`. */
+export interface SessionMemory extends RunObserver {
+  /** The conversation to continue, rebuilt from the session's log (no dangling tool calls). */
+  loadHistory(sessionId: string): Promise<Message[]>;
+}
+
+export interface ToolCallOutcome {
+  isError: boolean;
+  errorKind?: ToolErrorKind;
+  output: string;
+}
+
+/**
+ * Scopes around the run, each model call and each tool call (tracing lives here). Each wrapper
+ * must call `fn` exactly once and return what it returns.
+ */
+export interface Instrumentation {
+  run(info: RunInfo & { input: string }, fn: () => Promise<RunResult>): Promise<RunResult>;
+  modelCall(info: RunInfo & { turn: number; toolNames: string[] }, fn: () => Promise<ModelResponse>): Promise<ModelResponse>;
+  toolCall(
+    info: RunInfo & { toolCallId: string; toolName: string; kind?: string; arguments: unknown; services: Record<string, unknown> },
+    fn: () => Promise<ToolCallOutcome>,
+  ): Promise<ToolCallOutcome>;
+}
+
+export interface AgentConfig {
+  name?: string;
+  description?: string;
+  /** The system prompt. */
+  instructions?: string;
+  /** The model. `DEBUG_MOCK_RESPONSES` in the environment replaces it with the scripted model. */
+  model: Model;
+  tools?: Tool[];
+  /** Agents this agent may delegate to: each becomes a tool `delegate_to_<name>` (see `agentloop/agents`). */
+  subAgents?: DelegateTarget[];
+  /** Model calls per input before TURN_LIMIT (default 10). */
+  maxTurns?: number;
+  /** Tool waves per input before ROUND_LIMIT (default: no limit besides maxTurns). */
+  maxToolRounds?: number;
+  /** Total tokens per run; checked before each model call (TOKEN_BUDGET). */
+  maxTokens?: number;
+  /** Tool calls per run; a wave that would pass it does not start (TOOL_BUDGET). */
+  maxToolCalls?: number;
+  /** `stop` (default) ends on a limit with the partial transcript; `final-answer` first makes one
+   * last model call with tools disabled so the user gets an answer. */
+  onLimit?: "stop" | "final-answer";
+  /** Most tool calls running at once within a wave (default: all of them). */
+  concurrency?: number;
+  /** Default per-call timeout for tools without their own (default: none). */
+  toolTimeoutMs?: number;
+  /** Default truncation for tools without their own. */
+  truncation?: TruncationOptions;
+  /** `false` turns loop detection off. */
+  loopDetection?: false | LoopDetectionOptions;
+  modelOptions?: ModelOptions;
+  toolChoice?: ToolChoice;
+  observers?: RunObserver[];
+  instrumentation?: Instrumentation;
+  memory?: SessionMemory;
+}
+
+/** What a sub-agent must offer to be delegated to (an `Agent` satisfies it). */
+export interface DelegateTarget {
+  readonly name: string;
+  readonly description: string;
+  run(input: string, options?: RunOptions): AsyncIterable<LoopEvent> & PromiseLike<RunResult>;
+}
+
+export interface RunOptions {
+  signal?: AbortSignal;
+  /** Named inputs for bindings and templates. */
+  inputs?: Record<string, unknown>;
+  /** Conversation to continue (after the system prompt). Appended to what memory loads. */
+  history?: Message[];
+  sessionId?: string;
+  /** Set by sub-agent tools: depth in the delegation chain and the agents above. */
+  depth?: number;
+  agentPath?: readonly string[];
+  parentRunId?: string;
+  /** Services handed to tools through their context (instrumentation uses it for trace context). */
+  services?: Record<string, unknown>;
+}
+
+export type { AgentLoopError };

@@ -1,0 +1,187 @@
+import type { AgentLoopError } from "../errors.js";
+import type { AssistantMessage, AssistantPart, Message, ProviderData } from "../messages.js";
+import { type Usage, addUsage, emptyUsage } from "../usage.js";
+
+/** A tool as the model sees it: name, description and JSON Schema of its arguments. */
+export interface ToolDefinition {
+  name: string;
+  description: string;
+  parameters: JsonSchema;
+}
+
+export type JsonSchema = Record<string, unknown>;
+
+export type ToolChoice = "auto" | "none" | "required" | { type: "tool"; name: string };
+
+export interface ModelOptions {
+  temperature?: number;
+  topP?: number;
+  maxOutputTokens?: number;
+  stopSequences?: string[];
+  seed?: number;
+  /** Passed through to one provider, keyed by provider name: `{ openai: { reasoning_effort: "low" } }`. */
+  providerOptions?: Record<string, Record<string, unknown>>;
+}
+
+export interface ModelRequest {
+  messages: Message[];
+  tools?: ToolDefinition[];
+  toolChoice?: ToolChoice;
+  options?: ModelOptions;
+  signal?: AbortSignal;
+}
+
+export type UnifiedFinishReason = "stop" | "tool-calls" | "length" | "content-filter" | "error" | "aborted" | "other";
+
+export interface FinishReason {
+  unified: UnifiedFinishReason;
+  /** The provider's own value (`end_turn`, `tool_use`, `stop`, `completed`, ...). */
+  raw?: string;
+}
+
+/**
+ * Everything a model stream can say. Text, reasoning and tool calls each come as start/delta/end;
+ * every stream ends with exactly one `finish` or one `error` event.
+ */
+export type ModelEvent =
+  | { type: "response-start"; id?: string; model?: string }
+  | { type: "text-start"; id: string }
+  | { type: "text-delta"; id: string; delta: string }
+  | { type: "text-end"; id: string; providerData?: ProviderData }
+  | { type: "reasoning-start"; id: string }
+  | { type: "reasoning-delta"; id: string; delta: string }
+  | { type: "reasoning-end"; id: string; providerData?: ProviderData }
+  | { type: "tool-call-start"; id: string; name: string }
+  | { type: "tool-call-delta"; id: string; delta: string }
+  | { type: "tool-call-end"; id: string; name: string; arguments: string; providerData?: ProviderData }
+  | { type: "usage"; usage: Usage }
+  | { type: "finish"; reason: FinishReason; usage?: Usage; providerData?: ProviderData }
+  | { type: "error"; error: AgentLoopError };
+
+/**
+ * The one model interface. Streaming first: non-streaming is the stream collected.
+ *
+ * Contract: once called, `stream` never throws and its iterator never rejects; a failure
+ * (network, HTTP status, abort, malformed data) ends the stream with an `error` event.
+ */
+export interface Model {
+  readonly provider: string;
+  readonly modelId: string;
+  stream(request: ModelRequest): AsyncIterable<ModelEvent>;
+  /** Optional: a fresh instance for one run (the scripted model restarts its script per run). */
+  forRun?(): Model;
+}
+
+export interface ModelResponse {
+  message: AssistantMessage;
+  finishReason: FinishReason;
+  usage: Usage;
+  error?: AgentLoopError;
+}
+
+/**
+ * Folds model events into an assistant message. Used by `generate` and by the loop, so
+ * collected and streamed turns can never disagree.
+ */
+export class ResponseAccumulator {
+  private readonly parts: AssistantPart[] = [];
+  private readonly open = new Map<string, AssistantPart>();
+  usage: Usage = emptyUsage();
+  private sawUsage = false;
+  finishReason: FinishReason = { unified: "other" };
+  error?: AgentLoopError;
+  providerData?: ProviderData;
+
+  add(event: ModelEvent): void {
+    switch (event.type) {
+      case "response-start":
+        break;
+      case "text-start":
+        this.begin(`t:${event.id}`, { type: "text", text: "" });
+        break;
+      case "text-delta": {
+        const part = this.ensure(`t:${event.id}`, () => ({ type: "text", text: "" }));
+        if (part.type === "text") part.text += event.delta;
+        break;
+      }
+      case "text-end": {
+        const part = this.open.get(`t:${event.id}`);
+        if (part && event.providerData) part.providerData = event.providerData;
+        this.open.delete(`t:${event.id}`);
+        break;
+      }
+      case "reasoning-start":
+        this.begin(`r:${event.id}`, { type: "reasoning", text: "" });
+        break;
+      case "reasoning-delta": {
+        const part = this.ensure(`r:${event.id}`, () => ({ type: "reasoning", text: "" }));
+        if (part.type === "reasoning") part.text += event.delta;
+        break;
+      }
+      case "reasoning-end": {
+        const part = this.ensure(`r:${event.id}`, () => ({ type: "reasoning", text: "" }));
+        if (event.providerData) part.providerData = event.providerData;
+        this.open.delete(`r:${event.id}`);
+        break;
+      }
+      case "tool-call-start":
+        this.begin(`c:${event.id}`, { type: "tool-call", id: event.id, name: event.name, arguments: "" });
+        break;
+      case "tool-call-delta": {
+        const part = this.open.get(`c:${event.id}`);
+        if (part?.type === "tool-call") part.arguments += event.delta;
+        break;
+      }
+      case "tool-call-end": {
+        const part = this.ensure(`c:${event.id}`, () => ({ type: "tool-call", id: event.id, name: event.name, arguments: "" }));
+        if (part.type === "tool-call") {
+          part.name = event.name;
+          part.arguments = event.arguments;
+          if (event.providerData) part.providerData = event.providerData;
+        }
+        this.open.delete(`c:${event.id}`);
+        break;
+      }
+      case "usage":
+        this.usage = this.sawUsage ? addUsage(this.usage, event.usage) : event.usage;
+        this.sawUsage = true;
+        break;
+      case "finish":
+        this.finishReason = event.reason;
+        if (event.usage) this.usage = event.usage;
+        if (event.providerData) this.providerData = event.providerData;
+        break;
+      case "error":
+        this.error = event.error;
+        this.finishReason = { unified: event.error.kind === "aborted" ? "aborted" : "error", raw: event.error.kind };
+        break;
+      default: {
+        const unreachable: never = event;
+        throw new Error(`unknown model event ${JSON.stringify(unreachable)}`);
+      }
+    }
+  }
+
+  response(): ModelResponse {
+    const message: AssistantMessage = { role: "assistant", content: this.parts };
+    if (this.providerData) message.providerData = this.providerData;
+    return { message, finishReason: this.finishReason, usage: this.usage, error: this.error };
+  }
+
+  private begin(key: string, part: AssistantPart): AssistantPart {
+    this.parts.push(part);
+    this.open.set(key, part);
+    return part;
+  }
+
+  private ensure(key: string, make: () => AssistantPart): AssistantPart {
+    return this.open.get(key) ?? this.begin(key, make());
+  }
+}
+
+/** Non-streaming call: the stream collected into one response. Never throws. */
+export async function generate(model: Model, request: ModelRequest): Promise<ModelResponse> {
+  const accumulator = new ResponseAccumulator();
+  for await (const event of model.stream(request)) accumulator.add(event);
+  return accumulator.response();
+}
