@@ -1,0 +1,278 @@
+import { randomUUID } from "node:crypto";
+import {
+  type AgentCard,
+  type Artifact,
+  type Message,
+  type Part,
+  Role,
+  type StreamResponse,
+  type Task,
+  TaskState,
+} from "@a2a-js/sdk";
+import { type Client, ClientFactory } from "@a2a-js/sdk/client";
+import { TASK_PARAMETERS } from "../agents/local.js";
+import { delegationFailed, reasonOf, traceHeadersOf } from "../agents/remote.js";
+import { AgentLoopError } from "../errors.js";
+import type { Tool, ToolContext, ToolResultValue } from "../tools/tool.js";
+
+export interface A2AAgentToolOptions {
+  /**
+   * Where the agent card is: a base URL (the card is read from `/.well-known/agent-card.json`)
+   * or the card's full URL (ending in `.json`).
+   */
+  cardUrl: string;
+  /** The agent's name for the tool `delegate_to_<name>` (default: the card's name). */
+  name?: string;
+  /** Tool description (default: the card's description). */
+  description?: string;
+  /** Extra headers for every A2A call (for example an authorization header). */
+  headers?: Record<string, string>;
+  /** Milliseconds before a delegation is abandoned (default: no limit besides the run's signal). */
+  timeoutMs?: number;
+}
+
+/** What a streamed A2A update becomes: the `data` of a `tool-progress` event. */
+export interface A2AProgress {
+  source: "a2a";
+  agent: string;
+  /** `task` (created), `status` (a status update) or `artifact` (an artifact update). */
+  update: "task" | "status" | "artifact" | "message";
+  taskId?: string;
+  /** `submitted`, `working`, `completed`, `failed`, `canceled`, `rejected`, `input-required`, `auth-required`. */
+  state?: string;
+  /** Text carried by the update (status message or artifact chunk). */
+  text?: string;
+  artifact?: string;
+}
+
+const stateNames: Partial<Record<TaskState, string>> = {
+  [TaskState.TASK_STATE_SUBMITTED]: "submitted",
+  [TaskState.TASK_STATE_WORKING]: "working",
+  [TaskState.TASK_STATE_COMPLETED]: "completed",
+  [TaskState.TASK_STATE_FAILED]: "failed",
+  [TaskState.TASK_STATE_CANCELED]: "canceled",
+  [TaskState.TASK_STATE_REJECTED]: "rejected",
+  [TaskState.TASK_STATE_INPUT_REQUIRED]: "input-required",
+  [TaskState.TASK_STATE_AUTH_REQUIRED]: "auth-required",
+};
+const stateName = (state: TaskState | undefined) => (state === undefined ? "unknown" : (stateNames[state] ?? "unknown"));
+const terminalStates = new Set([
+  TaskState.TASK_STATE_COMPLETED,
+  TaskState.TASK_STATE_FAILED,
+  TaskState.TASK_STATE_CANCELED,
+  TaskState.TASK_STATE_REJECTED,
+  TaskState.TASK_STATE_INPUT_REQUIRED,
+  TaskState.TASK_STATE_AUTH_REQUIRED,
+]);
+
+function partsText(parts: Part[] | undefined): string {
+  let text = "";
+  for (const part of parts ?? []) {
+    const content = part.content;
+    if (content?.$case === "text") text += content.value;
+    else if (content?.$case === "data") text += JSON.stringify(content.value);
+  }
+  return text;
+}
+
+/** A tool name the providers accept: letters, digits, `_` and `-`. */
+function toolSafe(name: string): string {
+  return name.replace(/[^A-Za-z0-9_-]+/g, "_").replace(/^_+|_+$/g, "") || "agent";
+}
+
+async function resolveClient(options: A2AAgentToolOptions): Promise<{ client: Client; card: AgentCard }> {
+  const url = options.cardUrl;
+  try {
+    new URL(url);
+  } catch {
+    throw new AgentLoopError("configuration", `a2aAgentTool: "${url}" is not a valid agent card URL`);
+  }
+  const factory = new ClientFactory();
+  // A full card URL is fetched as is; a base URL gets the well-known card path.
+  const client = new URL(url).pathname.endsWith(".json") ? await factory.createFromUrl(url, "") : await factory.createFromUrl(url);
+  const card = await client.getAgentCard();
+  return { client, card };
+}
+
+/** Folds a task's events into its state, the texts of its artifacts and of its last status message. */
+class TaskProgress {
+  taskId?: string;
+  state?: TaskState;
+  statusText = "";
+  messageText = "";
+  private readonly artifacts = new Map<string, { name: string; text: string }>();
+
+  artifactText(): string {
+    return [...this.artifacts.values()].map((artifact) => artifact.text).join("\n");
+  }
+
+  addArtifact(artifact: Artifact | undefined, append: boolean): string {
+    if (!artifact) return "";
+    const text = partsText(artifact.parts);
+    const key = artifact.artifactId || artifact.name || String(this.artifacts.size);
+    const existing = this.artifacts.get(key);
+    if (existing && append) existing.text += text;
+    else this.artifacts.set(key, { name: artifact.name, text });
+    return text;
+  }
+
+  addTask(task: Task): void {
+    this.taskId = task.id || this.taskId;
+    if (task.status) {
+      this.state = task.status.state;
+      const text = partsText(task.status.message?.parts);
+      if (text) this.statusText = text;
+    }
+    for (const artifact of task.artifacts ?? []) this.addArtifact(artifact, false);
+  }
+
+  /** The answer: the artifacts' text, else the last status message, else a direct message. */
+  answer(): string {
+    return this.artifactText() || this.statusText || this.messageText;
+  }
+}
+
+/**
+ * A tool `delegate_to_<name>` that sends its task to a remote A2A agent, found by its agent card.
+ * The task goes out with `message/stream` (or `message/send` when the card says the agent does
+ * not stream); each task, status and artifact update becomes a `tool-progress` event
+ * (`A2AProgress`); the answer is the text of the task's artifacts (else of its final status
+ * message). W3C trace context from `context.services.traceHeaders()` is sent with the request.
+ *
+ * The card is read now (its name and description name the tool); if it cannot be read and
+ * `name` is given, the tool is still created and reads it on its first call. Every failure of
+ * a call becomes `[Delegation failed: <reason>]` with `isError`; a call never throws.
+ */
+export async function a2aAgentTool(options: A2AAgentToolOptions): Promise<Tool<{ task: string }>> {
+  if (!options?.cardUrl) throw new TypeError("a2aAgentTool: cardUrl is required");
+  let resolved: Promise<{ client: Client; card: AgentCard }> | undefined = resolveClient(options);
+  let card: AgentCard | undefined;
+  try {
+    card = (await resolved).card;
+  } catch (error) {
+    resolved = undefined;
+    if (!options.name) {
+      throw new AgentLoopError("network", `a2aAgentTool: could not read the agent card at ${options.cardUrl}: ${reasonOf(error)}`, {
+        cause: error,
+      });
+    }
+  }
+  const agentName = options.name ?? card?.name ?? "agent";
+  const connect = () => {
+    resolved ??= resolveClient(options).catch((error) => {
+      resolved = undefined;
+      throw error;
+    });
+    return resolved;
+  };
+
+  return {
+    name: `delegate_to_${toolSafe(agentName)}`,
+    description: options.description ?? card?.description ?? `Delegate a task to the remote agent "${agentName}".`,
+    parameters: TASK_PARAMETERS,
+    kind: "a2a",
+    action: "delegate",
+    async execute(args, context): Promise<ToolResultValue | string> {
+      const task = typeof args?.task === "string" ? args.task : "";
+      if (task.trim() === "") return delegationFailed(`delegation to "${agentName}" needs a non-empty "task" string`);
+      const signal = options.timeoutMs ? AbortSignal.any([context.signal, AbortSignal.timeout(options.timeoutMs)]) : context.signal;
+      const progress = new TaskProgress();
+      let client: Client | undefined;
+      try {
+        const connection = await connect();
+        client = connection.client;
+        return await delegate(connection.client, connection.card, task, agentName, options, context, signal, progress);
+      } catch (error) {
+        if (client && progress.taskId && signal.aborted) cancelQuietly(client, progress.taskId);
+        if (!context.signal.aborted && signal.aborted) return delegationFailed(`no answer from "${agentName}" within ${options.timeoutMs} ms`);
+        return delegationFailed(reasonOf(error, context.signal));
+      }
+    },
+  };
+}
+
+function cancelQuietly(client: Client, taskId: string): void {
+  client.cancelTask({ tenant: "", id: taskId, metadata: undefined }, { signal: AbortSignal.timeout(2_000) }).catch(() => {});
+}
+
+async function delegate(
+  client: Client,
+  card: AgentCard,
+  task: string,
+  agentName: string,
+  options: A2AAgentToolOptions,
+  context: ToolContext,
+  signal: AbortSignal,
+  progress: TaskProgress,
+): Promise<ToolResultValue | string> {
+  const message: Message = {
+    messageId: randomUUID(),
+    contextId: "",
+    taskId: "",
+    role: Role.ROLE_USER,
+    parts: [{ content: { $case: "text", value: task }, metadata: undefined, filename: "", mediaType: "text/plain" }],
+    metadata: undefined,
+    extensions: [],
+    referenceTaskIds: [],
+  };
+  const request = { tenant: "", message, configuration: undefined, metadata: undefined };
+  const requestOptions = { signal, serviceParameters: { ...options.headers, ...traceHeadersOf(context.services) } };
+  const report = (data: Omit<A2AProgress, "source" | "agent">) => context.progress({ source: "a2a", agent: agentName, ...data } satisfies A2AProgress);
+
+  if (card.capabilities?.streaming === false) {
+    const result = await client.sendMessage(request, requestOptions);
+    if ("role" in result && "parts" in result) progress.messageText = partsText(result.parts);
+    else progress.addTask(result as Task);
+  } else {
+    for await (const event of client.sendMessageStream(request, requestOptions)) {
+      handleStreamEvent(event, progress, report);
+      if (progress.state !== undefined && terminalStates.has(progress.state)) break;
+    }
+  }
+  return outcome(progress, agentName);
+}
+
+function handleStreamEvent(event: StreamResponse, progress: TaskProgress, report: (data: Omit<A2AProgress, "source" | "agent">) => void): void {
+  const payload = event.payload;
+  switch (payload?.$case) {
+    case "task":
+      progress.addTask(payload.value);
+      report({ update: "task", taskId: payload.value.id, state: stateName(progress.state) });
+      break;
+    case "statusUpdate": {
+      const update = payload.value;
+      progress.taskId = update.taskId || progress.taskId;
+      progress.state = update.status?.state ?? progress.state;
+      const text = partsText(update.status?.message?.parts);
+      if (text) progress.statusText = text;
+      report({ update: "status", taskId: progress.taskId, state: stateName(progress.state), ...(text ? { text } : {}) });
+      break;
+    }
+    case "artifactUpdate": {
+      const update = payload.value;
+      const text = progress.addArtifact(update.artifact, update.append);
+      report({ update: "artifact", taskId: update.taskId || progress.taskId, artifact: update.artifact?.name, text });
+      break;
+    }
+    case "message": {
+      progress.messageText = partsText(payload.value.parts);
+      // A direct message answers without a task: it is the final word.
+      progress.state = TaskState.TASK_STATE_COMPLETED;
+      report({ update: "message", text: progress.messageText });
+      break;
+    }
+    default:
+      break;
+  }
+}
+
+function outcome(progress: TaskProgress, agentName: string): ToolResultValue | string {
+  const state = progress.state;
+  const answer = progress.answer();
+  if (state === TaskState.TASK_STATE_COMPLETED) return answer;
+  if (state === undefined || !terminalStates.has(state)) {
+    return delegationFailed(`the stream from "${agentName}" ended before its task finished (last state: ${stateName(state)})`);
+  }
+  const detail = progress.statusText || answer;
+  return delegationFailed(`the remote task of "${agentName}" ended as ${stateName(state)}${detail ? `: ${detail}` : ""}`);
+}

@@ -1,0 +1,41 @@
+import type { ToolResultValue } from "../tools/tool.js";
+
+/**
+ * The contract with tracing: when `context.services.traceHeaders` is a function, it returns the
+ * W3C trace context headers (`traceparent`, `tracestate`) of the current tool call, and every
+ * remote delegation (A2A, KAOS-style HTTP) sends them with its requests.
+ */
+export type TraceHeadersService = () => Record<string, string> | undefined;
+
+/** The trace headers to send from a tool call, or `{}`. Never throws. */
+export function traceHeadersOf(services: Record<string, unknown> | undefined): Record<string, string> {
+  const provider = services?.traceHeaders;
+  if (typeof provider !== "function") return {};
+  try {
+    const headers = (provider as TraceHeadersService)();
+    if (!headers || typeof headers !== "object") return {};
+    const result: Record<string, string> = {};
+    for (const [key, value] of Object.entries(headers)) if (typeof value === "string") result[key] = value;
+    return result;
+  } catch {
+    return {};
+  }
+}
+
+/** The tool result of a remote delegation that did not work: `[Delegation failed: <reason>]`. */
+export function delegationFailed(reason: string): ToolResultValue {
+  return { content: `[Delegation failed: ${reason}]`, isError: true };
+}
+
+export function reasonOf(error: unknown, signal?: AbortSignal): string {
+  if (signal?.aborted) {
+    const reason = signal.reason;
+    return `aborted${reason instanceof Error && reason.message ? ` (${reason.message})` : typeof reason === "string" ? ` (${reason})` : ""}`;
+  }
+  if (error instanceof Error) {
+    const cause = (error as Error & { cause?: unknown }).cause;
+    const detail = cause instanceof Error && cause.message && !error.message.includes(cause.message) ? `: ${cause.message}` : "";
+    return `${error.message}${detail}`;
+  }
+  return String(error);
+}
