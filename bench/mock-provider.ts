@@ -1,0 +1,317 @@
+// A scripted OpenAI-compatible Chat Completions server for benchmarks and tests.
+//
+// Each model name is a script: N tool-calling turns, then a final answer. The server is
+// stateless: it derives the turn from the number of `tool` messages in the request, so any
+// number of conversations can run at once. Every response is serialized once and cached, so
+// the server costs the contestants as little as possible. Run it in a child process
+// (`spawnMockProvider`) when the client's CPU time is measured.
+import { type ChildProcess, spawn } from "node:child_process";
+import { type IncomingMessage, type Server, type ServerResponse, createServer } from "node:http";
+import type { AddressInfo } from "node:net";
+import { fileURLToPath, pathToFileURL } from "node:url";
+
+export interface MockScript {
+  /** Model calls answered with tool calls before the final answer (default 10). */
+  toolTurns?: number;
+  /** Tool calls in each tool-calling turn (default 1). */
+  toolsPerTurn?: number;
+  /** Name of the tool the script calls (default `lookup`). */
+  toolName?: string;
+  /** The final answer (default {@link DEFAULT_FINAL_TEXT}). Streamed in word-sized chunks. */
+  finalText?: string;
+  /** Milliseconds before each response starts. */
+  latencyMs?: number;
+  /** Milliseconds between streamed writes (0: each stream is one write). The first answer
+   * chunk is always in the first write, so time to first token is not delayed by it. */
+  chunkDelayMs?: number;
+}
+
+export interface MockProviderOptions {
+  /** Scripts by model name. */
+  scripts: Record<string, MockScript>;
+  /** Port to listen on (default 0: any free port). Always on 127.0.0.1. */
+  port?: number;
+}
+
+export interface MockProviderStats {
+  requests: number;
+  /** Requests answered with an error status. */
+  errors: number;
+  /** Last error message, to explain a failed check. */
+  lastError?: string;
+}
+
+export interface MockProvider {
+  /** Base URL for OpenAI clients, ending in `/v1`. */
+  readonly baseURL: string;
+  readonly port: number;
+  stats(): Promise<MockProviderStats>;
+  close(): Promise<void>;
+}
+
+export const DEFAULT_FINAL_TEXT = "All lookups are done and every value checked out, so the answer is forty-two.";
+export const DEFAULT_TOOL_NAME = "lookup";
+
+/** The arguments the script sends for call `index` of turn `turn` (both 0-based). */
+export function scriptedArguments(turn: number, index: number): { n: number; i: number } {
+  return { n: turn, i: index };
+}
+
+/** The id the script gives call `index` of turn `turn`. */
+export function scriptedCallId(turn: number, index: number): string {
+  return `call_${turn}_${index}`;
+}
+
+interface PreparedResponse {
+  status: number;
+  headers: Record<string, string | number>;
+  /** One buffer per write; a delay of `chunkDelayMs` separates them. */
+  writes: Buffer[];
+}
+
+const CREATED = 1_700_000_000;
+const USAGE = { prompt_tokens: 100, completion_tokens: 10, total_tokens: 110 };
+const STREAM_RE = /"stream"\s*:\s*true/;
+const MODEL_RE = /"model"\s*:\s*"([^"\\]*)"/;
+const TOOL_ROLE_RE = /"role"\s*:\s*"tool"/g;
+
+/** Word-sized chunks that join back to the text. */
+function words(text: string): string[] {
+  return text.match(/\s*\S+\s*/g) ?? [text];
+}
+
+function sse(payload: unknown): string {
+  return `data: ${JSON.stringify(payload)}\n\n`;
+}
+
+function errorResponse(status: number, type: string, message: string): PreparedResponse {
+  const body = Buffer.from(JSON.stringify({ error: { message, type, code: type, param: null } }));
+  return { status, headers: { "content-type": "application/json", "content-length": body.length }, writes: [body] };
+}
+
+/** Serializes the answer to turn `turn` of `script` (tool calls, or the final answer). */
+function prepare(model: string, script: Required<MockScript>, turn: number, stream: boolean): PreparedResponse {
+  const id = `chatcmpl-mock-${turn}`;
+  const isFinal = turn >= script.toolTurns;
+  const toolCalls = isFinal
+    ? []
+    : Array.from({ length: script.toolsPerTurn }, (_, index) => ({
+        id: scriptedCallId(turn, index),
+        type: "function",
+        function: { name: script.toolName, arguments: JSON.stringify(scriptedArguments(turn, index)) },
+      }));
+  if (!stream) {
+    const message = isFinal
+      ? { role: "assistant", content: script.finalText, refusal: null }
+      : { role: "assistant", content: null, refusal: null, tool_calls: toolCalls };
+    const body = Buffer.from(
+      JSON.stringify({
+        id,
+        object: "chat.completion",
+        created: CREATED,
+        model,
+        choices: [{ index: 0, message, logprobs: null, finish_reason: isFinal ? "stop" : "tool_calls" }],
+        usage: USAGE,
+      }),
+    );
+    return { status: 200, headers: { "content-type": "application/json", "content-length": body.length }, writes: [body] };
+  }
+  const chunk = (delta: unknown, finishReason: string | null) =>
+    sse({ id, object: "chat.completion.chunk", created: CREATED, model, choices: [{ index: 0, delta, logprobs: null, finish_reason: finishReason }] });
+  const ending =
+    chunk({}, isFinal ? "stop" : "tool_calls") + sse({ id, object: "chat.completion.chunk", created: CREATED, model, choices: [], usage: USAGE }) + "data: [DONE]\n\n";
+  const frames: string[] = [];
+  if (isFinal) {
+    const pieces = words(script.finalText);
+    frames.push(chunk({ role: "assistant", content: "" }, null) + chunk({ content: pieces[0] }, null));
+    for (const piece of pieces.slice(1)) frames.push(chunk({ content: piece }, null));
+  } else {
+    // Like OpenAI: each call opens with its id and name, then its arguments follow.
+    let frame = "";
+    toolCalls.forEach((call, index) => {
+      const head = { index, id: call.id, type: "function", function: { name: call.function.name, arguments: "" } };
+      frame += chunk(index === 0 ? { role: "assistant", content: null, tool_calls: [head] } : { tool_calls: [head] }, null);
+      frame += chunk({ tool_calls: [{ index, function: { arguments: call.function.arguments } }] }, null);
+    });
+    frames.push(frame);
+  }
+  frames.push(ending);
+  const writes = script.chunkDelayMs > 0 ? frames.map((frame) => Buffer.from(frame)) : [Buffer.from(frames.join(""))];
+  const headers: Record<string, string | number> = { "content-type": "text/event-stream", "cache-control": "no-cache" };
+  if (writes.length === 1) headers["content-length"] = writes[0].length;
+  return { status: 200, headers, writes };
+}
+
+function withDefaults(script: MockScript): Required<MockScript> {
+  const toolTurns = script.toolTurns ?? 10;
+  const toolsPerTurn = script.toolsPerTurn ?? 1;
+  if (!Number.isInteger(toolTurns) || toolTurns < 0) throw new RangeError(`mock script: toolTurns must be an integer >= 0, got ${toolTurns}`);
+  if (!Number.isInteger(toolsPerTurn) || toolsPerTurn < 1) throw new RangeError(`mock script: toolsPerTurn must be an integer >= 1, got ${toolsPerTurn}`);
+  return {
+    toolTurns,
+    toolsPerTurn,
+    toolName: script.toolName ?? DEFAULT_TOOL_NAME,
+    finalText: script.finalText ?? DEFAULT_FINAL_TEXT,
+    latencyMs: script.latencyMs ?? 0,
+    chunkDelayMs: script.chunkDelayMs ?? 0,
+  };
+}
+
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+/** Creates the request handler (exported for embedding in other servers). */
+export function createMockHandler(options: MockProviderOptions): {
+  handle(request: IncomingMessage, response: ServerResponse): void;
+  stats: MockProviderStats;
+} {
+  const scripts = new Map(Object.entries(options.scripts).map(([name, script]) => [name, withDefaults(script)]));
+  const cache = new Map<string, PreparedResponse>();
+  const stats: MockProviderStats = { requests: 0, errors: 0 };
+
+  // Answers one request body. Cheap: regular expressions instead of a full JSON parse, and a
+  // cache of serialized responses. (Escaped quotes inside strings cannot match `"key":`.)
+  function answer(body: string): PreparedResponse {
+    if (body.length === 0 || body[0] !== "{") return errorResponse(400, "invalid_request_error", "request body must be a JSON object");
+    const modelMatch = MODEL_RE.exec(body);
+    if (!modelMatch) return errorResponse(400, "invalid_request_error", "request has no model");
+    const model = modelMatch[1];
+    const script = scripts.get(model);
+    if (!script) return errorResponse(404, "model_not_found", `The model '${model}' does not exist (scripts: ${[...scripts.keys()].join(", ")})`);
+    if (!body.includes('"messages"')) return errorResponse(400, "invalid_request_error", "request has no messages");
+    const toolResults = body.match(TOOL_ROLE_RE)?.length ?? 0;
+    if (toolResults % script.toolsPerTurn !== 0 || toolResults / script.toolsPerTurn > script.toolTurns) {
+      return errorResponse(
+        400,
+        "invalid_request_error",
+        `expected a multiple of ${script.toolsPerTurn} tool results (at most ${script.toolTurns * script.toolsPerTurn}), got ${toolResults}`,
+      );
+    }
+    const turn = toolResults / script.toolsPerTurn;
+    const stream = STREAM_RE.test(body);
+    const key = `${model}\u0000${stream ? 1 : 0}\u0000${turn}`;
+    let prepared = cache.get(key);
+    if (!prepared) cache.set(key, (prepared = prepare(model, script, turn, stream)));
+    return prepared;
+  }
+
+  async function send(response: ServerResponse, prepared: PreparedResponse, script: Required<MockScript> | undefined): Promise<void> {
+    if (script && script.latencyMs > 0) await sleep(script.latencyMs);
+    response.writeHead(prepared.status, prepared.headers);
+    const last = prepared.writes.length - 1;
+    for (let index = 0; index < last; index++) {
+      response.write(prepared.writes[index]);
+      if (script && script.chunkDelayMs > 0) await sleep(script.chunkDelayMs);
+      if (response.destroyed) return;
+    }
+    response.end(prepared.writes[last]);
+  }
+
+  function handle(request: IncomingMessage, response: ServerResponse): void {
+    const path = (request.url ?? "").split("?")[0];
+    if (request.method === "GET" && path === "/stats") {
+      const body = JSON.stringify(stats);
+      response.writeHead(200, { "content-type": "application/json", "content-length": Buffer.byteLength(body) });
+      response.end(body);
+      return;
+    }
+    if (request.method !== "POST" || (path !== "/v1/chat/completions" && path !== "/chat/completions")) {
+      stats.errors++;
+      stats.lastError = `no route ${request.method} ${path}`;
+      send(response, errorResponse(404, "not_found", `no route ${request.method} ${path}`), undefined);
+      return;
+    }
+    stats.requests++;
+    const chunks: Buffer[] = [];
+    request.on("data", (chunk: Buffer) => chunks.push(chunk));
+    request.on("end", () => {
+      const body = chunks.length === 1 ? chunks[0].toString("utf8") : Buffer.concat(chunks).toString("utf8");
+      const prepared = answer(body);
+      if (prepared.status !== 200) {
+        stats.errors++;
+        stats.lastError = prepared.writes[0].toString("utf8");
+      }
+      const model = MODEL_RE.exec(body)?.[1];
+      send(response, prepared, model === undefined ? undefined : scripts.get(model)).catch(() => response.destroy());
+    });
+  }
+
+  return { handle, stats };
+}
+
+/** Starts the mock provider in this process. */
+export async function startMockProvider(options: MockProviderOptions): Promise<MockProvider> {
+  const { handle, stats } = createMockHandler(options);
+  const server: Server = createServer(handle);
+  server.keepAliveTimeout = 60_000;
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(options.port ?? 0, "127.0.0.1", () => resolve());
+  });
+  const port = (server.address() as AddressInfo).port;
+  return {
+    baseURL: `http://127.0.0.1:${port}/v1`,
+    port,
+    stats: async () => ({ ...stats }),
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
+  };
+}
+
+/**
+ * Starts the mock provider in a child process, so its CPU time is not counted as the
+ * client's. Resolves once it listens.
+ */
+export async function spawnMockProvider(options: MockProviderOptions): Promise<MockProvider & { readonly pid: number }> {
+  const script = fileURLToPath(import.meta.url);
+  const child: ChildProcess = spawn(process.execPath, ["--import", "tsx", script], {
+    // stdin stays open as a lifeline: the child exits when this process goes away.
+    stdio: ["pipe", "pipe", "inherit"],
+    env: { ...process.env, MOCK_PROVIDER_OPTIONS: JSON.stringify(options) },
+  });
+  const port = await new Promise<number>((resolve, reject) => {
+    let output = "";
+    const onData = (data: Buffer) => {
+      output += data.toString("utf8");
+      const match = /listening on (\d+)/.exec(output);
+      if (match) {
+        child.stdout?.off("data", onData);
+        resolve(Number(match[1]));
+      }
+    };
+    child.stdout?.on("data", onData);
+    child.once("exit", (code) => reject(new Error(`mock provider exited with code ${code} before listening: ${output}`)));
+    child.once("error", reject);
+  });
+  const baseURL = `http://127.0.0.1:${port}/v1`;
+  return {
+    baseURL,
+    port,
+    pid: child.pid ?? -1,
+    stats: async () => (await (await fetch(`http://127.0.0.1:${port}/stats`)).json()) as MockProviderStats,
+    close: () =>
+      new Promise<void>((resolve) => {
+        if (child.exitCode !== null) return resolve();
+        child.once("exit", () => resolve());
+        child.kill("SIGTERM");
+      }),
+  };
+}
+
+// Child-process entry point: `MOCK_PROVIDER_OPTIONS='{"scripts":{...}}' node --import tsx bench/mock-provider.ts`
+if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
+  const raw = process.env.MOCK_PROVIDER_OPTIONS;
+  if (!raw) {
+    console.error("mock-provider: set MOCK_PROVIDER_OPTIONS to a JSON object {\"scripts\": {\"model-name\": {\"toolTurns\": 10}}}");
+    process.exit(2);
+  }
+  const provider = await startMockProvider(JSON.parse(raw) as MockProviderOptions);
+  process.stdout.write(`mock provider listening on ${provider.port}\n`);
+  const stop = () => provider.close().then(() => process.exit(0));
+  process.on("SIGTERM", stop);
+  process.stdin.on("end", stop);
+  process.stdin.on("error", stop);
+  process.stdin.resume();
+}
