@@ -1,0 +1,110 @@
+import { AgentLoopError } from "../errors.js";
+import type { TruncationOptions } from "../tools/tool.js";
+
+/** Launch an MCP server as a child process and talk to it over stdin/stdout. */
+export interface McpStdioTransportConfig {
+  command: string;
+  args?: string[];
+  /** Added to a minimal safe environment (PATH, HOME, ...), as the MCP SDK does. */
+  env?: Record<string, string>;
+  cwd?: string;
+  /** What happens to the server's stderr. Default `pipe`: kept (last 4 KB) for error messages. */
+  stderr?: "pipe" | "inherit" | "ignore";
+}
+
+/** Reach an MCP server over Streamable HTTP. */
+export interface McpHttpTransportConfig {
+  /** The endpoint. KAOS style: `/mcp` is appended when the path does not end with it (see `appendMcpPath`). */
+  url: string;
+  /** Default true. Set false to use the URL exactly as given. */
+  appendMcpPath?: boolean;
+  /** Sent with every HTTP request (authorization, tenant headers...). A function is called per request. */
+  headers?: Record<string, string> | (() => Record<string, string>);
+}
+
+export interface McpToolNaming {
+  /** Put in front of each tool name. Default: the server's `name`. `false` or `""`: no prefix. */
+  prefix?: string | false;
+  /** Between prefix and tool name. Default `.`. */
+  separator?: string;
+}
+
+export interface McpCommonConfig {
+  /** The server's name: the default tool name prefix, and the name error results mention. */
+  name: string;
+  /** Only these MCP tools (by their server-side name) are exposed; or a predicate on the server-side name. */
+  allowedTools?: readonly string[] | ((toolName: string) => boolean);
+  naming?: McpToolNaming;
+  /** Reconnections allowed over the toolset's life after the connection dies (default 1). */
+  maxReconnects?: number;
+  /** Milliseconds for one MCP request; progress notifications reset it (default 60,000). */
+  requestTimeoutMs?: number;
+  /** Applied to every exposed tool. */
+  toolTimeoutMs?: number;
+  truncation?: TruncationOptions;
+  /** Mark every exposed tool sequential (a barrier in a wave). */
+  sequential?: boolean;
+  /** Called after the server's tool list changed and the cache was refreshed. */
+  onToolsChanged?: (toolNames: string[]) => void;
+}
+
+export type McpServerConfig = McpCommonConfig & (McpStdioTransportConfig | McpHttpTransportConfig);
+
+export function isStdioConfig(config: McpServerConfig): config is McpCommonConfig & McpStdioTransportConfig {
+  return typeof (config as McpStdioTransportConfig).command === "string";
+}
+
+function configurationError(message: string): AgentLoopError {
+  return new AgentLoopError("configuration", message);
+}
+
+/** Checks a config and throws a configuration error naming the problem. */
+export function validateMcpConfig(config: McpServerConfig): void {
+  if (typeof config !== "object" || config === null) throw configurationError("MCP server config must be an object");
+  if (typeof config.name !== "string" || config.name.trim() === "") {
+    throw configurationError("MCP server config needs a non-empty `name`");
+  }
+  const hasCommand = "command" in config && config.command !== undefined;
+  const hasUrl = "url" in config && (config as McpHttpTransportConfig).url !== undefined;
+  if (hasCommand && hasUrl) throw configurationError(`MCP server "${config.name}": give either \`command\` (stdio) or \`url\` (HTTP), not both`);
+  if (!hasCommand && !hasUrl) throw configurationError(`MCP server "${config.name}": needs \`command\` (stdio) or \`url\` (Streamable HTTP)`);
+  if (hasCommand) {
+    const stdio = config as McpStdioTransportConfig;
+    if (typeof stdio.command !== "string" || stdio.command.trim() === "") {
+      throw configurationError(`MCP server "${config.name}": \`command\` must be a non-empty string`);
+    }
+    if (stdio.args !== undefined && (!Array.isArray(stdio.args) || stdio.args.some((arg) => typeof arg !== "string"))) {
+      throw configurationError(`MCP server "${config.name}": \`args\` must be an array of strings`);
+    }
+  } else {
+    normalizeMcpUrl((config as McpHttpTransportConfig).url, (config as McpHttpTransportConfig).appendMcpPath, config.name);
+  }
+  if (config.maxReconnects !== undefined && (!Number.isInteger(config.maxReconnects) || config.maxReconnects < 0)) {
+    throw configurationError(`MCP server "${config.name}": \`maxReconnects\` must be a non-negative integer`);
+  }
+}
+
+/** `http://host:8000` → `http://host:8000/mcp`; a path already ending in `/mcp` is kept. */
+export function normalizeMcpUrl(url: string, appendMcpPath = true, serverName = "?"): URL {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    throw configurationError(`MCP server "${serverName}": \`url\` is not a valid URL: ${JSON.stringify(url)}`);
+  }
+  if (parsed.protocol !== "http:" && parsed.protocol !== "https:") {
+    throw configurationError(`MCP server "${serverName}": \`url\` must be http or https, got ${parsed.protocol}`);
+  }
+  if (appendMcpPath) {
+    const path = parsed.pathname.replace(/\/+$/, "");
+    if (!path.endsWith("/mcp")) parsed.pathname = `${path}/mcp`;
+  }
+  return parsed;
+}
+
+/** The name the agent sees for a server-side tool. */
+export function exposedToolName(serverName: string, toolName: string, naming: McpToolNaming = {}): string {
+  const prefix = naming.prefix === undefined ? serverName : naming.prefix;
+  if (prefix === false || prefix === "") return toolName;
+  return `${prefix}${naming.separator ?? "."}${toolName}`;
+}

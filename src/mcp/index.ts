@@ -1,0 +1,12 @@
+// MCP servers as ordinary tools: `agentloop/mcp`. Loads the MCP SDK; keep it out of the core import.
+export {
+  exposedToolName,
+  type McpCommonConfig,
+  type McpHttpTransportConfig,
+  type McpServerConfig,
+  type McpStdioTransportConfig,
+  type McpToolNaming,
+  normalizeMcpUrl,
+} from "./config.js";
+export { type McpCallResult, mapCallResult } from "./result.js";
+export { connectMcp, type McpCallOptions, McpToolset, McpToolsetGroup, type McpToolsetStatus, mcpToolset } from "./toolset.js";

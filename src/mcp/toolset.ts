@@ -1,0 +1,435 @@
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { ErrorCode, McpError, type Tool as McpToolDescription } from "@modelcontextprotocol/sdk/types.js";
+import { AgentLoopError, abortError } from "../errors.js";
+import type { JsonSchema } from "../model/model.js";
+import type { Tool, ToolResultValue } from "../tools/tool.js";
+import {
+  exposedToolName,
+  isStdioConfig,
+  type McpHttpTransportConfig,
+  type McpServerConfig,
+  normalizeMcpUrl,
+  validateMcpConfig,
+} from "./config.js";
+import { type McpCallResult, mapCallResult } from "./result.js";
+
+/**
+ * `idle`: not connected yet. `connected`: ready. `disconnected`: the connection died; the next call
+ * reconnects if the reconnect budget allows. `failed`: dead for good, calls return error results.
+ * `closed`: `close()` was called.
+ */
+export type McpToolsetStatus = "idle" | "connected" | "disconnected" | "failed" | "closed";
+
+export interface McpCallOptions {
+  signal?: AbortSignal;
+  /** Receives the server's progress notifications for this call. */
+  onProgress?: (progress: { progress: number; total?: number; message?: string }) => void;
+}
+
+const clientInfo = { name: "agentloop", version: "0.1.0" };
+const defaultRequestTimeoutMs = 60_000;
+const stderrTailChars = 4_096;
+// A short debounce: servers often register several tools in a burst.
+const listChangedDebounceMs = 50;
+
+type Transport = StdioClientTransport | StreamableHTTPClientTransport;
+
+/** The last line of a server's stderr, for error messages. */
+function lastLine(text: string): string {
+  const lines = text.trim().split("\n");
+  return lines[lines.length - 1]?.trim() ?? "";
+}
+
+function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
+/**
+ * The tools of one MCP server, as ordinary core tools (kind `mcp`).
+ *
+ * Connects lazily (or with `connect()`), caches the tool list per connection and refreshes it when the
+ * server sends `notifications/tools/list_changed`. A connection that dies is reopened once (see
+ * `maxReconnects`); after that every call returns an error result naming the server, so a run goes on.
+ */
+export class McpToolset {
+  readonly name: string;
+  private readonly config: McpServerConfig;
+  private client?: Client;
+  private transport?: Transport;
+  private statusValue: McpToolsetStatus = "idle";
+  private opening?: Promise<void>;
+  private reconnectsLeft: number;
+  private reconnectCount = 0;
+  private lastFailure = "";
+  private stderrTail = "";
+  /** Bumped on every (re)connection and on close, so callbacks of an old connection are ignored. */
+  private generation = 0;
+  private readonly exposed: Tool[] = [];
+  private serverTools: McpToolDescription[] = [];
+
+  constructor(config: McpServerConfig) {
+    validateMcpConfig(config);
+    this.config = config;
+    this.name = config.name;
+    this.reconnectsLeft = config.maxReconnects ?? 1;
+  }
+
+  get status(): McpToolsetStatus {
+    return this.statusValue;
+  }
+
+  /** How many times the connection was reopened. */
+  get reconnects(): number {
+    return this.reconnectCount;
+  }
+
+  /** The stdio server's process id while connected (undefined over HTTP). */
+  get pid(): number | undefined {
+    return this.transport instanceof StdioClientTransport ? (this.transport.pid ?? undefined) : undefined;
+  }
+
+  /** The exposed tools as last listed (empty before the first connection). */
+  get loadedTools(): Tool[] {
+    return this.exposed;
+  }
+
+  /** The server-side descriptions of the exposed tools (after `allowedTools`). */
+  get serverToolDescriptions(): readonly McpToolDescription[] {
+    return this.serverTools;
+  }
+
+  /** Connects and lists the tools. Throws an `AgentLoopError` (kind `network`) naming the server when it cannot. */
+  async connect(): Promise<this> {
+    if (this.statusValue === "closed") throw new AgentLoopError("configuration", `MCP server "${this.name}": toolset is closed`);
+    if (this.statusValue === "idle") {
+      this.opening ??= this.open().finally(() => {
+        this.opening = undefined;
+      });
+      try {
+        await this.opening;
+      } catch (error) {
+        throw new AgentLoopError("network", `MCP server "${this.name}" (${this.describeTarget()}): could not connect: ${this.failureText(error)}`, {
+          cause: error,
+        });
+      }
+    } else if (this.opening) {
+      await this.opening.catch(() => undefined);
+    }
+    return this;
+  }
+
+  /**
+   * The exposed tools, connecting first if needed. The array is the toolset's own and is updated in
+   * place when the server's tool list changes.
+   */
+  async tools(): Promise<Tool[]> {
+    if (this.statusValue === "idle") await this.connect();
+    return this.exposed;
+  }
+
+  /** Lists the server's tools again (all pages) and updates the exposed tools. */
+  async refreshTools(): Promise<Tool[]> {
+    const client = this.client;
+    if (!client || this.statusValue !== "connected") return this.exposed;
+    await this.loadTools(client, this.generation);
+    return this.exposed;
+  }
+
+  /**
+   * Calls a server-side tool by its MCP name. Never throws except when `signal` aborts (an
+   * `aborted` AgentLoopError): failures come back as error results naming the server.
+   */
+  async callTool(toolName: string, args: Record<string, unknown>, options: McpCallOptions = {}): Promise<ToolResultValue> {
+    const { signal } = options;
+    // A call that failed before reaching the server (transport error) is retried once after reconnecting.
+    for (let attempt = 0; ; attempt++) {
+      if (signal?.aborted) throw abortError(signal);
+      const client = await this.usableClient();
+      if (typeof client === "string") return { content: client, isError: true };
+      try {
+        const result = await client.callTool({ name: toolName, arguments: args }, undefined, {
+          signal,
+          timeout: this.config.requestTimeoutMs ?? defaultRequestTimeoutMs,
+          resetTimeoutOnProgress: true,
+          onprogress: options.onProgress
+            ? (progress) => options.onProgress?.({ progress: progress.progress, total: progress.total, message: progress.message })
+            : undefined,
+        });
+        return mapCallResult(result as McpCallResult);
+      } catch (error) {
+        if (signal?.aborted) throw abortError(signal);
+        if (error instanceof McpError && error.code !== ErrorCode.ConnectionClosed) {
+          // The server answered with a protocol error (unknown tool, bad params, timeout): the connection is fine.
+          return { content: `MCP server "${this.name}", tool "${toolName}": ${error.message}`, isError: true };
+        }
+        this.markDisconnected(client, error);
+        const lostDuringCall = error instanceof McpError && error.code === ErrorCode.ConnectionClosed;
+        if (!lostDuringCall && attempt === 0) continue;
+        return {
+          content: `MCP server "${this.name}": connection lost during the call to "${toolName}": ${this.failureText(error)}`,
+          isError: true,
+        };
+      }
+    }
+  }
+
+  /** Closes the connection; a stdio server process is terminated. Safe to call twice. */
+  async close(): Promise<void> {
+    if (this.statusValue === "closed") return;
+    this.statusValue = "closed";
+    this.generation++;
+    await this.opening?.catch(() => undefined);
+    await this.dispose(this.client, this.transport, true);
+    this.client = undefined;
+    this.transport = undefined;
+  }
+
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.close();
+  }
+
+  /** The client to call, reconnecting when allowed, or the text of an error result. */
+  private async usableClient(): Promise<Client | string> {
+    if (this.opening) await this.opening.catch(() => undefined);
+    switch (this.statusValue) {
+      case "connected":
+        return this.client!;
+      case "closed":
+        return `MCP server "${this.name}" is unavailable: the toolset was closed`;
+      case "failed":
+        return this.unavailableText();
+      case "idle":
+        try {
+          await this.connect();
+        } catch (error) {
+          return messageOf(error);
+        }
+        return this.usableClient();
+      case "disconnected": {
+        if (this.reconnectsLeft <= 0) {
+          this.statusValue = "failed";
+          return this.unavailableText();
+        }
+        this.reconnectsLeft--;
+        this.reconnectCount++;
+        this.opening ??= this.open().finally(() => {
+          this.opening = undefined;
+        });
+        try {
+          await this.opening;
+        } catch (error) {
+          if ((this.statusValue as McpToolsetStatus) !== "closed") this.statusValue = "failed";
+          this.lastFailure = `reconnecting failed: ${this.failureText(error)}`;
+          return this.unavailableText();
+        }
+        return this.usableClient();
+      }
+    }
+  }
+
+  private unavailableText(): string {
+    const budget = this.config.maxReconnects ?? 1;
+    return `MCP server "${this.name}" is unavailable (${this.lastFailure || "connection lost"}; reconnect limit ${budget} reached)`;
+  }
+
+  private failureText(error: unknown): string {
+    const stderr = lastLine(this.stderrTail);
+    return stderr ? `${messageOf(error)} (server stderr: ${stderr})` : messageOf(error);
+  }
+
+  private describeTarget(): string {
+    const config = this.config;
+    if (isStdioConfig(config)) return `stdio: ${[config.command, ...(config.args ?? [])].join(" ")}`;
+    return `http: ${normalizeMcpUrl(config.url, config.appendMcpPath, config.name).href}`;
+  }
+
+  /** Opens a new connection (closing any old one) and loads the tool list. */
+  private async open(): Promise<void> {
+    const oldClient = this.client;
+    const oldTransport = this.transport;
+    this.client = undefined;
+    this.transport = undefined;
+    if (oldClient || oldTransport) await this.dispose(oldClient, oldTransport, false);
+
+    const generation = ++this.generation;
+    this.stderrTail = "";
+    const client = new Client(clientInfo, {
+      capabilities: {},
+      listChanged: {
+        tools: {
+          autoRefresh: false,
+          debounceMs: listChangedDebounceMs,
+          onChanged: () => {
+            if (generation !== this.generation || this.statusValue !== "connected") return;
+            this.loadTools(client, generation).then(
+              () => this.config.onToolsChanged?.(this.exposed.map((tool) => tool.name)),
+              () => undefined,
+            );
+          },
+        },
+      },
+    });
+    const transport = this.createTransport();
+    client.onclose = () => {
+      if (generation !== this.generation) return;
+      this.markDisconnected(client, new Error(this.transport instanceof StdioClientTransport ? "server process exited" : "connection closed"));
+    };
+    // Transport errors also surface on the failing request; recorded here for the error message only.
+    client.onerror = (error) => {
+      if (generation === this.generation && this.statusValue !== "connected") this.lastFailure = messageOf(error);
+    };
+    try {
+      await client.connect(transport, { timeout: this.config.requestTimeoutMs ?? defaultRequestTimeoutMs });
+      if (generation !== this.generation) throw new Error("toolset was closed while connecting");
+      this.client = client;
+      this.transport = transport;
+      await this.loadTools(client, generation);
+      if (generation !== this.generation) throw new Error("toolset was closed while connecting");
+    } catch (error) {
+      this.client = undefined;
+      this.transport = undefined;
+      await this.dispose(client, transport, false);
+      throw error;
+    }
+    this.statusValue = "connected";
+    this.lastFailure = "";
+  }
+
+  private createTransport(): Transport {
+    const config = this.config;
+    if (isStdioConfig(config)) {
+      const transport = new StdioClientTransport({
+        command: config.command,
+        args: config.args,
+        env: config.env,
+        cwd: config.cwd,
+        stderr: config.stderr ?? "pipe",
+      });
+      transport.stderr?.on("data", (chunk: Buffer) => {
+        this.stderrTail = (this.stderrTail + chunk.toString("utf8")).slice(-stderrTailChars);
+      });
+      return transport;
+    }
+    const http = config as McpHttpTransportConfig;
+    const url = normalizeMcpUrl(http.url, http.appendMcpPath, config.name);
+    const headers = http.headers;
+    return new StreamableHTTPClientTransport(url, {
+      // No automatic SSE stream reconnection: a dead server is handled by this toolset's own reconnect.
+      reconnectionOptions: { maxRetries: 0, initialReconnectionDelay: 1000, maxReconnectionDelay: 1000, reconnectionDelayGrowFactor: 1 },
+      fetch:
+        typeof headers === "function"
+          ? (input, init) => {
+              const merged = new Headers(init?.headers);
+              for (const [key, value] of Object.entries(headers())) merged.set(key, value);
+              return fetch(input, { ...init, headers: merged });
+            }
+          : undefined,
+      requestInit: headers && typeof headers === "object" ? { headers } : undefined,
+    });
+  }
+
+  private async loadTools(client: Client, generation: number): Promise<void> {
+    const listed: McpToolDescription[] = [];
+    let cursor: string | undefined;
+    do {
+      const page = await client.listTools(cursor ? { cursor } : undefined, { timeout: this.config.requestTimeoutMs ?? defaultRequestTimeoutMs });
+      listed.push(...page.tools);
+      cursor = page.nextCursor;
+    } while (cursor);
+    if (generation !== this.generation) return;
+    const allowed = this.config.allowedTools;
+    const isAllowed = allowed === undefined ? () => true : typeof allowed === "function" ? allowed : (name: string) => allowed.includes(name);
+    // Tools that can only run as MCP tasks cannot be called with a plain tools/call.
+    this.serverTools = listed.filter((tool) => isAllowed(tool.name) && tool.execution?.taskSupport !== "required");
+    this.exposed.splice(0, this.exposed.length, ...this.serverTools.map((tool) => this.toTool(tool)));
+  }
+
+  private toTool(description: McpToolDescription): Tool {
+    const mcpName = description.name;
+    const tool: Tool = {
+      name: exposedToolName(this.name, mcpName, this.config.naming),
+      description: description.description ?? description.title ?? mcpName,
+      parameters: (description.inputSchema ?? { type: "object", properties: {} }) as JsonSchema,
+      kind: "mcp",
+      action: "tool_call",
+      execute: (args, context) =>
+        this.callTool(mcpName, (args ?? {}) as Record<string, unknown>, {
+          signal: context.signal,
+          onProgress: (progress) => context.progress(progress),
+        }),
+    };
+    if (this.config.toolTimeoutMs !== undefined) tool.timeoutMs = this.config.toolTimeoutMs;
+    if (this.config.truncation !== undefined) tool.truncation = this.config.truncation;
+    if (this.config.sequential !== undefined) tool.sequential = this.config.sequential;
+    return tool;
+  }
+
+  private markDisconnected(client: Client, error: unknown): void {
+    if (client !== this.client || this.statusValue !== "connected") return;
+    this.statusValue = "disconnected";
+    this.lastFailure = this.failureText(error);
+  }
+
+  /** Best-effort teardown: ends an HTTP session politely on close, then closes the transport (killing a stdio child). */
+  private async dispose(client: Client | undefined, transport: Transport | undefined, terminateSession: boolean): Promise<void> {
+    if (terminateSession && transport instanceof StreamableHTTPClientTransport && transport.sessionId) {
+      await transport.terminateSession().catch(() => undefined);
+    }
+    if (client) await client.close().catch(() => undefined);
+    else if (transport) await transport.close().catch(() => undefined);
+  }
+}
+
+/** A toolset for one MCP server. It connects on first use (`await toolset.tools()`) or with `connect()`. */
+export function mcpToolset(config: McpServerConfig): McpToolset {
+  return new McpToolset(config);
+}
+
+/** Several connected MCP servers. */
+export class McpToolsetGroup {
+  constructor(readonly toolsets: readonly McpToolset[]) {}
+
+  /** Every server's exposed tools, in config order (a snapshot). */
+  get tools(): Tool[] {
+    return this.toolsets.flatMap((toolset) => toolset.loadedTools);
+  }
+
+  get(name: string): McpToolset | undefined {
+    return this.toolsets.find((toolset) => toolset.name === name);
+  }
+
+  async close(): Promise<void> {
+    await Promise.all(this.toolsets.map((toolset) => toolset.close()));
+  }
+
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.close();
+  }
+}
+
+/**
+ * Connects to one MCP server (returns its toolset) or to several (returns a group). Throws an
+ * `AgentLoopError` naming the server that failed; the others are closed again.
+ */
+export function connectMcp(config: McpServerConfig): Promise<McpToolset>;
+export function connectMcp(configs: readonly McpServerConfig[]): Promise<McpToolsetGroup>;
+export async function connectMcp(input: McpServerConfig | readonly McpServerConfig[]): Promise<McpToolset | McpToolsetGroup> {
+  if (!Array.isArray(input)) return new McpToolset(input as McpServerConfig).connect();
+  const configs = input as readonly McpServerConfig[];
+  const seen = new Set<string>();
+  for (const config of configs) {
+    validateMcpConfig(config);
+    if (seen.has(config.name)) throw new AgentLoopError("configuration", `MCP server name "${config.name}" is used twice`);
+    seen.add(config.name);
+  }
+  const toolsets = configs.map((config) => new McpToolset(config));
+  const outcomes = await Promise.allSettled(toolsets.map((toolset) => toolset.connect()));
+  const failed = outcomes.find((outcome): outcome is PromiseRejectedResult => outcome.status === "rejected");
+  if (failed) {
+    await Promise.all(toolsets.map((toolset) => toolset.close()));
+    throw failed.reason;
+  }
+  return new McpToolsetGroup(toolsets);
+}

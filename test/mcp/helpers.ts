@@ -1,0 +1,85 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import { createServer } from "node:net";
+import { fileURLToPath } from "node:url";
+
+export const everythingServerPath = fileURLToPath(
+  new URL("../../node_modules/@modelcontextprotocol/server-everything/dist/index.js", import.meta.url),
+);
+export const filesystemServerPath = fileURLToPath(
+  new URL("../../node_modules/@modelcontextprotocol/server-filesystem/dist/index.js", import.meta.url),
+);
+export const dynamicServerPath = fileURLToPath(new URL("./fixtures/dynamic-server.mjs", import.meta.url));
+
+/** The everything reference server over stdio. */
+export function everythingStdio() {
+  return { command: process.execPath, args: [everythingServerPath, "stdio"] };
+}
+
+/** Polls until `check` is true (fails after `timeoutMs`). */
+export async function waitFor(check: () => boolean, timeoutMs = 5000, what = "condition"): Promise<void> {
+  const start = Date.now();
+  while (!check()) {
+    if (Date.now() - start > timeoutMs) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", () => {
+      const address = server.address();
+      server.close(() => resolve(typeof address === "object" && address ? address.port : 0));
+    });
+  });
+}
+
+export interface RunningHttpServer {
+  process: ChildProcess;
+  port: number;
+  stop(): Promise<void>;
+}
+
+/** Starts the everything server in Streamable HTTP mode on `port` and waits until it listens. */
+export async function startEverythingHttp(port: number): Promise<RunningHttpServer> {
+  const child = spawn(process.execPath, [everythingServerPath, "streamableHttp"], {
+    env: { ...process.env, PORT: String(port) },
+    stdio: ["ignore", "ignore", "pipe"],
+  });
+  await new Promise<void>((resolve, reject) => {
+    let output = "";
+    const timer = setTimeout(() => reject(new Error(`everything server did not start: ${output}`)), 10_000);
+    child.stderr!.on("data", (chunk: Buffer) => {
+      output += chunk.toString();
+      if (output.includes("listening on port")) {
+        clearTimeout(timer);
+        resolve();
+      }
+    });
+    child.once("exit", (code) => {
+      clearTimeout(timer);
+      reject(new Error(`everything server exited (${code}): ${output}`));
+    });
+  });
+  child.stderr!.resume();
+  return {
+    process: child,
+    port,
+    stop: () =>
+      new Promise<void>((resolve) => {
+        if (child.exitCode !== null || child.signalCode !== null) return resolve();
+        child.once("exit", () => resolve());
+        child.kill("SIGKILL");
+      }),
+  };
+}
+
+export function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
