@@ -1,3 +1,4 @@
+import { sleep } from "../abort.js";
 import { abortError } from "../errors.js";
 import type { Usage } from "../usage.js";
 import type { Model, ModelEvent, ModelRequest } from "./model.js";
@@ -69,20 +70,6 @@ function requestText(request: ModelRequest): string {
   }
   return text;
 }
-
-const sleep = (ms: number, signal?: AbortSignal) =>
-  new Promise<void>((resolve) => {
-    if (signal?.aborted) return resolve();
-    const timer = setTimeout(resolve, ms);
-    signal?.addEventListener(
-      "abort",
-      () => {
-        clearTimeout(timer);
-        resolve();
-      },
-      { once: true },
-    );
-  });
 
 /**
  * A deterministic model that answers from a script, one entry per call. The script restarts

@@ -1,0 +1,398 @@
+import { randomUUID } from "node:crypto";
+import { onAbort } from "../abort.js";
+import { delegateTool } from "../agents/local.js";
+import { AgentLoopError } from "../errors.js";
+import { type Message, textOf, toolCallsOf, type ToolCallPart } from "../messages.js";
+import { type Model, type ModelRequest, type ModelEvent, type ModelResponse, ResponseAccumulator, type ToolDefinition } from "../model/model.js";
+import { scriptedModelFromEnv } from "../model/scripted.js";
+import type { Tool } from "../tools/tool.js";
+import { jsonSchemaOf, warmValidators } from "../tools/validate.js";
+import { type Usage, addUsage, emptyUsage } from "../usage.js";
+import { hideBoundParameters } from "./bindings.js";
+import type { RunResult, TerminalState } from "./events.js";
+import { callSignature, detectLoop } from "./loop-detection.js";
+import { Run, type RunControl } from "./run.js";
+import type { AgentConfig, RunInfo, RunOptions } from "./types.js";
+import { cancelledResults, runWave } from "./wave.js";
+
+const DEFAULT_MAX_TURNS = 10;
+const DEFAULT_LOOP_WINDOW = 10;
+
+function positiveInteger(value: unknown, name: string): void {
+  if (value !== undefined && (typeof value !== "number" || !Number.isInteger(value) || value < 1)) {
+    throw new TypeError(`Agent config: ${name} must be a positive integer, got ${JSON.stringify(value)}`);
+  }
+}
+
+/** How one input ended. */
+interface Outcome {
+  state: TerminalState;
+  reason: string;
+  error?: AgentLoopError;
+}
+
+/** Mutable state of one run, shared by the loop's helpers. */
+interface RunContext {
+  control: RunControl;
+  info: RunInfo;
+  options: RunOptions;
+  messages: Message[];
+  usage: Usage;
+  turns: number;
+  toolRounds: number;
+  toolCalls: number;
+  signatures: string[];
+  loopWarnings: number;
+  services: Record<string, unknown>;
+}
+
+/**
+ * An agent: a model, instructions and tools, plus the limits of its loop. `run` starts one run.
+ */
+export class Agent {
+  readonly name: string;
+  readonly description: string;
+  readonly config: Readonly<AgentConfig>;
+  readonly model: Model;
+  private readonly tools = new Map<string, Tool<any>>();
+  private definitions?: ToolDefinition[];
+
+  constructor(config: AgentConfig) {
+    const model = scriptedModelFromEnv() ?? config.model;
+    if (!model || typeof model.stream !== "function") {
+      throw new TypeError("Agent config: model must implement Model (a stream(request) method); see agentloop/providers");
+    }
+    for (const key of ["maxTurns", "maxToolRounds", "maxTokens", "maxToolCalls", "concurrency", "toolTimeoutMs"] as const) {
+      positiveInteger(config[key], key);
+    }
+    if (config.onLimit !== undefined && config.onLimit !== "stop" && config.onLimit !== "final-answer") {
+      throw new TypeError(`Agent config: onLimit must be "stop" or "final-answer", got ${JSON.stringify(config.onLimit)}`);
+    }
+    this.config = config;
+    this.model = model;
+    this.name = config.name ?? "agent";
+    this.description = config.description ?? "";
+    const tools = [...(config.tools ?? []), ...(config.subAgents ?? []).map((agent) => delegateTool(agent))];
+    for (const tool of tools) {
+      if (!tool || typeof tool.name !== "string" || typeof tool.execute !== "function") {
+        throw new TypeError(`Agent config: every tool needs a name and an execute function (got ${JSON.stringify(tool?.name)})`);
+      }
+      if (this.tools.has(tool.name)) throw new TypeError(`Agent config: two tools are named "${tool.name}"`);
+      this.tools.set(tool.name, tool);
+    }
+    warmValidators(this.tools.values());
+  }
+
+  /** The tools the model sees, bound parameters hidden. */
+  toolDefinitions(): ToolDefinition[] {
+    this.definitions ??= [...this.tools.values()].map((tool) => ({
+      name: tool.name,
+      description: tool.description,
+      parameters: hideBoundParameters(jsonSchemaOf(tool), tool.bindings),
+    }));
+    return this.definitions;
+  }
+
+  /** Starts a run for one user input. Consume it as events (`for await`) or await its result. */
+  run(input: string, options: RunOptions = {}): Run {
+    const runId = `run_${randomUUID()}`;
+    const fail = (error: unknown) => this.failedResult(runId, error);
+    return new Run(runId, (control) => this.execute(control, input, options), fail, options.signal);
+  }
+
+  private async execute(control: RunControl, input: string, options: RunOptions): Promise<RunResult> {
+    const model = this.model.forRun?.() ?? this.model;
+    const info: RunInfo = {
+      runId: control.id,
+      agentName: this.name,
+      model,
+      sessionId: options.sessionId,
+      depth: options.depth ?? 0,
+      parentRunId: options.parentRunId,
+    };
+    const observers = [...(this.config.memory && options.sessionId ? [this.config.memory] : []), ...(this.config.observers ?? [])];
+    control.observe(observers, info);
+    const body = async () => {
+      let result: RunResult;
+      try {
+        result = await this.loop(control, info, input, options);
+      } catch (error) {
+        result = this.failedResult(control.id, error);
+        control.emit({ type: "error", runId: control.id, error: result.error!, fatal: true });
+      }
+      control.setState(result.state);
+      control.emit({ type: "run-end", runId: control.id, state: result.state, reason: result.reason, result });
+      await control.flushObservers();
+      return result;
+    };
+    const instrumentation = this.config.instrumentation;
+    return instrumentation ? instrumentation.run({ ...info, input }, body) : body();
+  }
+
+  /** The outer loop: the first input, then each follow-up, until one does not complete. */
+  private async loop(control: RunControl, info: RunInfo, input: string, options: RunOptions): Promise<RunResult> {
+    control.setState("RUNNING");
+    control.emit({
+      type: "run-start",
+      runId: control.id,
+      agent: this.name,
+      model: `${info.model.provider}:${info.model.modelId}`,
+      input,
+      sessionId: options.sessionId,
+      timestamp: Date.now(),
+    });
+    const history = this.config.memory && options.sessionId ? await this.config.memory.loadHistory(options.sessionId) : [];
+    const messages: Message[] = [
+      ...(this.config.instructions ? [{ role: "system" as const, content: this.config.instructions }] : []),
+      ...history,
+      ...(options.history ?? []),
+    ];
+    const firstNew = messages.length;
+    const context: RunContext = {
+      control,
+      info,
+      options,
+      messages,
+      usage: emptyUsage(),
+      turns: 0,
+      toolRounds: 0,
+      toolCalls: 0,
+      signatures: [],
+      loopWarnings: 0,
+      services: options.services ?? {},
+    };
+    let outcome: Outcome;
+    let next: string | undefined = input;
+    let followUp = false;
+    do {
+      messages.push({ role: "user", content: next });
+      control.emit({ type: "user-message", runId: control.id, content: next, followUp });
+      outcome = await this.runInput(context);
+      followUp = true;
+    } while (outcome.state === "COMPLETED" && (next = control.takeFollowUp()) !== undefined);
+    const last = messages.at(-1);
+    return {
+      runId: control.id,
+      state: outcome.state,
+      reason: outcome.reason,
+      text: last?.role === "assistant" ? textOf(last) : "",
+      messages,
+      newMessages: messages.slice(firstNew),
+      usage: context.usage,
+      turns: context.turns,
+      toolRounds: context.toolRounds,
+      toolCalls: context.toolCalls,
+      error: outcome.error,
+    };
+  }
+
+  /** The inner loop for one input: model call, wave, repeat, until an answer or a stop. */
+  private async runInput(context: RunContext): Promise<Outcome> {
+    const { control, messages } = context;
+    const config = this.config;
+    const maxTurns = config.maxTurns ?? DEFAULT_MAX_TURNS;
+    let turns = 0;
+    let rounds = 0;
+    for (;;) {
+      if (control.signal.aborted) return { state: "ABORTED", reason: abortReason(control.signal) };
+      if (turns >= maxTurns) return this.limit(context, "TURN_LIMIT", `maxTurns (${maxTurns}) reached`);
+      if (config.maxTokens !== undefined && context.usage.totalTokens >= config.maxTokens) {
+        return this.limit(context, "TOKEN_BUDGET", `token budget (${config.maxTokens}) used: ${context.usage.totalTokens} tokens`);
+      }
+      turns++;
+      const response = await this.callModel(context);
+      if (response.error) return this.modelFailed(context, response);
+      const calls = toolCallsOf(response.message);
+      if (calls.length === 0) {
+        if (this.injectSteering(context)) continue;
+        return { state: "COMPLETED", reason: "the model answered" };
+      }
+      if (config.maxToolRounds !== undefined && rounds >= config.maxToolRounds) {
+        messages.push(...cancelledResults(calls, "the tool-round limit was reached"));
+        return this.limit(context, "ROUND_LIMIT", `maxToolRounds (${config.maxToolRounds}) reached`);
+      }
+      if (config.maxToolCalls !== undefined && context.toolCalls + calls.length > config.maxToolCalls) {
+        messages.push(...cancelledResults(calls, "the tool-call budget would be exceeded"));
+        const reason = `tool-call budget (${config.maxToolCalls}) would be exceeded: ${context.toolCalls} used, ${calls.length} requested`;
+        return this.limit(context, "TOOL_BUDGET", reason);
+      }
+      rounds++;
+      context.toolRounds++;
+      context.toolCalls += calls.length;
+      const outcomes = await runWave(calls, {
+        run: context.info,
+        step: context.toolRounds,
+        maxSteps: config.maxToolRounds ?? maxTurns,
+        tools: this.tools,
+        inputs: context.options.inputs ?? {},
+        signal: control.signal,
+        concurrency: config.concurrency ?? Number.POSITIVE_INFINITY,
+        toolTimeoutMs: config.toolTimeoutMs,
+        truncation: config.truncation,
+        depth: context.options.depth ?? 0,
+        agentPath: [...(context.options.agentPath ?? []), this.name],
+        services: context.services,
+        instrumentation: config.instrumentation,
+        emit: control.emit,
+      });
+      messages.push(...outcomes.map((outcome) => outcome.result));
+      if (control.signal.aborted) return { state: "ABORTED", reason: abortReason(control.signal) };
+      const loopStop = this.checkLoop(context, outcomes);
+      if (loopStop) return loopStop;
+      this.injectSteering(context);
+    }
+  }
+
+  /** One model call, streaming text and reasoning out as events. Never throws. */
+  private async callModel(context: RunContext, toolChoice = this.config.toolChoice): Promise<ModelResponse> {
+    const { control, info, messages } = context;
+    const turn = ++context.turns;
+    control.emit({ type: "turn-start", runId: control.id, turn });
+    const tools = this.toolDefinitions();
+    const request: ModelRequest = {
+      messages: [...messages],
+      tools: tools.length ? tools : undefined,
+      toolChoice: tools.length ? toolChoice : undefined,
+      options: this.config.modelOptions,
+      signal: control.signal,
+    };
+    const call = () => streamTurn(info.model, request, (delta, kind) => control.emit({ type: kind, runId: control.id, turn, delta }));
+    const instrumentation = this.config.instrumentation;
+    const response = instrumentation
+      ? await instrumentation.modelCall({ ...info, turn, toolNames: tools.map((tool) => tool.name) }, call)
+      : await call();
+    if (response.message.content.length > 0) messages.push(response.message);
+    context.usage = addUsage(context.usage, response.usage);
+    control.emit({ type: "usage", runId: control.id, turn, usage: response.usage, total: context.usage });
+    control.emit({
+      type: "turn-end",
+      runId: control.id,
+      turn,
+      message: response.message,
+      finishReason: response.finishReason,
+      usage: response.usage,
+      toolCalls: toolCallsOf(response.message).length,
+    });
+    return response;
+  }
+
+  private modelFailed(context: RunContext, response: ModelResponse): Outcome {
+    const error = response.error!;
+    // Complete tool calls of an interrupted response get results, so the transcript stays valid.
+    const calls = toolCallsOf(response.message);
+    if (calls.length) context.messages.push(...cancelledResults(calls, error.message));
+    if (error.kind === "aborted" || context.control.signal.aborted) {
+      return { state: "ABORTED", reason: abortReason(context.control.signal, error.message) };
+    }
+    context.control.emit({ type: "error", runId: context.control.id, error, fatal: true });
+    return { state: "FAILED", reason: `model error (${error.kind}): ${error.message}`, error };
+  }
+
+  /** Ends the input on a limit; with `onLimit: "final-answer"` asks once more with tools disabled. */
+  private async limit(context: RunContext, state: TerminalState, reason: string): Promise<Outcome> {
+    if (this.config.onLimit !== "final-answer" || context.control.signal.aborted) return { state, reason };
+    context.messages.push({
+      role: "user",
+      content: `[agentloop] The run reached a limit (${reason}). Do not call tools; answer now with what you have.`,
+    });
+    const response = await this.callModel(context, "none");
+    if (response.error) return this.modelFailed(context, response);
+    const calls = toolCallsOf(response.message);
+    if (calls.length) context.messages.push(...cancelledResults(calls, "tools are disabled for the final answer"));
+    return { state, reason: `${reason}; final answer given without tools` };
+  }
+
+  /** Records the wave's call signatures; warns (and maybe stops) on a repeating pattern. */
+  private checkLoop(context: RunContext, outcomes: Array<{ call: ToolCallPart; arguments: unknown }>): Outcome | undefined {
+    const options = this.config.loopDetection;
+    if (options === false) return undefined;
+    const window = options?.window ?? DEFAULT_LOOP_WINDOW;
+    for (const outcome of outcomes) context.signatures.push(callSignature(outcome.call.name, outcome.arguments));
+    const pattern = detectLoop(context.signatures, window);
+    if (!pattern) return undefined;
+    context.signatures = []; // a new warning needs a new full window of repetition
+    const warnings = ++context.loopWarnings;
+    const names = pattern.map((signature) => signature.split("#")[0]);
+    const message =
+      `[agentloop] Loop detected: the last ${window} tool calls repeat the pattern ${names.join(" → ")}. ` +
+      "The results will not change. Try a different approach, or answer with what you have.";
+    context.messages.push({ role: "user", content: message });
+    context.control.emit({ type: "loop-warning", runId: context.control.id, pattern: names, warnings, message });
+    if (options?.maxWarnings !== undefined && warnings >= options.maxWarnings) {
+      return { state: "LOOP_DETECTED", reason: `loop detected ${warnings} time(s): ${names.join(" → ")}` };
+    }
+    return undefined;
+  }
+
+  private injectSteering(context: RunContext): boolean {
+    const steering = context.control.takeSteering();
+    for (const content of steering) {
+      context.messages.push({ role: "user", content });
+      context.control.emit({ type: "steering", runId: context.control.id, content });
+    }
+    return steering.length > 0;
+  }
+
+  private failedResult(runId: string, error: unknown): RunResult {
+    const wrapped = AgentLoopError.from(error);
+    return {
+      runId,
+      state: "FAILED",
+      reason: `internal error: ${wrapped.message}`,
+      text: "",
+      messages: [],
+      newMessages: [],
+      usage: emptyUsage(),
+      turns: 0,
+      toolRounds: 0,
+      toolCalls: 0,
+      error: wrapped,
+    };
+  }
+}
+
+function abortReason(signal: AbortSignal, fallback = "aborted"): string {
+  const reason = signal.reason;
+  const text = reason instanceof Error ? reason.message : typeof reason === "string" ? reason : fallback;
+  return `aborted: ${text}`;
+}
+
+/**
+ * Streams one model call into an accumulator, forwarding text and reasoning deltas as they arrive.
+ * A model that ignores the abort signal cannot hang the loop: each read races the signal.
+ */
+async function streamTurn(
+  model: Model,
+  request: ModelRequest,
+  forward: (delta: string, kind: "text-delta" | "reasoning-delta") => void,
+): Promise<ModelResponse> {
+  const accumulator = new ResponseAccumulator();
+  const signal = request.signal;
+  let iterator: AsyncIterator<ModelEvent> | undefined;
+  let dispose = () => {};
+  const aborted = new Promise<"aborted">((resolve) => {
+    dispose = onAbort(signal, () => resolve("aborted"));
+  });
+  try {
+    iterator = model.stream(request)[Symbol.asyncIterator]();
+    for (;;) {
+      const next = await Promise.race([iterator.next(), aborted]);
+      if (next === "aborted") {
+        void iterator.return?.()?.catch?.(() => undefined);
+        accumulator.add({ type: "error", error: new AgentLoopError("aborted", abortReason(signal!).slice("aborted: ".length)) });
+        break;
+      }
+      if (next.done) break;
+      const event = next.value;
+      accumulator.add(event);
+      if (event.type === "text-delta") forward(event.delta, "text-delta");
+      else if (event.type === "reasoning-delta") forward(event.delta, "reasoning-delta");
+    }
+  } catch (error) {
+    // The contract says a model stream never throws; a broken one still must not crash the run.
+    accumulator.add({ type: "error", error: AgentLoopError.from(error) });
+  } finally {
+    dispose();
+  }
+  return accumulator.response();
+}

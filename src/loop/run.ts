@@ -1,0 +1,151 @@
+import { AgentLoopError } from "../errors.js";
+import type { LoopEvent, RunResult, RunState } from "./events.js";
+import type { RunInfo, RunObserver } from "./types.js";
+
+/** What the loop uses to drive a run; the public `Run` only reads. */
+export interface RunControl {
+  readonly id: string;
+  readonly signal: AbortSignal;
+  emit(event: LoopEvent): void;
+  setState(state: RunState): void;
+  /** Steering messages queued since the last call. */
+  takeSteering(): string[];
+  /** The next queued follow-up input, if any. */
+  takeFollowUp(): string | undefined;
+  /** Observers attached to this run (set once the run info is known). */
+  observe(observers: RunObserver[], info: RunInfo): void;
+  /** Resolves when every observer has handled every event emitted so far. */
+  flushObservers(): Promise<void>;
+}
+
+/**
+ * One run of an agent: an async iterable of its events and a promise of its result, from the same
+ * object. Every iterator replays the events from the start, so late consumers miss nothing.
+ * `await run` never rejects: failures are a result with state FAILED.
+ */
+export class Run implements AsyncIterable<LoopEvent>, PromiseLike<RunResult> {
+  readonly id: string;
+  readonly result: Promise<RunResult>;
+  private currentState: RunState = "CREATED";
+  private readonly log: LoopEvent[] = [];
+  private finished = false;
+  private wake: Array<() => void> = [];
+  private readonly controller = new AbortController();
+  private readonly steering: string[] = [];
+  private readonly followUps: string[] = [];
+  private observers: Array<{ observer: RunObserver; chain: Promise<void> }> = [];
+  private runInfo?: RunInfo;
+
+  constructor(
+    id: string,
+    execute: (control: RunControl) => Promise<RunResult>,
+    fail: (error: unknown) => RunResult,
+    signal?: AbortSignal,
+  ) {
+    this.id = id;
+    if (signal) {
+      if (signal.aborted) this.controller.abort(signal.reason);
+      else signal.addEventListener("abort", () => this.controller.abort(signal.reason), { once: true });
+    }
+    const control = this.control();
+    // Started on the next microtask so callers can attach iterators first; never rejects.
+    this.result = Promise.resolve()
+      .then(() => execute(control))
+      .catch((error: unknown) => fail(error))
+      .finally(() => {
+        this.finished = true;
+        this.notify();
+      });
+  }
+
+  get state(): RunState {
+    return this.currentState;
+  }
+
+  /** Events emitted so far (a copy). */
+  get events(): LoopEvent[] {
+    return [...this.log];
+  }
+
+  /** Injects a user message after the current wave (or before the answer is accepted). */
+  steer(message: string): void {
+    this.steering.push(message);
+  }
+
+  /** Queues a new input that starts when the current one completes. */
+  followUp(message: string): void {
+    this.followUps.push(message);
+  }
+
+  /** Aborts the run: the model stream and running tools receive the signal; the run ends ABORTED. */
+  abort(reason: unknown = "aborted by the caller"): void {
+    if (!this.controller.signal.aborted) this.controller.abort(reason);
+  }
+
+  // biome-ignore lint/suspicious/noThenProperty: a Run is deliberately awaitable
+  then<A = RunResult, B = never>(
+    onFulfilled?: ((value: RunResult) => A | PromiseLike<A>) | null,
+    onRejected?: ((reason: unknown) => B | PromiseLike<B>) | null,
+  ): Promise<A | B> {
+    return this.result.then(onFulfilled, onRejected);
+  }
+
+  async *[Symbol.asyncIterator](): AsyncIterator<LoopEvent> {
+    let cursor = 0;
+    for (;;) {
+      while (cursor < this.log.length) yield this.log[cursor++];
+      if (this.finished) return;
+      await new Promise<void>((resolve) => this.wake.push(resolve));
+    }
+  }
+
+  /** The text deltas of the run as they arrive. */
+  async *textStream(): AsyncGenerator<string> {
+    for await (const event of this) if (event.type === "text-delta") yield event.delta;
+  }
+
+  private notify(): void {
+    const waiting = this.wake;
+    this.wake = [];
+    for (const resolve of waiting) resolve();
+  }
+
+  private control(): RunControl {
+    return {
+      id: this.id,
+      signal: this.controller.signal,
+      emit: (event) => {
+        this.log.push(event);
+        this.notify();
+        for (const entry of this.observers) {
+          entry.chain = entry.chain
+            .then(() => entry.observer.onEvent(event, this.runInfo!))
+            .catch((error: unknown) => {
+              // An observer failure is reported on the event stream but never stops the run.
+              if (event.type === "error") return;
+              const message = error instanceof Error ? error.message : String(error);
+              this.log.push({ type: "error", runId: this.id, error: observerError(message, error), fatal: false });
+              this.notify();
+            });
+        }
+      },
+      setState: (state) => {
+        this.currentState = state;
+      },
+      takeSteering: () => this.steering.splice(0),
+      takeFollowUp: () => this.followUps.shift(),
+      observe: (observers, info) => {
+        this.runInfo = info;
+        this.observers = observers.map((observer) => ({ observer, chain: Promise.resolve() }));
+      },
+      flushObservers: async () => {
+        await Promise.all(this.observers.map((entry) => entry.chain));
+      },
+    };
+  }
+}
+
+
+function observerError(message: string, cause: unknown): AgentLoopError {
+  return new AgentLoopError("unknown", `observer failed: ${message}`, { cause });
+}

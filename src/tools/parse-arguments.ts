@@ -1,0 +1,90 @@
+/**
+ * Lenient parsing of tool-call arguments produced by a model. Tries, in order: plain JSON,
+ * the content of a ``` fence, the first balanced `{...}` (respecting strings), and each of those
+ * again with trailing commas dropped. Never substitutes `{}` for text it could not read.
+ */
+export type ParsedArguments = { ok: true; value: Record<string, unknown> } | { ok: false; error: string };
+
+const FENCE = /```[a-zA-Z0-9_-]*\s*\n?([\s\S]*?)```/;
+
+/** The first balanced `{...}` in `text`, skipping braces inside strings; undefined if none closes. */
+export function firstBalancedObject(text: string, from = 0): { start: number; end: number } | undefined {
+  for (let start = text.indexOf("{", from); start !== -1; start = text.indexOf("{", start + 1)) {
+    let depth = 0;
+    let inString = false;
+    for (let index = start; index < text.length; index++) {
+      const char = text[index];
+      if (inString) {
+        if (char === "\\") index++;
+        else if (char === '"') inString = false;
+      } else if (char === '"') inString = true;
+      else if (char === "{") depth++;
+      else if (char === "}" && --depth === 0) return { start, end: index + 1 };
+    }
+    return undefined; // the first "{" never closes, so no later one can close either
+  }
+  return undefined;
+}
+
+/** Removes commas that directly precede `}` or `]`, outside strings. */
+export function dropTrailingCommas(text: string): string {
+  let output = "";
+  let inString = false;
+  for (let index = 0; index < text.length; index++) {
+    const char = text[index];
+    if (inString) {
+      output += char;
+      if (char === "\\") output += text[++index] ?? "";
+      else if (char === '"') inString = false;
+      continue;
+    }
+    if (char === '"') inString = true;
+    if (char === ",") {
+      const rest = text.slice(index + 1).trimStart();
+      if (rest.startsWith("}") || rest.startsWith("]")) continue;
+    }
+    output += char;
+  }
+  return output;
+}
+
+function tryJson(text: string): { value: unknown } | undefined {
+  try {
+    return { value: JSON.parse(text) };
+  } catch {
+    return undefined;
+  }
+}
+
+function candidates(raw: string): string[] {
+  const list = [raw];
+  const fenced = FENCE.exec(raw)?.[1];
+  if (fenced !== undefined) list.push(fenced.trim());
+  for (const text of [...list]) {
+    const span = firstBalancedObject(text);
+    if (span) list.push(text.slice(span.start, span.end));
+  }
+  return list;
+}
+
+export function parseToolArguments(raw: string | undefined | null): ParsedArguments {
+  const text = (raw ?? "").trim();
+  // An empty argument string is a call without arguments, not unreadable arguments.
+  if (text === "") return { ok: true, value: {} };
+  let nonObject: unknown;
+  for (const candidate of candidates(text)) {
+    for (const attempt of [candidate, dropTrailingCommas(candidate)]) {
+      const parsed = tryJson(attempt);
+      if (!parsed) continue;
+      if (typeof parsed.value === "object" && parsed.value !== null && !Array.isArray(parsed.value)) {
+        return { ok: true, value: parsed.value as Record<string, unknown> };
+      }
+      nonObject ??= parsed.value;
+    }
+  }
+  if (nonObject !== undefined) {
+    return { ok: false, error: `arguments must be a JSON object, got ${Array.isArray(nonObject) ? "an array" : typeof nonObject}` };
+  }
+  const preview = text.length > 200 ? `${text.slice(0, 200)}…` : text;
+  return { ok: false, error: `arguments are not valid JSON: ${preview}` };
+}

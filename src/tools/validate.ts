@@ -1,0 +1,79 @@
+import type { JsonSchema } from "../model/model.js";
+import { isZodSchema, type Tool } from "./tool.js";
+
+export type Validation = { ok: true; value: Record<string, unknown> } | { ok: false; error: string };
+type Validator = (value: Record<string, unknown>) => Validation;
+
+// ajv is loaded on the first validation, so importing the core stays cheap.
+let ajvPromise: Promise<{ compile(schema: object): ((data: unknown) => boolean) & { errors?: unknown } }> | undefined;
+const compiled = new WeakMap<object, Promise<Validator>>();
+
+async function loadAjv() {
+  ajvPromise ??= import("ajv").then((module) => {
+    const Ajv = (module.default as unknown as { default?: unknown }).default ?? module.default;
+    return new (Ajv as new (options: object) => { compile(schema: object): any })({ allErrors: true, strict: false, coerceTypes: false });
+  });
+  return ajvPromise;
+}
+
+interface AjvError {
+  instancePath: string;
+  message?: string;
+  keyword: string;
+  params: Record<string, unknown>;
+}
+
+function describe(errors: AjvError[]): string {
+  return errors
+    .map((error) => {
+      if (error.keyword === "required") return `missing required field "${String(error.params.missingProperty)}"`;
+      if (error.keyword === "additionalProperties") return `unknown field "${String(error.params.additionalProperty)}"`;
+      const field = error.instancePath ? error.instancePath.slice(1).replaceAll("/", ".") : "(arguments)";
+      return `field "${field}" ${error.message ?? "is invalid"}`;
+    })
+    .join("; ");
+}
+
+function schemaValidator(schema: JsonSchema): Promise<Validator> {
+  let validator = compiled.get(schema);
+  if (!validator) {
+    validator = loadAjv().then((ajv) => {
+      const { $schema: _ignored, ...rest } = schema;
+      const check = ajv.compile(rest);
+      return (value) => (check(value) ? { ok: true, value } : { ok: false, error: describe((check.errors ?? []) as AjvError[]) });
+    });
+    compiled.set(schema, validator);
+  }
+  return validator;
+}
+
+/** Validates arguments against the tool's schema, naming each failing field. */
+export async function validateArguments(tool: Tool<any>, value: Record<string, unknown>): Promise<Validation> {
+  const schema = tool.parameters;
+  if (isZodSchema(schema)) {
+    const result = schema.safeParse(value);
+    if (result.success) return { ok: true, value: result.data as Record<string, unknown> };
+    const issues = result.error.issues.map((issue) => `field "${issue.path.map(String).join(".") || "(arguments)"}" ${issue.message}`);
+    return { ok: false, error: issues.join("; ") };
+  }
+  return (await schemaValidator(schema))(value);
+}
+
+/** The JSON Schema the model sees for a tool (zod schemas converted, `$schema` dropped). */
+export function jsonSchemaOf(tool: Tool<any>): JsonSchema {
+  const schema = tool.parameters as unknown;
+  if (isZodSchema(schema)) {
+    const convert = (schema as { toJSONSchema?: () => JsonSchema }).toJSONSchema;
+    if (typeof convert !== "function") throw new TypeError(`tool "${tool.name}": only zod v4 schemas (with toJSONSchema) are supported`);
+    const { $schema: _ignored, ...rest } = convert.call(schema);
+    return rest;
+  }
+  return (schema as JsonSchema | undefined) ?? { type: "object", properties: {} };
+}
+
+/** Starts compiling the validators of JSON-Schema tools in the background, so the first wave does not wait for it. */
+export function warmValidators(tools: Iterable<Tool<any>>): void {
+  for (const tool of tools) {
+    if (!isZodSchema(tool.parameters) && tool.parameters) schemaValidator(tool.parameters as JsonSchema).catch(() => undefined);
+  }
+}
