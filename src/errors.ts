@@ -47,6 +47,11 @@ export class AgentLoopError extends Error {
     this.provider = options.provider;
   }
 
+  /** Errors travel in JSON events (`--json`, SSE, memory): keep what a reader needs. */
+  toJSON(): Record<string, unknown> {
+    return { name: this.name, kind: this.kind, message: this.message, retryable: this.retryable, status: this.status, provider: this.provider };
+  }
+
   static isInstance(value: unknown): value is AgentLoopError {
     return typeof value === "object" && value !== null && (value as Record<symbol, unknown>)[marker] === true;
   }

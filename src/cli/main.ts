@@ -1,0 +1,25 @@
+#!/usr/bin/env node
+import { Command, CommanderError } from "commander";
+import { AgentLoopError } from "../errors.js";
+import { registerRunCommand } from "./commands/run.js";
+
+const program = new Command()
+  .name("agentloop")
+  .description("Run LLM agents: the agentic loop with tools, waves, limits and streaming")
+  .version("0.1.0")
+  .showHelpAfterError()
+  .exitOverride();
+
+registerRunCommand(program);
+
+try {
+  await program.parseAsync(process.argv);
+} catch (error) {
+  if (error instanceof CommanderError) {
+    process.exitCode = error.exitCode;
+  } else {
+    const message = AgentLoopError.isInstance(error) ? `${error.message}` : error instanceof Error ? error.message : String(error);
+    process.stderr.write(`agentloop: ${message}\n`);
+    process.exitCode = 2;
+  }
+}
