@@ -1,0 +1,133 @@
+/**
+ * `agentloop/memory/embedded`: the durable default store. An embedded PostgreSQL (PGlite, WASM)
+ * persisted to a directory: no server to run, and the very same SQL as the PostgreSQL store.
+ */
+import { closeSync, mkdirSync, openSync, readFileSync, unlinkSync, writeSync } from "node:fs";
+import { join, resolve } from "node:path";
+import { PGlite } from "@electric-sql/pglite";
+import { AgentLoopError } from "../errors.js";
+import { type SqlDatabase, type SqlExecutor, SqlMemoryStore, type SqlStoreOptions } from "./sql-store.js";
+
+export const DEFAULT_EMBEDDED_PATH = ".agentloop/memory";
+
+export interface EmbeddedStoreOptions extends SqlStoreOptions {
+  /** The database directory (created if missing). Default `.agentloop/memory`. */
+  path?: string;
+  /** Use this PGlite instance instead of opening `path`; `close()` leaves it open. */
+  database?: PGlite;
+}
+
+const LOCK_FILE = "agentloop.lock";
+/** Directories this process has open: two PGlite instances on one directory would corrupt it. */
+const openPaths = new Set<string>();
+
+function processIsAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === "EPERM";
+  }
+}
+
+/**
+ * PGlite is single-user: one process at a time per directory. A lock file holding the owner's pid
+ * turns a second opener into a clear error; a lock left by a killed process is taken over.
+ */
+function acquireLock(directory: string): () => void {
+  const lockPath = join(directory, LOCK_FILE);
+  const inUse = (pid: number) =>
+    new AgentLoopError(
+      "configuration",
+      `memory: the embedded store at ${directory} is already open in process ${pid} (PGlite allows one process per directory). ` +
+        "Stop that process, read its sessions through the server's /memory routes, or use MEMORY_TYPE=postgres to share sessions.",
+    );
+  if (openPaths.has(directory)) throw inUse(process.pid);
+  for (let attempt = 0; attempt < 3; attempt++) {
+    try {
+      const descriptor = openSync(lockPath, "wx");
+      writeSync(descriptor, String(process.pid));
+      closeSync(descriptor);
+      openPaths.add(directory);
+      return () => {
+        openPaths.delete(directory);
+        try {
+          unlinkSync(lockPath);
+        } catch {
+          // already gone
+        }
+      };
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== "EEXIST") {
+        throw new AgentLoopError("configuration", `memory: cannot create ${lockPath}: ${(error as Error).message}`, { cause: error });
+      }
+      let owner = Number.NaN;
+      try {
+        owner = Number.parseInt(readFileSync(lockPath, "utf8"), 10);
+      } catch {
+        // removed meanwhile: retry
+      }
+      if (Number.isInteger(owner) && owner !== process.pid && processIsAlive(owner)) throw inUse(owner);
+      // Stale (its process is gone) or unreadable: take it over.
+      try {
+        unlinkSync(lockPath);
+      } catch {
+        // someone else took it over first: retry
+      }
+    }
+  }
+  throw new AgentLoopError("configuration", `memory: cannot lock the embedded store at ${directory}`);
+}
+
+function pgliteDatabase(db: PGlite, release: () => Promise<void>): SqlDatabase {
+  const executor = (target: Pick<PGlite, "query">): SqlExecutor => ({
+    query: async (text, params) => (await target.query<Record<string, unknown>>(text, params)).rows,
+  });
+  return {
+    ...executor(db),
+    transaction: (fn) => db.transaction((tx) => fn(executor(tx))),
+    close: release,
+    describeError: (error) =>
+      new AgentLoopError("unknown", `memory (embedded): ${(error as Error)?.message ?? String(error)}`, { cause: error }),
+  };
+}
+
+/** Opens (creating if needed) the embedded store. Rejects with a `configuration` error when the directory is in use. */
+export async function openEmbeddedStore(options: EmbeddedStoreOptions = {}): Promise<SqlMemoryStore> {
+  if (options.database) {
+    return SqlMemoryStore.open("embedded", pgliteDatabase(options.database, async () => {}), options);
+  }
+  const directory = resolve(options.path ?? DEFAULT_EMBEDDED_PATH);
+  try {
+    mkdirSync(directory, { recursive: true });
+  } catch (error) {
+    throw new AgentLoopError("configuration", `memory: cannot create the embedded store directory ${directory}: ${(error as Error).message}`, {
+      cause: error,
+    });
+  }
+  const unlock = acquireLock(directory);
+  let db: PGlite;
+  try {
+    db = await PGlite.create(directory);
+  } catch (error) {
+    unlock();
+    throw new AgentLoopError("configuration", `memory: cannot open the embedded store at ${directory}: ${(error as Error)?.message ?? String(error)}`, {
+      cause: error,
+    });
+  }
+  const release = async () => {
+    try {
+      await db.close();
+    } finally {
+      unlock();
+    }
+  };
+  try {
+    return await SqlMemoryStore.open("embedded", pgliteDatabase(db, release), options);
+  } catch (error) {
+    await release();
+    throw error;
+  }
+}
+
+export { SqlMemoryStore };

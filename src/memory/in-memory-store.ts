@@ -1,0 +1,167 @@
+import {
+  checkAfterSeq,
+  checkLimit,
+  checkSessionId,
+  closedError,
+  type EventQuery,
+  jsonCopy,
+  type LatestEventsQuery,
+  type MemoryEvent,
+  type MemoryLimits,
+  type MemoryStore,
+  type NewMemoryEvent,
+  newSessionId,
+  prepareEvent,
+  type ResolvedLimits,
+  resolveLimits,
+  type SessionInfo,
+} from "./store.js";
+
+interface StoredSession {
+  info: Omit<SessionInfo, "event_count">;
+  events: Array<MemoryEvent & { order: number }>;
+}
+
+function copy<T>(value: T): T {
+  return structuredClone(value);
+}
+
+/** A process-local store: fast, shared by every agent of the process, gone when it exits. */
+export class InMemoryStore implements MemoryStore {
+  readonly kind = "memory";
+  private readonly limits: ResolvedLimits;
+  /** Map order is update order: the first entry is the least recently updated session. */
+  private readonly sessions = new Map<string, StoredSession>();
+  /** A global counter ordering events across sessions (for `latestEvents`). */
+  private order = 0;
+  private closed = false;
+
+  constructor(limits: MemoryLimits = {}) {
+    this.limits = resolveLimits(limits);
+  }
+
+  async createSession(sessionId?: string, metadata: Record<string, unknown> = {}): Promise<SessionInfo> {
+    this.check();
+    const id = checkSessionId(sessionId ?? newSessionId());
+    this.prune();
+    const existing = this.sessions.get(id);
+    if (existing) return this.info(existing);
+    const session = this.create(id, jsonCopy(metadata, "session metadata") as Record<string, unknown>, new Date().toISOString());
+    return this.info(session);
+  }
+
+  async getSession(sessionId: string): Promise<SessionInfo | undefined> {
+    this.check();
+    checkSessionId(sessionId);
+    this.prune();
+    const session = this.sessions.get(sessionId);
+    return session ? this.info(session) : undefined;
+  }
+
+  async append(sessionId: string, events: readonly NewMemoryEvent[]): Promise<MemoryEvent[]> {
+    this.check();
+    checkSessionId(sessionId);
+    if (!Array.isArray(events)) throw new TypeError("memory: append expects an array of events");
+    // Validate everything first: an append is all or nothing.
+    const prepared = events.map((event) => prepareEvent(sessionId, event));
+    this.prune();
+    if (prepared.length === 0) return [];
+    const now = new Date().toISOString();
+    let session = this.sessions.get(sessionId);
+    if (session) {
+      // Move to the end: most recently updated.
+      this.sessions.delete(sessionId);
+      this.sessions.set(sessionId, session);
+    } else {
+      session = this.create(sessionId, {}, now);
+    }
+    const stored = prepared.map((event) => ({ ...event, seq: ++session.info.last_seq, order: ++this.order }));
+    session.events.push(...stored);
+    session.info.updated_at = now;
+    const excess = session.events.length - this.limits.maxEventsPerSession;
+    if (excess > 0) session.events.splice(0, excess);
+    return stored.map((event) => this.publicEvent(event));
+  }
+
+  async events(sessionId: string, query: EventQuery = {}): Promise<MemoryEvent[]> {
+    this.check();
+    checkSessionId(sessionId);
+    const limit = checkLimit(query.limit);
+    const afterSeq = checkAfterSeq(query.afterSeq);
+    this.prune();
+    const session = this.sessions.get(sessionId);
+    if (!session) return [];
+    const types = query.types ? new Set(query.types) : undefined;
+    let selected = session.events.filter((event) => (afterSeq === undefined || event.seq > afterSeq) && (!types || types.has(event.event_type)));
+    if (limit !== undefined) selected = afterSeq === undefined ? selected.slice(Math.max(0, selected.length - limit)) : selected.slice(0, limit);
+    return selected.map((event) => this.publicEvent(event));
+  }
+
+  async latestEvents(query: LatestEventsQuery = {}): Promise<MemoryEvent[]> {
+    this.check();
+    const limit = checkLimit(query.limit) ?? 100;
+    this.prune();
+    const types = query.types ? new Set(query.types) : undefined;
+    const all: Array<MemoryEvent & { order: number }> = [];
+    for (const session of this.sessions.values()) for (const event of session.events) if (!types || types.has(event.event_type)) all.push(event);
+    all.sort((a, b) => a.order - b.order);
+    return all.slice(Math.max(0, all.length - limit)).map((event) => this.publicEvent(event));
+  }
+
+  async listSessions(options: { limit?: number } = {}): Promise<SessionInfo[]> {
+    this.check();
+    const limit = checkLimit(options.limit);
+    this.prune();
+    // Map order is update order.
+    const sessions = [...this.sessions.values()].map((session) => this.info(session));
+    return limit === undefined ? sessions : sessions.slice(Math.max(0, sessions.length - limit));
+  }
+
+  async deleteSession(sessionId: string): Promise<boolean> {
+    this.check();
+    checkSessionId(sessionId);
+    return this.sessions.delete(sessionId);
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    this.sessions.clear();
+  }
+
+  private check(): void {
+    if (this.closed) throw closedError(this.kind);
+  }
+
+  private create(sessionId: string, metadata: Record<string, unknown>, now: string): StoredSession {
+    const session: StoredSession = { info: { session_id: sessionId, created_at: now, updated_at: now, last_seq: 0, metadata }, events: [] };
+    this.sessions.set(sessionId, session);
+    // Evict the least recently updated sessions beyond the limit (never the one just created).
+    for (const id of this.sessions.keys()) {
+      if (this.sessions.size <= this.limits.maxSessions) break;
+      if (id !== sessionId) this.sessions.delete(id);
+    }
+    return session;
+  }
+
+  /** Drops events and sessions older than the retention period. */
+  private prune(): void {
+    if (this.limits.retentionMs === undefined) return;
+    const cutoff = new Date(Date.now() - this.limits.retentionMs).toISOString();
+    for (const [id, session] of this.sessions) {
+      if (session.info.updated_at < cutoff) {
+        this.sessions.delete(id);
+        continue;
+      }
+      if (session.events.some((event) => event.timestamp < cutoff)) session.events = session.events.filter((event) => event.timestamp >= cutoff);
+    }
+  }
+
+  private info(session: StoredSession): SessionInfo {
+    return { ...copy(session.info), event_count: session.events.length };
+  }
+
+  private publicEvent(event: MemoryEvent & { order: number }): MemoryEvent {
+    const { order: _order, ...rest } = event;
+    return copy(rest);
+  }
+}

@@ -1,0 +1,89 @@
+/**
+ * `agentloop/memory/postgres`: sessions in PostgreSQL through `pg`, so several server replicas
+ * share them. Same schema and statements as the embedded store.
+ */
+import pg from "pg";
+import { AgentLoopError } from "../errors.js";
+import { type SqlDatabase, SqlMemoryStore, type SqlStoreOptions } from "./sql-store.js";
+
+export interface PostgresStoreOptions extends SqlStoreOptions {
+  /** A connection string, e.g. `postgres://user:password@host:5432/database`. */
+  url?: string;
+  /** Use this pool instead of opening one from `url`; `close()` leaves it open. */
+  pool?: pg.Pool;
+  /** Connections in the pool opened from `url` (default 10). */
+  poolSize?: number;
+}
+
+/** host:port/database of a URL, never its password. */
+function describeUrl(url: string): string {
+  try {
+    const parsed = new URL(url);
+    return `${parsed.hostname}${parsed.port ? `:${parsed.port}` : ""}${parsed.pathname}`;
+  } catch {
+    return "(unparsable URL)";
+  }
+}
+
+function describeError(error: unknown, where: string): AgentLoopError {
+  const code = (error as { code?: string })?.code;
+  const message = (error as Error)?.message || String(error);
+  if (code && ["ECONNREFUSED", "ENOTFOUND", "ETIMEDOUT", "ECONNRESET", "EHOSTUNREACH", "EAI_AGAIN"].includes(code)) {
+    return new AgentLoopError("network", `memory: cannot reach PostgreSQL at ${where}: ${message}`, { cause: error });
+  }
+  if (code === "28P01" || code === "28000") {
+    return new AgentLoopError("authentication", `memory: PostgreSQL at ${where} refused the credentials: ${message}`, { cause: error });
+  }
+  if (code === "3D000") return new AgentLoopError("configuration", `memory: ${message} (PostgreSQL at ${where})`, { cause: error });
+  if (/timeout/i.test(message)) return new AgentLoopError("timeout", `memory: PostgreSQL at ${where}: ${message}`, { cause: error });
+  return new AgentLoopError("unknown", `memory (postgres): ${message}`, { cause: error });
+}
+
+function poolDatabase(pool: pg.Pool, where: string, ownsPool: boolean): SqlDatabase {
+  return {
+    query: async (text, params) => (await pool.query(text, params as unknown[])).rows,
+    async transaction(fn) {
+      const client = await pool.connect();
+      try {
+        await client.query("BEGIN");
+        const result = await fn({ query: async (text, params) => (await client.query(text, params as unknown[])).rows });
+        await client.query("COMMIT");
+        return result;
+      } catch (error) {
+        await client.query("ROLLBACK").catch(() => {});
+        throw error;
+      } finally {
+        client.release();
+      }
+    },
+    close: async () => {
+      if (ownsPool) await pool.end();
+    },
+    describeError: (error) => describeError(error, where),
+  };
+}
+
+/** Connects, creates the tables if needed and returns the store. Rejects with a clear error when the server cannot be used. */
+export async function openPostgresStore(options: PostgresStoreOptions): Promise<SqlMemoryStore> {
+  if (options.pool) return SqlMemoryStore.open("postgres", poolDatabase(options.pool, "the given pool", false), options);
+  const url = options.url;
+  if (typeof url !== "string" || url.length === 0) {
+    throw new AgentLoopError("configuration", "memory: the postgres store needs a connection URL (MEMORY_POSTGRES_URL or DATABASE_URL)");
+  }
+  if (!/^postgres(ql)?:\/\//.test(url)) {
+    throw new AgentLoopError("configuration", `memory: the PostgreSQL URL must start with postgres:// or postgresql://, got ${describeUrl(url)}`);
+  }
+  const poolSize = options.poolSize ?? 10;
+  if (!Number.isInteger(poolSize) || poolSize < 1) throw new AgentLoopError("configuration", "memory: poolSize must be a positive integer");
+  const pool = new pg.Pool({ connectionString: url, max: poolSize, connectionTimeoutMillis: 10_000, idleTimeoutMillis: 10_000 });
+  // An idle connection dropped by the server must not crash the process; the next query reconnects.
+  pool.on("error", () => {});
+  try {
+    return await SqlMemoryStore.open("postgres", poolDatabase(pool, describeUrl(url), true), options);
+  } catch (error) {
+    await pool.end().catch(() => {});
+    throw error;
+  }
+}
+
+export { SqlMemoryStore };

@@ -1,0 +1,229 @@
+/**
+ * `sessionMemory(store)`: the loop's `SessionMemory`. It writes each loop event to the session's
+ * log as it happens and rebuilds the history of the next run from that log.
+ */
+import { isSpanContextValid, trace } from "@opentelemetry/api";
+import type { LoopEvent } from "../loop/events.js";
+import type { RunInfo, SessionMemory } from "../loop/types.js";
+import { type Message, textOf } from "../messages.js";
+import { DEFAULT_CONTEXT_LIMIT, historyFromEvents } from "./history.js";
+import type { MemoryEventMetadata, MemoryStore, NewMemoryEvent } from "./store.js";
+
+export interface TraceIds {
+  traceId: string;
+  spanId: string;
+}
+
+export interface SessionMemoryOptions {
+  /** Exchanges of history given to the next run (default 6, KAOS `MEMORY_CONTEXT_LIMIT`). */
+  contextLimit?: number;
+  /** Trace ids for an event's metadata. Default: the active OpenTelemetry span, when there is one. */
+  traceIds?: (event: LoopEvent, run: RunInfo) => TraceIds | undefined;
+  /** Also record runs of sub-agents (depth > 0) that carry a session id. Default false: the parent's
+   * log already holds the delegation request and response. */
+  recordNestedRuns?: boolean;
+}
+
+/** A `SessionMemory` plus what the server and CLI need around it. */
+export interface SessionMemoryHandle extends SessionMemory {
+  readonly store: MemoryStore;
+  readonly contextLimit: number;
+  /** Resolves once every event received so far is written (or failed). */
+  flush(): Promise<void>;
+}
+
+interface RunState {
+  sessionId: string;
+  turn: number;
+  /** Raw arguments of the tool calls of the last model turn, by call id. */
+  rawArguments: Map<string, string>;
+  /** Assistant text said alongside the last turn's tool calls, until the first call records it. */
+  assistantText: string;
+}
+
+function activeSpanIds(): TraceIds | undefined {
+  const context = trace.getActiveSpan()?.spanContext();
+  return context && isSpanContextValid(context) ? { traceId: context.traceId, spanId: context.spanId } : undefined;
+}
+
+function parseArguments(raw: string): unknown {
+  try {
+    return JSON.parse(raw);
+  } catch {
+    return raw;
+  }
+}
+
+/**
+ * Records a run's events in its session's log (`RunInfo.sessionId`; runs without one record nothing)
+ * and loads the history of the next run. Writes are queued and happen in event order; a failed
+ * write rejects that event's promise (the loop reports it as a non-fatal `error` event) and later
+ * writes still go through.
+ *
+ * Mapping: user-message → user_message, tool-start → tool_call (delegation_request for delegate
+ * tools), tool-end → tool_result (delegation_response), steering → steering, error → error,
+ * loop-warning → loop_warning, run-start → run_started, run-end → agent_response (when there is
+ * a final text) + run_ended {state, reason}. Deltas, usage and progress are not stored.
+ */
+export function sessionMemory(store: MemoryStore, options: SessionMemoryOptions = {}): SessionMemoryHandle {
+  const contextLimit = options.contextLimit ?? DEFAULT_CONTEXT_LIMIT;
+  if (Number.isNaN(contextLimit) || contextLimit < 0) throw new TypeError(`memory: contextLimit must be a non-negative number, got ${contextLimit}`);
+  const traceIds = options.traceIds ?? activeSpanIds;
+  const runs = new Map<string, RunState>();
+  let tail: Promise<unknown> = Promise.resolve();
+
+  const write = (sessionId: string, events: NewMemoryEvent[]): Promise<void> => {
+    const next = tail.then(() => store.append(sessionId, events));
+    // The queue continues after a failure; the caller still sees it.
+    tail = next.catch(() => {});
+    return next.then(() => {});
+  };
+
+  const eventsFor = (event: LoopEvent, run: RunInfo, state: RunState): NewMemoryEvent[] => {
+    const timestamp = new Date().toISOString();
+    const ids = traceIds(event, run);
+    const metadata = (extra: MemoryEventMetadata): MemoryEventMetadata => ({
+      run_id: run.runId,
+      agent: run.agentName,
+      ...(ids ? { trace_id: ids.traceId, span_id: ids.spanId } : {}),
+      ...extra,
+    });
+    switch (event.type) {
+      case "run-start":
+        return [
+          {
+            event_type: "run_started",
+            timestamp,
+            content: { agent: event.agent, model: event.model },
+            metadata: metadata({ depth: run.depth, ...(run.parentRunId ? { parent_run_id: run.parentRunId } : {}) }),
+          },
+        ];
+      case "user-message":
+        return [{ event_type: "user_message", timestamp, content: event.content, metadata: metadata(event.followUp ? { follow_up: true } : {}) }];
+      case "turn-start":
+        state.turn = event.turn;
+        return [];
+      case "turn-end":
+        state.rawArguments.clear();
+        for (const part of event.message.content) if (part.type === "tool-call") state.rawArguments.set(part.id, part.arguments);
+        state.assistantText = textOf(event.message);
+        return [];
+      case "tool-start": {
+        const raw = state.rawArguments.get(event.toolCallId) ?? (typeof event.arguments === "string" ? event.arguments : JSON.stringify(event.arguments ?? {}));
+        const args = event.arguments ?? parseArguments(raw);
+        const delegate = event.action === "delegate";
+        const assistantText = state.assistantText;
+        state.assistantText = "";
+        const task = typeof args === "object" && args !== null && "task" in args ? (args as { task: unknown }).task : args;
+        return [
+          {
+            event_type: delegate ? "delegation_request" : "tool_call",
+            timestamp,
+            content: delegate ? { agent: event.name.replace(/^delegate_to_/, ""), task } : { tool: event.name, arguments: args },
+            metadata: metadata({
+              tool_call_id: event.toolCallId,
+              tool_name: event.name,
+              raw_arguments: raw,
+              turn: state.turn,
+              step: event.step,
+              ...(event.kind ? { kind: event.kind } : {}),
+              ...(assistantText ? { assistant_text: assistantText } : {}),
+            }),
+          },
+        ];
+      }
+      case "tool-end": {
+        const delegate = event.action === "delegate";
+        const sent = typeof event.result.content === "string" ? event.result.content : textOf(event.result);
+        return [
+          {
+            event_type: delegate ? "delegation_response" : "tool_result",
+            timestamp,
+            content: delegate ? { agent: event.name.replace(/^delegate_to_/, ""), response: event.output } : { tool: event.name, result: event.output },
+            metadata: metadata({
+              tool_call_id: event.toolCallId,
+              tool_name: event.name,
+              is_error: event.isError,
+              duration_ms: Math.round(event.durationMs),
+              ...(event.errorKind ? { error_kind: event.errorKind } : {}),
+              // What the model saw, when it differs from the full output (truncation).
+              ...(sent !== event.output ? { model_result: sent, truncated: event.truncated } : {}),
+            }),
+          },
+        ];
+      }
+      case "steering":
+        return [{ event_type: "steering", timestamp, content: event.content, metadata: metadata({}) }];
+      case "loop-warning":
+        return [{ event_type: "loop_warning", timestamp, content: event.message, metadata: metadata({ pattern: event.pattern, warnings: event.warnings }) }];
+      case "error":
+        return [
+          {
+            event_type: "error",
+            timestamp,
+            content: event.error.message,
+            metadata: metadata({
+              kind: event.error.kind,
+              fatal: event.fatal,
+              ...(event.error.status !== undefined ? { status: event.error.status } : {}),
+              ...(event.error.provider ? { provider: event.error.provider } : {}),
+            }),
+          },
+        ];
+      case "run-end": {
+        const { result } = event;
+        const ended: NewMemoryEvent = {
+          event_type: "run_ended",
+          timestamp,
+          content: { state: event.state, reason: event.reason },
+          metadata: metadata({ turns: result.turns, tool_calls: result.toolCalls, usage: result.usage }),
+        };
+        return result.text ? [{ event_type: "agent_response", timestamp, content: result.text, metadata: metadata({}) }, ended] : [ended];
+      }
+      case "text-delta":
+      case "reasoning-delta":
+      case "progress":
+      case "tool-progress":
+      case "tool-error":
+      case "usage":
+      case "nested":
+        return [];
+      default: {
+        const unknown: never = event;
+        return unknown;
+      }
+    }
+  };
+
+  return {
+    store,
+    contextLimit,
+    onEvent(event: LoopEvent, run: RunInfo): Promise<void> | undefined {
+      let state = runs.get(event.runId);
+      if (!state) {
+        const sessionId = run.sessionId ?? (event.type === "run-start" ? event.sessionId : undefined);
+        if (!sessionId || (run.depth > 0 && !options.recordNestedRuns)) return undefined;
+        state = { sessionId, turn: 0, rawArguments: new Map(), assistantText: "" };
+        runs.set(event.runId, state);
+      }
+      const sessionId = state.sessionId;
+      if (event.type === "run-end") runs.delete(event.runId);
+      const events = eventsFor(event, run, state);
+      return events.length > 0 ? write(sessionId, events) : undefined;
+    },
+    async loadHistory(sessionId: string): Promise<Message[]> {
+      await tail;
+      // Events of runs still in progress here (the run asking for its history) are not history yet.
+      const active = new Set<string>();
+      for (const [runId, state] of runs) if (state.sessionId === sessionId) active.add(runId);
+      const events = await store.events(sessionId);
+      return historyFromEvents(
+        events.filter((event) => !active.has(String(event.metadata?.run_id))),
+        { contextLimit },
+      );
+    },
+    async flush(): Promise<void> {
+      await tail;
+    },
+  };
+}

@@ -1,0 +1,338 @@
+/**
+ * The SQL store shared by the embedded (PGlite) and PostgreSQL (`pg`) stores: the same schema and
+ * the same statements run on both, so the embedded default behaves exactly like a shared server.
+ */
+import { AgentLoopError } from "../errors.js";
+import {
+  checkAfterSeq,
+  checkLimit,
+  checkSessionId,
+  closedError,
+  type EventQuery,
+  jsonCopy,
+  type LatestEventsQuery,
+  type MemoryEvent,
+  type MemoryEventMetadata,
+  type MemoryLimits,
+  type MemoryStore,
+  type NewMemoryEvent,
+  newSessionId,
+  prepareEvent,
+  type ResolvedLimits,
+  resolveLimits,
+  type SessionInfo,
+} from "./store.js";
+
+/** Runs one statement and returns its rows. */
+export interface SqlExecutor {
+  query(text: string, params?: unknown[]): Promise<Array<Record<string, unknown>>>;
+}
+
+/** A database the SQL store can use: statements, transactions, and a way to let go of it. */
+export interface SqlDatabase extends SqlExecutor {
+  /** Runs `fn` in one transaction (BEGIN ... COMMIT, ROLLBACK when it throws). */
+  transaction<T>(fn: (tx: SqlExecutor) => Promise<T>): Promise<T>;
+  close(): Promise<void>;
+  /** Turns a driver error into an AgentLoopError with a clear message. */
+  describeError?(error: unknown): AgentLoopError;
+}
+
+export interface SqlStoreOptions extends MemoryLimits {
+  /** The PostgreSQL schema holding the tables (created if missing). Default "public". */
+  schema?: string;
+}
+
+const SCHEMA_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/;
+/** Physical deletion of expired rows runs at most this often (reads filter them out anyway). */
+const PRUNE_INTERVAL_MS = 60_000;
+
+export function checkSchemaName(schema: string): string {
+  if (typeof schema !== "string" || !SCHEMA_NAME.test(schema)) {
+    throw new AgentLoopError("configuration", `memory: schema must be a plain SQL identifier (letters, digits, _), got ${JSON.stringify(schema)}`);
+  }
+  return schema;
+}
+
+function iso(value: unknown): string {
+  return (value instanceof Date ? value : new Date(String(value))).toISOString();
+}
+
+function toEvent(row: Record<string, unknown>): MemoryEvent {
+  return {
+    event_id: String(row.event_id),
+    session_id: String(row.session_id),
+    seq: Number(row.seq),
+    timestamp: iso(row.timestamp),
+    event_type: String(row.event_type),
+    content: row.content ?? null,
+    metadata: (row.metadata ?? {}) as MemoryEventMetadata,
+  };
+}
+
+function toSession(row: Record<string, unknown>): SessionInfo {
+  return {
+    session_id: String(row.session_id),
+    created_at: iso(row.created_at),
+    updated_at: iso(row.updated_at),
+    event_count: Number(row.event_count ?? 0),
+    last_seq: Number(row.last_seq),
+    metadata: (row.metadata ?? {}) as Record<string, unknown>,
+  };
+}
+
+export class SqlMemoryStore implements MemoryStore {
+  private readonly limits: ResolvedLimits;
+  private readonly sessions: string;
+  private readonly events_: string;
+  private readonly activity: string;
+  private closed = false;
+  private lastPrune = 0;
+
+  private constructor(
+    readonly kind: string,
+    private readonly database: SqlDatabase,
+    private readonly schema: string,
+    limits: ResolvedLimits,
+  ) {
+    this.limits = limits;
+    this.sessions = `"${schema}".agentloop_sessions`;
+    this.events_ = `"${schema}".agentloop_events`;
+    this.activity = `"${schema}".agentloop_session_activity`;
+  }
+
+  /** Creates the tables if needed (safe when several processes start at once) and returns the store. */
+  static async open(kind: string, database: SqlDatabase, options: SqlStoreOptions = {}): Promise<SqlMemoryStore> {
+    const limits = resolveLimits(options);
+    const schema = checkSchemaName(options.schema ?? "public");
+    const store = new SqlMemoryStore(kind, database, schema, limits);
+    await store.run(() => store.migrate());
+    return store;
+  }
+
+  private async migrate(): Promise<void> {
+    await this.database.transaction(async (tx) => {
+      // Serializes concurrent migrations (two replicas starting together): CREATE ... IF NOT EXISTS alone races.
+      await tx.query("SELECT pg_advisory_xact_lock(hashtext($1))", [`agentloop.memory.${this.schema}`]);
+      await tx.query(`CREATE SCHEMA IF NOT EXISTS "${this.schema}"`);
+      await tx.query(`CREATE SEQUENCE IF NOT EXISTS ${this.activity}`);
+      await tx.query(`CREATE TABLE IF NOT EXISTS ${this.sessions} (
+        session_id text PRIMARY KEY,
+        created_at timestamptz NOT NULL,
+        updated_at timestamptz NOT NULL,
+        activity bigint NOT NULL,
+        last_seq bigint NOT NULL DEFAULT 0,
+        metadata jsonb NOT NULL DEFAULT '{}'::jsonb
+      )`);
+      await tx.query(`CREATE INDEX IF NOT EXISTS agentloop_sessions_activity ON ${this.sessions} (activity)`);
+      await tx.query(`CREATE TABLE IF NOT EXISTS ${this.events_} (
+        id bigserial PRIMARY KEY,
+        session_id text NOT NULL REFERENCES ${this.sessions} (session_id) ON DELETE CASCADE,
+        seq bigint NOT NULL,
+        event_id text NOT NULL,
+        timestamp timestamptz NOT NULL,
+        event_type text NOT NULL,
+        content jsonb,
+        metadata jsonb NOT NULL DEFAULT '{}'::jsonb,
+        UNIQUE (session_id, seq)
+      )`);
+      await tx.query(`CREATE INDEX IF NOT EXISTS agentloop_events_timestamp ON ${this.events_} (timestamp)`);
+    });
+  }
+
+  async createSession(sessionId?: string, metadata: Record<string, unknown> = {}): Promise<SessionInfo> {
+    this.check();
+    const id = checkSessionId(sessionId ?? newSessionId());
+    const metadataJson = JSON.stringify(jsonCopy(metadata, "session metadata"));
+    return this.run(async () => {
+      await this.maybePrune();
+      await this.database.transaction(async (tx) => {
+        const now = new Date().toISOString();
+        const inserted = await tx.query(
+          `INSERT INTO ${this.sessions} (session_id, created_at, updated_at, activity, last_seq, metadata)
+           VALUES ($1, $2, $2, nextval('${this.activity}'), 0, $3::jsonb)
+           ON CONFLICT (session_id) DO UPDATE SET updated_at = $2, activity = nextval('${this.activity}')
+             WHERE $4::timestamptz IS NOT NULL AND ${this.sessions}.updated_at < $4
+           RETURNING (xmax = 0) AS inserted`,
+          [id, now, metadataJson, this.cutoff()],
+        );
+        // An expired session that was not pruned yet is revived (its old events stay hidden).
+        if (inserted[0]?.inserted === true) await this.evict(tx, id);
+      });
+      const session = await this.getSession(id);
+      // Only a zero retention could hide it, and retention is always positive.
+      return session!;
+    });
+  }
+
+  async getSession(sessionId: string): Promise<SessionInfo | undefined> {
+    this.check();
+    checkSessionId(sessionId);
+    return this.run(async () => {
+      const cutoff = this.cutoff();
+      const rows = await this.database.query(
+        `SELECT s.*, (SELECT count(*) FROM ${this.events_} e WHERE e.session_id = s.session_id AND ($2::timestamptz IS NULL OR e.timestamp >= $2)) AS event_count
+         FROM ${this.sessions} s WHERE s.session_id = $1 AND ($2::timestamptz IS NULL OR s.updated_at >= $2)`,
+        [sessionId, cutoff],
+      );
+      return rows.length > 0 ? toSession(rows[0]) : undefined;
+    });
+  }
+
+  async append(sessionId: string, events: readonly NewMemoryEvent[]): Promise<MemoryEvent[]> {
+    this.check();
+    checkSessionId(sessionId);
+    if (!Array.isArray(events)) throw new TypeError("memory: append expects an array of events");
+    const prepared = events.map((event) => prepareEvent(sessionId, event));
+    if (prepared.length === 0) return [];
+    return this.run(async () => {
+      await this.maybePrune();
+      return this.database.transaction(async (tx) => {
+        const now = new Date().toISOString();
+        // The upsert takes the session row's lock until commit: concurrent appenders to one session
+        // (in this process or another replica) queue here, so seqs are gap-free and in commit order.
+        const [session] = await tx.query(
+          `INSERT INTO ${this.sessions} (session_id, created_at, updated_at, activity, last_seq, metadata)
+           VALUES ($1, $2, $2, nextval('${this.activity}'), $3, '{}'::jsonb)
+           ON CONFLICT (session_id) DO UPDATE
+             SET last_seq = ${this.sessions}.last_seq + $3, updated_at = $2, activity = nextval('${this.activity}')
+           RETURNING last_seq, (xmax = 0) AS inserted`,
+          [sessionId, now, prepared.length],
+        );
+        const lastSeq = Number(session.last_seq);
+        const firstSeq = lastSeq - prepared.length + 1;
+        const stored: MemoryEvent[] = prepared.map((event, index) => ({ ...event, seq: firstSeq + index }));
+        await tx.query(
+          `INSERT INTO ${this.events_} (session_id, seq, event_id, timestamp, event_type, content, metadata)
+           SELECT $1, r.seq, r.event_id, r.timestamp, r.event_type, r.content, r.metadata
+           FROM jsonb_to_recordset($2::jsonb) AS r(seq bigint, event_id text, timestamp timestamptz, event_type text, content jsonb, metadata jsonb)
+           ORDER BY r.seq`,
+          [sessionId, JSON.stringify(stored)],
+        );
+        const trimBelow = lastSeq - this.limits.maxEventsPerSession;
+        if (trimBelow > 0) await tx.query(`DELETE FROM ${this.events_} WHERE session_id = $1 AND seq <= $2`, [sessionId, trimBelow]);
+        if (session.inserted === true) await this.evict(tx, sessionId);
+        return stored;
+      });
+    });
+  }
+
+  async events(sessionId: string, query: EventQuery = {}): Promise<MemoryEvent[]> {
+    this.check();
+    checkSessionId(sessionId);
+    const limit = checkLimit(query.limit);
+    const afterSeq = checkAfterSeq(query.afterSeq);
+    const types = query.types ? [...query.types] : null;
+    return this.run(async () => {
+      const cutoff = this.cutoff();
+      const where = `e.session_id = $1 AND ($2::timestamptz IS NULL OR e.timestamp >= $2) AND ($3::text[] IS NULL OR e.event_type = ANY($3::text[]))
+        AND ($4::bigint IS NULL OR e.seq > $4)
+        AND EXISTS (SELECT 1 FROM ${this.sessions} s WHERE s.session_id = e.session_id AND ($2::timestamptz IS NULL OR s.updated_at >= $2))`;
+      const params = [sessionId, cutoff, types, afterSeq ?? null, limit ?? null];
+      const rows =
+        afterSeq === undefined
+          ? await this.database.query(
+              `SELECT * FROM (SELECT e.* FROM ${this.events_} e WHERE ${where} ORDER BY e.seq DESC LIMIT $5) t ORDER BY seq ASC`,
+              params,
+            )
+          : await this.database.query(`SELECT e.* FROM ${this.events_} e WHERE ${where} ORDER BY e.seq ASC LIMIT $5`, params);
+      return rows.map(toEvent);
+    });
+  }
+
+  async latestEvents(query: LatestEventsQuery = {}): Promise<MemoryEvent[]> {
+    this.check();
+    const limit = checkLimit(query.limit) ?? 100;
+    const types = query.types ? [...query.types] : null;
+    return this.run(async () => {
+      const rows = await this.database.query(
+        `SELECT * FROM (
+           SELECT e.* FROM ${this.events_} e JOIN ${this.sessions} s ON s.session_id = e.session_id
+           WHERE ($1::timestamptz IS NULL OR (e.timestamp >= $1 AND s.updated_at >= $1)) AND ($2::text[] IS NULL OR e.event_type = ANY($2::text[]))
+           ORDER BY e.id DESC LIMIT $3) t ORDER BY id ASC`,
+        [this.cutoff(), types, limit],
+      );
+      return rows.map(toEvent);
+    });
+  }
+
+  async listSessions(options: { limit?: number } = {}): Promise<SessionInfo[]> {
+    this.check();
+    const limit = checkLimit(options.limit);
+    return this.run(async () => {
+      const rows = await this.database.query(
+        `SELECT * FROM (
+           SELECT s.*, (SELECT count(*) FROM ${this.events_} e WHERE e.session_id = s.session_id AND ($1::timestamptz IS NULL OR e.timestamp >= $1)) AS event_count
+           FROM ${this.sessions} s WHERE ($1::timestamptz IS NULL OR s.updated_at >= $1)
+           ORDER BY s.activity DESC LIMIT $2) t ORDER BY activity ASC`,
+        [this.cutoff(), limit ?? null],
+      );
+      return rows.map(toSession);
+    });
+  }
+
+  async deleteSession(sessionId: string): Promise<boolean> {
+    this.check();
+    checkSessionId(sessionId);
+    return this.run(async () => {
+      const rows = await this.database.query(`DELETE FROM ${this.sessions} WHERE session_id = $1 RETURNING session_id`, [sessionId]);
+      return rows.length > 0;
+    });
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await this.database.close();
+  }
+
+  /** Deletes expired events and sessions now (appends also do it, at most once a minute). */
+  async prune(): Promise<void> {
+    this.check();
+    await this.run(() => this.pruneNow());
+  }
+
+  private check(): void {
+    if (this.closed) throw closedError(this.kind);
+  }
+
+  private cutoff(): string | null {
+    return this.limits.retentionMs === undefined ? null : new Date(Date.now() - this.limits.retentionMs).toISOString();
+  }
+
+  private async maybePrune(): Promise<void> {
+    if (this.limits.retentionMs === undefined || Date.now() - this.lastPrune < PRUNE_INTERVAL_MS) return;
+    await this.pruneNow();
+  }
+
+  private async pruneNow(): Promise<void> {
+    const cutoff = this.cutoff();
+    this.lastPrune = Date.now();
+    if (cutoff === null) return;
+    await this.database.query(`DELETE FROM ${this.sessions} WHERE updated_at < $1`, [cutoff]);
+    await this.database.query(`DELETE FROM ${this.events_} WHERE timestamp < $1`, [cutoff]);
+  }
+
+  /** Evicts the least recently updated sessions beyond `maxSessions`, never `keep`. */
+  private async evict(tx: SqlExecutor, keep: string): Promise<void> {
+    const [{ count }] = await tx.query(`SELECT count(*) AS count FROM ${this.sessions}`);
+    const excess = Number(count) - this.limits.maxSessions;
+    if (excess <= 0) return;
+    // SKIP LOCKED: a session another replica is appending to right now is not waited for (no deadlock).
+    await tx.query(
+      `DELETE FROM ${this.sessions} WHERE session_id IN (
+         SELECT session_id FROM ${this.sessions} WHERE session_id <> $1 ORDER BY activity ASC LIMIT $2 FOR UPDATE SKIP LOCKED)`,
+      [keep, excess],
+    );
+  }
+
+  /** Runs a database operation, turning driver errors into AgentLoopErrors. */
+  private async run<T>(fn: () => Promise<T>): Promise<T> {
+    try {
+      return await fn();
+    } catch (error) {
+      if (AgentLoopError.isInstance(error)) throw error;
+      if (this.database.describeError) throw this.database.describeError(error);
+      throw new AgentLoopError("unknown", `memory (${this.kind}): ${(error as Error)?.message ?? String(error)}`, { cause: error });
+    }
+  }
+}

@@ -1,0 +1,258 @@
+/**
+ * The memory contract: an append-only event log per session, behind one `MemoryStore`
+ * interface that every store (in-memory, embedded PGlite, PostgreSQL) implements.
+ */
+import { randomUUID } from "node:crypto";
+import { AgentLoopError } from "../errors.js";
+
+/** The seeds' (KAOS) event names, plus the state and steering events agentloop adds. */
+export type MemoryEventType =
+  | "user_message"
+  | "tool_call"
+  | "tool_result"
+  | "delegation_request"
+  | "delegation_response"
+  | "agent_response"
+  | "error"
+  | "steering"
+  | "run_started"
+  | "run_ended"
+  | "task_delegation_received"
+  | "loop_warning";
+
+/** Every event type agentloop itself writes. Stores accept any non-empty type name. */
+export const MEMORY_EVENT_TYPES: readonly MemoryEventType[] = [
+  "user_message",
+  "tool_call",
+  "tool_result",
+  "delegation_request",
+  "delegation_response",
+  "agent_response",
+  "error",
+  "steering",
+  "run_started",
+  "run_ended",
+  "task_delegation_received",
+  "loop_warning",
+];
+
+/**
+ * Well-known metadata keys (snake_case, as on the KAOS wire). Any other JSON value may be added.
+ * `run_id`, `tool_call_id`, `tool_name`, `is_error`, `trace_id`, `span_id` are set by
+ * `sessionMemory` when they apply.
+ */
+export interface MemoryEventMetadata {
+  run_id?: string;
+  tool_call_id?: string;
+  tool_name?: string;
+  is_error?: boolean;
+  trace_id?: string;
+  span_id?: string;
+  [key: string]: unknown;
+}
+
+/** One entry of a session's log. Stored events are never modified, only trimmed or deleted. */
+export interface MemoryEvent {
+  /** Unique id (a UUID unless the writer chose one). */
+  event_id: string;
+  session_id: string;
+  /** Position in the session: 1, 2, 3... assigned by the store in append order, never reused. */
+  seq: number;
+  /** ISO 8601 time the event happened. */
+  timestamp: string;
+  event_type: MemoryEventType | (string & {});
+  /** Any JSON value: a string for messages, an object for tool calls and results. */
+  content: unknown;
+  metadata: MemoryEventMetadata;
+}
+
+/** What a writer hands to `append`: the store assigns `seq` (and `event_id`/`timestamp` if absent). */
+export interface NewMemoryEvent {
+  event_type: MemoryEventType | (string & {});
+  content?: unknown;
+  metadata?: MemoryEventMetadata;
+  event_id?: string;
+  /** ISO 8601 or a Date; default: now. */
+  timestamp?: string | Date;
+}
+
+export interface SessionInfo {
+  session_id: string;
+  /** ISO 8601. */
+  created_at: string;
+  /** ISO 8601 time of the last append (eviction removes the least recently updated first). */
+  updated_at: string;
+  /** Events currently kept (after trimming). */
+  event_count: number;
+  /** The highest seq ever assigned in this session (0 when empty). */
+  last_seq: number;
+  metadata: Record<string, unknown>;
+}
+
+export interface EventQuery {
+  /** At most this many events. Without `afterSeq` the most recent ones; with it the first ones after it. */
+  limit?: number;
+  /** Only events with `seq > afterSeq` (to tail a session). */
+  afterSeq?: number;
+  /** Only these event types. */
+  types?: readonly string[];
+}
+
+export interface LatestEventsQuery {
+  /** At most this many events (the most recent across all sessions). Default 100. */
+  limit?: number;
+  types?: readonly string[];
+}
+
+/** Limits every store enforces. */
+export interface MemoryLimits {
+  /** Events kept per session; the oldest are trimmed on append. Default 500. */
+  maxEventsPerSession?: number;
+  /** Sessions kept; creating one more evicts the least recently updated. Default 1000. */
+  maxSessions?: number;
+  /** Events older than this are removed, and sessions idle for this long are deleted. Default: keep forever. */
+  retentionMs?: number;
+}
+
+export const DEFAULT_MAX_EVENTS_PER_SESSION = 500;
+export const DEFAULT_MAX_SESSIONS = 1000;
+
+/**
+ * An append-only event log per session. All methods reject with an `AgentLoopError`
+ * (`invalid_request` for bad arguments, `configuration`/`network`/`unknown` for store failures).
+ * Results are always in chronological order (oldest first).
+ */
+export interface MemoryStore {
+  /** "memory", "embedded", "postgres" or "disabled". */
+  readonly kind: string;
+  /** Creates the session if it does not exist (a new id when none is given) and returns it. */
+  createSession(sessionId?: string, metadata?: Record<string, unknown>): Promise<SessionInfo>;
+  getSession(sessionId: string): Promise<SessionInfo | undefined>;
+  /**
+   * Appends events atomically (all or none), creating the session if needed. Seqs are assigned
+   * in the given order and continue the session's sequence, even across processes sharing the
+   * store. Returns the stored events.
+   */
+  append(sessionId: string, events: readonly NewMemoryEvent[]): Promise<MemoryEvent[]>;
+  /** The session's events (empty when the session does not exist). */
+  events(sessionId: string, query?: EventQuery): Promise<MemoryEvent[]>;
+  /** The most recent events of all sessions. */
+  latestEvents(query?: LatestEventsQuery): Promise<MemoryEvent[]>;
+  /** Sessions, most recently updated last; `limit` keeps the most recent ones. */
+  listSessions(options?: { limit?: number }): Promise<SessionInfo[]>;
+  /** Removes a session and its events; false when it did not exist. */
+  deleteSession(sessionId: string): Promise<boolean>;
+  /** Releases connections and files. Idempotent; other calls reject afterwards. */
+  close(): Promise<void>;
+}
+
+// ---------- helpers shared by the stores ----------
+
+export interface ResolvedLimits {
+  maxEventsPerSession: number;
+  maxSessions: number;
+  retentionMs: number | undefined;
+}
+
+function positiveInteger(name: string, value: number | undefined, fallback: number): number {
+  if (value === undefined) return fallback;
+  if (value === Number.POSITIVE_INFINITY) return Number.MAX_SAFE_INTEGER;
+  if (!Number.isInteger(value) || value < 1) {
+    throw new AgentLoopError("configuration", `memory: ${name} must be a positive integer, got ${String(value)}`);
+  }
+  return value;
+}
+
+export function resolveLimits(limits: MemoryLimits = {}): ResolvedLimits {
+  const retention = limits.retentionMs;
+  if (retention !== undefined && (!Number.isFinite(retention) || retention <= 0)) {
+    throw new AgentLoopError("configuration", `memory: retentionMs must be a positive number of milliseconds, got ${String(retention)}`);
+  }
+  return {
+    maxEventsPerSession: positiveInteger("maxEventsPerSession", limits.maxEventsPerSession, DEFAULT_MAX_EVENTS_PER_SESSION),
+    maxSessions: positiveInteger("maxSessions", limits.maxSessions, DEFAULT_MAX_SESSIONS),
+    retentionMs: retention,
+  };
+}
+
+const SESSION_ID_MAX_LENGTH = 256;
+
+export function checkSessionId(sessionId: unknown): string {
+  if (typeof sessionId !== "string" || sessionId.length === 0) {
+    throw new AgentLoopError("invalid_request", "memory: a session id must be a non-empty string");
+  }
+  if (sessionId.length > SESSION_ID_MAX_LENGTH) {
+    throw new AgentLoopError("invalid_request", `memory: a session id is at most ${SESSION_ID_MAX_LENGTH} characters`);
+  }
+  if (sessionId.includes("\u0000")) throw new AgentLoopError("invalid_request", "memory: a session id cannot contain NUL characters");
+  return sessionId;
+}
+
+export function newSessionId(): string {
+  return randomUUID();
+}
+
+/** PostgreSQL text and jsonb cannot hold NUL characters; every store replaces them the same way. */
+function withoutNul(value: string): string {
+  return value.includes("\u0000") ? value.replaceAll("\u0000", "\uFFFD") : value;
+}
+
+/** A JSON copy of a value (what every store gives back), with NUL characters replaced. */
+export function jsonCopy(value: unknown, what: string): unknown {
+  if (value === undefined) return null;
+  let text: string | undefined;
+  try {
+    text = JSON.stringify(value);
+  } catch (error) {
+    throw new AgentLoopError("invalid_request", `memory: ${what} is not JSON-serializable (${(error as Error).message})`);
+  }
+  if (text === undefined) return null;
+  // Escaped NULs inside JSON strings appear as \u0000 in the text.
+  return JSON.parse(text.replaceAll("\\u0000", "\\ufffd"));
+}
+
+function isoTimestamp(value: string | Date | undefined): string {
+  if (value === undefined) return new Date().toISOString();
+  const date = value instanceof Date ? value : new Date(value);
+  if (Number.isNaN(date.getTime())) throw new AgentLoopError("invalid_request", `memory: invalid event timestamp ${String(value)}`);
+  return date.toISOString();
+}
+
+/** Validates and normalizes one event before it is stored (everything but `seq`). */
+export function prepareEvent(sessionId: string, event: NewMemoryEvent): Omit<MemoryEvent, "seq"> {
+  if (typeof event !== "object" || event === null) throw new AgentLoopError("invalid_request", "memory: an event must be an object");
+  if (typeof event.event_type !== "string" || event.event_type.length === 0) {
+    throw new AgentLoopError("invalid_request", "memory: event_type must be a non-empty string");
+  }
+  if (event.event_id !== undefined && (typeof event.event_id !== "string" || event.event_id.length === 0)) {
+    throw new AgentLoopError("invalid_request", "memory: event_id must be a non-empty string when given");
+  }
+  const metadata = jsonCopy(event.metadata ?? {}, "metadata");
+  if (typeof metadata !== "object" || metadata === null || Array.isArray(metadata)) {
+    throw new AgentLoopError("invalid_request", "memory: metadata must be an object");
+  }
+  return {
+    event_id: withoutNul(event.event_id ?? randomUUID()),
+    session_id: sessionId,
+    timestamp: isoTimestamp(event.timestamp),
+    event_type: withoutNul(event.event_type),
+    content: jsonCopy(event.content, "content"),
+    metadata: metadata as MemoryEventMetadata,
+  };
+}
+
+export function checkLimit(limit: number | undefined, name = "limit"): number | undefined {
+  if (limit === undefined) return undefined;
+  if (!Number.isInteger(limit) || limit < 0) throw new AgentLoopError("invalid_request", `memory: ${name} must be a non-negative integer`);
+  return limit;
+}
+
+export function checkAfterSeq(afterSeq: number | undefined): number | undefined {
+  if (afterSeq === undefined) return undefined;
+  if (!Number.isInteger(afterSeq) || afterSeq < 0) throw new AgentLoopError("invalid_request", "memory: afterSeq must be a non-negative integer");
+  return afterSeq;
+}
+
+export function closedError(kind: string): AgentLoopError {
+  return new AgentLoopError("invalid_request", `memory: the ${kind} store is closed`);
+}
