@@ -1,0 +1,2 @@
+// `agentloop/anthropic`: the Anthropic Messages adapter.
+export { AnthropicModel, type AnthropicOptions, type AnthropicProviderData, anthropic, anthropicMessages, anthropicUsage } from "./messages.js";

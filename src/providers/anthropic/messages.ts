@@ -1,0 +1,358 @@
+/**
+ * Anthropic Messages adapter on the official `@anthropic-ai/sdk`.
+ *
+ * Wire format: the system prompt is the top-level `system` field; an assistant message is sent
+ * back with all its original content blocks verbatim (text, tool_use, thinking with its signature,
+ * redacted_thinking), kept per part in `providerData.anthropic.block`; all tool results of one
+ * wave go in ONE user message of `tool_result` blocks (`is_error` for errors); consecutive
+ * messages of the same role are merged; `max_tokens` defaults to 4096.
+ */
+import Anthropic from "@anthropic-ai/sdk";
+import { AgentLoopError, abortError } from "../../errors.js";
+import type { ImagePart, Message, TextPart } from "../../messages.js";
+import type { FinishReason, Model, ModelEvent, ModelRequest, ToolChoice, UnifiedFinishReason } from "../../model/model.js";
+import type { Usage } from "../../usage.js";
+import { incompleteStreamError, toAgentLoopError } from "../errors.js";
+import { retryingStream } from "../retry.js";
+import { type AdapterOptions, numberOr, parseArgumentsObject, providerOptionsFor, resolveApiKey } from "../shared.js";
+import { ToolNameMap } from "../tool-names.js";
+
+export interface AnthropicOptions extends AdapterOptions {
+  /** `max_tokens` when the request sets no `maxOutputTokens` (default 4096). */
+  defaultMaxTokens?: number;
+  /** A preconfigured client (its retries should be off: `maxRetries: 0`). */
+  client?: Anthropic;
+}
+
+/** What a part of an Anthropic answer keeps for the round trip: its original content block. */
+export interface AnthropicProviderData {
+  block: Record<string, unknown>;
+}
+
+type Block = Record<string, unknown>;
+
+const officialHost = "api.anthropic.com";
+const dataKey = "anthropic";
+
+/** Reads an Anthropic usage object. `inputTokens` counts all input, cached or not (as OpenAI does). */
+export function anthropicUsage(raw: unknown): Usage | undefined {
+  if (!raw || typeof raw !== "object") return undefined;
+  const usage = raw as {
+    input_tokens?: number | null;
+    output_tokens?: number | null;
+    cache_read_input_tokens?: number | null;
+    cache_creation_input_tokens?: number | null;
+    output_tokens_details?: { thinking_tokens?: number } | null;
+  };
+  const cachedInputTokens = numberOr(usage.cache_read_input_tokens);
+  const inputTokens = numberOr(usage.input_tokens) + cachedInputTokens + numberOr(usage.cache_creation_input_tokens);
+  const outputTokens = numberOr(usage.output_tokens);
+  return {
+    inputTokens,
+    outputTokens,
+    totalTokens: inputTokens + outputTokens,
+    cachedInputTokens,
+    reasoningTokens: numberOr(usage.output_tokens_details?.thinking_tokens),
+  };
+}
+
+function originalBlock(providerData: Record<string, unknown> | undefined): Block | undefined {
+  const value = providerData?.[dataKey] as AnthropicProviderData | undefined;
+  return value && typeof value === "object" && value.block && typeof value.block === "object" ? value.block : undefined;
+}
+
+function imageBlock(part: ImagePart): Block {
+  if (part.data) return { type: "image", source: { type: "base64", media_type: part.mediaType ?? "image/png", data: part.data } };
+  return { type: "image", source: { type: "url", url: part.url ?? "" } };
+}
+
+function contentBlocks(content: string | Array<TextPart | ImagePart>): Block[] {
+  if (typeof content === "string") return content ? [{ type: "text", text: content }] : [];
+  return content.flatMap((part) => (part.type === "text" ? (part.text ? [{ type: "text", text: part.text }] : []) : [imageBlock(part)]));
+}
+
+/** The unified conversation as Anthropic `system` + `messages`. */
+export function anthropicMessages(messages: readonly Message[], names: ToolNameMap): { system?: string; messages: Array<{ role: "user" | "assistant"; content: Block[] }> } {
+  const system: string[] = [];
+  const out: Array<{ role: "user" | "assistant"; content: Block[] }> = [];
+  const append = (role: "user" | "assistant", blocks: Block[]) => {
+    if (blocks.length === 0) return;
+    const last = out[out.length - 1];
+    if (last && last.role === role) last.content.push(...blocks);
+    else out.push({ role, content: [...blocks] });
+  };
+  for (const message of messages) {
+    switch (message.role) {
+      case "system":
+        system.push(message.content);
+        break;
+      case "user":
+        append("user", contentBlocks(message.content));
+        break;
+      case "assistant": {
+        const blocks: Block[] = [];
+        for (const part of message.content) {
+          const original = originalBlock(part.providerData);
+          if (original) blocks.push(original);
+          else if (part.type === "text") {
+            if (part.text) blocks.push({ type: "text", text: part.text });
+          } else if (part.type === "tool-call") {
+            blocks.push({ type: "tool_use", id: part.id, name: names.toProviderName(part.name), input: parseArgumentsObject(part.arguments) });
+          }
+          // Reasoning without its signature (from another provider) cannot be sent back.
+        }
+        append("assistant", blocks);
+        break;
+      }
+      case "tool": {
+        const block: Block = { type: "tool_result", tool_use_id: message.toolCallId, content: typeof message.content === "string" ? message.content : contentBlocks(message.content) };
+        if (message.isError) block.is_error = true;
+        append("user", [block]);
+        break;
+      }
+      default: {
+        const unreachable: never = message;
+        throw new TypeError(`unknown message role in ${JSON.stringify(unreachable)}`);
+      }
+    }
+  }
+  // Anthropic wants the tool results first in the user message that answers a tool_use turn.
+  for (const message of out) {
+    if (message.role !== "user") continue;
+    const results = message.content.filter((block) => block.type === "tool_result");
+    if (results.length > 0) message.content = [...results, ...message.content.filter((block) => block.type !== "tool_result")];
+  }
+  return { system: system.length > 0 ? system.join("\n\n") : undefined, messages: out };
+}
+
+function toolChoiceParam(choice: ToolChoice | undefined, names: ToolNameMap): Block | undefined {
+  if (choice === undefined) return undefined;
+  if (choice === "auto") return { type: "auto" };
+  if (choice === "none") return { type: "none" };
+  if (choice === "required") return { type: "any" };
+  return { type: "tool", name: names.toProviderName(choice.name) };
+}
+
+function unifiedFinish(raw: string | undefined): UnifiedFinishReason {
+  switch (raw) {
+    case "end_turn":
+    case "stop_sequence":
+      return "stop";
+    case "tool_use":
+      return "tool-calls";
+    case "max_tokens":
+    case "model_context_window_exceeded":
+      return "length";
+    default:
+      return "other";
+  }
+}
+
+interface OpenBlock {
+  kind: "text" | "reasoning" | "tool" | "other";
+  id: string;
+  start: Block;
+  text: string;
+  signature: string;
+  citations: unknown[];
+}
+
+/** Folds Anthropic stream events into model events. */
+class AnthropicStreamMapper {
+  private readonly blocks = new Map<number, OpenBlock>();
+  private usage: Record<string, unknown> = {};
+  private stopReason?: string;
+  done = false;
+
+  constructor(
+    private readonly provider: string,
+    private readonly names: ToolNameMap,
+  ) {}
+
+  *event(event: { type: string; [key: string]: any }): Generator<ModelEvent> {
+    switch (event.type) {
+      case "message_start":
+        this.usage = { ...(event.message?.usage ?? {}) };
+        yield { type: "response-start", id: event.message?.id, model: event.message?.model };
+        break;
+      case "content_block_start": {
+        const start: Block = event.content_block ?? {};
+        const index: number = event.index ?? 0;
+        const open: OpenBlock = { kind: "other", id: `block-${index}`, start, text: "", signature: "", citations: [] };
+        if (start.type === "text") {
+          open.kind = "text";
+          open.text = typeof start.text === "string" ? start.text : "";
+          yield { type: "text-start", id: open.id };
+          if (open.text) yield { type: "text-delta", id: open.id, delta: open.text };
+        } else if (start.type === "thinking" || start.type === "redacted_thinking") {
+          open.kind = "reasoning";
+          open.text = typeof start.thinking === "string" ? start.thinking : "";
+          open.signature = typeof start.signature === "string" ? start.signature : "";
+          yield { type: "reasoning-start", id: open.id };
+          if (open.text) yield { type: "reasoning-delta", id: open.id, delta: open.text };
+        } else if (start.type === "tool_use") {
+          open.kind = "tool";
+          open.id = String(start.id);
+          yield { type: "tool-call-start", id: open.id, name: this.names.fromProviderName(String(start.name)) };
+        }
+        this.blocks.set(index, open);
+        break;
+      }
+      case "content_block_delta": {
+        const open = this.blocks.get(event.index ?? 0);
+        const delta = event.delta ?? {};
+        if (!open) break;
+        if (delta.type === "text_delta" && open.kind === "text") {
+          open.text += delta.text;
+          yield { type: "text-delta", id: open.id, delta: delta.text };
+        } else if (delta.type === "thinking_delta" && open.kind === "reasoning") {
+          open.text += delta.thinking;
+          yield { type: "reasoning-delta", id: open.id, delta: delta.thinking };
+        } else if (delta.type === "signature_delta") {
+          open.signature += delta.signature;
+        } else if (delta.type === "citations_delta") {
+          open.citations.push(delta.citation);
+        } else if (delta.type === "input_json_delta" && open.kind === "tool") {
+          open.text += delta.partial_json;
+          if (delta.partial_json) yield { type: "tool-call-delta", id: open.id, delta: delta.partial_json };
+        }
+        break;
+      }
+      case "content_block_stop": {
+        const index: number = event.index ?? 0;
+        const open = this.blocks.get(index);
+        if (!open) break;
+        this.blocks.delete(index);
+        yield* this.closeBlock(open);
+        break;
+      }
+      case "message_delta":
+        if (event.delta?.stop_reason) this.stopReason = event.delta.stop_reason;
+        for (const [key, value] of Object.entries(event.usage ?? {})) if (value !== null && value !== undefined) this.usage[key] = value;
+        break;
+      case "message_stop":
+        yield* this.finish();
+        break;
+      default:
+        break;
+    }
+  }
+
+  private *closeBlock(open: OpenBlock): Generator<ModelEvent> {
+    const { start } = open;
+    if (open.kind === "text") {
+      const block: Block = { ...start, text: open.text };
+      if (open.citations.length > 0) block.citations = [...((start.citations as unknown[] | null) ?? []), ...open.citations];
+      yield { type: "text-end", id: open.id, providerData: { [dataKey]: { block } satisfies AnthropicProviderData } };
+    } else if (open.kind === "reasoning") {
+      const block: Block = start.type === "thinking" ? { ...start, thinking: open.text, signature: open.signature } : { ...start };
+      yield { type: "reasoning-end", id: open.id, providerData: { [dataKey]: { block } satisfies AnthropicProviderData } };
+    } else if (open.kind === "tool") {
+      const argumentsText = open.text || (start.input && Object.keys(start.input as object).length > 0 ? JSON.stringify(start.input) : "{}");
+      const block: Block = { ...start, input: parseArgumentsObject(argumentsText) };
+      yield {
+        type: "tool-call-end",
+        id: open.id,
+        name: this.names.fromProviderName(String(start.name)),
+        arguments: argumentsText,
+        providerData: { [dataKey]: { block } satisfies AnthropicProviderData },
+      };
+    }
+  }
+
+  private *finish(): Generator<ModelEvent> {
+    this.done = true;
+    for (const open of this.blocks.values()) yield* this.closeBlock(open);
+    this.blocks.clear();
+    if (this.stopReason === "refusal") {
+      yield { type: "error", error: new AgentLoopError("refusal", `${this.provider} refused to answer (stop_reason refusal)`, { provider: this.provider }) };
+      return;
+    }
+    const usage = anthropicUsage(this.usage);
+    const reason: FinishReason = { unified: unifiedFinish(this.stopReason), raw: this.stopReason };
+    if (usage) yield { type: "usage", usage };
+    yield { type: "finish", reason, usage };
+  }
+}
+
+export class AnthropicModel implements Model {
+  readonly provider: string;
+  readonly modelId: string;
+  private readonly client: Anthropic;
+  private readonly apiKeyEnvVar: string;
+
+  constructor(
+    modelId: string,
+    private readonly options: AnthropicOptions = {},
+  ) {
+    if (!modelId) throw new AgentLoopError("configuration", "anthropic: a model name is required", { retryable: false });
+    this.modelId = modelId;
+    this.provider = options.providerName ?? "anthropic";
+    this.apiKeyEnvVar = options.apiKeyEnvVar ?? "ANTHROPIC_API_KEY";
+    const env = options.env ?? process.env;
+    const baseURL = options.baseURL ?? env.ANTHROPIC_BASE_URL ?? undefined;
+    this.client =
+      options.client ??
+      new Anthropic({
+        apiKey: resolveApiKey({ apiKey: options.apiKey, envVar: this.apiKeyEnvVar, env, baseURL, officialHost, provider: this.provider }),
+        baseURL,
+        maxRetries: 0,
+        timeout: options.timeoutMs,
+        defaultHeaders: options.headers,
+      });
+  }
+
+  stream(request: ModelRequest): AsyncIterable<ModelEvent> {
+    return retryingStream(() => this.attempt(request), this.options.retry, request.signal);
+  }
+
+  private body(request: ModelRequest, names: ToolNameMap): Record<string, unknown> {
+    const options = request.options ?? {};
+    const { system, messages } = anthropicMessages(request.messages, names);
+    const body: Record<string, unknown> = {
+      model: this.modelId,
+      max_tokens: options.maxOutputTokens ?? this.options.defaultMaxTokens ?? 4096,
+      messages,
+      stream: true,
+    };
+    if (system !== undefined) body.system = system;
+    if (request.tools && request.tools.length > 0) {
+      body.tools = request.tools.map((tool) => ({
+        name: names.toProviderName(tool.name),
+        description: tool.description,
+        input_schema: { type: "object", ...tool.parameters },
+      }));
+      const choice = toolChoiceParam(request.toolChoice, names);
+      if (choice !== undefined) body.tool_choice = choice;
+    }
+    if (options.temperature !== undefined) body.temperature = options.temperature;
+    if (options.topP !== undefined) body.top_p = options.topP;
+    if (options.stopSequences?.length) body.stop_sequences = options.stopSequences;
+    return Object.assign(body, providerOptionsFor(request, ["anthropic", this.provider]));
+  }
+
+  private async *attempt(request: ModelRequest): AsyncGenerator<ModelEvent> {
+    const signal = request.signal;
+    if (signal?.aborted) {
+      yield { type: "error", error: abortError(signal) };
+      return;
+    }
+    const names = ToolNameMap.forRequest(request.tools, request.messages);
+    const mapper = new AnthropicStreamMapper(this.provider, names);
+    try {
+      const stream = await this.client.messages.create(this.body(request, names) as unknown as Anthropic.MessageCreateParamsStreaming, { signal });
+      for await (const event of stream) {
+        yield* mapper.event(event as unknown as { type: string });
+        if (mapper.done) return;
+      }
+      yield { type: "error", error: incompleteStreamError(this.provider) };
+    } catch (error) {
+      yield { type: "error", error: toAgentLoopError(error, { provider: this.provider, apiKeyEnvVar: this.apiKeyEnvVar, signal }) };
+    }
+  }
+}
+
+/** An Anthropic Messages model: `anthropic("claude-sonnet-4-5")`. */
+export function anthropic(modelId: string, options: AnthropicOptions = {}): AnthropicModel {
+  return new AnthropicModel(modelId, options);
+}

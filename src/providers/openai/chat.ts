@@ -1,0 +1,363 @@
+/**
+ * OpenAI Chat Completions adapter, for OpenAI and every OpenAI-compatible server (Ollama, vLLM,
+ * llama.cpp, LM Studio, Groq, ...), on the official `openai` SDK.
+ *
+ * Wire format of a tool round (Prompty §9.4): one assistant message with
+ * `tool_calls: [{id, type: "function", function: {name, arguments}}]`, then one
+ * `{role: "tool", tool_call_id, content}` message per result.
+ */
+import OpenAI from "openai";
+import { AgentLoopError, abortError } from "../../errors.js";
+import type { Message } from "../../messages.js";
+import type { FinishReason, Model, ModelEvent, ModelRequest, ToolChoice, UnifiedFinishReason } from "../../model/model.js";
+import type { Usage } from "../../usage.js";
+import { incompleteStreamError, toAgentLoopError } from "../errors.js";
+import { retryingStream } from "../retry.js";
+import { type AdapterOptions, contentText, imageUrl, numberOr, providerOptionsFor, resolveApiKey } from "../shared.js";
+import { ToolNameMap } from "../tool-names.js";
+
+export interface OpenAIChatOptions extends AdapterOptions {
+  /** `false` sends non-streaming requests and maps the JSON body into the same events (default `true`). */
+  stream?: boolean;
+  /** Role used for system messages (`developer` for OpenAI reasoning models). Default `system`. */
+  systemRole?: "system" | "developer";
+  /** Ask for usage in a last chunk (`stream_options.include_usage`). Default `true`. */
+  includeUsage?: boolean;
+  /** Field for the output token limit. Default `max_completion_tokens` on api.openai.com, `max_tokens` elsewhere. */
+  maxTokensField?: "max_tokens" | "max_completion_tokens";
+  /** A preconfigured client (its retries should be off: `maxRetries: 0`). */
+  client?: OpenAI;
+}
+
+const officialHost = "api.openai.com";
+
+/** Reads a Chat Completions usage object, including cached and reasoning tokens. */
+export function chatUsage(raw: unknown): Usage | undefined {
+  if (!raw || typeof raw !== "object") return undefined;
+  const usage = raw as {
+    prompt_tokens?: number;
+    completion_tokens?: number;
+    total_tokens?: number;
+    prompt_tokens_details?: { cached_tokens?: number } | null;
+    completion_tokens_details?: { reasoning_tokens?: number } | null;
+  };
+  const inputTokens = numberOr(usage.prompt_tokens);
+  const outputTokens = numberOr(usage.completion_tokens);
+  return {
+    inputTokens,
+    outputTokens,
+    totalTokens: numberOr(usage.total_tokens, inputTokens + outputTokens),
+    cachedInputTokens: numberOr(usage.prompt_tokens_details?.cached_tokens),
+    reasoningTokens: numberOr(usage.completion_tokens_details?.reasoning_tokens),
+  };
+}
+
+function unifiedFinish(raw: string | undefined, hasToolCalls: boolean): UnifiedFinishReason {
+  if (hasToolCalls && (raw === "stop" || raw === "tool_calls" || raw === "function_call")) return "tool-calls";
+  switch (raw) {
+    case "stop":
+      return "stop";
+    case "length":
+      return "length";
+    case "tool_calls":
+    case "function_call":
+      return "tool-calls";
+    case "content_filter":
+      return "content-filter";
+    default:
+      return "other";
+  }
+}
+
+interface ToolCallDeltaLike {
+  index?: number;
+  id?: string | null;
+  function?: { name?: string | null; arguments?: string | null };
+}
+
+interface ChunkLike {
+  id?: string;
+  model?: string;
+  usage?: unknown;
+  choices?: Array<{
+    index?: number;
+    finish_reason?: string | null;
+    delta?: {
+      content?: string | null;
+      refusal?: string | null;
+      reasoning_content?: string | null;
+      reasoning?: string | null;
+      tool_calls?: ToolCallDeltaLike[] | null;
+    };
+  }>;
+}
+
+interface PendingCall {
+  id: string;
+  name: string;
+  arguments: string;
+  started: boolean;
+}
+
+/** Folds Chat Completions chunks into model events. A non-streaming body goes through it as one chunk. */
+class ChatStreamMapper {
+  private started = false;
+  private textOpen = false;
+  private reasoningOpen = false;
+  private readonly calls = new Map<number, PendingCall>();
+  private finishRaw?: string;
+  private usage?: Usage;
+  private refusal = "";
+
+  constructor(
+    private readonly provider: string,
+    private readonly names: ToolNameMap,
+  ) {}
+
+  *chunk(chunk: ChunkLike): Generator<ModelEvent> {
+    if (!this.started) {
+      this.started = true;
+      yield { type: "response-start", id: chunk.id || undefined, model: chunk.model || undefined };
+    }
+    const usage = chatUsage(chunk.usage);
+    if (usage) this.usage = usage;
+    for (const choice of chunk.choices ?? []) {
+      if ((choice.index ?? 0) !== 0) continue;
+      const delta = choice.delta ?? {};
+      const reasoning = delta.reasoning_content ?? delta.reasoning;
+      if (typeof reasoning === "string" && reasoning.length > 0) {
+        if (!this.reasoningOpen) {
+          this.reasoningOpen = true;
+          yield { type: "reasoning-start", id: "reasoning-0" };
+        }
+        yield { type: "reasoning-delta", id: "reasoning-0", delta: reasoning };
+      }
+      if (typeof delta.content === "string" && delta.content.length > 0) {
+        yield* this.closeReasoning();
+        if (!this.textOpen) {
+          this.textOpen = true;
+          yield { type: "text-start", id: "text-0" };
+        }
+        yield { type: "text-delta", id: "text-0", delta: delta.content };
+      }
+      if (typeof delta.refusal === "string") this.refusal += delta.refusal;
+      let position = 0;
+      for (const call of delta.tool_calls ?? []) yield* this.toolCallDelta(call, position++);
+      if (choice.finish_reason) this.finishRaw = choice.finish_reason;
+    }
+  }
+
+  /** Deltas accumulate by index: id and name come with the first chunk, arguments are appended. */
+  private *toolCallDelta(call: ToolCallDeltaLike, position: number): Generator<ModelEvent> {
+    const index = call.index ?? position;
+    let pending = this.calls.get(index);
+    if (!pending) {
+      pending = { id: call.id || `call_${index}_${Math.random().toString(36).slice(2, 10)}`, name: "", arguments: "", started: false };
+      this.calls.set(index, pending);
+    }
+    if (!pending.name && call.function?.name) pending.name = call.function.name;
+    const argumentsDelta = call.function?.arguments ?? "";
+    pending.arguments += argumentsDelta;
+    if (!pending.started && pending.name) {
+      yield* this.closeReasoning();
+      pending.started = true;
+      yield { type: "tool-call-start", id: pending.id, name: this.names.fromProviderName(pending.name) };
+      if (pending.arguments) yield { type: "tool-call-delta", id: pending.id, delta: pending.arguments };
+    } else if (pending.started && argumentsDelta) {
+      yield { type: "tool-call-delta", id: pending.id, delta: argumentsDelta };
+    }
+  }
+
+  private *closeReasoning(): Generator<ModelEvent> {
+    if (this.reasoningOpen) {
+      this.reasoningOpen = false;
+      yield { type: "reasoning-end", id: "reasoning-0" };
+    }
+  }
+
+  *end(): Generator<ModelEvent> {
+    yield* this.closeReasoning();
+    if (this.textOpen) {
+      this.textOpen = false;
+      yield { type: "text-end", id: "text-0" };
+    }
+    const calls = [...this.calls.entries()].sort(([a], [b]) => a - b).map(([, call]) => call);
+    for (const call of calls) {
+      const name = this.names.fromProviderName(call.name);
+      if (!call.started) yield { type: "tool-call-start", id: call.id, name };
+      yield { type: "tool-call-end", id: call.id, name, arguments: call.arguments || "{}" };
+    }
+    if (this.refusal) {
+      yield {
+        type: "error",
+        error: new AgentLoopError("refusal", `${this.provider} refused to answer: ${this.refusal}`, { provider: this.provider }),
+      };
+      return;
+    }
+    if (this.finishRaw === undefined) {
+      yield { type: "error", error: incompleteStreamError(this.provider) };
+      return;
+    }
+    const reason: FinishReason = { unified: unifiedFinish(this.finishRaw, calls.length > 0), raw: this.finishRaw };
+    if (this.usage) yield { type: "usage", usage: this.usage };
+    yield { type: "finish", reason, usage: this.usage };
+  }
+}
+
+function toolChoiceParam(choice: ToolChoice | undefined, names: ToolNameMap): unknown {
+  if (choice === undefined) return undefined;
+  if (typeof choice === "string") return choice;
+  return { type: "function", function: { name: names.toProviderName(choice.name) } };
+}
+
+/** The unified conversation in Chat Completions wire format. */
+export function chatMessages(messages: readonly Message[], names: ToolNameMap, systemRole: "system" | "developer" = "system"): unknown[] {
+  const out: unknown[] = [];
+  for (const message of messages) {
+    switch (message.role) {
+      case "system":
+        out.push({ role: systemRole, content: message.content });
+        break;
+      case "user":
+        if (typeof message.content === "string") out.push({ role: "user", content: message.content });
+        else {
+          out.push({
+            role: "user",
+            content: message.content.map((part) =>
+              part.type === "text" ? { type: "text", text: part.text } : { type: "image_url", image_url: { url: imageUrl(part) ?? "" } },
+            ),
+          });
+        }
+        break;
+      case "assistant": {
+        const text = message.content.map((part) => (part.type === "text" ? part.text : "")).join("");
+        const calls = message.content.filter((part) => part.type === "tool-call");
+        const wire: Record<string, unknown> = { role: "assistant" };
+        if (text || calls.length === 0) wire.content = text;
+        if (calls.length > 0) {
+          wire.tool_calls = calls.map((call) => ({
+            id: call.id,
+            type: "function",
+            function: { name: names.toProviderName(call.name), arguments: call.arguments },
+          }));
+        }
+        out.push(wire);
+        break;
+      }
+      case "tool":
+        out.push({ role: "tool", tool_call_id: message.toolCallId, content: contentText(message.content) });
+        break;
+      default: {
+        const unreachable: never = message;
+        throw new TypeError(`unknown message role in ${JSON.stringify(unreachable)}`);
+      }
+    }
+  }
+  return out;
+}
+
+export class OpenAIChatModel implements Model {
+  readonly provider: string;
+  readonly modelId: string;
+  private readonly client: OpenAI;
+  private readonly apiKeyEnvVar: string;
+  private readonly official: boolean;
+
+  constructor(
+    modelId: string,
+    private readonly options: OpenAIChatOptions = {},
+  ) {
+    if (!modelId) throw new AgentLoopError("configuration", "openai: a model name is required", { retryable: false });
+    this.modelId = modelId;
+    this.provider = options.providerName ?? "openai";
+    this.apiKeyEnvVar = options.apiKeyEnvVar ?? "OPENAI_API_KEY";
+    const env = options.env ?? process.env;
+    const baseURL = options.baseURL ?? env.OPENAI_BASE_URL ?? undefined;
+    this.official = !baseURL || baseURL.includes(officialHost);
+    this.client =
+      options.client ??
+      new OpenAI({
+        apiKey: resolveApiKey({ apiKey: options.apiKey, envVar: this.apiKeyEnvVar, env, baseURL, officialHost, provider: this.provider }),
+        baseURL,
+        maxRetries: 0,
+        timeout: options.timeoutMs,
+        defaultHeaders: options.headers,
+      });
+  }
+
+  stream(request: ModelRequest): AsyncIterable<ModelEvent> {
+    return retryingStream(() => this.attempt(request), this.options.retry, request.signal);
+  }
+
+  private body(request: ModelRequest, names: ToolNameMap): Record<string, unknown> {
+    const options = request.options ?? {};
+    const body: Record<string, unknown> = {
+      model: this.modelId,
+      messages: chatMessages(request.messages, names, this.options.systemRole),
+    };
+    if (request.tools && request.tools.length > 0) {
+      body.tools = request.tools.map((tool) => ({
+        type: "function",
+        function: { name: names.toProviderName(tool.name), description: tool.description, parameters: tool.parameters },
+      }));
+      const choice = toolChoiceParam(request.toolChoice, names);
+      if (choice !== undefined) body.tool_choice = choice;
+    }
+    if (options.temperature !== undefined) body.temperature = options.temperature;
+    if (options.topP !== undefined) body.top_p = options.topP;
+    if (options.maxOutputTokens !== undefined) {
+      body[this.options.maxTokensField ?? (this.official ? "max_completion_tokens" : "max_tokens")] = options.maxOutputTokens;
+    }
+    if (options.stopSequences?.length) body.stop = options.stopSequences;
+    if (options.seed !== undefined) body.seed = options.seed;
+    return Object.assign(body, providerOptionsFor(request, ["openai", this.provider]));
+  }
+
+  private async *attempt(request: ModelRequest): AsyncGenerator<ModelEvent> {
+    const signal = request.signal;
+    if (signal?.aborted) {
+      yield { type: "error", error: abortError(signal) };
+      return;
+    }
+    const names = ToolNameMap.forRequest(request.tools, request.messages);
+    const mapper = new ChatStreamMapper(this.provider, names);
+    const context = { provider: this.provider, apiKeyEnvVar: this.apiKeyEnvVar, signal };
+    try {
+      const body = this.body(request, names);
+      if (this.options.stream === false) {
+        const completion = (await this.client.chat.completions.create(
+          { ...body, stream: false } as unknown as OpenAI.Chat.ChatCompletionCreateParamsNonStreaming,
+          { signal },
+        )) as unknown as { id?: string; model?: string; usage?: unknown; choices?: Array<{ index?: number; finish_reason?: string; message?: Record<string, any> }> };
+        // A JSON body is one big chunk: the message becomes the delta.
+        const chunk: ChunkLike = {
+          id: completion.id,
+          model: completion.model,
+          usage: completion.usage,
+          choices: (completion.choices ?? []).map((choice) => ({
+            index: choice.index,
+            finish_reason: choice.finish_reason,
+            delta: {
+              ...choice.message,
+              tool_calls: (choice.message?.tool_calls as Array<Record<string, any>> | undefined)?.map((call, index) => ({ ...call, index })),
+            },
+          })),
+        };
+        yield* mapper.chunk(chunk);
+      } else {
+        const streamBody: Record<string, unknown> = { ...body, stream: true };
+        if (this.options.includeUsage !== false) streamBody.stream_options = { include_usage: true };
+        const stream = await this.client.chat.completions.create(streamBody as unknown as OpenAI.Chat.ChatCompletionCreateParamsStreaming, { signal });
+        for await (const chunk of stream) yield* mapper.chunk(chunk as unknown as ChunkLike);
+      }
+      yield* mapper.end();
+    } catch (error) {
+      yield { type: "error", error: toAgentLoopError(error, context) };
+    }
+  }
+}
+
+/** A Chat Completions model: `openaiChat("gpt-4.1")`, or any compatible server with `baseURL`. */
+export function openaiChat(modelId: string, options: OpenAIChatOptions = {}): OpenAIChatModel {
+  return new OpenAIChatModel(modelId, options);
+}

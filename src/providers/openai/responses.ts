@@ -1,0 +1,341 @@
+/**
+ * OpenAI Responses API adapter on the official `openai` SDK.
+ *
+ * Wire format of a tool round: the original `function_call` items (id, call_id, name, arguments)
+ * are sent back, each answered by `{type: "function_call_output", call_id, output}`. System text
+ * goes to `instructions`. Reasoning items (with `encrypted_content` when requested) round-trip
+ * unchanged: each part keeps its original item in `providerData.openaiResponses.item`.
+ */
+import OpenAI from "openai";
+import { AgentLoopError, abortError } from "../../errors.js";
+import type { Message } from "../../messages.js";
+import type { FinishReason, Model, ModelEvent, ModelRequest, ToolChoice } from "../../model/model.js";
+import type { Usage } from "../../usage.js";
+import { incompleteStreamError, toAgentLoopError } from "../errors.js";
+import { retryingStream } from "../retry.js";
+import { type AdapterOptions, contentText, imageUrl, numberOr, providerOptionsFor, resolveApiKey } from "../shared.js";
+import { ToolNameMap } from "../tool-names.js";
+
+export interface OpenAIResponsesOptions extends AdapterOptions {
+  /** Send function tools with `strict: true` (their schemas must then meet OpenAI's strict rules). Default `false`. */
+  strictTools?: boolean;
+  /** A preconfigured client (its retries should be off: `maxRetries: 0`). */
+  client?: OpenAI;
+}
+
+/** What a part of a Responses answer keeps for the round trip. */
+export interface ResponsesProviderData {
+  /** The original output item (reasoning and function_call items). */
+  item?: Record<string, unknown>;
+  /** The id of the message item a text part came from. */
+  itemId?: string;
+}
+
+const officialHost = "api.openai.com";
+const dataKey = "openaiResponses";
+
+/** Reads a Responses usage object, including cached and reasoning tokens. */
+export function responsesUsage(raw: unknown): Usage | undefined {
+  if (!raw || typeof raw !== "object") return undefined;
+  const usage = raw as {
+    input_tokens?: number;
+    output_tokens?: number;
+    total_tokens?: number;
+    input_tokens_details?: { cached_tokens?: number } | null;
+    output_tokens_details?: { reasoning_tokens?: number } | null;
+  };
+  const inputTokens = numberOr(usage.input_tokens);
+  const outputTokens = numberOr(usage.output_tokens);
+  return {
+    inputTokens,
+    outputTokens,
+    totalTokens: numberOr(usage.total_tokens, inputTokens + outputTokens),
+    cachedInputTokens: numberOr(usage.input_tokens_details?.cached_tokens),
+    reasoningTokens: numberOr(usage.output_tokens_details?.reasoning_tokens),
+  };
+}
+
+function partData(providerData: Record<string, unknown> | undefined): ResponsesProviderData | undefined {
+  const value = providerData?.[dataKey];
+  return value && typeof value === "object" ? (value as ResponsesProviderData) : undefined;
+}
+
+/** The unified conversation as Responses `instructions` + `input` items. */
+export function responsesInput(messages: readonly Message[], names: ToolNameMap): { instructions?: string; input: unknown[] } {
+  const instructions: string[] = [];
+  const input: unknown[] = [];
+  for (const message of messages) {
+    switch (message.role) {
+      case "system":
+        instructions.push(message.content);
+        break;
+      case "user":
+        input.push({
+          role: "user",
+          content:
+            typeof message.content === "string"
+              ? message.content
+              : message.content.map((part) =>
+                  part.type === "text" ? { type: "input_text", text: part.text } : { type: "input_image", image_url: imageUrl(part), detail: "auto" },
+                ),
+        });
+        break;
+      case "assistant": {
+        // Consecutive text parts of one message item go back as that item.
+        let openMessage: { itemId?: string; content: unknown[] } | undefined;
+        const flush = () => {
+          if (!openMessage) return;
+          const content = openMessage.content;
+          input.push(
+            openMessage.itemId
+              ? { type: "message", role: "assistant", id: openMessage.itemId, status: "completed", content }
+              : { type: "message", role: "assistant", content },
+          );
+          openMessage = undefined;
+        };
+        for (const part of message.content) {
+          const data = partData(part.providerData);
+          if (part.type === "text") {
+            if (openMessage && openMessage.itemId !== data?.itemId) flush();
+            openMessage ??= { itemId: data?.itemId, content: [] };
+            openMessage.content.push({ type: "output_text", text: part.text, annotations: [] });
+            continue;
+          }
+          flush();
+          if (part.type === "reasoning") {
+            // Reasoning from another provider cannot be sent to OpenAI; only original items round-trip.
+            if (data?.item) input.push(data.item);
+          } else if (data?.item && data.item.type === "function_call") {
+            input.push(data.item);
+          } else {
+            input.push({ type: "function_call", call_id: part.id, name: names.toProviderName(part.name), arguments: part.arguments });
+          }
+        }
+        flush();
+        break;
+      }
+      case "tool":
+        input.push({ type: "function_call_output", call_id: message.toolCallId, output: contentText(message.content) });
+        break;
+      default: {
+        const unreachable: never = message;
+        throw new TypeError(`unknown message role in ${JSON.stringify(unreachable)}`);
+      }
+    }
+  }
+  return { instructions: instructions.length > 0 ? instructions.join("\n\n") : undefined, input };
+}
+
+function toolChoiceParam(choice: ToolChoice | undefined, names: ToolNameMap): unknown {
+  if (choice === undefined) return undefined;
+  if (typeof choice === "string") return choice;
+  return { type: "function", name: names.toProviderName(choice.name) };
+}
+
+interface StreamEventLike {
+  type: string;
+  [key: string]: any;
+}
+
+/** Folds Responses stream events into model events. */
+class ResponsesStreamMapper {
+  private readonly callIdByItem = new Map<string, string>();
+  private readonly openText = new Set<string>();
+  private readonly openReasoning = new Set<string>();
+  private sawFunctionCall = false;
+  private refusal = "";
+  done = false;
+
+  constructor(
+    private readonly provider: string,
+    private readonly names: ToolNameMap,
+  ) {}
+
+  *event(event: StreamEventLike): Generator<ModelEvent> {
+    switch (event.type) {
+      case "response.created":
+        yield { type: "response-start", id: event.response?.id, model: event.response?.model };
+        break;
+      case "response.output_item.added": {
+        const item = event.item ?? {};
+        if (item.type === "function_call") {
+          this.sawFunctionCall = true;
+          this.callIdByItem.set(item.id, item.call_id);
+          yield { type: "tool-call-start", id: item.call_id, name: this.names.fromProviderName(item.name) };
+          if (item.arguments) yield { type: "tool-call-delta", id: item.call_id, delta: item.arguments };
+        } else if (item.type === "reasoning") {
+          this.openReasoning.add(item.id);
+          yield { type: "reasoning-start", id: item.id };
+        }
+        break;
+      }
+      case "response.output_text.delta": {
+        const id = `${event.item_id}:${event.content_index ?? 0}`;
+        if (!this.openText.has(id)) {
+          this.openText.add(id);
+          yield { type: "text-start", id };
+        }
+        if (event.delta) yield { type: "text-delta", id, delta: event.delta };
+        break;
+      }
+      case "response.output_text.done": {
+        const id = `${event.item_id}:${event.content_index ?? 0}`;
+        if (!this.openText.has(id)) {
+          // A done event without deltas still carries the text.
+          yield { type: "text-start", id };
+          if (event.text) yield { type: "text-delta", id, delta: event.text };
+        }
+        this.openText.delete(id);
+        yield { type: "text-end", id, providerData: { [dataKey]: { itemId: event.item_id } satisfies ResponsesProviderData } };
+        break;
+      }
+      case "response.refusal.delta":
+        this.refusal += event.delta ?? "";
+        break;
+      case "response.reasoning_summary_part.added":
+        if ((event.summary_index ?? 0) > 0) yield { type: "reasoning-delta", id: event.item_id, delta: "\n\n" };
+        break;
+      case "response.reasoning_summary_text.delta":
+      case "response.reasoning_text.delta":
+        if (event.delta) yield { type: "reasoning-delta", id: event.item_id, delta: event.delta };
+        break;
+      case "response.function_call_arguments.delta": {
+        const callId = this.callIdByItem.get(event.item_id);
+        if (callId && event.delta) yield { type: "tool-call-delta", id: callId, delta: event.delta };
+        break;
+      }
+      case "response.output_item.done": {
+        const item = event.item ?? {};
+        if (item.type === "function_call") {
+          yield {
+            type: "tool-call-end",
+            id: item.call_id,
+            name: this.names.fromProviderName(item.name),
+            arguments: item.arguments || "{}",
+            providerData: { [dataKey]: { item } satisfies ResponsesProviderData },
+          };
+        } else if (item.type === "reasoning") {
+          if (!this.openReasoning.has(item.id)) yield { type: "reasoning-start", id: item.id };
+          this.openReasoning.delete(item.id);
+          yield { type: "reasoning-end", id: item.id, providerData: { [dataKey]: { item } satisfies ResponsesProviderData } };
+        }
+        break;
+      }
+      case "response.completed":
+      case "response.incomplete":
+        yield* this.finish(event.response ?? {});
+        break;
+      case "response.failed": {
+        this.done = true;
+        const failure = event.response?.error ?? {};
+        yield { type: "error", error: toAgentLoopError({ error: { type: failure.code, message: failure.message ?? "the response failed" } }, { provider: this.provider }) };
+        break;
+      }
+      case "error":
+        this.done = true;
+        yield { type: "error", error: toAgentLoopError({ error: { type: event.code, message: event.message ?? "stream error" } }, { provider: this.provider }) };
+        break;
+      default:
+        break;
+    }
+  }
+
+  private *finish(response: Record<string, any>): Generator<ModelEvent> {
+    this.done = true;
+    if (this.refusal) {
+      yield { type: "error", error: new AgentLoopError("refusal", `${this.provider} refused to answer: ${this.refusal}`, { provider: this.provider }) };
+      return;
+    }
+    const usage = responsesUsage(response.usage);
+    let reason: FinishReason;
+    if (response.status === "incomplete") {
+      const raw: string | undefined = response.incomplete_details?.reason;
+      reason = { unified: raw === "max_output_tokens" ? "length" : raw === "content_filter" ? "content-filter" : "other", raw };
+    } else {
+      reason = { unified: this.sawFunctionCall ? "tool-calls" : "stop", raw: response.status ?? "completed" };
+    }
+    if (usage) yield { type: "usage", usage };
+    yield { type: "finish", reason, usage };
+  }
+}
+
+export class OpenAIResponsesModel implements Model {
+  readonly provider: string;
+  readonly modelId: string;
+  private readonly client: OpenAI;
+  private readonly apiKeyEnvVar: string;
+
+  constructor(
+    modelId: string,
+    private readonly options: OpenAIResponsesOptions = {},
+  ) {
+    if (!modelId) throw new AgentLoopError("configuration", "openai-responses: a model name is required", { retryable: false });
+    this.modelId = modelId;
+    this.provider = options.providerName ?? "openai-responses";
+    this.apiKeyEnvVar = options.apiKeyEnvVar ?? "OPENAI_API_KEY";
+    const env = options.env ?? process.env;
+    const baseURL = options.baseURL ?? env.OPENAI_BASE_URL ?? undefined;
+    this.client =
+      options.client ??
+      new OpenAI({
+        apiKey: resolveApiKey({ apiKey: options.apiKey, envVar: this.apiKeyEnvVar, env, baseURL, officialHost, provider: this.provider }),
+        baseURL,
+        maxRetries: 0,
+        timeout: options.timeoutMs,
+        defaultHeaders: options.headers,
+      });
+  }
+
+  stream(request: ModelRequest): AsyncIterable<ModelEvent> {
+    return retryingStream(() => this.attempt(request), this.options.retry, request.signal);
+  }
+
+  private body(request: ModelRequest, names: ToolNameMap): Record<string, unknown> {
+    const options = request.options ?? {};
+    const { instructions, input } = responsesInput(request.messages, names);
+    const body: Record<string, unknown> = { model: this.modelId, input, stream: true };
+    if (instructions !== undefined) body.instructions = instructions;
+    if (request.tools && request.tools.length > 0) {
+      body.tools = request.tools.map((tool) => ({
+        type: "function",
+        name: names.toProviderName(tool.name),
+        description: tool.description,
+        parameters: tool.parameters,
+        strict: this.options.strictTools ?? false,
+      }));
+      const choice = toolChoiceParam(request.toolChoice, names);
+      if (choice !== undefined) body.tool_choice = choice;
+    }
+    if (options.temperature !== undefined) body.temperature = options.temperature;
+    if (options.topP !== undefined) body.top_p = options.topP;
+    if (options.maxOutputTokens !== undefined) body.max_output_tokens = options.maxOutputTokens;
+    return Object.assign(body, providerOptionsFor(request, ["openai", "openai-responses", this.provider]));
+  }
+
+  private async *attempt(request: ModelRequest): AsyncGenerator<ModelEvent> {
+    const signal = request.signal;
+    if (signal?.aborted) {
+      yield { type: "error", error: abortError(signal) };
+      return;
+    }
+    const names = ToolNameMap.forRequest(request.tools, request.messages);
+    const mapper = new ResponsesStreamMapper(this.provider, names);
+    try {
+      const stream = await this.client.responses.create(this.body(request, names) as unknown as OpenAI.Responses.ResponseCreateParamsStreaming, {
+        signal,
+      });
+      for await (const event of stream) {
+        yield* mapper.event(event as unknown as StreamEventLike);
+        if (mapper.done) return;
+      }
+      yield { type: "error", error: incompleteStreamError(this.provider) };
+    } catch (error) {
+      yield { type: "error", error: toAgentLoopError(error, { provider: this.provider, apiKeyEnvVar: this.apiKeyEnvVar, signal }) };
+    }
+  }
+}
+
+/** A Responses API model: `openaiResponses("gpt-5")`. */
+export function openaiResponses(modelId: string, options: OpenAIResponsesOptions = {}): OpenAIResponsesModel {
+  return new OpenAIResponsesModel(modelId, options);
+}
