@@ -1,0 +1,164 @@
+import { a2aAgentTool } from "../a2a/index.js";
+import { kaosAgentTool } from "../agents/index.js";
+import { AgentLoopError } from "../errors.js";
+import { Agent } from "../loop/agent.js";
+import type { DelegateTarget, RunObserver, SessionMemory } from "../loop/types.js";
+import { McpToolset } from "../mcp/index.js";
+import type { Model } from "../model/model.js";
+import { ScriptedModel } from "../model/scripted.js";
+import type { Tool } from "../tools/tool.js";
+import type { AgentSettings, McpServerSetting } from "./settings.js";
+
+/** A dependency that did not answer before the readiness timeout. */
+export interface UnavailableDependency {
+  kind: "mcp" | "agent";
+  name: string;
+  reason: string;
+}
+
+/** A built agent with what the server advertises. */
+export interface AgentRuntime {
+  agent: DelegateTarget;
+  settings: AgentSettings;
+  /** Every tool the agent can call (MCP tools and `delegate_to_<name>` tools included). */
+  tools: Array<{ name: string; description: string }>;
+  /** MCP servers and peer agents that did not answer in time (their tools are left out). */
+  unavailable: UnavailableDependency[];
+  /** Closes MCP connections. */
+  close(): Promise<void>;
+}
+
+export interface BuildAgentOptions {
+  /** Where provider credentials are read (default `process.env`). */
+  env?: NodeJS.ProcessEnv;
+  memory?: SessionMemory;
+  observers?: RunObserver[];
+  /** Use this model instead of resolving one from the settings. */
+  model?: Model;
+  /** Extra local tools. */
+  tools?: Tool[];
+  /** How long MCP servers and peer cards get to answer (default 10 s). */
+  readyTimeoutMs?: number;
+}
+
+/** A runtime whose configuration is checked but whose MCP servers and peers are not contacted yet. */
+export interface PreparedAgentRuntime {
+  settings: AgentSettings;
+  /** Contacts MCP servers and peers (each up to `readyTimeoutMs`) and builds the agent. Never rejects for an unreachable dependency. */
+  connect(signal?: AbortSignal): Promise<AgentRuntime>;
+  /** Closes MCP connections opened so far. */
+  close(): Promise<void>;
+}
+
+/**
+ * The model the settings name: the scripted model for `DEBUG_MOCK_RESPONSES`, else a provider's
+ * (`model` spec, or `MODEL_API_URL` + `MODEL_NAME` as an OpenAI-compatible endpoint).
+ */
+export async function modelOfSettings(settings: AgentSettings, env: NodeJS.ProcessEnv): Promise<Model> {
+  if (settings.mockResponses !== undefined) return new ScriptedModel(settings.mockResponses);
+  void env;
+  throw new AgentLoopError("configuration", "model: no model configured; set `model` in the agent file, MODEL_API_URL and MODEL_NAME, or DEBUG_MOCK_RESPONSES");
+}
+
+function mcpToolsetOf(server: McpServerSetting): McpToolset {
+  try {
+    // KAOS exposes MCP tools under their own names, so no server prefix.
+    const naming = { prefix: false as const };
+    return server.url !== undefined
+      ? new McpToolset({ name: server.name, url: server.url, naming })
+      : new McpToolset({ name: server.name, command: server.command!, args: server.args, env: server.env, naming });
+  } catch (error) {
+    throw new AgentLoopError("configuration", `mcpServers (${server.name}): ${(error as Error).message}`, { cause: error });
+  }
+}
+
+async function fetchCard(url: string, signal: AbortSignal): Promise<void> {
+  const response = await fetch(url, { signal, headers: { accept: "application/json" } });
+  if (!response.ok) throw new Error(`${url} answered HTTP ${response.status}`);
+  await response.json();
+}
+
+function withTimeout<T>(work: (signal: AbortSignal) => Promise<T>, timeoutMs: number, outer?: AbortSignal): Promise<T> {
+  const signal = outer ? AbortSignal.any([outer, AbortSignal.timeout(timeoutMs)]) : AbortSignal.timeout(timeoutMs);
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(new Error(`no answer within ${timeoutMs} ms`));
+    if (signal.aborted) return onAbort();
+    signal.addEventListener("abort", onAbort, { once: true });
+    work(signal).then(resolve, reject).finally(() => signal.removeEventListener("abort", onAbort));
+  });
+}
+
+const reasonOf = (error: unknown) => (error instanceof Error ? error.message : String(error));
+
+/**
+ * Checks the settings (model, MCP server configs) without contacting anything. Throws a
+ * `configuration` error naming the setting.
+ */
+export async function prepareAgentRuntime(settings: AgentSettings, options: BuildAgentOptions = {}): Promise<PreparedAgentRuntime> {
+  const env = options.env ?? process.env;
+  const model = options.model ?? (await modelOfSettings(settings, env));
+  const toolsets = settings.mcpServers.map(mcpToolsetOf);
+  const timeoutMs = options.readyTimeoutMs ?? 10_000;
+  const close = async () => {
+    await Promise.allSettled(toolsets.map((toolset) => toolset.close()));
+  };
+  const connect = async (signal?: AbortSignal): Promise<AgentRuntime> => {
+    const unavailable: UnavailableDependency[] = [];
+    const mcpTools = await Promise.all(
+      toolsets.map(async (toolset) => {
+        try {
+          return await withTimeout(() => toolset.tools(), timeoutMs, signal);
+        } catch (error) {
+          unavailable.push({ kind: "mcp", name: toolset.name, reason: reasonOf(error) });
+          return [];
+        }
+      }),
+    );
+    const peerTools = await Promise.all(
+      settings.subAgents.map(async (peer): Promise<Tool<any>> => {
+        if (peer.protocol === "a2a") {
+          const tool = await a2aAgentTool({ cardUrl: peer.cardUrl, name: peer.name });
+          await withTimeout((inner) => fetchCard(peer.cardUrl, inner), timeoutMs, signal).catch((error) =>
+            unavailable.push({ kind: "agent", name: peer.name, reason: reasonOf(error) }),
+          );
+          return tool;
+        }
+        await withTimeout((inner) => fetchCard(peer.cardUrl, inner), timeoutMs, signal).catch((error) =>
+          unavailable.push({ kind: "agent", name: peer.name, reason: reasonOf(error) }),
+        );
+        return kaosAgentTool({ name: peer.name, url: peer.url });
+      }),
+    );
+    const tools: Tool<any>[] = [...(options.tools ?? []), ...mcpTools.flat(), ...peerTools];
+    let agent: Agent;
+    try {
+      agent = new Agent({
+        name: settings.name,
+        description: settings.description,
+        instructions: settings.instructions,
+        model,
+        tools,
+        maxTurns: settings.maxSteps,
+        memory: options.memory,
+        observers: options.observers,
+      });
+    } catch (error) {
+      await close();
+      throw new AgentLoopError("configuration", `agent "${settings.name}": ${reasonOf(error)}`, { cause: error });
+    }
+    return {
+      agent,
+      settings,
+      tools: tools.map((tool) => ({ name: tool.name, description: tool.description })),
+      unavailable,
+      close,
+    };
+  };
+  return { settings, connect, close };
+}
+
+/** Prepares and connects in one step (for the CLI). */
+export async function buildAgentRuntime(settings: AgentSettings, options: BuildAgentOptions = {}): Promise<AgentRuntime> {
+  const prepared = await prepareAgentRuntime(settings, options);
+  return prepared.connect();
+}

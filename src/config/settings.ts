@@ -1,0 +1,350 @@
+import { readFile } from "node:fs/promises";
+import { parse as parseYaml } from "yaml";
+import { AgentLoopError } from "../errors.js";
+
+/** How a model is asked for tool calls: `auto`/`native` use the provider's function calling,
+ * `string` describes the tools in the prompt and parses JSON tool calls from the text. */
+export type ToolCallMode = "auto" | "native" | "string";
+
+/** One MCP server: a URL (streamable HTTP, SSE fallback) or a stdio command. */
+export interface McpServerSetting {
+  name: string;
+  url?: string;
+  command?: string;
+  args?: string[];
+  env?: Record<string, string>;
+}
+
+/** A peer agent. `kaos` agents get a chat-completions call with a `task-delegation` message;
+ * `a2a` agents are called through the A2A protocol. */
+export interface SubAgentSetting {
+  name: string;
+  /** The agent's base URL (for `kaos`) or its A2A card URL / base URL (for `a2a`). */
+  url: string;
+  protocol: "kaos" | "a2a";
+  /** Where the agent card is read to check that the agent is up. */
+  cardUrl: string;
+}
+
+/**
+ * Everything an agent server or the CLI needs to build an agent, merged from an agent file and
+ * the KAOS environment variables (a variable that is set wins over the file).
+ */
+export interface AgentSettings {
+  name: string;
+  description: string;
+  instructions: string;
+  /** A model spec like `openai/gpt-4o-mini` (from the file's `model` string). */
+  model?: string;
+  /** KAOS: an OpenAI-compatible endpoint and model name (`MODEL_API_URL`, `MODEL_NAME`). */
+  modelApiUrl?: string;
+  modelName?: string;
+  /** Model calls per request (`AGENTIC_LOOP_MAX_STEPS`, default 5). */
+  maxSteps: number;
+  toolCallMode: ToolCallMode;
+  mcpServers: McpServerSetting[];
+  subAgents: SubAgentSetting[];
+  /** The `MEMORY_*` variables (file values translated, then the environment's), for `memoryFromEnv`. */
+  memoryEnv: Record<string, string>;
+  /** `DEBUG_MOCK_RESPONSES`: when set, a scripted model replaces the real one. */
+  mockResponses?: string;
+  /** `AGENT_PORT` (default 8000). */
+  port: number;
+  /** `AGENT_API_KEY`: when set, every route but health and ready needs `Authorization: Bearer <key>`. */
+  apiKey?: string;
+}
+
+/** The agent file (YAML). Every field is optional; the environment fills or overrides. */
+export interface AgentFile {
+  name?: string;
+  description?: string;
+  instructions?: string;
+  model?: string | { url?: string; name?: string };
+  maxSteps?: number;
+  toolCallMode?: ToolCallMode;
+  mcpServers?: Array<McpServerSetting | string> | Record<string, Omit<McpServerSetting, "name"> | string>;
+  subAgents?: Array<{ name: string; url: string; protocol?: "kaos" | "a2a"; cardUrl?: string }> | Record<string, string | { url: string; protocol?: "kaos" | "a2a"; cardUrl?: string }>;
+  memory?: {
+    enabled?: boolean;
+    type?: string;
+    url?: string;
+    path?: string;
+    contextLimit?: number;
+    maxSessions?: number;
+    maxSessionEvents?: number;
+  };
+}
+
+const memoryFileKeys: Record<string, string> = {
+  enabled: "MEMORY_ENABLED",
+  type: "MEMORY_TYPE",
+  url: "MEMORY_URL",
+  path: "MEMORY_PATH",
+  contextLimit: "MEMORY_CONTEXT_LIMIT",
+  maxSessions: "MEMORY_MAX_SESSIONS",
+  maxSessionEvents: "MEMORY_MAX_SESSION_EVENTS",
+};
+
+function configurationError(setting: string, problem: string): AgentLoopError {
+  return new AgentLoopError("configuration", `${setting}: ${problem}`);
+}
+
+function positiveInteger(setting: string, value: unknown): number {
+  const number = typeof value === "string" && value.trim() !== "" ? Number(value) : value;
+  if (typeof number !== "number" || !Number.isInteger(number) || number < 1) {
+    throw configurationError(setting, `must be a positive integer, got ${JSON.stringify(value)}`);
+  }
+  return number;
+}
+
+function port(setting: string, value: unknown): number {
+  const number = typeof value === "string" && value.trim() !== "" ? Number(value) : value;
+  if (typeof number !== "number" || !Number.isInteger(number) || number < 0 || number > 65535) {
+    throw configurationError(setting, `must be a port number between 0 and 65535, got ${JSON.stringify(value)}`);
+  }
+  return number;
+}
+
+function httpUrl(setting: string, value: unknown): string {
+  if (typeof value !== "string" || value.trim() === "") throw configurationError(setting, "must be a URL");
+  let url: URL;
+  try {
+    url = new URL(value.trim());
+  } catch {
+    throw configurationError(setting, `is not a valid URL: ${JSON.stringify(value)}`);
+  }
+  if (url.protocol !== "http:" && url.protocol !== "https:") throw configurationError(setting, `must be an http(s) URL, got ${JSON.stringify(value)}`);
+  return value.trim();
+}
+
+function text(setting: string, value: unknown): string {
+  if (typeof value !== "string") throw configurationError(setting, `must be a string, got ${JSON.stringify(value)}`);
+  return value;
+}
+
+function toolCallMode(setting: string, value: unknown): ToolCallMode {
+  if (value === "auto" || value === "native" || value === "string") return value;
+  throw configurationError(setting, `must be one of auto, native, string; got ${JSON.stringify(value)}`);
+}
+
+function agentName(setting: string, value: unknown): string {
+  const name = text(setting, value).trim();
+  if (!/^[A-Za-z0-9][A-Za-z0-9_.-]*$/.test(name)) {
+    throw configurationError(setting, `must be a name of letters, digits, '-', '_' or '.', got ${JSON.stringify(value)}`);
+  }
+  return name;
+}
+
+/** The variable-name form KAOS uses for a name: upper case, non-alphanumerics as `_`. */
+export function environmentKey(name: string): string {
+  return name.toUpperCase().replace(/[^A-Z0-9]/g, "_");
+}
+
+function lookupPerName(env: NodeJS.ProcessEnv, prefix: string, name: string, suffix: string): { key: string; value?: string } {
+  const exact = `${prefix}${name}${suffix}`;
+  if (env[exact]) return { key: exact, value: env[exact] };
+  const normalized = `${prefix}${environmentKey(name)}${suffix}`;
+  return { key: normalized, value: env[normalized] };
+}
+
+function list(value: string): string[] {
+  return value
+    .split(",")
+    .map((item) => item.trim())
+    .filter((item) => item !== "");
+}
+
+/** The card URL of an agent at a base URL (KAOS serves `/.well-known/agent.json`). */
+export function agentCardUrl(baseUrl: string): string {
+  if (/\/\.well-known\/agent(-card)?\.json$/.test(baseUrl)) return baseUrl;
+  return `${baseUrl.replace(/\/+$/, "")}/.well-known/agent.json`;
+}
+
+function baseUrlOfCard(cardUrl: string): string {
+  return cardUrl.replace(/\/\.well-known\/agent(-card)?\.json$/, "");
+}
+
+/** Reads and validates an agent file. Errors name the file and the field. */
+export async function loadAgentFile(path: string): Promise<AgentFile> {
+  let source: string;
+  try {
+    source = await readFile(path, "utf8");
+  } catch (error) {
+    throw new AgentLoopError("configuration", `agent file ${path}: cannot be read (${(error as Error).message})`, { cause: error });
+  }
+  return parseAgentFile(source, path);
+}
+
+/** Parses agent-file YAML text. `origin` names the file in error messages. */
+export function parseAgentFile(source: string, origin = "agent file"): AgentFile {
+  let value: unknown;
+  try {
+    value = parseYaml(source);
+  } catch (error) {
+    throw new AgentLoopError("configuration", `${origin}: invalid YAML (${(error as Error).message})`, { cause: error });
+  }
+  if (value === null || value === undefined) return {};
+  if (typeof value !== "object" || Array.isArray(value)) throw new AgentLoopError("configuration", `${origin}: must be a YAML mapping of settings`);
+  const file = value as Record<string, unknown>;
+  const known = new Set(["name", "description", "instructions", "model", "maxSteps", "toolCallMode", "mcpServers", "subAgents", "memory"]);
+  for (const key of Object.keys(file)) {
+    if (!known.has(key)) throw new AgentLoopError("configuration", `${origin}: unknown setting "${key}" (known: ${[...known].join(", ")})`);
+  }
+  const field = (name: string) => `${origin}: ${name}`;
+  if (file.name !== undefined) agentName(field("name"), file.name);
+  if (file.description !== undefined) text(field("description"), file.description);
+  if (file.instructions !== undefined) text(field("instructions"), file.instructions);
+  if (file.maxSteps !== undefined) positiveInteger(field("maxSteps"), file.maxSteps);
+  if (file.toolCallMode !== undefined) toolCallMode(field("toolCallMode"), file.toolCallMode);
+  if (file.model !== undefined && typeof file.model !== "string") {
+    if (typeof file.model !== "object" || file.model === null || Array.isArray(file.model)) {
+      throw configurationError(field("model"), 'must be a model spec like "openai/gpt-4o-mini" or { url, name }');
+    }
+    const model = file.model as Record<string, unknown>;
+    if (model.url !== undefined) httpUrl(field("model.url"), model.url);
+    if (model.name !== undefined) text(field("model.name"), model.name);
+  }
+  if (file.memory !== undefined && (typeof file.memory !== "object" || file.memory === null || Array.isArray(file.memory))) {
+    throw configurationError(field("memory"), "must be a mapping");
+  }
+  for (const key of Object.keys((file.memory as object | undefined) ?? {})) {
+    if (!(key in memoryFileKeys)) throw configurationError(field(`memory.${key}`), `unknown memory setting (known: ${Object.keys(memoryFileKeys).join(", ")})`);
+  }
+  normalizeMcpServers(file.mcpServers, field("mcpServers"));
+  normalizeSubAgents(file.subAgents, field("subAgents"));
+  return file as AgentFile;
+}
+
+function normalizeMcpServers(value: unknown, setting: string): McpServerSetting[] {
+  if (value === undefined || value === null) return [];
+  const entries: Array<[string | undefined, unknown]> = Array.isArray(value)
+    ? value.map((item) => [undefined, item])
+    : typeof value === "object"
+      ? Object.entries(value as Record<string, unknown>)
+      : [];
+  if (!Array.isArray(value) && typeof value !== "object") throw configurationError(setting, "must be a list or a mapping of MCP servers");
+  return entries.map(([key, item], index) => {
+    const where = key === undefined ? `${setting}[${index}]` : `${setting}.${key}`;
+    // A plain string is a URL or a stdio command line.
+    if (typeof item === "string") {
+      const name = key ?? `mcp${index + 1}`;
+      return /^https?:\/\//.test(item) ? { name, url: httpUrl(where, item) } : { name, command: item };
+    }
+    if (typeof item !== "object" || item === null) throw configurationError(where, "must be a URL, a command or { name, url | command, args }");
+    const server = item as Record<string, unknown>;
+    const name = key ?? server.name;
+    if (typeof name !== "string" || name === "") throw configurationError(`${where}.name`, "is required");
+    if ((server.url === undefined) === (server.command === undefined)) throw configurationError(where, "needs exactly one of url or command");
+    const result: McpServerSetting = { name };
+    if (server.url !== undefined) result.url = httpUrl(`${where}.url`, server.url);
+    if (server.command !== undefined) result.command = text(`${where}.command`, server.command);
+    if (server.args !== undefined) {
+      if (!Array.isArray(server.args) || !server.args.every((arg) => typeof arg === "string")) throw configurationError(`${where}.args`, "must be a list of strings");
+      result.args = server.args as string[];
+    }
+    if (server.env !== undefined) {
+      if (typeof server.env !== "object" || server.env === null) throw configurationError(`${where}.env`, "must be a mapping of strings");
+      result.env = Object.fromEntries(Object.entries(server.env as Record<string, unknown>).map(([k, v]) => [k, String(v)]));
+    }
+    return result;
+  });
+}
+
+function normalizeSubAgents(value: unknown, setting: string): SubAgentSetting[] {
+  if (value === undefined || value === null) return [];
+  if (!Array.isArray(value) && typeof value !== "object") throw configurationError(setting, "must be a list or a mapping of agents");
+  const entries: Array<[string | undefined, unknown]> = Array.isArray(value) ? value.map((item) => [undefined, item]) : Object.entries(value as Record<string, unknown>);
+  return entries.map(([key, item], index) => {
+    const where = key === undefined ? `${setting}[${index}]` : `${setting}.${key}`;
+    const agent = (typeof item === "string" ? { url: item } : item) as Record<string, unknown> | null;
+    if (typeof agent !== "object" || agent === null) throw configurationError(where, "must be a URL or { name, url, protocol }");
+    const name = agentName(`${where}.name`, key ?? agent.name);
+    const url = httpUrl(`${where}.url`, agent.url);
+    const protocol = agent.protocol ?? "kaos";
+    if (protocol !== "kaos" && protocol !== "a2a") throw configurationError(`${where}.protocol`, `must be kaos or a2a, got ${JSON.stringify(protocol)}`);
+    const cardUrl = agent.cardUrl === undefined ? agentCardUrl(url) : httpUrl(`${where}.cardUrl`, agent.cardUrl);
+    return { name, url: protocol === "kaos" ? baseUrlOfCard(url) : url, protocol, cardUrl };
+  });
+}
+
+function subAgentsFromEnv(env: NodeJS.ProcessEnv): SubAgentSetting[] | undefined {
+  if (env.AGENT_SUB_AGENTS !== undefined && env.AGENT_SUB_AGENTS.trim() !== "") {
+    return list(env.AGENT_SUB_AGENTS).map((entry) => {
+      const separator = entry.indexOf(":");
+      if (separator <= 0) throw configurationError("AGENT_SUB_AGENTS", `entry ${JSON.stringify(entry)} must be name:url`);
+      const name = agentName("AGENT_SUB_AGENTS", entry.slice(0, separator));
+      const url = httpUrl(`AGENT_SUB_AGENTS (${name})`, entry.slice(separator + 1));
+      return { name, url: baseUrlOfCard(url), protocol: "kaos" as const, cardUrl: agentCardUrl(url) };
+    });
+  }
+  if (env.PEER_AGENTS !== undefined && env.PEER_AGENTS.trim() !== "") {
+    return list(env.PEER_AGENTS).map((rawName) => {
+      const name = agentName("PEER_AGENTS", rawName);
+      const { key, value } = lookupPerName(env, "PEER_AGENT_", name, "_CARD_URL");
+      if (!value) throw configurationError(key, `is required because PEER_AGENTS lists "${name}"`);
+      const cardUrl = httpUrl(key, value);
+      return { name, url: baseUrlOfCard(cardUrl), protocol: "kaos" as const, cardUrl: agentCardUrl(cardUrl) };
+    });
+  }
+  return undefined;
+}
+
+function mcpServersFromEnv(env: NodeJS.ProcessEnv): McpServerSetting[] | undefined {
+  if (env.MCP_SERVERS === undefined || env.MCP_SERVERS.trim() === "") return undefined;
+  return list(env.MCP_SERVERS).map((name) => {
+    const { key, value } = lookupPerName(env, "MCP_SERVER_", name, "_URL");
+    if (!value) throw configurationError(key, `is required because MCP_SERVERS lists "${name}"`);
+    return { name, url: httpUrl(key, value) };
+  });
+}
+
+export interface ResolveSettingsOptions {
+  /** Path of a YAML agent file. */
+  agentFile?: string;
+  /** An already parsed agent file (instead of a path). */
+  file?: AgentFile;
+  /** The environment to read (default `process.env`). */
+  env?: NodeJS.ProcessEnv;
+}
+
+/**
+ * Merges an agent file and the KAOS environment into validated settings. Throws an
+ * `AgentLoopError` of kind `configuration` whose message names the bad setting.
+ */
+export async function resolveAgentSettings(options: ResolveSettingsOptions = {}): Promise<AgentSettings> {
+  const file = options.file ?? (options.agentFile ? await loadAgentFile(options.agentFile) : {});
+  return settingsFrom(file, options.env ?? process.env);
+}
+
+/** The synchronous core of `resolveAgentSettings` for an already parsed file. */
+export function settingsFrom(file: AgentFile, env: NodeJS.ProcessEnv): AgentSettings {
+  const set = (key: string) => env[key] !== undefined && env[key] !== "";
+  const fileModel = file.model;
+  const settings: AgentSettings = {
+    name: set("AGENT_NAME") ? agentName("AGENT_NAME", env.AGENT_NAME) : (file.name ?? "agent"),
+    description: set("AGENT_DESCRIPTION") ? env.AGENT_DESCRIPTION! : (file.description ?? "An agentloop agent"),
+    instructions: set("AGENT_INSTRUCTIONS") ? env.AGENT_INSTRUCTIONS! : (file.instructions ?? "You are a helpful assistant."),
+    model: typeof fileModel === "string" ? fileModel : undefined,
+    modelApiUrl: set("MODEL_API_URL") ? httpUrl("MODEL_API_URL", env.MODEL_API_URL) : typeof fileModel === "object" ? fileModel.url : undefined,
+    modelName: set("MODEL_NAME") ? env.MODEL_NAME : typeof fileModel === "object" ? fileModel.name : undefined,
+    maxSteps: set("AGENTIC_LOOP_MAX_STEPS") ? positiveInteger("AGENTIC_LOOP_MAX_STEPS", env.AGENTIC_LOOP_MAX_STEPS) : (file.maxSteps ?? 5),
+    toolCallMode: set("TOOL_CALL_MODE") ? toolCallMode("TOOL_CALL_MODE", env.TOOL_CALL_MODE) : (file.toolCallMode ?? "auto"),
+    mcpServers: mcpServersFromEnv(env) ?? normalizeMcpServers(file.mcpServers, "mcpServers"),
+    subAgents: subAgentsFromEnv(env) ?? normalizeSubAgents(file.subAgents, "subAgents"),
+    memoryEnv: {},
+    mockResponses: set("DEBUG_MOCK_RESPONSES") ? env.DEBUG_MOCK_RESPONSES : undefined,
+    port: set("AGENT_PORT") ? port("AGENT_PORT", env.AGENT_PORT) : 8000,
+    apiKey: set("AGENT_API_KEY") ? env.AGENT_API_KEY : undefined,
+  };
+  for (const [key, variable] of Object.entries(memoryFileKeys)) {
+    const value = file.memory?.[key as keyof NonNullable<AgentFile["memory"]>];
+    if (value !== undefined) settings.memoryEnv[variable] = String(value);
+  }
+  for (const [key, value] of Object.entries(env)) if (key.startsWith("MEMORY_") && value !== undefined && value !== "") settings.memoryEnv[key] = value;
+  const names = new Set<string>();
+  for (const agent of settings.subAgents) {
+    if (names.has(agent.name)) throw configurationError("subAgents", `agent "${agent.name}" is listed twice`);
+    names.add(agent.name);
+  }
+  return settings;
+}

@@ -1,0 +1,144 @@
+import { randomUUID } from "node:crypto";
+import { A2A_VERSION_HEADER, type AgentCard, formatSSEEvent, type Message, type Part, Role, type Task, TaskState } from "@a2a-js/sdk";
+import { LegacyJsonRpcTransportHandler } from "@a2a-js/sdk/compat/v0_3/server";
+import {
+  AgentEvent,
+  type AgentExecutor,
+  DefaultRequestHandler,
+  defaultServerCallContextBuilder,
+  type ExecutionEventBus,
+  InMemoryTaskStore,
+  JsonRpcTransportHandler,
+  type RequestContext,
+  validateVersion,
+} from "@a2a-js/sdk/server";
+import type { RunResult } from "../loop/events.js";
+
+/** Runs one A2A message through the agent: the context id is the session. */
+export type RunTask = (task: { input: string; sessionId: string; signal: AbortSignal }) => Promise<RunResult>;
+
+const textPart = (text: string): Part => ({ content: { $case: "text", value: text }, metadata: undefined, filename: "", mediaType: "text/plain" });
+
+function agentMessage(text: string, taskId: string, contextId: string): Message {
+  return { messageId: randomUUID(), contextId, taskId, role: Role.ROLE_AGENT, parts: [textPart(text)], metadata: undefined, extensions: [], referenceTaskIds: [] };
+}
+
+function textOf(message: Message): string {
+  return message.parts.map((part) => (part.content?.$case === "text" ? part.content.value : "")).join("");
+}
+
+/** The agent behind the A2A protocol: each message is a task; cancel aborts its run. */
+class LoopAgentExecutor implements AgentExecutor {
+  private readonly running = new Map<string, { controller: AbortController; canceled: boolean }>();
+
+  constructor(private readonly runTask: RunTask) {}
+
+  execute = async (context: RequestContext, bus: ExecutionEventBus): Promise<void> => {
+    const { taskId, contextId } = context;
+    const now = () => new Date().toISOString();
+    const status = (state: TaskState, text?: string) =>
+      AgentEvent.statusUpdate({ taskId, contextId, status: { state, message: text === undefined ? undefined : agentMessage(text, taskId, contextId), timestamp: now() }, metadata: undefined });
+    if (!context.task) {
+      const task: Task = { id: taskId, contextId, status: { state: TaskState.TASK_STATE_SUBMITTED, message: undefined, timestamp: now() }, artifacts: [], history: [context.userMessage], metadata: undefined };
+      bus.publish(AgentEvent.task(task));
+    }
+    const input = textOf(context.userMessage);
+    if (input.trim() === "") {
+      bus.publish(status(TaskState.TASK_STATE_REJECTED, "the message has no text part"));
+      bus.finished();
+      return;
+    }
+    bus.publish(status(TaskState.TASK_STATE_WORKING));
+    const entry = { controller: new AbortController(), canceled: false };
+    this.running.set(taskId, entry);
+    try {
+      const result = await this.runTask({ input, sessionId: contextId, signal: entry.controller.signal });
+      if (entry.canceled) return;
+      if (result.state === "ABORTED") {
+        bus.publish(status(TaskState.TASK_STATE_CANCELED, result.reason));
+      } else if (result.state === "FAILED") {
+        bus.publish(status(TaskState.TASK_STATE_FAILED, result.error?.message ?? result.reason));
+      } else {
+        const text = result.text !== "" ? result.text : result.reason;
+        bus.publish(
+          AgentEvent.artifactUpdate({
+            taskId,
+            contextId,
+            artifact: { artifactId: randomUUID(), name: "answer", description: "", parts: [textPart(text)], metadata: undefined, extensions: [] },
+            append: false,
+            lastChunk: true,
+            metadata: undefined,
+          }),
+        );
+        bus.publish(status(TaskState.TASK_STATE_COMPLETED, text));
+      }
+    } catch (error) {
+      if (!entry.canceled) bus.publish(status(TaskState.TASK_STATE_FAILED, error instanceof Error ? error.message : String(error)));
+    } finally {
+      this.running.delete(taskId);
+      bus.finished();
+    }
+  };
+
+  cancelTask = async (taskId: string, bus: ExecutionEventBus): Promise<void> => {
+    const entry = this.running.get(taskId);
+    if (entry) {
+      entry.canceled = true;
+      entry.controller.abort("task canceled through A2A");
+    }
+    bus.publish(
+      AgentEvent.statusUpdate({
+        taskId,
+        contextId: "",
+        status: { state: TaskState.TASK_STATE_CANCELED, message: undefined, timestamp: new Date().toISOString() },
+        metadata: undefined,
+      }),
+    );
+  };
+}
+
+/** The A2A JSON-RPC endpoint as a web-standard handler (A2A 1.0, and 0.3 for clients that send no `A2A-Version`). */
+export function createA2AHandler(card: () => AgentCard, runTask: RunTask): (request: Request, body: unknown) => Promise<Response> {
+  const requestHandler = new DefaultRequestHandler(card(), new InMemoryTaskStore(), new LoopAgentExecutor(runTask));
+  const current = new JsonRpcTransportHandler(requestHandler);
+  const legacy = new LegacyJsonRpcTransportHandler(requestHandler);
+  return async (request, body) => {
+    const requestedVersion = request.headers.get(A2A_VERSION_HEADER) ?? undefined;
+    const useLegacy = (requestedVersion ?? "0.3") === "0.3";
+    const id = typeof body === "object" && body !== null ? ((body as { id?: string | number }).id ?? null) : null;
+    const headers: Record<string, string> = {};
+    request.headers.forEach((value, key) => {
+      headers[key] = value;
+    });
+    try {
+      const context = defaultServerCallContextBuilder({ extensions: undefined, user: undefined, headers, requestedVersion });
+      validateVersion(context.requestedVersion, card(), "JSONRPC");
+      const outcome = await (useLegacy ? legacy : current).handle(body as Record<string, unknown>, context);
+      if (outcome && typeof (outcome as AsyncGenerator<unknown>)[Symbol.asyncIterator] === "function") {
+        const iterator = outcome as AsyncGenerator<unknown>;
+        const encoder = new TextEncoder();
+        const stream = new ReadableStream<Uint8Array>({
+          async pull(controller) {
+            try {
+              const next = await iterator.next();
+              if (next.done) controller.close();
+              else controller.enqueue(encoder.encode(formatSSEEvent(next.value)));
+            } catch (error) {
+              const mapped = useLegacy ? LegacyJsonRpcTransportHandler.mapToLegacyJSONRPCError(error) : JsonRpcTransportHandler.mapToJSONRPCError(error);
+              controller.enqueue(encoder.encode(`event: error\ndata: ${JSON.stringify({ jsonrpc: "2.0", id, error: mapped })}\n\n`));
+              controller.close();
+            }
+          },
+          async cancel() {
+            await iterator.return?.(undefined);
+          },
+        });
+        return new Response(stream, { headers: { "content-type": "text/event-stream", "cache-control": "no-cache", connection: "keep-alive" } });
+      }
+      return Response.json(outcome);
+    } catch (error) {
+      const mapped = useLegacy ? LegacyJsonRpcTransportHandler.mapToLegacyJSONRPCError(error) : JsonRpcTransportHandler.mapToJSONRPCError(error);
+      return Response.json({ jsonrpc: "2.0", id, error: mapped });
+    }
+  };
+}

@@ -1,0 +1,98 @@
+import type { AssistantMessage, Message } from "../messages.js";
+import { badRequest } from "./http-errors.js";
+
+/** A validated `POST /v1/chat/completions` request. */
+export interface ChatRequest {
+  /** The text of the last user (or `task-delegation`) message: the run's input. */
+  input: string;
+  /** True when the input came from a `task-delegation` message (a KAOS parent agent). */
+  delegated: boolean;
+  /** Messages before the input (system messages dropped), for requests without a session. */
+  history: Message[];
+  model?: string;
+  stream: boolean;
+  /** From the body's `session_id` or the `X-Session-ID` header. */
+  sessionId?: string;
+}
+
+const roles = new Set(["system", "developer", "user", "assistant", "tool", "task-delegation"]);
+const sessionIdPattern = /^[A-Za-z0-9][A-Za-z0-9_.:@-]{0,199}$/;
+
+/** Checks a session id from a client: 1-200 letters, digits and `_.:@-`. */
+export function validSessionId(value: unknown, param: string): string {
+  if (typeof value !== "string" || !sessionIdPattern.test(value)) {
+    throw badRequest(`${param} must be 1-200 characters of letters, digits, '_', '.', ':', '@' or '-'`, param, "invalid_session_id");
+  }
+  return value;
+}
+
+function contentText(content: unknown, param: string, nullable: boolean): string {
+  if (typeof content === "string") return content;
+  if (content === null || content === undefined) {
+    if (nullable) return "";
+    throw badRequest(`${param} is required`, param, "invalid_type");
+  }
+  if (!Array.isArray(content)) throw badRequest(`${param} must be a string or an array of content parts`, param, "invalid_type");
+  let text = "";
+  content.forEach((part, index) => {
+    const partParam = `${param}[${index}]`;
+    if (typeof part !== "object" || part === null || typeof (part as { type?: unknown }).type !== "string") {
+      throw badRequest(`${partParam} must be a content part object with a type`, partParam, "invalid_type");
+    }
+    const typed = part as { type: string; text?: unknown };
+    if (typed.type === "text") {
+      if (typeof typed.text !== "string") throw badRequest(`${partParam}.text must be a string`, `${partParam}.text`, "invalid_type");
+      text += typed.text;
+    } else {
+      throw badRequest(`${partParam}.type "${typed.type}" is not supported (only text parts)`, `${partParam}.type`, "unsupported_content");
+    }
+  });
+  return text;
+}
+
+/**
+ * Validates a parsed request body. Throws an `HttpError` (400) naming the bad field.
+ * The input is the last `user` or `task-delegation` message.
+ */
+export function parseChatRequest(body: unknown, headerSessionId: string | undefined): ChatRequest {
+  if (typeof body !== "object" || body === null || Array.isArray(body)) throw badRequest("the request body must be a JSON object", null, "invalid_body");
+  const request = body as Record<string, unknown>;
+  if (request.messages === undefined) throw badRequest("messages is required", "messages", "missing_messages");
+  if (!Array.isArray(request.messages)) throw badRequest("messages must be an array", "messages", "invalid_type");
+  if (request.messages.length === 0) throw badRequest("messages must not be empty", "messages", "empty_messages");
+  if (request.model !== undefined && typeof request.model !== "string") throw badRequest("model must be a string", "model", "invalid_type");
+  if (request.stream !== undefined && request.stream !== null && typeof request.stream !== "boolean") {
+    throw badRequest("stream must be a boolean", "stream", "invalid_type");
+  }
+  let sessionId: string | undefined;
+  if (request.session_id !== undefined && request.session_id !== null) sessionId = validSessionId(request.session_id, "session_id");
+  else if (headerSessionId !== undefined && headerSessionId !== "") sessionId = validSessionId(headerSessionId, "X-Session-ID");
+
+  const parsed: Array<{ role: string; text: string; raw: Record<string, unknown> }> = request.messages.map((message, index) => {
+    const param = `messages[${index}]`;
+    if (typeof message !== "object" || message === null || Array.isArray(message)) throw badRequest(`${param} must be an object`, param, "invalid_type");
+    const raw = message as Record<string, unknown>;
+    if (typeof raw.role !== "string") throw badRequest(`${param}.role must be a string`, `${param}.role`, "invalid_type");
+    if (!roles.has(raw.role)) throw badRequest(`${param}.role "${raw.role}" is not one of ${[...roles].join(", ")}`, `${param}.role`, "invalid_role");
+    return { role: raw.role, text: contentText(raw.content, `${param}.content`, raw.role === "assistant"), raw };
+  });
+
+  let inputIndex = -1;
+  for (let index = parsed.length - 1; index >= 0; index--) {
+    if (parsed[index].role === "user" || parsed[index].role === "task-delegation") {
+      inputIndex = index;
+      break;
+    }
+  }
+  if (inputIndex < 0) throw badRequest("messages must contain a user message", "messages", "no_user_message");
+  const input = parsed[inputIndex];
+  if (input.text.trim() === "") throw badRequest(`messages[${inputIndex}].content must not be empty`, `messages[${inputIndex}].content`, "empty_content");
+
+  const history: Message[] = [];
+  for (const message of parsed.slice(0, inputIndex)) {
+    if (message.role === "user" || message.role === "task-delegation") history.push({ role: "user", content: message.text });
+    // Tool-call turns from another runtime cannot be replayed faithfully; their text is kept.
+    else if (message.role === "assistant" && message.text !== "") history.push({ role: "assistant", content: [{ type: "text", text: message.text }] } satisfies AssistantMessage);
+  }
+  return { input: input.text, delegated: input.role === "task-delegation", history, model: request.model as string | undefined, stream: request.stream === true, sessionId };
+}
