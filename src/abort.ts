@@ -15,11 +15,14 @@ export function onAbort(signal: AbortSignal | undefined, listener: () => void): 
 /** Waits `ms`, or less if the signal aborts first. Never rejects. */
 export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
   return new Promise((resolve) => {
+    // Declared first: with an already-aborted signal the listener runs synchronously.
+    let timer: ReturnType<typeof setTimeout> | undefined;
     const dispose = onAbort(signal, () => {
       clearTimeout(timer);
       resolve();
     });
-    const timer = setTimeout(() => {
+    if (signal?.aborted) return;
+    timer = setTimeout(() => {
       dispose();
       resolve();
     }, ms);
