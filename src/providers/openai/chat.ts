@@ -350,6 +350,11 @@ export class OpenAIChatModel implements Model {
         const stream = await this.client.chat.completions.create(streamBody as unknown as OpenAI.Chat.ChatCompletionCreateParamsStreaming, { signal });
         for await (const chunk of stream) yield* mapper.chunk(chunk as unknown as ChunkLike);
       }
+      // The SDK may end the stream quietly when the signal aborts it.
+      if (signal?.aborted) {
+        yield { type: "error", error: abortError(signal) };
+        return;
+      }
       yield* mapper.end();
     } catch (error) {
       yield { type: "error", error: toAgentLoopError(error, context) };

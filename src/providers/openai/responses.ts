@@ -328,7 +328,8 @@ export class OpenAIResponsesModel implements Model {
         yield* mapper.event(event as unknown as StreamEventLike);
         if (mapper.done) return;
       }
-      yield { type: "error", error: incompleteStreamError(this.provider) };
+      // The SDK may end the stream quietly when the signal aborts it.
+      yield { type: "error", error: signal?.aborted ? abortError(signal) : incompleteStreamError(this.provider) };
     } catch (error) {
       yield { type: "error", error: toAgentLoopError(error, { provider: this.provider, apiKeyEnvVar: this.apiKeyEnvVar, signal }) };
     }
