@@ -6,6 +6,8 @@ import type { DelegateTarget, RunObserver, SessionMemory } from "../loop/types.j
 import { McpToolset } from "../mcp/index.js";
 import type { Model } from "../model/model.js";
 import { ScriptedModel } from "../model/scripted.js";
+import { compatibleBaseURL, resolveModel } from "../providers/index.js";
+import { withToolCallMode } from "../text-tools/index.js";
 import type { Tool } from "../tools/tool.js";
 import type { AgentSettings, McpServerSetting } from "./settings.js";
 
@@ -55,9 +57,30 @@ export interface PreparedAgentRuntime {
  * (`model` spec, or `MODEL_API_URL` + `MODEL_NAME` as an OpenAI-compatible endpoint).
  */
 export async function modelOfSettings(settings: AgentSettings, env: NodeJS.ProcessEnv): Promise<Model> {
+  return withToolCallMode(await baseModelOfSettings(settings, env), settings.toolCallMode);
+}
+
+async function baseModelOfSettings(settings: AgentSettings, env: NodeJS.ProcessEnv): Promise<Model> {
   if (settings.mockResponses !== undefined) return new ScriptedModel(settings.mockResponses);
-  void env;
-  throw new AgentLoopError("configuration", "model: no model configured; set `model` in the agent file, MODEL_API_URL and MODEL_NAME, or DEBUG_MOCK_RESPONSES");
+  if (settings.modelApiUrl !== undefined || settings.modelName !== undefined) {
+    if (settings.modelApiUrl === undefined) throw new AgentLoopError("configuration", "MODEL_API_URL: is required with MODEL_NAME (the OpenAI-compatible server's URL)");
+    if (settings.modelName === undefined) throw new AgentLoopError("configuration", "MODEL_NAME: is required with MODEL_API_URL (the model to use)");
+    return resolveModel(
+      { provider: "openai-compatible", model: settings.modelName, baseURL: compatibleBaseURL(settings.modelApiUrl), apiKey: env.MODEL_API_KEY, apiKeyEnvVar: "MODEL_API_KEY" },
+      env,
+    );
+  }
+  if (settings.model !== undefined) {
+    try {
+      return await resolveModel(settings.model, env);
+    } catch (error) {
+      throw new AgentLoopError("configuration", `model: ${reasonOf(error)}`, { cause: error });
+    }
+  }
+  throw new AgentLoopError(
+    "configuration",
+    "model: no model configured; set `model` in the agent file (for example openai:gpt-4.1), MODEL_API_URL and MODEL_NAME, or DEBUG_MOCK_RESPONSES",
+  );
 }
 
 function mcpToolsetOf(server: McpServerSetting): McpToolset {

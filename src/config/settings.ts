@@ -2,9 +2,9 @@ import { readFile } from "node:fs/promises";
 import { parse as parseYaml } from "yaml";
 import { AgentLoopError } from "../errors.js";
 
-/** How a model is asked for tool calls: `auto`/`native` use the provider's function calling,
- * `string` describes the tools in the prompt and parses JSON tool calls from the text. */
-export type ToolCallMode = "auto" | "native" | "string";
+import { TOOL_CALL_MODES, type ToolCallMode } from "../text-tools/index.js";
+
+export type { ToolCallMode };
 
 /** One MCP server: a URL (streamable HTTP, SSE fallback) or a stdio command. */
 export interface McpServerSetting {
@@ -34,7 +34,7 @@ export interface AgentSettings {
   name: string;
   description: string;
   instructions: string;
-  /** A model spec like `openai/gpt-4o-mini` (from the file's `model` string). */
+  /** A model spec like `openai:gpt-4.1` (from the file's `model` string; see `agentloop/providers`). */
   model?: string;
   /** KAOS: an OpenAI-compatible endpoint and model name (`MODEL_API_URL`, `MODEL_NAME`). */
   modelApiUrl?: string;
@@ -123,8 +123,9 @@ function text(setting: string, value: unknown): string {
 }
 
 function toolCallMode(setting: string, value: unknown): ToolCallMode {
-  if (value === "auto" || value === "native" || value === "string") return value;
-  throw configurationError(setting, `must be one of auto, native, string; got ${JSON.stringify(value)}`);
+  const mode = typeof value === "string" ? value.trim().toLowerCase() : value;
+  if ((TOOL_CALL_MODES as readonly unknown[]).includes(mode)) return mode as ToolCallMode;
+  throw configurationError(setting, `must be one of ${TOOL_CALL_MODES.join(", ")}; got ${JSON.stringify(value)}`);
 }
 
 function agentName(setting: string, value: unknown): string {
@@ -198,7 +199,7 @@ export function parseAgentFile(source: string, origin = "agent file"): AgentFile
   if (file.toolCallMode !== undefined) toolCallMode(field("toolCallMode"), file.toolCallMode);
   if (file.model !== undefined && typeof file.model !== "string") {
     if (typeof file.model !== "object" || file.model === null || Array.isArray(file.model)) {
-      throw configurationError(field("model"), 'must be a model spec like "openai/gpt-4o-mini" or { url, name }');
+      throw configurationError(field("model"), 'must be a model spec like "openai:gpt-4.1" or { url, name }');
     }
     const model = file.model as Record<string, unknown>;
     if (model.url !== undefined) httpUrl(field("model.url"), model.url);

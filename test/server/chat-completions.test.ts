@@ -1,0 +1,150 @@
+import assert from "node:assert/strict";
+import { after, before, describe, it } from "node:test";
+import OpenAI from "openai";
+import { script, startTestServer, type TestServer, toolCall } from "./helpers.js";
+
+const stateTypes = new Set(["run_started", "run_ended"]);
+
+describe("POST /v1/chat/completions with the official openai client", () => {
+  let test: TestServer;
+  let client: OpenAI;
+
+  before(async () => {
+    test = await startTestServer({
+      AGENT_NAME: "echo-agent",
+      DEBUG_MOCK_RESPONSES: script(toolCall("echo", { text: "hello" }), "The echo returned: hello"),
+    });
+    client = new OpenAI({ baseURL: `${test.url}/v1`, apiKey: "unused", maxRetries: 0 });
+  });
+  after(() => test.close());
+
+  it("streams the progress block, then the answer, and logs the seed's events in order", async () => {
+    const stream = await client.chat.completions.create({
+      model: "echo-agent",
+      messages: [{ role: "user", content: "Say hello through the echo tool" }],
+      stream: true,
+      // @ts-expect-error session_id is the KAOS extension of the request body
+      session_id: "seed-scenario",
+    });
+    const contents: string[] = [];
+    const finishReasons: Array<string | null> = [];
+    for await (const chunk of stream) {
+      assert.equal(chunk.object, "chat.completion.chunk");
+      const choice = chunk.choices[0];
+      if (choice.delta.content) contents.push(choice.delta.content);
+      finishReasons.push(choice.finish_reason);
+    }
+    assert.deepEqual(JSON.parse(contents[0]), { type: "progress", step: 1, max_steps: 5, action: "tool_call", target: "echo" });
+    assert.equal(contents.slice(1).join(""), "The echo returned: hello");
+    assert.ok(contents.length > 2, "the answer arrives in several deltas");
+    assert.equal(finishReasons.at(-1), "stop");
+
+    const response = await fetch(`${test.url}/memory/events?session_id=seed-scenario`);
+    assert.equal(response.status, 200);
+    const body = (await response.json()) as { agent: string; events: Array<Record<string, unknown>>; total: number };
+    assert.equal(body.agent, "echo-agent");
+    const types = body.events.map((event) => event.event_type).filter((type) => !stateTypes.has(type as string));
+    assert.deepEqual(types, ["user_message", "tool_call", "tool_result", "agent_response"]);
+    for (const event of body.events) assert.deepEqual(Object.keys(event).filter((key) => key !== "session_id").sort(), ["content", "event_id", "event_type", "metadata", "timestamp"]);
+    assert.equal(body.total, body.events.length);
+  });
+
+  it("answers non-streaming requests with a chat.completion and keeps the session through X-Session-ID", async () => {
+    const { data, response } = await client.chat.completions
+      .create({ model: "echo-agent", messages: [{ role: "user", content: "again" }] }, { headers: { "X-Session-ID": "header-session" } })
+      .withResponse();
+    assert.equal(data.object, "chat.completion");
+    assert.equal(data.choices[0].message.role, "assistant");
+    assert.equal(data.choices[0].message.content, "The echo returned: hello");
+    assert.equal(data.choices[0].finish_reason, "stop");
+    assert.ok(data.usage && data.usage.total_tokens > 0);
+    assert.equal(response.headers.get("x-session-id"), "header-session");
+    const events = (await (await fetch(`${test.url}/memory/events?session_id=header-session`)).json()) as { events: Array<{ event_type: string; content: unknown }> };
+    assert.equal(events.events.find((event) => event.event_type === "user_message")?.content, "again");
+  });
+
+  it("gives a request without a session a new session id", async () => {
+    const { response } = await client.chat.completions.create({ model: "x", messages: [{ role: "user", content: "hi" }] }).withResponse();
+    const sessionId = response.headers.get("x-session-id");
+    assert.match(sessionId ?? "", /^session_/);
+    const sessions = (await (await fetch(`${test.url}/memory/sessions`)).json()) as { sessions: Array<{ session_id: string }> };
+    assert.ok(sessions.sessions.some((session) => session.session_id === sessionId));
+  });
+
+  it("lists the agent as a model", async () => {
+    const models = await client.models.list();
+    assert.deepEqual(
+      models.data.map((model) => model.id),
+      ["echo-agent"],
+    );
+  });
+
+  it("returns the latest events of all sessions without session_id, limit capped", async () => {
+    const body = (await (await fetch(`${test.url}/memory/events?limit=5000`)).json()) as { events: Array<{ session_id: string }>; total: number };
+    assert.ok(body.total > 8, "events of several sessions");
+    assert.ok(new Set(body.events.map((event) => event.session_id)).size >= 2);
+    const limited = (await (await fetch(`${test.url}/memory/events?limit=2`)).json()) as { events: unknown[] };
+    assert.equal(limited.events.length, 2);
+  });
+});
+
+describe("sessions", () => {
+  it("continues a session from its log and serializes concurrent requests on one session", async () => {
+    const test = await startTestServer({}, { build: { model: new (await import("../../src/index.js")).ScriptedModel(["first answer"], { chunkDelayMs: 15 }) } });
+    try {
+      const client = new OpenAI({ baseURL: `${test.url}/v1`, apiKey: "unused", maxRetries: 0 });
+      const ask = (content: string) =>
+        client.chat.completions.create({
+          model: "agent",
+          messages: [{ role: "user", content }],
+          // @ts-expect-error KAOS extension
+          session_id: "shared",
+        });
+      await Promise.all([ask("one"), ask("two"), ask("three")]);
+      const events = (await (await fetch(`${test.url}/memory/events?session_id=shared`)).json()) as { events: Array<{ event_type: string; content: unknown }> };
+      const types = events.events.map((event) => event.event_type).filter((type) => !stateTypes.has(type));
+      // Each run's events are contiguous: no interleaving of two runs in the log.
+      assert.deepEqual(types, ["user_message", "agent_response", "user_message", "agent_response", "user_message", "agent_response"]);
+    } finally {
+      await test.close();
+    }
+  });
+
+  it("sends the session's earlier turns to the model", async () => {
+    const { ScriptedModel } = await import("../../src/index.js");
+    const model = new ScriptedModel(["noted", "your name is Ada"]);
+    // One model shared by all runs, so `requests` shows what each run sent.
+    const shared = Object.assign(model, { forRun: () => model });
+    const test = await startTestServer({}, { build: { model: shared } });
+    try {
+      const send = (content: string) => fetch(`${test.url}/v1/chat/completions`, { method: "POST", headers: { "content-type": "application/json", "x-session-id": "memo" }, body: JSON.stringify({ messages: [{ role: "user", content }] }) });
+      assert.equal((await send("my name is Ada")).status, 200);
+      const second = (await (await send("what is my name?")).json()) as { choices: Array<{ message: { content: string } }> };
+      assert.equal(second.choices[0].message.content, "your name is Ada");
+      const sent = JSON.stringify(model.requests[1].messages);
+      assert.match(sent, /my name is Ada/);
+      assert.match(sent, /noted/);
+    } finally {
+      await test.close();
+    }
+  });
+
+  it("accepts a task-delegation message and records task_delegation_received", async () => {
+    const test = await startTestServer({ DEBUG_MOCK_RESPONSES: script("delegated work done") });
+    try {
+      const response = await fetch(`${test.url}/v1/chat/completions`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ model: "worker", session_id: "delegated", messages: [{ role: "user", content: "context" }, { role: "task-delegation", content: "process the data" }] }),
+      });
+      assert.equal(response.status, 200);
+      const body = (await response.json()) as { choices: Array<{ message: { content: string } }> };
+      assert.equal(body.choices[0].message.content, "delegated work done");
+      const events = (await (await fetch(`${test.url}/memory/events?session_id=delegated`)).json()) as { events: Array<{ event_type: string; content: unknown }> };
+      const received = events.events.find((event) => event.event_type === "task_delegation_received");
+      assert.equal(received?.content, "process the data");
+    } finally {
+      await test.close();
+    }
+  });
+});

@@ -1,0 +1,163 @@
+import assert from "node:assert/strict";
+import { after, before, describe, it } from "node:test";
+import OpenAI from "openai";
+import { ScriptedModel } from "../../src/index.js";
+import { postJson, script, startTestServer, type TestServer } from "./helpers.js";
+
+interface ErrorBody {
+  error: { message: string; type: string; param: string | null; code: string | null };
+}
+
+async function expectError(response: Response, status: number, code: string, param?: string | null): Promise<ErrorBody> {
+  assert.equal(response.status, status);
+  const body = (await response.json()) as ErrorBody;
+  assert.equal(typeof body.error.message, "string");
+  assert.ok(body.error.message.length > 0);
+  assert.equal(typeof body.error.type, "string");
+  assert.equal(body.error.code, code);
+  if (param !== undefined) assert.equal(body.error.param, param);
+  return body;
+}
+
+describe("bad input gets a 4xx with an OpenAI-style error body", () => {
+  let test: TestServer;
+  let endpoint: string;
+  before(async () => {
+    test = await startTestServer({ DEBUG_MOCK_RESPONSES: script("ok") }, { bodyLimitBytes: 2048 });
+    endpoint = `${test.url}/v1/chat/completions`;
+  });
+  after(() => test.close());
+
+  it("rejects invalid JSON", async () => {
+    const body = await expectError(await postJson(endpoint, "{not json"), 400, "invalid_json");
+    assert.match(body.error.message, /not valid JSON/);
+  });
+  it("rejects an empty body", async () => {
+    await expectError(await postJson(endpoint, ""), 400, "invalid_json");
+  });
+  it("rejects a body that is not an object", async () => {
+    await expectError(await postJson(endpoint, "[1,2]"), 400, "invalid_body");
+  });
+  it("rejects missing messages", async () => {
+    await expectError(await postJson(endpoint, { model: "x" }), 400, "missing_messages", "messages");
+  });
+  it("rejects empty messages", async () => {
+    await expectError(await postJson(endpoint, { messages: [] }), 400, "empty_messages", "messages");
+  });
+  it("rejects messages of the wrong type", async () => {
+    await expectError(await postJson(endpoint, { messages: "hello" }), 400, "invalid_type", "messages");
+    await expectError(await postJson(endpoint, { messages: [{ role: "user", content: 42 }] }), 400, "invalid_type", "messages[0].content");
+    await expectError(await postJson(endpoint, { messages: [{ role: 7, content: "x" }] }), 400, "invalid_type", "messages[0].role");
+    await expectError(await postJson(endpoint, { messages: [{ role: "wizard", content: "x" }] }), 400, "invalid_role", "messages[0].role");
+    await expectError(await postJson(endpoint, { messages: [{ role: "user", content: "x" }], stream: "yes" }), 400, "invalid_type", "stream");
+    await expectError(await postJson(endpoint, { messages: [{ role: "user", content: "x" }], model: 1 }), 400, "invalid_type", "model");
+    await expectError(await postJson(endpoint, { messages: [{ role: "user", content: "x" }], session_id: "bad id with spaces" }), 400, "invalid_session_id", "session_id");
+  });
+  it("rejects a conversation without a user message", async () => {
+    await expectError(await postJson(endpoint, { messages: [{ role: "system", content: "be nice" }] }), 400, "no_user_message", "messages");
+  });
+  it("rejects an empty user message", async () => {
+    await expectError(await postJson(endpoint, { messages: [{ role: "user", content: "   " }] }), 400, "empty_content");
+  });
+  it("rejects a body over the size limit with 413", async () => {
+    await expectError(await postJson(endpoint, { messages: [{ role: "user", content: "x".repeat(5000) }] }), 413, "request_too_large");
+  });
+  it("answers 404 for an unknown session on reads", async () => {
+    await expectError(await fetch(`${test.url}/memory/events?session_id=never-seen`), 404, "session_not_found", "session_id");
+  });
+  it("rejects a bad limit", async () => {
+    await expectError(await fetch(`${test.url}/memory/events?limit=-3`), 400, "invalid_limit", "limit");
+  });
+  it("answers 404 with an error body for an unknown route", async () => {
+    await expectError(await fetch(`${test.url}/v2/nothing`), 404, "unknown_route");
+  });
+  it("surfaces errors through the openai client as APIError with the status", async () => {
+    const client = new OpenAI({ baseURL: `${test.url}/v1`, apiKey: "unused", maxRetries: 0 });
+    await assert.rejects(client.chat.completions.create({ model: "x", messages: [{ role: "system", content: "only system" }] }), (error: unknown) => {
+      assert.ok(error instanceof OpenAI.BadRequestError);
+      assert.match(error.message, /user message/);
+      return true;
+    });
+  });
+  it("keeps serving after all of that", async () => {
+    const response = await postJson(endpoint, { messages: [{ role: "user", content: "hi" }] });
+    assert.equal(response.status, 200);
+  });
+});
+
+describe("bearer auth (AGENT_API_KEY)", () => {
+  let test: TestServer;
+  before(async () => {
+    test = await startTestServer({ AGENT_API_KEY: "s3cret-key", DEBUG_MOCK_RESPONSES: script("authorized answer") });
+  });
+  after(() => test.close());
+
+  it("leaves health and ready open", async () => {
+    assert.equal((await fetch(`${test.url}/health`)).status, 200);
+    assert.equal((await fetch(`${test.url}/ready`)).status, 200);
+  });
+  it("answers 401 without a token, with a wrong token, and with a token of another length", async () => {
+    await expectError(await postJson(`${test.url}/v1/chat/completions`, { messages: [{ role: "user", content: "hi" }] }), 401, "invalid_api_key");
+    await expectError(await fetch(`${test.url}/memory/sessions`, { headers: { authorization: "Bearer s3cret-kez" } }), 401, "invalid_api_key");
+    await expectError(await fetch(`${test.url}/v1/models`, { headers: { authorization: "Bearer s" } }), 401, "invalid_api_key");
+    await expectError(await fetch(`${test.url}/.well-known/agent.json`, { headers: { authorization: "Basic czNjcmV0LWtleQ==" } }), 401, "invalid_api_key");
+  });
+  it("accepts the right token (the openai client sends it as its apiKey)", async () => {
+    const client = new OpenAI({ baseURL: `${test.url}/v1`, apiKey: "s3cret-key", maxRetries: 0 });
+    const completion = await client.chat.completions.create({ model: "x", messages: [{ role: "user", content: "hi" }] });
+    assert.equal(completion.choices[0].message.content, "authorized answer");
+    const wrong = new OpenAI({ baseURL: `${test.url}/v1`, apiKey: "nope", maxRetries: 0 });
+    await assert.rejects(wrong.models.list(), OpenAI.AuthenticationError);
+  });
+});
+
+describe("a client that disconnects mid-stream", () => {
+  it("aborts its run and the log records ABORTED", async () => {
+    const model = new ScriptedModel([Array.from({ length: 200 }, (_, index) => `word${index}`).join(" ")], { chunkDelayMs: 10 });
+    const test = await startTestServer({}, { build: { model } });
+    try {
+      const controller = new AbortController();
+      const response = await fetch(`${test.url}/v1/chat/completions`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ messages: [{ role: "user", content: "talk a lot" }], stream: true, session_id: "gone" }),
+        signal: controller.signal,
+      });
+      const reader = response.body!.getReader();
+      let received = "";
+      while (!received.includes("word3")) received += new TextDecoder().decode((await reader.read()).value);
+      controller.abort();
+      const line = await test.waitForLog(/session gone ABORTED/);
+      assert.match(line, /client disconnected/);
+      const events = (await (await fetch(`${test.url}/memory/events?session_id=gone`)).json()) as { events: Array<{ event_type: string; content: { state?: string } }> };
+      const ended = events.events.find((event) => event.event_type === "run_ended");
+      assert.equal(ended?.content.state, "ABORTED");
+    } finally {
+      await test.close();
+    }
+  });
+});
+
+describe("model failures", () => {
+  it("answers 502 with an error body when the model fails, never 500", async () => {
+    const failing = {
+      provider: "test",
+      modelId: "broken",
+      async *stream() {
+        yield { type: "error" as const, error: new (await import("../../src/index.js")).AgentLoopError("server", "upstream exploded", { status: 500 }) };
+      },
+    };
+    const test = await startTestServer({}, { build: { model: failing } });
+    try {
+      const body = await expectError(await postJson(`${test.url}/v1/chat/completions`, { messages: [{ role: "user", content: "hi" }] }), 502, "server");
+      assert.match(body.error.message, /upstream exploded/);
+      const stream = await postJson(`${test.url}/v1/chat/completions`, { messages: [{ role: "user", content: "hi" }], stream: true });
+      assert.equal(stream.status, 200);
+      const text = await stream.text();
+      assert.match(text, /"error":\{"message":"[^"]*upstream exploded/);
+      assert.match(text, /data: \[DONE\]\n\n$/);
+    } finally {
+      await test.close();
+    }
+  });
+});

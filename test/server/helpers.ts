@@ -1,0 +1,69 @@
+import { createAgentServer, type AgentServer, type AgentServerOptions } from "../../src/server/index.js";
+import { defineTool, type Tool } from "../../src/index.js";
+
+/** A tool the scripted model can call: answers `echo: <text>`. */
+export const echoTool: Tool = defineTool({
+  name: "echo",
+  description: "Echoes the text back",
+  parameters: { type: "object", properties: { text: { type: "string" } }, required: ["text"] },
+  execute: (args) => `echo: ${String((args as { text: string }).text)}`,
+});
+
+/** A DEBUG_MOCK_RESPONSES script: one entry per model call. */
+export const script = (...entries: Array<string | object>) => JSON.stringify(entries.map((entry) => (typeof entry === "string" ? entry : JSON.stringify(entry))));
+
+export const toolCall = (name: string, args: object, id = "call_1") => ({ tool_calls: [{ id, name, arguments: args }] });
+
+export interface TestServer {
+  server: AgentServer;
+  url: string;
+  logs: string[];
+  /** Resolves when a log line matching the pattern appears. */
+  waitForLog(pattern: RegExp, timeoutMs?: number): Promise<string>;
+  close(): Promise<void>;
+}
+
+/** Starts an agent server on 127.0.0.1 and a free port, memory in-process, logs captured. */
+export async function startTestServer(env: NodeJS.ProcessEnv, options: AgentServerOptions = {}): Promise<TestServer> {
+  const logs: string[] = [];
+  const waiters: Array<{ pattern: RegExp; resolve: (line: string) => void }> = [];
+  const server = await createAgentServer({
+    env: { MEMORY_TYPE: "memory", ...env },
+    build: { tools: [echoTool] },
+    ...options,
+    log: (line) => {
+      logs.push(line);
+      for (const waiter of [...waiters]) {
+        if (waiter.pattern.test(line)) {
+          waiters.splice(waiters.indexOf(waiter), 1);
+          waiter.resolve(line);
+        }
+      }
+    },
+  });
+  const url = await server.listen(0, "127.0.0.1");
+  return {
+    server,
+    url,
+    logs,
+    waitForLog(pattern, timeoutMs = 5000) {
+      const found = logs.find((line) => pattern.test(line));
+      if (found) return Promise.resolve(found);
+      return new Promise((resolve, reject) => {
+        const timer = setTimeout(() => reject(new Error(`no log line matched ${pattern}; logs:\n${logs.join("\n")}`)), timeoutMs);
+        waiters.push({
+          pattern,
+          resolve: (line) => {
+            clearTimeout(timer);
+            resolve(line);
+          },
+        });
+      });
+    },
+    close: () => server.close({ graceMs: 1000 }),
+  };
+}
+
+export async function postJson(url: string, body: unknown, headers: Record<string, string> = {}): Promise<Response> {
+  return fetch(url, { method: "POST", headers: { "content-type": "application/json", ...headers }, body: typeof body === "string" ? body : JSON.stringify(body) });
+}
