@@ -1,0 +1,290 @@
+// The contestants: one conversation runner per library, all against the same mock provider.
+//
+// Each contestant builds its client, agent and tool once (`prepare`) and then plays the scripted
+// conversation as often as asked. The tool is the harness's, so the harness counts the tool
+// calls itself; the final text is returned for checking. A contestant that skips a tool result
+// gets an error from the mock provider, so a broken contestant cannot look fast.
+import { createOpenAICompatible } from "@ai-sdk/openai-compatible";
+import { OpenAIProvider, Agent as OpenAIAgent, run as openaiAgentsRun, setTracingDisabled, tool as openaiAgentsTool } from "@openai/agents";
+import { generateText, jsonSchema, stepCountIs, streamText, tool as aiTool } from "ai";
+import OpenAI from "openai";
+import type { ChatCompletionMessageParam, ChatCompletionTool } from "openai/resources/chat/completions";
+import { Agent, defineTool } from "../src/index.js";
+import { openaiChat } from "../src/providers/openai/index.js";
+
+export const SYSTEM_PROMPT = "You are a benchmark agent. Use the lookup tool until you know the answer.";
+export const USER_INPUT = "Look up the values, then answer.";
+
+export interface LookupArguments {
+  n: number;
+  i: number;
+}
+
+/** The one tool every contestant exposes. */
+export interface BenchTool {
+  name: string;
+  description: string;
+  parameters: {
+    type: "object";
+    properties: Record<string, { type: "integer"; description: string }>;
+    required: string[];
+    additionalProperties: false;
+  };
+  execute(args: LookupArguments): string | Promise<string>;
+}
+
+export function lookupTool(execute: BenchTool["execute"]): BenchTool {
+  return {
+    name: "lookup",
+    description: "Looks up one value.",
+    parameters: {
+      type: "object",
+      properties: { n: { type: "integer", description: "turn" }, i: { type: "integer", description: "index" } },
+      required: ["n", "i"],
+      additionalProperties: false,
+    },
+    execute,
+  };
+}
+
+export interface ConversationSetup {
+  baseURL: string;
+  /** The mock provider's script name. */
+  model: string;
+  stream: boolean;
+  /** Model calls allowed (the step limit). */
+  maxTurns: number;
+  tool: BenchTool;
+}
+
+export interface ConversationHooks {
+  /** Called with each final-answer text delta as it arrives (streaming only). */
+  onTextDelta?(delta: string): void;
+}
+
+/** Plays the conversation once; resolves with the final answer text. */
+export type Conversation = (hooks?: ConversationHooks) => Promise<string>;
+
+export type ContestantRole = "floor" | "baseline" | "agentloop" | "peer";
+
+export interface Contestant {
+  name: string;
+  /** `floor`: hand-written fetch; `baseline`: bare loop on the official SDK; `peer`: another framework. */
+  role: ContestantRole;
+  prepare(setup: ConversationSetup): Promise<Conversation>;
+}
+
+const API_KEY = "bench-key";
+
+function openaiTools(tool: BenchTool): ChatCompletionTool[] {
+  return [{ type: "function", function: { name: tool.name, description: tool.description, parameters: tool.parameters } }];
+}
+
+interface WireToolCall {
+  id: string;
+  type: "function";
+  function: { name: string; arguments: string };
+}
+
+/** Runs a wave the way every framework does: all calls at once, results in call order. */
+async function executeCalls(tool: BenchTool, calls: readonly WireToolCall[], messages: ChatCompletionMessageParam[]): Promise<void> {
+  const outputs = await Promise.all(calls.map((call) => tool.execute(JSON.parse(call.function.arguments) as LookupArguments)));
+  for (let index = 0; index < calls.length; index++) messages.push({ role: "tool", tool_call_id: calls[index].id, content: outputs[index] });
+}
+
+function addDelta(calls: WireToolCall[], delta: { index: number; id?: string; function?: { name?: string; arguments?: string } }): void {
+  const call = (calls[delta.index] ??= { id: "", type: "function", function: { name: "", arguments: "" } });
+  if (delta.id) call.id = delta.id;
+  if (delta.function?.name) call.function.name += delta.function.name;
+  if (delta.function?.arguments) call.function.arguments += delta.function.arguments;
+}
+
+/** The floor: `fetch`, `JSON.stringify`, and a hand-written SSE reader. Nothing else. */
+export const rawFetch: Contestant = {
+  name: "raw-fetch",
+  role: "floor",
+  async prepare(setup) {
+    const url = `${setup.baseURL}/chat/completions`;
+    const headers = { "content-type": "application/json", authorization: `Bearer ${API_KEY}` };
+    const tools = openaiTools(setup.tool);
+    const decoder = new TextDecoder();
+    return async (hooks) => {
+      const messages: ChatCompletionMessageParam[] = [
+        { role: "system", content: SYSTEM_PROMPT },
+        { role: "user", content: USER_INPUT },
+      ];
+      for (let turn = 0; turn < setup.maxTurns; turn++) {
+        const response = await fetch(url, { method: "POST", headers, body: JSON.stringify({ model: setup.model, messages, tools, stream: setup.stream }) });
+        if (!response.ok) throw new Error(`raw-fetch: HTTP ${response.status}: ${await response.text()}`);
+        let content = "";
+        const calls: WireToolCall[] = [];
+        if (setup.stream) {
+          let buffer = "";
+          for await (const bytes of response.body as unknown as AsyncIterable<Uint8Array>) {
+            buffer += decoder.decode(bytes, { stream: true });
+            let end: number;
+            while ((end = buffer.indexOf("\n\n")) !== -1) {
+              const event = buffer.slice(0, end);
+              buffer = buffer.slice(end + 2);
+              if (!event.startsWith("data: ")) continue;
+              const data = event.slice(6);
+              if (data === "[DONE]") continue;
+              const delta = (JSON.parse(data) as { choices: Array<{ delta: any }> }).choices[0]?.delta;
+              if (!delta) continue;
+              if (delta.content) {
+                content += delta.content;
+                hooks?.onTextDelta?.(delta.content);
+              }
+              if (delta.tool_calls) for (const call of delta.tool_calls) addDelta(calls, call);
+            }
+          }
+        } else {
+          const message = ((await response.json()) as { choices: Array<{ message: { content: string | null; tool_calls?: WireToolCall[] } }> }).choices[0].message;
+          content = message.content ?? "";
+          if (message.tool_calls) calls.push(...message.tool_calls);
+        }
+        if (calls.length === 0) return content;
+        messages.push({ role: "assistant", content: content || null, tool_calls: calls });
+        await executeCalls(setup.tool, calls, messages);
+      }
+      throw new Error(`raw-fetch: no final answer within ${setup.maxTurns} model calls`);
+    };
+  },
+};
+
+/** A bare loop on the official `openai` SDK: what you write without a framework. */
+export const openaiSdk: Contestant = {
+  name: "openai-sdk",
+  role: "baseline",
+  async prepare(setup) {
+    const client = new OpenAI({ baseURL: setup.baseURL, apiKey: API_KEY, maxRetries: 0 });
+    const tools = openaiTools(setup.tool);
+    return async (hooks) => {
+      const messages: ChatCompletionMessageParam[] = [
+        { role: "system", content: SYSTEM_PROMPT },
+        { role: "user", content: USER_INPUT },
+      ];
+      for (let turn = 0; turn < setup.maxTurns; turn++) {
+        let content = "";
+        const calls: WireToolCall[] = [];
+        if (setup.stream) {
+          const stream = await client.chat.completions.create({ model: setup.model, messages, tools, stream: true });
+          for await (const chunk of stream) {
+            const delta = chunk.choices[0]?.delta;
+            if (!delta) continue;
+            if (delta.content) {
+              content += delta.content;
+              hooks?.onTextDelta?.(delta.content);
+            }
+            if (delta.tool_calls) for (const call of delta.tool_calls) addDelta(calls, call);
+          }
+        } else {
+          const completion = await client.chat.completions.create({ model: setup.model, messages, tools });
+          const message = completion.choices[0].message;
+          content = message.content ?? "";
+          for (const call of message.tool_calls ?? []) if (call.type === "function") calls.push(call);
+        }
+        if (calls.length === 0) return content;
+        messages.push({ role: "assistant", content: content || null, tool_calls: calls });
+        await executeCalls(setup.tool, calls, messages);
+      }
+      throw new Error(`openai-sdk: no final answer within ${setup.maxTurns} model calls`);
+    };
+  },
+};
+
+/** agentloop: the core `Agent` on the openai-chat adapter. */
+export const agentloop: Contestant = {
+  name: "agentloop",
+  role: "agentloop",
+  async prepare(setup) {
+    const agent = new Agent({
+      name: "bench",
+      instructions: SYSTEM_PROMPT,
+      model: openaiChat(setup.model, { baseURL: setup.baseURL, apiKey: API_KEY, stream: setup.stream }),
+      tools: [
+        defineTool({
+          name: setup.tool.name,
+          description: setup.tool.description,
+          parameters: setup.tool.parameters,
+          execute: (args) => setup.tool.execute(args as unknown as LookupArguments),
+        }),
+      ],
+      maxTurns: setup.maxTurns,
+    });
+    return async (hooks) => {
+      const run = agent.run(USER_INPUT);
+      if (hooks?.onTextDelta) for await (const delta of run.textStream()) hooks.onTextDelta(delta);
+      const result = await run;
+      if (result.state !== "COMPLETED") throw new Error(`agentloop: run ended ${result.state}: ${result.reason} ${result.error?.message ?? ""}`);
+      return result.text;
+    };
+  },
+};
+
+/** The Vercel AI SDK: `generateText` / `streamText` with a step limit, OpenAI-compatible provider. */
+export const vercelAi: Contestant = {
+  name: "vercel-ai",
+  role: "peer",
+  async prepare(setup) {
+    const provider = createOpenAICompatible({ name: "mock", baseURL: setup.baseURL, apiKey: API_KEY, includeUsage: true });
+    const model = provider.chatModel(setup.model);
+    const tools = {
+      [setup.tool.name]: aiTool({
+        description: setup.tool.description,
+        inputSchema: jsonSchema<LookupArguments>(setup.tool.parameters),
+        execute: async (args: LookupArguments) => setup.tool.execute(args),
+      }),
+    };
+    const common = { model, system: SYSTEM_PROMPT, prompt: USER_INPUT, tools, stopWhen: stepCountIs(setup.maxTurns), maxRetries: 0 };
+    return async (hooks) => {
+      if (!setup.stream) return (await generateText(common)).text;
+      let failure: unknown;
+      const result = streamText({ ...common, onError: ({ error }) => void (failure = error) });
+      for await (const delta of result.textStream) hooks?.onTextDelta?.(delta);
+      if (failure) throw failure;
+      return await result.text;
+    };
+  },
+};
+
+/** The OpenAI Agents SDK on a Chat Completions model pointed at the mock, tracing off. */
+export const openaiAgents: Contestant = {
+  name: "openai-agents",
+  role: "peer",
+  async prepare(setup) {
+    setTracingDisabled(true);
+    // The provider builds an `OpenAIChatCompletionsModel` on its own `OpenAI` client (the SDK
+    // pins a different `openai` major than ours) with our base URL.
+    const provider = new OpenAIProvider({ baseURL: setup.baseURL, apiKey: API_KEY, useResponses: false });
+    const model = await provider.getModel(setup.model);
+    if (model.constructor.name !== "OpenAIChatCompletionsModel") throw new Error(`openai-agents: expected a Chat Completions model, got ${model.constructor.name}`);
+    const agent = new OpenAIAgent({
+      name: "bench",
+      instructions: SYSTEM_PROMPT,
+      model,
+      tools: [
+        openaiAgentsTool({
+          name: setup.tool.name,
+          description: setup.tool.description,
+          parameters: setup.tool.parameters,
+          strict: true,
+          execute: async (args) => setup.tool.execute(args as LookupArguments),
+        }),
+      ],
+    });
+    return async (hooks) => {
+      if (!setup.stream) {
+        const result = await openaiAgentsRun(agent, USER_INPUT, { maxTurns: setup.maxTurns });
+        return String(result.finalOutput ?? "");
+      }
+      const result = await openaiAgentsRun(agent, USER_INPUT, { maxTurns: setup.maxTurns, stream: true });
+      for await (const delta of result.toTextStream()) hooks?.onTextDelta?.(delta);
+      await result.completed;
+      if (result.error) throw result.error;
+      return String(result.finalOutput ?? "");
+    };
+  },
+};
+
+export const allContestants: readonly Contestant[] = [rawFetch, openaiSdk, agentloop, vercelAi, openaiAgents];

@@ -1,0 +1,115 @@
+// Scenario 1: a 10-turn loop, one tool per turn, JSON and streaming. Wall and CPU ms per model
+// call for every contestant, and the ratio to the raw fetch floor.
+import { type Contestant, allContestants, lookupTool } from "./contestants.js";
+import {
+  type BenchOptions,
+  type ScenarioReport,
+  type SummaryRow,
+  alternate,
+  format,
+  formatSpread,
+  isMain,
+  machineInfo,
+  markdownTable,
+  parseBenchOptions,
+  publish,
+  spread,
+} from "./harness.js";
+import { DEFAULT_FINAL_TEXT, spawnMockProvider } from "./mock-provider.js";
+
+const TOOL_TURNS = 10;
+/** Ten tool-calling model calls and the final answer. */
+const MODEL_CALLS = TOOL_TURNS + 1;
+const PEERS = (contestants: readonly Contestant[]) => contestants.filter((contestant) => contestant.role === "peer").map((contestant) => contestant.name);
+
+export async function runLoopScenario(options: BenchOptions, contestants: readonly Contestant[] = allContestants): Promise<ScenarioReport> {
+  const machine = machineInfo();
+  const provider = await spawnMockProvider({ scripts: { "loop-10": { toolTurns: TOOL_TURNS } } });
+  const warmup = options.quick ? 2 : 10;
+  const repetitions = options.quick ? 5 : 40;
+  const details: string[] = [];
+  const summary: SummaryRow[] = [];
+  try {
+    for (const stream of [false, true]) {
+      const mode = stream ? "streaming" : "JSON";
+      let toolCalls = 0;
+      const tool = lookupTool((args) => {
+        toolCalls++;
+        return `value ${args.n}.${args.i}`;
+      });
+      const entrants = [];
+      for (const contestant of contestants) {
+        const conversation = await contestant.prepare({ baseURL: provider.baseURL, model: "loop-10", stream, maxTurns: MODEL_CALLS + 5, tool });
+        entrants.push({
+          name: contestant.name,
+          async run() {
+            toolCalls = 0;
+            const text = await conversation();
+            if (text !== DEFAULT_FINAL_TEXT) throw new Error(`${contestant.name} (${mode}): wrong final text ${JSON.stringify(text)}`);
+            if (toolCalls !== TOOL_TURNS) throw new Error(`${contestant.name} (${mode}): ${toolCalls} tool calls, expected ${TOOL_TURNS}`);
+          },
+        });
+      }
+      const samples = await alternate(entrants, { warmup, repetitions });
+      const stats = new Map(
+        [...samples].map(([name, list]) => [
+          name,
+          { wall: spread(list.map((sample) => sample.wallMs / MODEL_CALLS)), cpu: spread(list.map((sample) => sample.cpuMs / MODEL_CALLS)) },
+        ]),
+      );
+      const floor = stats.get("raw-fetch")!;
+      details.push(
+        `### ${mode}: ${TOOL_TURNS} tool turns + final answer, per model call (${repetitions} runs, median (min–max))\n\n` +
+          markdownTable(
+            ["contestant", "wall ms / call", "CPU ms / call", "wall × floor", "CPU × floor"],
+            contestants.map((contestant) => {
+              const stat = stats.get(contestant.name)!;
+              return [
+                contestant.name,
+                formatSpread(stat.wall),
+                formatSpread(stat.cpu),
+                format(stat.wall.median / floor.wall.median, 2),
+                format(stat.cpu.median / floor.cpu.median, 2),
+              ];
+            }),
+          ),
+      );
+      const agent = stats.get("agentloop");
+      const peerNames = PEERS(contestants);
+      const fastestPeer = (metric: "wall" | "cpu") => Math.min(...peerNames.map((name) => stats.get(name)![metric].median));
+      for (const metric of ["wall", "cpu"] as const) {
+        const values = Object.fromEntries([...stats].map(([name, stat]) => [name, stat[metric].median]));
+        const withinFloor = agent ? agent[metric].median <= 1.2 * floor[metric].median : undefined;
+        const belowPeers = agent && peerNames.length > 0 ? agent[metric].median * 2 <= fastestPeer(metric) : undefined;
+        summary.push({
+          scenario: `1 loop ${mode}`,
+          metric: `${metric === "wall" ? "wall" : "CPU"} ms / model call`,
+          values,
+          target: "≤ 1.2× floor, ≤ ½ fastest peer",
+          met: withinFloor === undefined ? undefined : withinFloor && belowPeers !== false,
+        });
+      }
+    }
+    const stats = await provider.stats();
+    if (stats.errors > 0) throw new Error(`mock provider answered ${stats.errors} requests with errors: ${stats.lastError}`);
+  } finally {
+    await provider.close();
+  }
+  return {
+    id: "loop",
+    title: "1. 10-turn tool loop: cost per model call",
+    machine,
+    quick: options.quick,
+    details,
+    summary,
+    notes: [
+      "Each run: 10 model calls that ask for one `lookup` call each, then the final answer (11 model calls); times are divided by 11.",
+      "CPU is this process only (the mock provider runs in a child process); wall includes the mock's time on localhost.",
+    ],
+  };
+}
+
+if (isMain(import.meta.url)) {
+  const options = parseBenchOptions();
+  publish(await runLoopScenario(options), options);
+}
