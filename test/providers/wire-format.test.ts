@@ -1,0 +1,309 @@
+// Two-request loops through the real Agent, per provider: the local server checks that the second
+// request carries the tool call(s) and their results in exactly that provider's wire format.
+import assert from "node:assert/strict";
+import { describe, test } from "node:test";
+import { Agent } from "../../src/loop/agent.js";
+import type { Model, ModelRequest } from "../../src/model/model.js";
+import { defineTool } from "../../src/tools/tool.js";
+import { anthropic } from "../../src/providers/anthropic/index.js";
+import { openaiChat, openaiResponses } from "../../src/providers/openai/index.js";
+import { type RecordedRequest, type Responder, type TestServer, replay, sse, startServer } from "./fixture-server.js";
+import { anthropicFrames, chatFrames, responsesFrames } from "./wire-scripts.js";
+
+const weather = defineTool({
+  name: "weather",
+  description: "Weather at a location",
+  parameters: { type: "object", properties: { location: { type: "string" } }, required: ["location"] },
+  execute: () => "72°F and sunny",
+});
+
+const resolveHoliday = defineTool({
+  name: "calendar.resolve_holiday",
+  description: "Resolves a holiday to dates",
+  parameters: { type: "object", properties: { holiday: { type: "string" } }, required: ["holiday"] },
+  execute: (args) => `${String(args.holiday)}: 2026-12-04 to 2026-12-12`,
+});
+
+const checkAvailability = defineTool({
+  name: "hotel.check_availability",
+  description: "Checks rooms",
+  parameters: { type: "object", properties: { start: { type: "string" } } },
+  execute: () => ({ content: "no rooms left", isError: true }),
+});
+
+const parallelTurn = {
+  reasoning: "Two lookups are needed.",
+  text: "Let me check both.",
+  toolCalls: [
+    { id: "call_holiday", name: "calendar_resolve_holiday", arguments: { holiday: "Hanukkah" } },
+    { id: "call_rooms", name: "hotel_check_availability", arguments: { start: "2026-12-04" } },
+  ],
+  usage: { input: 50, output: 20 },
+};
+
+/** Serves the second request only if `check` accepts its body (else a 400 naming the problem). */
+function checked(check: (request: RecordedRequest) => void, then: Responder): Responder {
+  return (request, response) => {
+    try {
+      check(request);
+    } catch (error) {
+      response.writeHead(400, { "content-type": "application/json" });
+      response.end(JSON.stringify({ error: { type: "invalid_request_error", message: `wire format check failed: ${(error as Error).message}` } }));
+      return;
+    }
+    return then(request, response);
+  };
+}
+
+async function runAgent(model: Model, tools = [weather], input = "What is the weather in San Francisco?") {
+  const agent = new Agent({ name: "wire", instructions: "Be brief.", model, tools });
+  const result = await agent.run(input);
+  assert.equal(result.state, "COMPLETED", `${result.reason} ${result.error?.message ?? ""}`);
+  return result;
+}
+
+async function withServer<T>(script: Responder[], body: (server: TestServer) => Promise<T>): Promise<T> {
+  const server = await startServer(script);
+  try {
+    return await body(server);
+  } finally {
+    await server.close();
+  }
+}
+
+describe("OpenAI Chat Completions wire format", () => {
+  const expectChatRound = (request: RecordedRequest) => {
+    assert.deepEqual(request.body.messages, [
+      { role: "system", content: "Be brief." },
+      { role: "user", content: "What is the weather in San Francisco?" },
+      {
+        role: "assistant",
+        tool_calls: [{ id: "call_eee11723464a4b9eb8cee71d", type: "function", function: { name: "weather", arguments: '{"location": "San Francisco"}' } }],
+      },
+      { role: "tool", tool_call_id: "call_eee11723464a4b9eb8cee71d", content: "72°F and sunny" },
+    ]);
+  };
+
+  test("recorded tool call, then one {role: tool, tool_call_id} message per result", async () => {
+    await withServer([replay("openai-chat", "alibaba-tool-call"), checked(expectChatRound, replay("openai-chat", "groq-text"))], async (server) => {
+      const result = await runAgent(openaiChat("qwen3-max", { baseURL: `${server.url}/v1`, apiKey: "k" }));
+      assert.equal(server.requests.length, 2);
+      expectChatRound(server.requests[1]);
+      assert.ok(result.text.startsWith("Int"));
+      assert.deepEqual(server.requests[0].body.tools, [
+        { type: "function", function: { name: "weather", description: "Weather at a location", parameters: weather.parameters } },
+      ]);
+    });
+  });
+
+  test("parallel calls with dotted tool names: one assistant message, one tool message each", async () => {
+    const expectParallel = (request: RecordedRequest) => {
+      const messages = request.body.messages;
+      assert.deepEqual(messages.slice(2), [
+        {
+          role: "assistant",
+          content: "Let me check both.",
+          tool_calls: [
+            { id: "call_holiday", type: "function", function: { name: "calendar_resolve_holiday", arguments: '{"holiday":"Hanukkah"}' } },
+            { id: "call_rooms", type: "function", function: { name: "hotel_check_availability", arguments: '{"start":"2026-12-04"}' } },
+          ],
+        },
+        { role: "tool", tool_call_id: "call_holiday", content: "Hanukkah: 2026-12-04 to 2026-12-12" },
+        { role: "tool", tool_call_id: "call_rooms", content: "no rooms left" },
+      ]);
+    };
+    await withServer([sse(chatFrames(parallelTurn)), checked(expectParallel, sse(chatFrames({ text: "Booked." })))], async (server) => {
+      const result = await runAgent(openaiChat("m", { baseURL: `${server.url}/v1`, apiKey: "k" }), [resolveHoliday, checkAvailability], "Plan Hanukkah");
+      assert.equal(result.text, "Booked.");
+      expectParallel(server.requests[1]);
+      assert.deepEqual(
+        server.requests[0].body.tools.map((tool: { function: { name: string } }) => tool.function.name),
+        ["calendar_resolve_holiday", "hotel_check_availability"],
+      );
+      // The loop saw its own names.
+      const calls = result.messages.flatMap((message) => (message.role === "assistant" ? message.content.filter((part) => part.type === "tool-call") : []));
+      assert.deepEqual(
+        calls.map((call) => call.type === "tool-call" && call.name),
+        ["calendar.resolve_holiday", "hotel.check_availability"],
+      );
+      const reasoning = result.messages.flatMap((message) => (message.role === "assistant" ? message.content.filter((part) => part.type === "reasoning") : []));
+      assert.equal(reasoning[0]?.type === "reasoning" && reasoning[0].text, "Two lookups are needed.");
+    });
+  });
+});
+
+describe("OpenAI Responses wire format", () => {
+  const expectResponsesRound = (request: RecordedRequest) => {
+    assert.equal(request.body.instructions, "Be brief.");
+    assert.deepEqual(request.body.input, [
+      { role: "user", content: "What is the weather in San Francisco?" },
+      {
+        id: "fc_04041325ab8ae30400698c51c5468c8197a395f18875a5339f",
+        type: "function_call",
+        status: "completed",
+        arguments: '{"location":"San Francisco"}',
+        call_id: "call_H5DxLSFnsGhiROnUiDHmgyc8",
+        name: "weather",
+      },
+      { type: "function_call_output", call_id: "call_H5DxLSFnsGhiROnUiDHmgyc8", output: "72°F and sunny" },
+    ]);
+  };
+
+  test("recorded function_call item sent back verbatim, answered by function_call_output", async () => {
+    await withServer([replay("openai-responses", "azure-tool-call.1"), checked(expectResponsesRound, replay("openai-responses", "azure-text.1"))], async (server) => {
+      const result = await runAgent(openaiResponses("gpt-5.1", { baseURL: `${server.url}/v1`, apiKey: "k" }));
+      assert.equal(result.text, "Hello");
+      expectResponsesRound(server.requests[1]);
+      assert.equal(server.requests[0].body.instructions, "Be brief.");
+      assert.ok(!server.requests[0].body.input.some((item: { role?: string }) => item.role === "system"), "no system message in input");
+    });
+  });
+
+  test("reasoning items (encrypted content) and parallel function calls round-trip unchanged", async () => {
+    const expectParallel = (request: RecordedRequest) => {
+      assert.deepEqual(request.body.input.slice(1), [
+        { id: "rs_test", type: "reasoning", summary: [{ type: "summary_text", text: "Two lookups are needed." }], encrypted_content: "gAAAA-encrypted-reasoning" },
+        { type: "message", role: "assistant", id: "msg_test", status: "completed", content: [{ type: "output_text", text: "Let me check both.", annotations: [] }] },
+        { id: "fc_call_holiday", type: "function_call", status: "completed", arguments: '{"holiday":"Hanukkah"}', call_id: "call_holiday", name: "calendar_resolve_holiday" },
+        { id: "fc_call_rooms", type: "function_call", status: "completed", arguments: '{"start":"2026-12-04"}', call_id: "call_rooms", name: "hotel_check_availability" },
+        { type: "function_call_output", call_id: "call_holiday", output: "Hanukkah: 2026-12-04 to 2026-12-12" },
+        { type: "function_call_output", call_id: "call_rooms", output: "no rooms left" },
+      ]);
+    };
+    await withServer([sse(responsesFrames(parallelTurn)), checked(expectParallel, sse(responsesFrames({ text: "Booked." })))], async (server) => {
+      const result = await runAgent(openaiResponses("m", { baseURL: `${server.url}/v1`, apiKey: "k" }), [resolveHoliday, checkAvailability], "Plan Hanukkah");
+      assert.equal(result.text, "Booked.");
+      expectParallel(server.requests[1]);
+      assert.deepEqual(
+        server.requests[0].body.tools.map((tool: { name: string; strict: boolean }) => [tool.name, tool.strict]),
+        [
+          ["calendar_resolve_holiday", false],
+          ["hotel_check_availability", false],
+        ],
+      );
+    });
+  });
+});
+
+describe("Anthropic Messages wire format", () => {
+  const expectAnthropicRound = (request: RecordedRequest) => {
+    assert.equal(request.body.system, "Be brief.");
+    assert.deepEqual(request.body.messages, [
+      { role: "user", content: [{ type: "text", text: "What is the weather in San Francisco?" }] },
+      { role: "assistant", content: [{ type: "tool_use", id: "toolu_019Zvehfe1XQWweT1pm7okyt", name: "weather", input: { location: "San Francisco" } }] },
+      { role: "user", content: [{ type: "tool_result", tool_use_id: "toolu_019Zvehfe1XQWweT1pm7okyt", content: "72°F and sunny" }] },
+    ]);
+  };
+
+  test("recorded tool_use block kept verbatim, the result in a user message of tool_result blocks", async () => {
+    await withServer(
+      [replay("anthropic-messages", "anthropic-json-other-tool.1"), checked(expectAnthropicRound, replay("anthropic-messages", "anthropic-text"))],
+      async (server) => {
+        const result = await runAgent(anthropic("claude-test", { baseURL: server.url, apiKey: "k" }));
+        assert.ok(result.text.startsWith("Hello! I'm doing well"));
+        expectAnthropicRound(server.requests[1]);
+      },
+    );
+  });
+
+  test("thinking with signature, text and parallel tool_use blocks verbatim; ALL results in ONE user message, is_error set", async () => {
+    const expectParallel = (request: RecordedRequest) => {
+      assert.deepEqual(request.body.messages.slice(1), [
+        {
+          role: "assistant",
+          content: [
+            { type: "thinking", thinking: "Two lookups are needed.", signature: "EqQBCgIYAhIM-signature" },
+            { type: "text", text: "Let me check both." },
+            { type: "tool_use", id: "call_holiday", name: "calendar_resolve_holiday", input: { holiday: "Hanukkah" } },
+            { type: "tool_use", id: "call_rooms", name: "hotel_check_availability", input: { start: "2026-12-04" } },
+          ],
+        },
+        {
+          role: "user",
+          content: [
+            { type: "tool_result", tool_use_id: "call_holiday", content: "Hanukkah: 2026-12-04 to 2026-12-12" },
+            { type: "tool_result", tool_use_id: "call_rooms", content: "no rooms left", is_error: true },
+          ],
+        },
+      ]);
+    };
+    await withServer([sse(anthropicFrames(parallelTurn)), checked(expectParallel, sse(anthropicFrames({ text: "Booked." })))], async (server) => {
+      const result = await runAgent(anthropic("claude-test", { baseURL: server.url, apiKey: "k" }), [resolveHoliday, checkAvailability], "Plan Hanukkah");
+      assert.equal(result.text, "Booked.");
+      expectParallel(server.requests[1]);
+      assert.deepEqual(server.requests[0].body.tools[0], {
+        name: "calendar_resolve_holiday",
+        description: "Resolves a holiday to dates",
+        input_schema: resolveHoliday.parameters,
+      });
+    });
+  });
+
+  test("consecutive same-role messages are merged, tool results first", async () => {
+    await withServer([sse(anthropicFrames({ text: "ok" }))], async (server) => {
+      const model = anthropic("claude-test", { baseURL: server.url, apiKey: "k" });
+      const request: ModelRequest = {
+        messages: [
+          { role: "system", content: "One." },
+          { role: "system", content: "Two." },
+          { role: "user", content: "first" },
+          { role: "user", content: "second" },
+          { role: "assistant", content: [{ type: "tool-call", id: "toolu_1", name: "calendar.resolve_holiday", arguments: '{"holiday":"Purim"}' }] },
+          { role: "tool", toolCallId: "toolu_1", toolName: "calendar.resolve_holiday", content: "March" },
+          { role: "user", content: "and steer this way" },
+        ],
+      };
+      for await (const _ of model.stream(request)) {
+        // drain
+      }
+      const body = server.requests[0].body;
+      assert.equal(body.system, "One.\n\nTwo.");
+      assert.deepEqual(body.messages, [
+        {
+          role: "user",
+          content: [
+            { type: "text", text: "first" },
+            { type: "text", text: "second" },
+          ],
+        },
+        { role: "assistant", content: [{ type: "tool_use", id: "toolu_1", name: "calendar_resolve_holiday", input: { holiday: "Purim" } }] },
+        {
+          role: "user",
+          content: [
+            { type: "tool_result", tool_use_id: "toolu_1", content: "March" },
+            { type: "text", text: "and steer this way" },
+          ],
+        },
+      ]);
+    });
+  });
+});
+
+describe("tool choice per provider", () => {
+  const choices = ["auto", "none", "required", { type: "tool", name: "calendar.resolve_holiday" }] as const;
+
+  test("auto / none / required / named map to each wire format", async () => {
+    const tools = [{ name: "calendar.resolve_holiday", description: "d", parameters: { type: "object" } }];
+    const seen: Record<string, unknown[]> = { chat: [], responses: [], anthropic: [] };
+    for (const choice of choices) {
+      await withServer([sse(chatFrames({ text: "ok" })), sse(responsesFrames({ text: "ok" })), sse(anthropicFrames({ text: "ok" }))], async (server) => {
+        const models = [
+          openaiChat("m", { baseURL: `${server.url}/v1`, apiKey: "k" }),
+          openaiResponses("m", { baseURL: `${server.url}/v1`, apiKey: "k" }),
+          anthropic("m", { baseURL: server.url, apiKey: "k" }),
+        ];
+        for (const model of models) {
+          for await (const _ of model.stream({ messages: [{ role: "user", content: "x" }], tools, toolChoice: choice })) {
+            // drain
+          }
+        }
+        seen.chat.push(server.requests[0].body.tool_choice);
+        seen.responses.push(server.requests[1].body.tool_choice);
+        seen.anthropic.push(server.requests[2].body.tool_choice);
+      });
+    }
+    assert.deepEqual(seen.chat, ["auto", "none", "required", { type: "function", function: { name: "calendar_resolve_holiday" } }]);
+    assert.deepEqual(seen.responses, ["auto", "none", "required", { type: "function", name: "calendar_resolve_holiday" }]);
+    assert.deepEqual(seen.anthropic, [{ type: "auto" }, { type: "none" }, { type: "any" }, { type: "tool", name: "calendar_resolve_holiday" }]);
+  });
+});
