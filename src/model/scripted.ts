@@ -78,7 +78,8 @@ function requestText(request: ModelRequest): string {
 export class ScriptedModel implements Model {
   readonly provider = "scripted";
   readonly modelId: string;
-  readonly requests: ModelRequest[] = [];
+  /** Every request received, by this model and by the per-run copies made from it. */
+  readonly requests: ModelRequest[];
   private readonly entries: string[];
   private cursor = 0;
   private callCounter = 0;
@@ -86,13 +87,16 @@ export class ScriptedModel implements Model {
   constructor(
     script: string | readonly string[],
     private readonly options: ScriptedModelOptions = {},
+    requests: ModelRequest[] = [],
   ) {
     this.entries = typeof script === "string" ? parseMockResponses(script) : [...script];
     this.modelId = options.modelId ?? "scripted";
+    this.requests = requests;
   }
 
+  /** A copy whose script starts again from the first entry (each run reads the script anew). */
   forRun(): ScriptedModel {
-    return new ScriptedModel(this.entries, this.options);
+    return new ScriptedModel(this.entries, this.options, this.requests);
   }
 
   /** How many script entries are left. */

@@ -21,7 +21,7 @@ export function firstBalancedObject(text: string, from = 0): { start: number; en
       else if (char === "{") depth++;
       else if (char === "}" && --depth === 0) return { start, end: index + 1 };
     }
-    return undefined; // the first "{" never closes, so no later one can close either
+    // This "{" never closes; a later one still may (`Sure {here: {"a": 1}`).
   }
   return undefined;
 }

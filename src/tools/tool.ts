@@ -1,5 +1,5 @@
 import type { ImagePart, TextPart } from "../messages.js";
-import type { JsonSchema, ToolDefinition } from "../model/model.js";
+import type { JsonSchema } from "../model/model.js";
 
 /** What a tool hands back. A plain string or any JSON value is the common case. */
 export interface ToolResultValue {

@@ -1,0 +1,68 @@
+// The CLI as a user runs it: a real child process.
+import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
+import { test } from "node:test";
+import { fileURLToPath } from "node:url";
+
+const root = fileURLToPath(new URL("../../", import.meta.url));
+
+function cli(args: string[], env: Record<string, string> = {}) {
+  const childEnv: NodeJS.ProcessEnv = { ...process.env, NO_COLOR: "1", ...env };
+  for (const name of ["DEBUG_MOCK_RESPONSES", "MODEL_API_URL", "MODEL_NAME"]) if (!(name in env)) delete childEnv[name];
+  const result = spawnSync(process.execPath, ["--import", "tsx", "src/cli/main.ts", ...args], { cwd: root, env: childEnv, encoding: "utf8", timeout: 30_000 });
+  return { code: result.status, stdout: result.stdout, stderr: result.stderr };
+}
+
+test("agentloop run: the hotel demo shows both waves with durations, then streams the answer, exit 0", () => {
+  const { code, stdout, stderr } = cli(["run", "I need availability for Hanukkah and also next weekend"]);
+  assert.equal(code, 0, stderr);
+  assert.match(stdout, /● wave 1\n[\s\S]*✓ calendar\.resolve_holiday [\d.]+ ms {2}Hanukkah is from 2026-12-04 to 2026-12-11/);
+  assert.match(stdout, /✓ calendar\.resolve_date_hint [\d.]+ ms {2}Next weekend is 2026-11-27 to 2026-11-29/);
+  assert.match(stdout, /● wave 2\n[\s\S]*✓ pms\.get_availability/);
+  assert.match(stdout, /Here is what I found\./);
+  assert.match(stderr, /COMPLETED · 3 model calls · 2 waves · 4 tool calls/);
+  assert.doesNotMatch(stdout, /\u001b\[/, "no colours when NO_COLOR is set");
+});
+
+test("agentloop run --json prints one parseable event per line", () => {
+  const { code, stdout } = cli(["run", "hi", "--json", "--mock", '["Hello there"]']);
+  assert.equal(code, 0);
+  const events = stdout.trim().split("\n").map((line) => JSON.parse(line));
+  assert.equal(events[0].type, "run-start");
+  assert.equal(events.at(-1).type, "run-end");
+  assert.equal(events.at(-1).state, "COMPLETED");
+  assert.equal(events.filter((event) => event.type === "text-delta").map((event) => event.delta).join(""), "Hello there");
+});
+
+test("a limit exits non-zero with the state and reason on stderr", () => {
+  const { code, stderr } = cli(["run", "I need availability for Hanukkah and also next weekend", "--max-steps", "1"]);
+  assert.equal(code, 3);
+  assert.match(stderr, /agentloop: run ended TURN_LIMIT: maxTurns \(1\) reached/);
+});
+
+test("DEBUG_MOCK_RESPONSES drives the run like the seeds' mock", () => {
+  const script = JSON.stringify([JSON.stringify({ tool_calls: [{ name: "calendar.resolve_holiday", arguments: { holiday_name: "Christmas" } }] }), "Christmas it is."]);
+  const { code, stdout } = cli(["run", "when is christmas"], { DEBUG_MOCK_RESPONSES: script });
+  assert.equal(code, 0);
+  assert.match(stdout, /Christmas is from 2026-12-24 to 2026-12-26/);
+  assert.match(stdout, /Christmas it is\./);
+});
+
+test("bad flags get a clear error and a non-zero exit", () => {
+  const steps = cli(["run", "x", "--max-steps", "zero"]);
+  assert.notEqual(steps.code, 0);
+  assert.match(steps.stderr, /--max-steps must be a positive integer, got "zero"/);
+  const missing = cli(["run"]);
+  assert.notEqual(missing.code, 0);
+  assert.match(missing.stderr, /missing required argument 'prompt'/);
+  const input = cli(["run", "x", "--input", "novalue", "--mock", '["a"]']);
+  assert.equal(input.code, 2);
+  assert.match(input.stderr, /--input expects key=value, got "novalue"/);
+});
+
+test("--help lists the flags with examples", () => {
+  const { code, stdout } = cli(["run", "--help"]);
+  assert.equal(code, 0);
+  for (const flag of ["--model", "--max-steps", "--json", "--mock"]) assert.match(stdout, new RegExp(flag));
+  assert.match(stdout, /Exit codes:/);
+});

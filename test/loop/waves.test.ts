@@ -1,0 +1,167 @@
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { z } from "zod";
+import { Agent, defineTool, ScriptedModel, type ToolResultMessage } from "../../src/index.js";
+import { calls, eventsOf, ofType, waitingTool } from "./helpers.js";
+
+const toolResults = (messages: Array<{ role: string }>) => messages.filter((m): m is ToolResultMessage => m.role === "tool");
+
+test("a wave of 8 tools that each wait 100 ms finishes its tool phase in under 150 ms", async () => {
+  const { tool, log } = waitingTool("wait", 100);
+  const script = [calls(...Array.from({ length: 8 }, (_, index) => ["wait", { value: index }] as [string, unknown])), "done"];
+  const run = new Agent({ model: new ScriptedModel(script), tools: [tool] }).run("go");
+  const events = await eventsOf(run);
+  assert.equal((await run).state, "COMPLETED");
+  assert.equal(log.length, 8);
+  const firstStart = Math.min(...log.map((entry) => entry.startedAt));
+  const lastEnd = Math.max(...log.map((entry) => entry.endedAt!));
+  assert.ok(lastEnd - firstStart < 150, `tool phase took ${lastEnd - firstStart} ms`);
+  assert.equal(ofType(events, "tool-end").length, 8);
+});
+
+test("results are appended in the order the model asked, even when tools finish in another order", async () => {
+  const { tool } = waitingTool("wait", 0);
+  const script = [calls(["wait", { ms: 60 }, "a"], ["wait", { ms: 5 }, "b"], ["wait", { ms: 30 }, "c"]), "done"];
+  const model = new ScriptedModel(script);
+  const run = new Agent({ model, tools: [tool] }).run("go");
+  const events = await eventsOf(run);
+  const result = await run;
+  assert.deepEqual(
+    ofType(events, "tool-end").map((event) => event.toolCallId),
+    ["b", "c", "a"],
+    "tool-end events come as tools finish",
+  );
+  assert.deepEqual(
+    toolResults(result.messages).map((message) => message.toolCallId),
+    ["a", "b", "c"],
+  );
+  assert.deepEqual(
+    toolResults(model.requests[1].messages).map((message) => message.toolCallId),
+    ["a", "b", "c"],
+  );
+});
+
+test("concurrency caps the calls in flight; a sequential tool is a barrier", async () => {
+  const { tool, log } = waitingTool("wait", 40);
+  const order: string[] = [];
+  const barrier = defineTool({
+    name: "barrier",
+    description: "runs alone",
+    parameters: { type: "object" },
+    sequential: true,
+    execute: () => {
+      order.push(`barrier(started after ${log.filter((entry) => entry.endedAt).length} finished)`);
+      return "ok";
+    },
+  });
+  const script = [calls(["wait", { value: 1 }], ["wait", { value: 2 }], ["wait", { value: 3 }], ["barrier", {}], ["wait", { value: 4 }]), "done"];
+  const started = performance.now();
+  const run = new Agent({ model: new ScriptedModel(script), tools: [tool, barrier], concurrency: 2 }).run("go");
+  const result = await run;
+  assert.equal(result.state, "COMPLETED");
+  // 3 waits at 2 in flight take two rounds (80 ms), then the barrier, then the last wait (40 ms).
+  assert.ok(performance.now() - started >= 115, "concurrency 2 cannot run 3 × 40 ms in one round");
+  assert.deepEqual(order, ["barrier(started after 3 finished)"]);
+  assert.ok(log[3].startedAt >= log[2].endedAt!, "the call after the barrier waits for it");
+});
+
+test("each failure kind becomes an is_error result fed back to the model, plus a tool-error event", async () => {
+  const strict = defineTool({
+    name: "lookup",
+    description: "strict schema",
+    parameters: {
+      type: "object",
+      properties: { city: { type: "string" }, days: { type: "integer", minimum: 1 } },
+      required: ["city", "days"],
+      additionalProperties: false,
+    },
+    execute: ({ city }) => `weather in ${city}`,
+  });
+  const thrower = defineTool({
+    name: "explode",
+    description: "throws",
+    parameters: { type: "object" },
+    execute: () => {
+      throw new RangeError("the sky fell");
+    },
+  });
+  const { tool: slow } = waitingTool("slow", 5_000, { timeoutMs: 50 });
+  const script = [
+    calls(
+      ["nope", {}, "unknown"],
+      ["lookup", "{city: oops", "unparseable"],
+      ["lookup", { city: 42 }, "schema"],
+      ["explode", {}, "threw"],
+      ["slow", {}, "timeout"],
+      ["lookup", '```json\n{"city": "Oslo", "days": 2,}\n```', "lenient"],
+    ),
+    "recovered",
+  ];
+  const model = new ScriptedModel(script);
+  const run = new Agent({ model, tools: [strict, thrower, slow] }).run("go");
+  const events = await eventsOf(run);
+  const result = await run;
+  assert.equal(result.state, "COMPLETED");
+  assert.equal(result.text, "recovered");
+  const byId = Object.fromEntries(toolResults(result.messages).map((message) => [message.toolCallId, message]));
+  assert.match(String(byId.unknown.content), /^Unknown tool: nope\. Available tools: lookup, explode, slow$/);
+  assert.match(String(byId.unparseable.content), /^Invalid arguments for tool lookup: arguments are not valid JSON/);
+  assert.match(String(byId.schema.content), /field "city" must be string/);
+  assert.match(String(byId.schema.content), /missing required field "days"/);
+  assert.equal(byId.threw.content, "RangeError: the sky fell");
+  assert.equal(byId.timeout.content, "Tool slow timed out after 50 ms");
+  assert.equal(byId.lenient.content, "weather in Oslo");
+  for (const id of ["unknown", "unparseable", "schema", "threw", "timeout"]) assert.equal(byId[id].isError, true, id);
+  assert.equal(byId.lenient.isError, undefined);
+  assert.deepEqual(
+    Object.fromEntries(ofType(events, "tool-error").map((event) => [event.toolCallId, event.kind])),
+    { unknown: "unknown_tool", unparseable: "invalid_arguments", schema: "schema", threw: "threw", timeout: "timeout" },
+  );
+  // The model's next request carried every error result.
+  assert.equal(toolResults(model.requests[1].messages).filter((message) => message.isError).length, 5);
+});
+
+test("a zod schema is accepted: the model sees JSON Schema and arguments are parsed by zod", async () => {
+  const tool = defineTool({
+    name: "greet",
+    description: "greets",
+    parameters: z.object({ name: z.string().min(2) }),
+    execute: (args) => `hello ${(args as { name: string }).name}`,
+  });
+  const model = new ScriptedModel([calls(["greet", { name: "Ada" }, "ok"], ["greet", { name: "A" }, "bad"]), "done"]);
+  const result = await new Agent({ model, tools: [tool] }).run("go");
+  assert.deepEqual(model.requests[0].tools?.[0].parameters, {
+    type: "object",
+    properties: { name: { type: "string", minLength: 2 } },
+    required: ["name"],
+    additionalProperties: false,
+  });
+  const results = toolResults(result.messages);
+  assert.equal(results[0].content, "hello Ada");
+  assert.match(String(results[1].content), /Invalid arguments for tool greet: field "name"/);
+});
+
+test("tool outputs are truncated for the model with a marker; the tool-end event keeps the full output", async () => {
+  const big = "x".repeat(50_000);
+  const lines = Array.from({ length: 30 }, (_, index) => `line ${index}`).join("\n");
+  const tools = [
+    defineTool({ name: "big", description: "", parameters: { type: "object" }, execute: () => big }),
+    defineTool({ name: "lines", description: "", parameters: { type: "object" }, truncation: { maxLines: 10, mode: "tail" }, execute: () => lines }),
+  ];
+  const model = new ScriptedModel([calls(["big", {}, "b"], ["lines", {}, "l"]), "done"]);
+  const run = new Agent({ model, tools, truncation: { maxChars: 1_000 } }).run("go");
+  const events = await eventsOf(run);
+  const result = await run;
+  const [bigResult, linesResult] = toolResults(result.messages);
+  const bigText = String(bigResult.content);
+  assert.ok(bigText.length < 1_300);
+  assert.match(bigText, /\[agentloop: 49000 characters removed from the output of "big" \(limit 1000 characters, mode head_tail\)/);
+  assert.ok(bigText.startsWith("x".repeat(500)) && bigText.endsWith("x".repeat(500)));
+  const linesText = String(linesResult.content);
+  assert.match(linesText, /^\[agentloop: 20 lines removed from the output of "lines" \(limit 10 lines, mode tail\)/);
+  assert.ok(linesText.endsWith("line 29"));
+  const ends = ofType(events, "tool-end");
+  assert.equal(ends.find((event) => event.name === "big")?.output, big);
+  assert.equal(ends.find((event) => event.name === "big")?.truncated, true);
+  assert.equal(ends.find((event) => event.name === "lines")?.output, lines);
+});
