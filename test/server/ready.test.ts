@@ -1,0 +1,103 @@
+import assert from "node:assert/strict";
+import { createServer } from "node:net";
+import { describe, it } from "node:test";
+import { fileURLToPath } from "node:url";
+import { postJson, script, startTestServer, toolCall } from "./helpers.js";
+
+const everythingServerPath = fileURLToPath(new URL("../../node_modules/@modelcontextprotocol/server-everything/dist/index.js", import.meta.url));
+
+async function unusedPort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", () => {
+      const address = server.address();
+      server.close(() => resolve(typeof address === "object" && address ? address.port : 0));
+    });
+  });
+}
+
+const stateTypes = (type: string) => !type.startsWith("run_");
+
+describe("readiness and KAOS sub-agents", () => {
+  it("is ready once its peer answered, delegates KAOS-style, and the peer records task_delegation_received", async () => {
+    const worker = await startTestServer({ AGENT_NAME: "worker", DEBUG_MOCK_RESPONSES: script("processed by worker") });
+    const coordinator = await startTestServer({
+      AGENT_NAME: "coordinator",
+      AGENT_SUB_AGENTS: `worker:${worker.url}`,
+      DEBUG_MOCK_RESPONSES: script(toolCall("delegate_to_worker", { task: "process data" }), "Done."),
+    });
+    try {
+      const status = await coordinator.server.ready();
+      assert.equal(status.status, "ready");
+      const ready = await fetch(`${coordinator.url}/ready`);
+      assert.equal(ready.status, 200);
+      const body = (await ready.json()) as { status: string; name: string; timestamp: string };
+      assert.equal(body.status, "ready");
+      assert.equal(body.name, "coordinator");
+      assert.ok(!Number.isNaN(Date.parse(body.timestamp)));
+      const health = (await (await fetch(`${coordinator.url}/health`)).json()) as { status: string; name: string };
+      assert.deepEqual([health.status, health.name], ["healthy", "coordinator"]);
+
+      const card = (await (await fetch(`${coordinator.url}/.well-known/agent.json`)).json()) as { skills: Array<{ id: string }> };
+      assert.ok(card.skills.some((skill) => skill.id === "delegate_to_worker"));
+
+      const response = await postJson(`${coordinator.url}/v1/chat/completions`, { session_id: "delegating", stream: true, messages: [{ role: "user", content: "get it processed" }] });
+      const text = await response.text();
+      assert.match(text, /\{\\"type\\":\\"progress\\",\\"step\\":1,\\"max_steps\\":5,\\"action\\":\\"delegate\\",\\"target\\":\\"worker\\"\}/);
+      const events = (await (await fetch(`${coordinator.url}/memory/events?session_id=delegating`)).json()) as { events: Array<{ event_type: string; content: unknown }> };
+      assert.deepEqual(
+        events.events.map((event) => event.event_type).filter(stateTypes),
+        ["user_message", "delegation_request", "delegation_response", "agent_response"],
+      );
+      assert.match(JSON.stringify(events.events.find((event) => event.event_type === "delegation_response")), /processed by worker/);
+      const workerEvents = (await (await fetch(`${worker.url}/memory/events`)).json()) as { events: Array<{ event_type: string; content: unknown }> };
+      assert.equal(workerEvents.events.find((event) => event.event_type === "task_delegation_received")?.content, "process data");
+    } finally {
+      await coordinator.close();
+      await worker.close();
+    }
+  });
+
+  it("reports degraded, naming the peer, when a sub-agent's card does not answer in time", async () => {
+    const port = await unusedPort();
+    const test = await startTestServer({ AGENT_SUB_AGENTS: `ghost:http://127.0.0.1:${port}`, DEBUG_MOCK_RESPONSES: script("still here") }, { readyTimeoutMs: 300 });
+    try {
+      const response = await fetch(`${test.url}/ready`);
+      const body = (await response.json()) as { status: string; unavailable?: Array<{ kind: string; name: string; reason: string }> };
+      if (body.status === "starting") assert.equal(response.status, 503);
+      const status = await test.server.ready();
+      assert.equal(status.status, "degraded");
+      const degraded = (await (await fetch(`${test.url}/ready`)).json()) as typeof body;
+      assert.equal(degraded.status, "degraded");
+      assert.equal(degraded.unavailable?.[0].kind, "agent");
+      assert.equal(degraded.unavailable?.[0].name, "ghost");
+      await test.waitForLog(/degraded: agent "ghost" unavailable/);
+      // It still answers.
+      const answer = await postJson(`${test.url}/v1/chat/completions`, { messages: [{ role: "user", content: "hi" }] });
+      assert.equal(((await answer.json()) as { choices: Array<{ message: { content: string } }> }).choices[0].message.content, "still here");
+    } finally {
+      await test.close();
+    }
+  });
+
+  it("connects its MCP servers from the agent file and lists their tools as skills", async () => {
+    const test = await startTestServer(
+      { DEBUG_MOCK_RESPONSES: script(toolCall("echo", { message: "from mcp" }), "MCP said it") },
+      { file: { name: "mcp-agent", mcpServers: [{ name: "everything", command: process.execPath, args: [everythingServerPath, "stdio"] }] }, build: {} },
+    );
+    try {
+      const status = await test.server.ready();
+      assert.equal(status.status, "ready");
+      const card = (await (await fetch(`${test.url}/.well-known/agent.json`)).json()) as { name: string; skills: Array<{ id: string }> };
+      assert.equal(card.name, "mcp-agent");
+      assert.ok(card.skills.some((skill) => skill.id === "echo"));
+      const response = await postJson(`${test.url}/v1/chat/completions`, { session_id: "mcp", messages: [{ role: "user", content: "echo please" }] });
+      assert.equal(response.status, 200);
+      const events = (await (await fetch(`${test.url}/memory/events?session_id=mcp`)).json()) as { events: Array<{ event_type: string; content: unknown }> };
+      assert.match(JSON.stringify(events.events.find((event) => event.event_type === "tool_result")), /from mcp/);
+    } finally {
+      await test.close();
+    }
+  });
+});
