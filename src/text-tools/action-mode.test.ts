@@ -211,6 +211,13 @@ describe("actionToolCalling in the agent loop", () => {
     assert.equal(holder.current!.requests.length, 2);
   });
 
+  it("an empty phase-1 answer is no action and is left out of the phase-2 request", async () => {
+    const scripted = new ScriptedModel(["", "Hello!"]);
+    const events = await collect(actionToolCalling(scripted), { messages: [{ role: "user", content: "hi" }] });
+    assert.equal(events.map((event) => (event.type === "text-delta" ? event.delta : "")).join(""), "Hello!");
+    assert.deepEqual(scripted.requests[1].messages, [{ role: "user", content: `hi\n\n${ACTION_FINAL_RESPONSE_PROMPT}` }]);
+  });
+
   it("toolChoice none skips phase 1 and streams the answer at once", async () => {
     const scripted = new ScriptedModel(["Final words."]);
     const events = await collect(actionToolCalling(scripted), {

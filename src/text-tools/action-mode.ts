@@ -19,6 +19,7 @@ import {
   toolCallEvents,
   toolResultText,
   toolTurnsSinceLastUser,
+  withUserText,
 } from "./shared.js";
 import { argumentsValue } from "./string-mode.js";
 
@@ -186,11 +187,10 @@ class ActionToolCallingModel implements Model {
       yield* toolCallEvents({ id: newCallId(), name: `${DELEGATE_PREFIX}${action.agent}`, arguments: JSON.stringify({ task: action.task }) });
       return yield finishEvent("tool-calls", phaseOne.finishReason);
     }
-    const withAnswer: Message[] = [
-      ...messages,
-      { role: "assistant", content: [{ type: "text", text: phaseOne.text }] },
-      { role: "user", content: FINAL_RESPONSE_PROMPT },
-    ];
+    // The phase-1 answer (usually `{}`) stays in the conversation; an empty one is left out
+    // because some providers reject empty assistant messages.
+    const answered: Message[] = phaseOne.text.trim() === "" ? messages : [...messages, { role: "assistant", content: [{ type: "text", text: phaseOne.text }] }];
+    const withAnswer = withUserText(answered, FINAL_RESPONSE_PROMPT);
     yield* this.finalResponse(request, withAnswer, false);
   }
 

@@ -58,11 +58,6 @@ class AutoToolCallingModel implements Model {
     this.modelId = inner.modelId;
   }
 
-  /** Whether this model (and its per-run copies) now uses the string protocol. */
-  get usesStringMode(): boolean {
-    return this.state.useString;
-  }
-
   forRun(): Model {
     return this.inner.forRun ? new AutoToolCallingModel(this.inner.forRun(), this.options, this.state) : this;
   }
