@@ -49,6 +49,24 @@ export function resolveApiKey(options: {
   });
 }
 
+/** Checks a base URL up front: a typo should fail at construction, not as a network error later. */
+export function checkBaseURL(baseURL: string | undefined, provider: string, variable: string): string | undefined {
+  if (baseURL === undefined || baseURL === "") return undefined;
+  let protocol = "";
+  try {
+    protocol = new URL(baseURL).protocol;
+  } catch {
+    // reported below
+  }
+  if (protocol !== "http:" && protocol !== "https:") {
+    throw new AgentLoopError("configuration", `${provider}: base URL ${JSON.stringify(baseURL)} is not an http(s) URL (check baseURL or ${variable})`, {
+      provider,
+      retryable: false,
+    });
+  }
+  return baseURL;
+}
+
 function safeHost(url: string): string | undefined {
   try {
     return new URL(url).host;

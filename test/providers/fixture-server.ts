@@ -108,6 +108,8 @@ export function sse(frames: readonly string[], options: SseOptions = {}): Respon
     for (const frame of frames) {
       if (response.destroyed || response.writableEnded) return;
       if (options.cutAfter !== undefined && written >= options.cutAfter) {
+        // Let the frames so far reach the client, then drop the connection without ending the body.
+        await pause(50);
         response.socket?.destroy();
         return;
       }

@@ -14,7 +14,7 @@ import type { FinishReason, Model, ModelEvent, ModelRequest, ToolChoice, Unified
 import type { Usage } from "../../usage.js";
 import { incompleteStreamError, toAgentLoopError } from "../errors.js";
 import { retryingStream } from "../retry.js";
-import { type AdapterOptions, numberOr, parseArgumentsObject, providerOptionsFor, resolveApiKey } from "../shared.js";
+import { type AdapterOptions, numberOr, parseArgumentsObject, providerOptionsFor, resolveApiKey, checkBaseURL } from "../shared.js";
 import { ToolNameMap } from "../tool-names.js";
 
 export interface AnthropicOptions extends AdapterOptions {
@@ -290,7 +290,7 @@ export class AnthropicModel implements Model {
     this.provider = options.providerName ?? "anthropic";
     this.apiKeyEnvVar = options.apiKeyEnvVar ?? "ANTHROPIC_API_KEY";
     const env = options.env ?? process.env;
-    const baseURL = options.baseURL ?? env.ANTHROPIC_BASE_URL ?? undefined;
+    const baseURL = checkBaseURL(options.baseURL ?? env.ANTHROPIC_BASE_URL ?? undefined, this.provider, "ANTHROPIC_BASE_URL");
     this.client =
       options.client ??
       new Anthropic({

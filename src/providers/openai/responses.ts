@@ -13,7 +13,7 @@ import type { FinishReason, Model, ModelEvent, ModelRequest, ToolChoice } from "
 import type { Usage } from "../../usage.js";
 import { incompleteStreamError, toAgentLoopError } from "../errors.js";
 import { retryingStream } from "../retry.js";
-import { type AdapterOptions, contentText, imageUrl, numberOr, providerOptionsFor, resolveApiKey } from "../shared.js";
+import { type AdapterOptions, contentText, imageUrl, numberOr, providerOptionsFor, resolveApiKey, checkBaseURL } from "../shared.js";
 import { ToolNameMap } from "../tool-names.js";
 
 export interface OpenAIResponsesOptions extends AdapterOptions {
@@ -274,7 +274,7 @@ export class OpenAIResponsesModel implements Model {
     this.provider = options.providerName ?? "openai-responses";
     this.apiKeyEnvVar = options.apiKeyEnvVar ?? "OPENAI_API_KEY";
     const env = options.env ?? process.env;
-    const baseURL = options.baseURL ?? env.OPENAI_BASE_URL ?? undefined;
+    const baseURL = checkBaseURL(options.baseURL ?? env.OPENAI_BASE_URL ?? undefined, this.provider, "OPENAI_BASE_URL");
     this.client =
       options.client ??
       new OpenAI({
