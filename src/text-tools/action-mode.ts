@@ -101,13 +101,13 @@ export function actionModeInstructions(tools: readonly ToolDefinition[]): string
   if (plain.length > 0) {
     parts.push(
       `\n## Available Tools\n${plain
-        .map((tool) => `- ${tool.name}: ${tool.description.trim()}\n  arguments (JSON Schema): ${JSON.stringify(tool.parameters ?? { type: "object" })}`)
+        .map((tool) => `- ${tool.name}: ${(tool.description ?? "").trim()}\n  arguments (JSON Schema): ${JSON.stringify(tool.parameters ?? { type: "object" })}`)
         .join("\n")}`,
     );
     parts.push(TOOLS_INSTRUCTIONS);
   }
   if (agents.length > 0) {
-    parts.push(`\n## Available Agents for Delegation\n${agents.map((tool) => `- ${tool.name.slice(DELEGATE_PREFIX.length)}: ${tool.description.trim()}`).join("\n")}`);
+    parts.push(`\n## Available Agents for Delegation\n${agents.map((tool) => `- ${tool.name.slice(DELEGATE_PREFIX.length)}: ${(tool.description ?? "").trim()}`).join("\n")}`);
     parts.push(AGENT_INSTRUCTIONS);
   }
   if (parts.length > 0) parts.push(NO_ACTION_INSTRUCTIONS);
