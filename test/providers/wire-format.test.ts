@@ -3,7 +3,7 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { Agent } from "../../src/loop/agent.js";
-import type { Model, ModelRequest } from "../../src/model/model.js";
+import { type Model, type ModelRequest, generate } from "../../src/model/model.js";
 import { defineTool } from "../../src/tools/tool.js";
 import { anthropic } from "../../src/providers/anthropic/index.js";
 import { openaiChat, openaiResponses } from "../../src/providers/openai/index.js";
@@ -235,6 +235,43 @@ describe("Anthropic Messages wire format", () => {
         name: "calendar_resolve_holiday",
         description: "Resolves a holiday to dates",
         input_schema: resolveHoliday.parameters,
+      });
+    });
+  });
+
+  test("redacted_thinking and thinking blocks come back verbatim on the next request", async () => {
+    const frame = (payload: { type: string }) => `event: ${payload.type}\ndata: ${JSON.stringify(payload)}\n\n`;
+    const frames = [
+      frame({ type: "message_start", message: { id: "msg_1", type: "message", role: "assistant", model: "m", content: [], usage: { input_tokens: 5, output_tokens: 1 } } }),
+      frame({ type: "content_block_start", index: 0, content_block: { type: "redacted_thinking", data: "EmwKAhgBEgy3va-opaque" } }),
+      frame({ type: "content_block_stop", index: 0 }),
+      frame({ type: "content_block_start", index: 1, content_block: { type: "thinking", thinking: "", signature: "" } }),
+      frame({ type: "content_block_delta", index: 1, delta: { type: "thinking_delta", thinking: "Let me think." } }),
+      frame({ type: "content_block_delta", index: 1, delta: { type: "signature_delta", signature: "sig-part-1" } }),
+      frame({ type: "content_block_delta", index: 1, delta: { type: "signature_delta", signature: "-part-2" } }),
+      frame({ type: "content_block_stop", index: 1 }),
+      frame({ type: "content_block_start", index: 2, content_block: { type: "text", text: "" } }),
+      frame({ type: "content_block_delta", index: 2, delta: { type: "text_delta", text: "Done." } }),
+      frame({ type: "content_block_stop", index: 2 }),
+      frame({ type: "message_delta", delta: { stop_reason: "end_turn" }, usage: { output_tokens: 9 } }),
+      frame({ type: "message_stop" }),
+    ];
+    await withServer([sse(frames), sse(anthropicFrames({ text: "ok" }))], async (server) => {
+      const model = anthropic("claude-test", { baseURL: server.url, apiKey: "k" });
+      const first = await generate(model, { messages: [{ role: "user", content: "think" }] });
+      assert.equal(first.error, undefined);
+      assert.deepEqual(
+        first.message.content.map((part) => part.type),
+        ["reasoning", "reasoning", "text"],
+      );
+      await generate(model, { messages: [{ role: "user", content: "think" }, first.message, { role: "user", content: "again" }] });
+      assert.deepEqual(server.requests[1].body.messages[1], {
+        role: "assistant",
+        content: [
+          { type: "redacted_thinking", data: "EmwKAhgBEgy3va-opaque" },
+          { type: "thinking", thinking: "Let me think.", signature: "sig-part-1-part-2" },
+          { type: "text", text: "Done." },
+        ],
       });
     });
   });
