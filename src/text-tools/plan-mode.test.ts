@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
+import { AgentLoopError } from "../errors.js";
 import { Agent } from "../loop/agent.js";
 import type { LoopEvent } from "../loop/events.js";
 import type { Model, ModelEvent, ModelRequest } from "../model/model.js";
@@ -260,6 +261,27 @@ describe("planToolCalling in the agent loop", () => {
     assert.equal(result.text, "Purim dates found.");
     assert.equal(result.toolRounds, 2);
     assert.equal(holder.current!.requests.length, 3);
+  });
+
+  it("relays an inner error and ends with an aborted error when the signal is already aborted", async () => {
+    const failing: Model = {
+      provider: "test",
+      modelId: "failing",
+      async *stream() {
+        yield { type: "error", error: new AgentLoopError("context_length", "prompt too long", { status: 400 }) };
+      },
+    };
+    const request = { messages: [{ role: "user" as const, content: "q" }], tools: [{ name: "t", description: "", parameters: {} }] };
+    const failed = await collect(planToolCalling(failing), request);
+    assert.equal(failed.length, 1);
+    assert.ok(failed[0].type === "error" && failed[0].error.kind === "context_length");
+
+    const controller = new AbortController();
+    controller.abort();
+    const scripted = new ScriptedModel([plan("done", [])]);
+    const aborted = await collect(planToolCalling(scripted), { ...request, signal: controller.signal });
+    assert.ok(aborted.at(-1)?.type === "error" && (aborted.at(-1) as { error: AgentLoopError }).error.kind === "aborted");
+    assert.equal(scripted.requests.length, 0);
   });
 
   it("rejects bad options with a clear message", () => {

@@ -272,6 +272,20 @@ describe("stringToolCalling stream", () => {
     if (thrown[0].type === "error") assert.match(thrown[0].error.message, /broken adapter/);
   });
 
+  it("ends with an error when the inner stream stops without a finish event", async () => {
+    const silent: Model = {
+      provider: "test",
+      modelId: "silent",
+      async *stream() {
+        yield { type: "text-delta", id: "t", delta: "partial" };
+      },
+    };
+    const events = await collect(stringToolCalling(silent), request());
+    const last = events.at(-1);
+    assert.equal(last?.type, "error");
+    if (last?.type === "error") assert.match(last.error.message, /test model stream ended without a finish event/);
+  });
+
   it("passes the abort signal through: aborting mid-stream ends with an aborted error", async () => {
     const inner = new ScriptedModel(["one two three four five six seven eight nine ten"], { chunkDelayMs: 5 });
     const controller = new AbortController();
