@@ -1,0 +1,26 @@
+// agentloop/prompty: .prompty files (YAML frontmatter + a nunjucks template with role markers) run as agents.
+export {
+  DEFAULT_MAX_ITERATIONS,
+  type InvokeAgentOptions,
+  invokeAgent,
+  iterationsExceeded,
+  modelOptionsOf,
+  PromptyRunError,
+  type PromptyRuntimeTools,
+  resolvePromptyModel,
+  runPrompty,
+  type StartedPrompty,
+  startAgent,
+} from "./invoke.js";
+export { type LoadPromptyOptions, loadPrompty, parsePrompty, resolveEnvReferences } from "./loader.js";
+export {
+  getTool,
+  getToolHandler,
+  type PromptyKindCall,
+  type PromptyKindHandler,
+  type PromptyToolHandler,
+  registerTool,
+  registerToolHandler,
+} from "./registry.js";
+export { parseRoleMessages, prepare, propertiesSchema, renderTemplate, resolveInputs } from "./template.js";
+export type { PromptyAgent, PromptyModel, PromptyProperty, PromptyToolSpec } from "./types.js";
