@@ -1,0 +1,278 @@
+// One conformance suite, run against every MemoryStore implementation.
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import { AgentLoopError } from "../../src/errors.js";
+import type { MemoryLimits, MemoryStore } from "../../src/memory/index.js";
+
+export type StoreFactory = (limits?: MemoryLimits) => Promise<MemoryStore>;
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+async function withStore(factory: StoreFactory, limits: MemoryLimits | undefined, fn: (store: MemoryStore) => Promise<void>): Promise<void> {
+  const store = await factory(limits);
+  try {
+    await fn(store);
+  } finally {
+    await store.close();
+  }
+}
+
+async function rejectsWith(promise: Promise<unknown>, kind: string, pattern: RegExp): Promise<void> {
+  await assert.rejects(promise, (error: unknown) => {
+    assert.ok(AgentLoopError.isInstance(error), `expected an AgentLoopError, got ${String(error)}`);
+    assert.equal(error.kind, kind);
+    assert.match(error.message, pattern);
+    return true;
+  });
+}
+
+export function memoryStoreConformance(name: string, factory: StoreFactory): void {
+  describe(`MemoryStore conformance: ${name}`, () => {
+    it("creates sessions idempotently and reports unknown ones as undefined", async () => {
+      await withStore(factory, undefined, async (store) => {
+        assert.equal(await store.getSession("nope"), undefined);
+        const created = await store.createSession("s1", { user: "ada" });
+        assert.equal(created.session_id, "s1");
+        assert.deepEqual(created.metadata, { user: "ada" });
+        assert.equal(created.event_count, 0);
+        assert.equal(created.last_seq, 0);
+        assert.ok(!Number.isNaN(Date.parse(created.created_at)));
+        const again = await store.createSession("s1", { user: "other" });
+        assert.deepEqual(again.metadata, { user: "ada" }, "an existing session is returned unchanged");
+        const generated = await store.createSession();
+        assert.match(generated.session_id, /^[0-9a-f-]{36}$/);
+        assert.equal((await store.getSession("s1"))?.session_id, "s1");
+      });
+    });
+
+    it("appends in order, assigns seqs and keeps content, metadata, ids and timestamps", async () => {
+      await withStore(factory, undefined, async (store) => {
+        const stored = await store.append("s", [
+          { event_type: "user_message", content: "hello", metadata: { run_id: "r1" } },
+          { event_type: "tool_call", content: { tool: "echo", arguments: { text: "hi", n: [1, 2] } }, metadata: { tool_call_id: "c1" } },
+          { event_type: "tool_result", content: { tool: "echo", result: "hi" }, event_id: "mine", timestamp: "2030-01-02T03:04:05.678Z" },
+        ]);
+        assert.deepEqual(
+          stored.map((event) => event.seq),
+          [1, 2, 3],
+        );
+        const more = await store.append("s", [{ event_type: "agent_response", content: "done" }]);
+        assert.equal(more[0].seq, 4);
+        const events = await store.events("s");
+        assert.deepEqual(
+          events.map((event) => [event.seq, event.event_type]),
+          [
+            [1, "user_message"],
+            [2, "tool_call"],
+            [3, "tool_result"],
+            [4, "agent_response"],
+          ],
+        );
+        assert.deepEqual(events, [...stored, ...more]);
+        assert.equal(events[0].content, "hello");
+        assert.deepEqual(events[0].metadata, { run_id: "r1" });
+        assert.deepEqual(events[1].content, { tool: "echo", arguments: { text: "hi", n: [1, 2] } });
+        assert.equal(events[2].event_id, "mine");
+        assert.equal(events[2].timestamp, "2030-01-02T03:04:05.678Z");
+        assert.equal(events[0].session_id, "s");
+        assert.match(events[0].event_id, /^[0-9a-f-]{36}$/);
+        assert.notEqual(events[0].event_id, events[1].event_id);
+        const session = await store.getSession("s");
+        assert.equal(session?.event_count, 4);
+        assert.equal(session?.last_seq, 4);
+        assert.deepEqual(await store.append("s", []), []);
+      });
+    });
+
+    it("rejects a batch with one bad event as a whole", async () => {
+      await withStore(factory, undefined, async (store) => {
+        await store.append("s", [{ event_type: "user_message", content: "kept" }]);
+        await rejectsWith(store.append("s", [{ event_type: "user_message", content: "x" }, { event_type: "" }]), "invalid_request", /event_type/);
+        await rejectsWith(store.append("s", [{ event_type: "tool_result", content: { big: 10n } }]), "invalid_request", /content is not JSON-serializable/);
+        await rejectsWith(store.append("s", [{ event_type: "x", metadata: [] as never }]), "invalid_request", /metadata must be an object/);
+        await rejectsWith(store.append("s", [{ event_type: "x", timestamp: "yesterday" }]), "invalid_request", /invalid event timestamp/);
+        const events = await store.events("s");
+        assert.deepEqual(
+          events.map((event) => event.content),
+          ["kept"],
+        );
+        assert.equal((await store.append("s", [{ event_type: "x" }]))[0].seq, 2, "a failed append uses no seq");
+      });
+    });
+
+    it("rejects bad session ids and query values with invalid_request", async () => {
+      await withStore(factory, undefined, async (store) => {
+        await rejectsWith(store.append("", [{ event_type: "x" }]), "invalid_request", /session id/);
+        await rejectsWith(store.getSession(42 as never), "invalid_request", /session id/);
+        await rejectsWith(store.createSession("x".repeat(300)), "invalid_request", /at most 256/);
+        await rejectsWith(store.events("s", { limit: -1 }), "invalid_request", /limit/);
+        await rejectsWith(store.events("s", { afterSeq: 1.5 }), "invalid_request", /afterSeq/);
+        await rejectsWith(store.latestEvents({ limit: Number.NaN }), "invalid_request", /limit/);
+      });
+    });
+
+    it("queries by limit (latest), afterSeq (next page) and types; unknown sessions are empty", async () => {
+      await withStore(factory, undefined, async (store) => {
+        await store.append(
+          "s",
+          Array.from({ length: 10 }, (_, index) => ({ event_type: index % 2 === 0 ? "user_message" : "agent_response", content: `e${index + 1}` })),
+        );
+        const contents = (events: Array<{ content: unknown }>) => events.map((event) => event.content);
+        assert.deepEqual(contents(await store.events("s", { limit: 3 })), ["e8", "e9", "e10"]);
+        assert.deepEqual(contents(await store.events("s", { afterSeq: 7 })), ["e8", "e9", "e10"]);
+        assert.deepEqual(contents(await store.events("s", { afterSeq: 2, limit: 2 })), ["e3", "e4"]);
+        assert.deepEqual(contents(await store.events("s", { types: ["agent_response"], limit: 2 })), ["e8", "e10"]);
+        assert.deepEqual(contents(await store.events("s", { types: ["user_message"], afterSeq: 6 })), ["e7", "e9"]);
+        assert.deepEqual(await store.events("s", { limit: 0 }), []);
+        assert.deepEqual(await store.events("s", { types: [] }), []);
+        assert.deepEqual(await store.events("unknown"), []);
+      });
+    });
+
+    it("returns the latest events across sessions in order", async () => {
+      await withStore(factory, undefined, async (store) => {
+        await store.append("a", [{ event_type: "user_message", content: "a1" }]);
+        await store.append("b", [{ event_type: "user_message", content: "b1" }]);
+        await store.append("a", [{ event_type: "agent_response", content: "a2" }]);
+        await store.append("b", [{ event_type: "agent_response", content: "b2" }]);
+        const latest = await store.latestEvents({ limit: 3 });
+        assert.deepEqual(
+          latest.map((event) => [event.session_id, event.content]),
+          [
+            ["b", "b1"],
+            ["a", "a2"],
+            ["b", "b2"],
+          ],
+        );
+        const answers = await store.latestEvents({ types: ["agent_response"] });
+        assert.deepEqual(
+          answers.map((event) => event.content),
+          ["a2", "b2"],
+        );
+      });
+    });
+
+    it("lists sessions least recently updated first and deletes them", async () => {
+      await withStore(factory, undefined, async (store) => {
+        await store.append("one", [{ event_type: "x" }]);
+        await store.append("two", [{ event_type: "x" }, { event_type: "y" }]);
+        await store.append("one", [{ event_type: "z" }]);
+        const sessions = await store.listSessions();
+        assert.deepEqual(
+          sessions.map((session) => [session.session_id, session.event_count, session.last_seq]),
+          [
+            ["two", 2, 2],
+            ["one", 2, 2],
+          ],
+        );
+        assert.deepEqual(
+          (await store.listSessions({ limit: 1 })).map((session) => session.session_id),
+          ["one"],
+        );
+        assert.equal(await store.deleteSession("two"), true);
+        assert.equal(await store.deleteSession("two"), false);
+        assert.deepEqual(await store.events("two"), []);
+        assert.equal(await store.getSession("two"), undefined);
+        assert.deepEqual(
+          (await store.latestEvents()).map((event) => event.session_id),
+          ["one", "one"],
+        );
+      });
+    });
+
+    it("trims the oldest events beyond maxEventsPerSession; seqs keep counting", async () => {
+      await withStore(factory, { maxEventsPerSession: 3 }, async (store) => {
+        await store.append("s", [{ event_type: "x", content: 1 }, { event_type: "x", content: 2 }]);
+        await store.append("s", [{ event_type: "x", content: 3 }, { event_type: "x", content: 4 }, { event_type: "x", content: 5 }]);
+        const events = await store.events("s");
+        assert.deepEqual(
+          events.map((event) => [event.seq, event.content]),
+          [
+            [3, 3],
+            [4, 4],
+            [5, 5],
+          ],
+        );
+        const session = await store.getSession("s");
+        assert.equal(session?.event_count, 3);
+        assert.equal(session?.last_seq, 5);
+      });
+    });
+
+    it("evicts the least recently updated session beyond maxSessions", async () => {
+      await withStore(factory, { maxSessions: 2 }, async (store) => {
+        await store.append("old", [{ event_type: "x" }]);
+        await store.append("middle", [{ event_type: "x" }]);
+        await store.append("old", [{ event_type: "x" }]); // now "middle" is the least recently updated
+        await store.append("new", [{ event_type: "x" }]);
+        assert.deepEqual(
+          (await store.listSessions()).map((session) => session.session_id),
+          ["old", "new"],
+        );
+        assert.deepEqual(await store.events("middle"), []);
+        await store.createSession("newest");
+        assert.deepEqual(
+          (await store.listSessions()).map((session) => session.session_id),
+          ["new", "newest"],
+        );
+      });
+    });
+
+    it("hides and removes events and sessions older than the retention", async () => {
+      await withStore(factory, { retentionMs: 300 }, async (store) => {
+        await store.append("s", [
+          { event_type: "x", content: "ancient", timestamp: "2000-01-01T00:00:00.000Z" },
+          { event_type: "x", content: "fresh" },
+        ]);
+        assert.deepEqual(
+          (await store.events("s")).map((event) => event.content),
+          ["fresh"],
+        );
+        assert.equal((await store.getSession("s"))?.event_count, 1);
+        await sleep(400);
+        assert.equal(await store.getSession("s"), undefined);
+        assert.deepEqual(await store.events("s"), []);
+        assert.deepEqual(await store.listSessions(), []);
+        assert.deepEqual(await store.latestEvents(), []);
+        const revived = await store.createSession("s");
+        assert.equal(revived.event_count, 0, "an expired session comes back empty");
+      });
+    });
+
+    it("rejects invalid limits when it is created", async () => {
+      await rejectsWith(factory({ maxSessions: 0 }), "configuration", /maxSessions must be a positive integer/);
+      await rejectsWith(factory({ maxEventsPerSession: 2.5 }), "configuration", /maxEventsPerSession/);
+      await rejectsWith(factory({ retentionMs: -1 }), "configuration", /retentionMs/);
+    });
+
+    it("replaces NUL characters (PostgreSQL cannot store them) the same way everywhere", async () => {
+      await withStore(factory, undefined, async (store) => {
+        await store.append("s", [{ event_type: "tool_result", content: { result: "a\u0000b" }, metadata: { note: "c\u0000" } }]);
+        const [event] = await store.events("s");
+        assert.deepEqual(event.content, { result: "a\uFFFDb" });
+        assert.deepEqual(event.metadata, { note: "c\uFFFD" });
+      });
+    });
+
+    it("serializes concurrent appends to one session without gaps or duplicates", async () => {
+      await withStore(factory, undefined, async (store) => {
+        await Promise.all(Array.from({ length: 40 }, (_, index) => store.append("s", [{ event_type: "x", content: index }, { event_type: "y", content: index }])));
+        const events = await store.events("s");
+        assert.deepEqual(
+          events.map((event) => event.seq),
+          Array.from({ length: 80 }, (_, index) => index + 1),
+        );
+        // The two events of one append stay adjacent.
+        for (let index = 0; index < 80; index += 2) assert.equal(events[index].content, events[index + 1].content);
+      });
+    });
+
+    it("rejects calls after close; close is idempotent", async () => {
+      const store = await factory();
+      await store.close();
+      await store.close();
+      await rejectsWith(store.append("s", [{ event_type: "x" }]), "invalid_request", /closed/);
+      await rejectsWith(store.events("s"), "invalid_request", /closed/);
+    });
+  });
+}

@@ -1,0 +1,88 @@
+import assert from "node:assert/strict";
+import { cpSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, before, describe, it } from "node:test";
+import { PGlite } from "@electric-sql/pglite";
+import { AgentLoopError } from "../../src/errors.js";
+import { openEmbeddedStore } from "../../src/memory/embedded.js";
+import { memoryStoreConformance } from "./conformance.js";
+
+const root = mkdtempSync(join(tmpdir(), "agentloop-embedded-"));
+let shared: PGlite;
+let schemas = 0;
+
+/** A fresh store directory, copied from one initialized once (creating a database takes seconds). */
+function freshDirectory(name: string): string {
+  const path = join(root, name);
+  cpSync(join(root, "template"), path, { recursive: true });
+  return path;
+}
+
+before(async () => {
+  const template = await openEmbeddedStore({ path: join(root, "template") });
+  await template.close();
+  // One embedded database for the conformance suite; each test gets its own schema.
+  shared = await PGlite.create(freshDirectory("shared"));
+});
+after(async () => {
+  await shared.close();
+  rmSync(root, { recursive: true, force: true });
+});
+
+memoryStoreConformance("embedded (PGlite)", async (limits) => openEmbeddedStore({ ...limits, database: shared, schema: `conformance_${schemas++}` }));
+
+describe("embedded store: its directory", () => {
+  it("persists sessions across close and reopen", async () => {
+    const path = freshDirectory("persist");
+    const first = await openEmbeddedStore({ path });
+    await first.append("s", [{ event_type: "user_message", content: "remember me" }]);
+    await first.close();
+    const second = await openEmbeddedStore({ path });
+    try {
+      const events = await second.events("s");
+      assert.deepEqual(
+        events.map((event) => [event.seq, event.content]),
+        [[1, "remember me"]],
+      );
+      assert.equal((await second.append("s", [{ event_type: "x" }]))[0].seq, 2);
+    } finally {
+      await second.close();
+    }
+  });
+
+  it("refuses a second opener of the same directory with a clear error, and allows it after close", async () => {
+    const path = freshDirectory("locked");
+    const first = await openEmbeddedStore({ path });
+    try {
+      await assert.rejects(openEmbeddedStore({ path }), (error: unknown) => {
+        assert.ok(AgentLoopError.isInstance(error));
+        assert.equal(error.kind, "configuration");
+        assert.match(error.message, new RegExp(`already open in process ${process.pid}`));
+        assert.match(error.message, /MEMORY_TYPE=postgres/);
+        return true;
+      });
+    } finally {
+      await first.close();
+    }
+    const again = await openEmbeddedStore({ path });
+    await again.close();
+  });
+
+  it("refuses a directory locked by another live process, takes over a stale lock", async () => {
+    const path = freshDirectory("foreign");
+    // The parent of this test process is alive and is not us.
+    writeFileSync(join(path, "agentloop.lock"), String(process.ppid));
+    await assert.rejects(openEmbeddedStore({ path }), new RegExp(`already open in process ${process.ppid}`));
+    // A pid that cannot exist: the lock of a killed process.
+    writeFileSync(join(path, "agentloop.lock"), "2147483646");
+    const reopened = await openEmbeddedStore({ path });
+    await reopened.close();
+  });
+
+  it("reports a directory that cannot be created", async () => {
+    const file = join(root, "a-file");
+    writeFileSync(file, "not a directory");
+    await assert.rejects(openEmbeddedStore({ path: join(file, "memory") }), /cannot create the embedded store directory/);
+  });
+});

@@ -1,0 +1,94 @@
+import assert from "node:assert/strict";
+import { after, describe, it } from "node:test";
+import { AgentLoopError } from "../../src/errors.js";
+import { openPostgresStore } from "../../src/memory/postgres.js";
+import { memoryStoreConformance } from "./conformance.js";
+import { dropSchemas, postgresUrl, uniqueSchema } from "./postgres-server.js";
+
+after(dropSchemas);
+
+memoryStoreConformance("postgres", async (limits) => openPostgresStore({ ...limits, url: postgresUrl(), schema: uniqueSchema("conf"), poolSize: 4 }));
+
+describe("postgres store: replicas", () => {
+  it("two store instances appending 2 x 200 events to one session lose and reorder nothing", async () => {
+    const schema = uniqueSchema("replicas");
+    // Opened together: the migration itself must be safe when replicas start at the same time.
+    const [first, second] = await Promise.all([
+      openPostgresStore({ url: postgresUrl(), schema, poolSize: 4 }),
+      openPostgresStore({ url: postgresUrl(), schema, poolSize: 4 }),
+    ]);
+    try {
+      const writer = async (store: typeof first, name: string) => {
+        const results: number[] = [];
+        // Four concurrent writers per replica, 50 appends each.
+        await Promise.all(
+          Array.from({ length: 4 }, async (_, lane) => {
+            for (let index = 0; index < 50; index++) {
+              const [event] = await store.append("shared", [{ event_type: "x", content: { replica: name, lane, index } }]);
+              results.push(event.seq);
+            }
+          }),
+        );
+        return results;
+      };
+      const [seqsA, seqsB] = await Promise.all([writer(first, "a"), writer(second, "b")]);
+      const events = await first.events("shared", { limit: 1000 });
+      assert.equal(events.length, 400);
+      assert.deepEqual(
+        events.map((event) => event.seq),
+        Array.from({ length: 400 }, (_, index) => index + 1),
+      );
+      assert.deepEqual(
+        [...seqsA, ...seqsB].sort((a, b) => a - b),
+        Array.from({ length: 400 }, (_, index) => index + 1),
+        "each append got its own seq",
+      );
+      // Each writer lane's events appear in the order it wrote them.
+      for (const replica of ["a", "b"]) {
+        for (let lane = 0; lane < 4; lane++) {
+          const indexes = events
+            .map((event) => event.content as { replica: string; lane: number; index: number })
+            .filter((content) => content.replica === replica && content.lane === lane)
+            .map((content) => content.index);
+          assert.deepEqual(
+            indexes,
+            Array.from({ length: 50 }, (_, index) => index),
+          );
+        }
+      }
+      assert.deepEqual(await second.events("shared", { limit: 1000 }), events, "both replicas read the same log");
+      assert.equal((await second.getSession("shared"))?.last_seq, 400);
+    } finally {
+      await Promise.all([first.close(), second.close()]);
+    }
+  });
+});
+
+describe("postgres store: errors", () => {
+  it("rejects a missing or malformed URL with a configuration error", async () => {
+    await assert.rejects(openPostgresStore({}), /needs a connection URL/);
+    await assert.rejects(openPostgresStore({ url: "mysql://x" }), /must start with postgres:\/\//);
+    await assert.rejects(openPostgresStore({ url: postgresUrl(), schema: "bad-name; drop" }), /plain SQL identifier/);
+  });
+
+  it("reports an unreachable server as a network error without the password", async () => {
+    await assert.rejects(openPostgresStore({ url: "postgres://user:secret@127.0.0.1:1/db" }), (error: unknown) => {
+      assert.ok(AgentLoopError.isInstance(error));
+      assert.equal(error.kind, "network");
+      assert.match(error.message, /cannot reach PostgreSQL at 127\.0\.0\.1:1\/db/);
+      assert.doesNotMatch(error.message, /secret/);
+      return true;
+    });
+  });
+
+  it("reports a missing database as a configuration error", async () => {
+    const missing = new URL(postgresUrl());
+    missing.pathname = "/agentloop_no_such_database";
+    await assert.rejects(openPostgresStore({ url: missing.toString() }), (error: unknown) => {
+      assert.ok(AgentLoopError.isInstance(error));
+      assert.equal(error.kind, "configuration");
+      assert.match(error.message, /agentloop_no_such_database/);
+      return true;
+    });
+  });
+});

@@ -1,0 +1,237 @@
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import { Agent, defineTool, type LoopEvent, ScriptedModel } from "../../src/index.js";
+import {
+  type EventQuery,
+  InMemoryStore,
+  INTERRUPTED_TOOL_RESULT,
+  type MemoryEvent,
+  type MemoryStore,
+  type NewMemoryEvent,
+  sessionMemory,
+} from "../../src/memory/index.js";
+
+const STATE_TYPES = new Set(["run_started", "run_ended"]);
+const toolCall = (name: string, args: unknown, id: string) => JSON.stringify({ tool_calls: [{ id, name, arguments: args }] });
+
+const echo = defineTool({
+  name: "echo",
+  description: "echoes its text",
+  parameters: { type: "object", properties: { text: { type: "string" } }, required: ["text"] },
+  execute: (args: { text: string }) => `echo: ${args.text}`,
+});
+
+async function waitFor<T>(check: () => Promise<T | undefined>, what: string): Promise<T> {
+  const deadline = Date.now() + 5000;
+  for (;;) {
+    const value = await check();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
+
+describe("sessionMemory with the agent loop", () => {
+  it("records user_message, tool_call, tool_result, agent_response; the next run gets the conversation", async () => {
+    const store = new InMemoryStore();
+    const memory = sessionMemory(store);
+    const model = new ScriptedModel([toolCall("echo", { text: "hi" }, "call_1"), "The echo said hi."]);
+    const agent = new Agent({ name: "helper", model, tools: [echo], memory, instructions: "Be brief." });
+
+    const first = await agent.run("say hi through echo", { sessionId: "chat-1" });
+    assert.equal(first.state, "COMPLETED");
+    const events = await store.events("chat-1");
+    assert.deepEqual(
+      events.filter((event) => !STATE_TYPES.has(event.event_type)).map((event) => event.event_type),
+      ["user_message", "tool_call", "tool_result", "agent_response"],
+    );
+    assert.deepEqual(
+      events.map((event) => event.event_type),
+      ["run_started", "user_message", "tool_call", "tool_result", "agent_response", "run_ended"],
+    );
+    const [started, userMessage, call, result, response, ended] = events;
+    assert.deepEqual(started.content, { agent: "helper", model: "scripted:scripted" });
+    assert.equal(userMessage.content, "say hi through echo");
+    assert.deepEqual(call.content, { tool: "echo", arguments: { text: "hi" } });
+    assert.equal(call.metadata.tool_call_id, "call_1");
+    assert.equal(call.metadata.tool_name, "echo");
+    assert.equal(call.metadata.raw_arguments, '{"text":"hi"}');
+    assert.deepEqual(result.content, { tool: "echo", result: "echo: hi" });
+    assert.equal(result.metadata.is_error, false);
+    assert.equal(result.metadata.tool_call_id, "call_1");
+    assert.equal(response.content, "The echo said hi.");
+    assert.deepEqual(ended.content, { state: "COMPLETED", reason: first.reason });
+    for (const event of events) assert.equal(event.metadata.run_id, first.runId);
+
+    const second = await agent.run("and again?", { sessionId: "chat-1" });
+    assert.equal(second.state, "COMPLETED");
+    const secondRunFirstRequest = model.requests[2];
+    assert.deepEqual(secondRunFirstRequest.messages, [
+      { role: "system", content: "Be brief." },
+      { role: "user", content: "say hi through echo" },
+      { role: "assistant", content: [{ type: "tool-call", id: "call_1", name: "echo", arguments: '{"text":"hi"}' }] },
+      { role: "tool", toolCallId: "call_1", toolName: "echo", content: "echo: hi" },
+      { role: "assistant", content: [{ type: "text", text: "The echo said hi." }] },
+      { role: "user", content: "and again?" },
+    ]);
+    assert.deepEqual(
+      (await store.listSessions()).map((session) => [session.session_id, session.event_count]),
+      [["chat-1", 12]],
+    );
+  });
+
+  it("writes events as they happen, before the run ends", async () => {
+    const store = new InMemoryStore();
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    const slow = defineTool({
+      name: "slow",
+      description: "waits",
+      parameters: { type: "object" },
+      execute: async () => {
+        await gate;
+        return "finally";
+      },
+    });
+    const agent = new Agent({ model: new ScriptedModel([toolCall("slow", {}, "s1"), "done"]), tools: [slow], memory: sessionMemory(store) });
+    const run = agent.run("wait for it", { sessionId: "live" });
+    const during = await waitFor(async () => {
+      const events = await store.events("live");
+      return events.some((event) => event.event_type === "tool_call") ? events : undefined;
+    }, "the tool_call event");
+    assert.deepEqual(
+      during.map((event) => event.event_type),
+      ["run_started", "user_message", "tool_call"],
+    );
+    release();
+    assert.equal((await run).state, "COMPLETED");
+    assert.equal((await store.events("live")).at(-1)?.event_type, "run_ended");
+  });
+
+  it("records delegations, tool errors, steering and aborts", async () => {
+    const store = new InMemoryStore();
+    const memory = sessionMemory(store);
+    const worker = new Agent({ name: "worker", description: "does work", model: new ScriptedModel(["work done"]), memory });
+    const failing = defineTool({
+      name: "failing",
+      description: "always fails",
+      parameters: { type: "object" },
+      execute: () => {
+        throw new Error("boom");
+      },
+    });
+    const model = new ScriptedModel([toolCall("delegate_to_worker", { task: "process data" }, "d1"), toolCall("failing", {}, "f1"), "all done"]);
+    const boss = new Agent({ name: "boss", model, tools: [failing], subAgents: [worker], memory });
+    const run = boss.run("delegate it", { sessionId: "team" });
+    for await (const event of run) if (event.type === "tool-start" && event.name === "failing") run.steer("hurry up");
+    assert.equal((await run).state, "COMPLETED");
+    const events = await store.events("team", { types: ["delegation_request", "delegation_response", "tool_result", "steering"] });
+    assert.deepEqual(
+      events.map((event) => event.event_type),
+      ["delegation_request", "delegation_response", "tool_result", "steering"],
+    );
+    assert.deepEqual(events[0].content, { agent: "worker", task: "process data" });
+    assert.deepEqual(events[1].content, { agent: "worker", response: "work done" });
+    assert.equal(events[3].content, "hurry up");
+    assert.equal(events[2].metadata.is_error, true);
+    assert.match(String((events[2].content as { result: string }).result), /boom/);
+    assert.equal(events[0].metadata.tool_name, "delegate_to_worker");
+    // The sub-agent's own run (depth 1) is not mixed into the parent's session.
+    assert.deepEqual(
+      (await store.events("team", { types: ["user_message"] })).map((event) => event.content),
+      ["delegate it"],
+    );
+
+    const hanging = defineTool({
+      name: "hanging",
+      description: "waits for abort",
+      parameters: { type: "object" },
+      execute: (_args, context) => new Promise((resolve) => context.signal.addEventListener("abort", () => resolve("stopped"))),
+    });
+    const abortable = new Agent({ model: new ScriptedModel([toolCall("hanging", {}, "h1"), "never"]), tools: [hanging], memory });
+    const aborted = abortable.run("start", { sessionId: "stop-me" });
+    for await (const event of aborted) if (event.type === "tool-start") aborted.abort("client went away");
+    const abortedResult = await aborted;
+    assert.equal(abortedResult.state, "ABORTED");
+    const log = await store.events("stop-me");
+    assert.deepEqual(log.at(-1)?.content, { state: "ABORTED", reason: abortedResult.reason });
+    assert.equal(log.some((event) => event.event_type === "agent_response"), false);
+  });
+
+  it("records nothing for a run without a session id", async () => {
+    const store = new InMemoryStore();
+    const result = await new Agent({ model: new ScriptedModel(["hi"]), memory: sessionMemory(store) }).run("hello");
+    assert.equal(result.state, "COMPLETED");
+    assert.deepEqual(await store.listSessions(), []);
+  });
+
+  it("loads an interrupted session cleanly: the dangling call gets an interrupted result", async () => {
+    const store = new InMemoryStore();
+    await store.append("cut", [
+      { event_type: "run_started", content: {}, metadata: { run_id: "old" } },
+      { event_type: "user_message", content: "start the job", metadata: { run_id: "old" } },
+      { event_type: "tool_call", content: { tool: "job", arguments: {} }, metadata: { run_id: "old", tool_call_id: "j1", tool_name: "job", raw_arguments: "{}", turn: 1 } },
+    ]);
+    const model = new ScriptedModel(["It was interrupted; shall I retry?"]);
+    const result = await new Agent({ model, memory: sessionMemory(store) }).run("what happened?", { sessionId: "cut" });
+    assert.equal(result.state, "COMPLETED");
+    assert.deepEqual(model.requests[0].messages, [
+      { role: "user", content: "start the job" },
+      { role: "assistant", content: [{ type: "tool-call", id: "j1", name: "job", arguments: "{}" }] },
+      { role: "tool", toolCallId: "j1", toolName: "job", content: INTERRUPTED_TOOL_RESULT, isError: true },
+      { role: "user", content: "what happened?" },
+    ]);
+  });
+
+  it("honours the context limit and puts trace ids in metadata", async () => {
+    const store = new InMemoryStore();
+    const memory = sessionMemory(store, { contextLimit: 1, traceIds: () => ({ traceId: "a".repeat(32), spanId: "b".repeat(16) }) });
+    const model = new ScriptedModel(["answer"]);
+    const agent = new Agent({ model, memory });
+    for (const input of ["one", "two", "three"]) await agent.run(input, { sessionId: "s" });
+    assert.deepEqual(model.requests[2].messages, [
+      { role: "user", content: "two" },
+      { role: "assistant", content: [{ type: "text", text: "answer" }] },
+      { role: "user", content: "three" },
+    ]);
+    const [first] = await store.events("s", { limit: 1 });
+    assert.equal(first.metadata.trace_id, "a".repeat(32));
+    assert.equal(first.metadata.span_id, "b".repeat(16));
+    assert.throws(() => sessionMemory(store, { contextLimit: -2 }), /contextLimit/);
+  });
+
+  it("a failing store does not stop the run: the failure is reported as an error event and later writes continue", async () => {
+    const inner = new InMemoryStore();
+    let failures = 0;
+    const flaky: MemoryStore = {
+      kind: "flaky",
+      createSession: (id, metadata) => inner.createSession(id, metadata),
+      getSession: (id) => inner.getSession(id),
+      append: async (id: string, events: readonly NewMemoryEvent[]): Promise<MemoryEvent[]> => {
+        if (events.some((event) => event.event_type === "user_message")) {
+          failures++;
+          throw new Error("disk full");
+        }
+        return inner.append(id, events);
+      },
+      events: (id: string, query?: EventQuery) => inner.events(id, query),
+      latestEvents: (query) => inner.latestEvents(query),
+      listSessions: (options) => inner.listSessions(options),
+      deleteSession: (id) => inner.deleteSession(id),
+      close: () => inner.close(),
+    };
+    const run = new Agent({ model: new ScriptedModel(["fine"]), memory: sessionMemory(flaky) }).run("hello", { sessionId: "s" });
+    const seen: LoopEvent[] = [];
+    for await (const event of run) seen.push(event);
+    const result = await run;
+    assert.equal(result.state, "COMPLETED");
+    assert.equal(failures, 1);
+    const errors = seen.filter((event): event is Extract<LoopEvent, { type: "error" }> => event.type === "error");
+    assert.equal(errors.length, 1);
+    assert.match(errors[0].error.message, /disk full/);
+    assert.deepEqual(
+      (await inner.events("s")).map((event) => event.event_type),
+      ["run_started", "agent_response", "run_ended"],
+    );
+  });
+});
