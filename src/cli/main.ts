@@ -1,7 +1,10 @@
 #!/usr/bin/env node
 import { Command, CommanderError } from "commander";
 import { AgentLoopError } from "../errors.js";
+import { registerChatCommand } from "./commands/chat.js";
 import { registerRunCommand } from "./commands/run.js";
+import { registerServeCommand } from "./commands/serve.js";
+import { registerEventsCommand, registerSessionsCommand } from "./commands/sessions.js";
 
 const program = new Command()
   .name("agentloop")
@@ -11,6 +14,10 @@ const program = new Command()
   .exitOverride();
 
 registerRunCommand(program);
+registerChatCommand(program);
+registerServeCommand(program);
+registerSessionsCommand(program);
+registerEventsCommand(program);
 
 try {
   await program.parseAsync(process.argv);

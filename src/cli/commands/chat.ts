@@ -1,0 +1,130 @@
+import { createInterface } from "node:readline";
+import { type Command, Option } from "commander";
+import { AgentLoopError } from "../../errors.js";
+import type { LoopEvent } from "../../loop/events.js";
+import { type AgentCliOptions, addAgentOptions, setupCliAgent } from "../agent-setup.js";
+import { palette, RunRenderer } from "../render.js";
+import { ToolSpinner } from "../spinner.js";
+
+export interface ChatCommandOptions extends AgentCliOptions {
+  json?: boolean;
+}
+
+interface ChatIO {
+  stdin: NodeJS.ReadableStream & { isTTY?: boolean };
+  stdout: NodeJS.WritableStream & { isTTY?: boolean };
+  stderr: NodeJS.WritableStream & { isTTY?: boolean };
+}
+
+/**
+ * `agentloop chat`: an interactive session. Each line is one run in the same session; tool
+ * waves show as they run, the answer streams. Ctrl-C aborts the current run and keeps the chat;
+ * Ctrl-C twice at the prompt, `/exit` or the end of input leaves.
+ */
+export async function chatCommand(options: ChatCommandOptions, io: ChatIO = process): Promise<number> {
+  const colors = palette(io.stderr);
+  const cli = await setupCliAgent(options, { alwaysSession: true, sessionPrefix: "chat" });
+  const { runtime, sessionId } = cli;
+  const interactive = io.stdin.isTTY === true && io.stdout.isTTY === true;
+  io.stderr.write(
+    `${colors.bold(runtime.settings.name)} ${colors.dim(`· session ${sessionId} · /exit to leave · Ctrl-C aborts a run`)}\n` +
+      (runtime.unavailable.length > 0 ? colors.yellow(`unavailable: ${runtime.unavailable.map((item) => `${item.kind} ${item.name} (${item.reason})`).join(", ")}\n`) : ""),
+  );
+  const lines = createInterface({ input: io.stdin, output: interactive ? io.stdout : undefined, terminal: interactive });
+  let current: AbortController | undefined;
+  let lastIdleInterrupt = 0;
+  const interrupt = () => {
+    if (current && !current.signal.aborted) {
+      current.abort("interrupted (Ctrl-C)");
+      return;
+    }
+    const now = Date.now();
+    if (now - lastIdleInterrupt < 2000) {
+      lines.close();
+      return;
+    }
+    lastIdleInterrupt = now;
+    io.stderr.write(colors.dim("\n(press Ctrl-C again or type /exit to leave)\n"));
+    if (interactive) lines.prompt();
+  };
+  // On a terminal readline sees Ctrl-C; with piped input the process gets SIGINT.
+  lines.on("SIGINT", interrupt);
+  process.on("SIGINT", interrupt);
+  lines.setPrompt(colors.cyan("› "));
+  try {
+    if (interactive) lines.prompt();
+    for await (const raw of lines) {
+      const input = raw.trim();
+      if (input === "/exit" || input === "/quit") break;
+      if (input === "") {
+        if (interactive) lines.prompt();
+        continue;
+      }
+      if (input === "/session") {
+        io.stdout.write(`${sessionId}\n`);
+        if (interactive) lines.prompt();
+        continue;
+      }
+      current = new AbortController();
+      const run = runtime.agent.run(input, { sessionId, signal: current.signal });
+      if (options.json) {
+        for await (const event of run) io.stdout.write(`${JSON.stringify(event satisfies LoopEvent)}\n`);
+      } else {
+        const spinner = io.stdout.isTTY ? new ToolSpinner(io.stdout, palette(io.stdout)) : undefined;
+        const renderer = new RunRenderer(spinner ?? io.stdout, { colors: palette(io.stdout) });
+        try {
+          for await (const event of run) {
+            renderer.onEvent(event);
+            spinner?.onEvent(event);
+          }
+        } finally {
+          spinner?.stop();
+        }
+      }
+      const result = await run;
+      current = undefined;
+      if (result.state === "ABORTED") io.stderr.write(colors.yellow(`⏹ aborted: ${result.reason}\n`));
+      else if (result.state === "FAILED") io.stderr.write(colors.red(`✗ failed: ${result.error?.message ?? result.reason}\n`));
+      else if (result.state !== "COMPLETED") io.stderr.write(colors.yellow(`■ ${result.state}: ${result.reason}\n`));
+      if (interactive) lines.prompt();
+    }
+  } finally {
+    process.off("SIGINT", interrupt);
+    lines.close();
+    await cli.close();
+  }
+  io.stderr.write(colors.dim(`bye · continue later with: agentloop chat --session ${sessionId}${options.agent ? ` --agent ${options.agent}` : ""}\n`));
+  return 0;
+}
+
+export function registerChatCommand(program: Command): void {
+  const command = program
+    .command("chat")
+    .description("Chat with an agent in the terminal: streaming answers, tool waves as they run, sessions that last");
+  addAgentOptions(command)
+    .option("-m, --model <spec>", "provider:model (openai:gpt-4.1, anthropic:claude-sonnet-4-5); else the agent file, MODEL_API_URL/MODEL_NAME")
+    .option("--mock <json>", "script the model: a JSON array of responses (DEBUG_MOCK_RESPONSES format)")
+    .addOption(
+      new Option("--max-steps <n>", "model calls allowed per message (default 5)").argParser((value) => {
+        if (!/^\d+$/.test(value) || Number(value) < 1) throw new AgentLoopError("configuration", `--max-steps must be a positive integer, got "${value}"`);
+        return Number(value);
+      }),
+    )
+    .option("--json", "print one JSON loop event per line on stdout instead of the rendered chat")
+    .addHelpText(
+      "after",
+      `
+Examples:
+  $ agentloop chat --agent agent.yaml
+  $ agentloop chat --model openai:gpt-4.1 --mcp "npx -y @modelcontextprotocol/server-filesystem ."
+  $ agentloop chat --session chat_1a2b3c4d          # continue an earlier chat
+  $ printf 'hi\\n/exit\\n' | agentloop chat --mock '["Hello!"]'
+
+In the chat: /exit leaves, /session prints the session id, Ctrl-C aborts the running answer.
+Sessions are stored where MEMORY_TYPE / the agent file's memory section say (default: embedded,
+.agentloop/memory), the same store \`agentloop serve\`, \`sessions\` and \`events\` use.`,
+    )
+    .action(async (options: ChatCommandOptions) => {
+      process.exitCode = await chatCommand(options);
+    });
+}

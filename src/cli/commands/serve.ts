@@ -1,0 +1,73 @@
+import { type Command, Option } from "commander";
+import { AgentLoopError } from "../../errors.js";
+import { palette } from "../render.js";
+
+export interface ServeCommandOptions {
+  agent?: string;
+  port?: number;
+  host?: string;
+  json?: boolean;
+  graceMs?: number;
+}
+
+const integerOption = (name: string, minimum: number, maximum: number) => (value: string) => {
+  const number = Number(value);
+  if (!/^\d+$/.test(value) || number < minimum || number > maximum) {
+    throw new AgentLoopError("configuration", `${name} must be an integer between ${minimum} and ${maximum}, got "${value}"`);
+  }
+  return number;
+};
+
+/** `agentloop serve`: the KAOS-compatible agent server until SIGTERM/SIGINT. */
+export async function serveCommand(options: ServeCommandOptions, io = { stdout: process.stdout, stderr: process.stderr }): Promise<void> {
+  const { startAgentServer } = await import("../../server/index.js");
+  const colors = palette(io.stderr);
+  const log = (line: string) => io.stderr.write(`${colors.dim(line)}\n`);
+  const server = await startAgentServer({
+    agentFile: options.agent,
+    port: options.port,
+    host: options.host,
+    shutdownGraceMs: options.graceMs,
+    handleSignals: true,
+    log,
+  });
+  const url = server.url!;
+  if (options.json) {
+    io.stdout.write(`${JSON.stringify({ event: "listening", name: server.settings.name, url })}\n`);
+  } else {
+    io.stderr.write(`${colors.green("●")} agent ${colors.bold(server.settings.name)} listening on ${colors.cyan(url)}\n`);
+    io.stderr.write(colors.dim(`  POST ${url}/v1/chat/completions · GET ${url}/.well-known/agent.json · A2A ${url}/a2a\n`));
+  }
+  void server.ready().then((status) => {
+    if (options.json) io.stdout.write(`${JSON.stringify({ event: "ready", ...status })}\n`);
+    else if (status.status === "ready") io.stderr.write(`${colors.green("●")} ready\n`);
+    else io.stderr.write(colors.yellow(`● ${status.status}${status.unavailable ? `: ${status.unavailable.map((item) => `${item.kind} ${item.name} (${item.reason})`).join(", ")}` : status.error ? `: ${status.error}` : ""}\n`));
+  });
+}
+
+export function registerServeCommand(program: Command): void {
+  program
+    .command("serve")
+    .description("Serve an agent over HTTP: OpenAI chat completions, A2A and the KAOS memory routes")
+    .option("-a, --agent <file>", "agent file (YAML); the KAOS variables (AGENT_NAME, MODEL_API_URL, MCP_SERVERS...) fill or override it")
+    .addOption(new Option("-p, --port <n>", "port (default AGENT_PORT, else 8000; 0 picks a free one)").argParser(integerOption("--port", 0, 65535)))
+    .option("--host <address>", "interface to listen on", "0.0.0.0")
+    .addOption(new Option("--grace-ms <n>", "on SIGTERM, how long running streams may finish before they are aborted").default(10_000).argParser(integerOption("--grace-ms", 0, 3_600_000)))
+    .option("--json", "print the listening address and readiness as JSON lines on stdout")
+    .addHelpText(
+      "after",
+      `
+Examples:
+  $ agentloop serve --agent agent.yaml --port 8000
+  $ DEBUG_MOCK_RESPONSES='["Hello!"]' agentloop serve --port 0 --json
+  $ AGENT_NAME=worker MODEL_API_URL=http://localhost:11434 MODEL_NAME=llama3.2 agentloop serve
+  $ curl -N localhost:8000/v1/chat/completions -H 'content-type: application/json' \\
+      -d '{"messages":[{"role":"user","content":"hi"}],"stream":true,"session_id":"s1"}'
+
+Routes: GET /health, /ready, /.well-known/agent.json, /v1/models, /memory/sessions, /memory/events;
+POST /v1/chat/completions, /a2a (A2A JSON-RPC). Set AGENT_API_KEY to require a bearer token.`,
+    )
+    .action(async (options: ServeCommandOptions) => {
+      await serveCommand(options);
+    });
+}

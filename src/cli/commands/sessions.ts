@@ -1,0 +1,131 @@
+import { type Command, Option } from "commander";
+import { AgentLoopError } from "../../errors.js";
+import type { MemoryEvent, SessionInfo } from "../../memory/index.js";
+import { openCliStore } from "../agent-setup.js";
+import { type Palette, palette } from "../render.js";
+
+interface IO {
+  stdout: NodeJS.WritableStream & { isTTY?: boolean };
+  stderr: NodeJS.WritableStream & { isTTY?: boolean };
+}
+
+const positive = (name: string) => (value: string) => {
+  if (!/^\d+$/.test(value) || Number(value) < 1) throw new AgentLoopError("configuration", `${name} must be a positive integer, got "${value}"`);
+  return Number(value);
+};
+
+function shortTime(iso: string): string {
+  return iso.replace("T", " ").replace(/\.\d+Z$/, "Z");
+}
+
+/** `agentloop sessions`: the sessions of the store, most recently updated last. */
+export async function sessionsCommand(options: { agent?: string; limit?: number; json?: boolean }, io: IO = process): Promise<number> {
+  const store = await openCliStore(options.agent);
+  try {
+    const sessions = await store.listSessions({ limit: options.limit });
+    if (options.json) {
+      io.stdout.write(`${JSON.stringify({ sessions: sessions.map(({ last_seq: _seq, ...session }) => session), total: sessions.length })}\n`);
+      return 0;
+    }
+    const c = palette(io.stdout);
+    if (sessions.length === 0) {
+      io.stdout.write(`${c.dim("no sessions yet")}\n`);
+      return 0;
+    }
+    const width = Math.max(10, ...sessions.map((session) => session.session_id.length));
+    io.stdout.write(`${c.bold(`${"SESSION".padEnd(width)}  EVENTS  UPDATED`)}\n`);
+    for (const session of sessions as SessionInfo[]) {
+      io.stdout.write(`${session.session_id.padEnd(width)}  ${String(session.event_count).padStart(6)}  ${c.dim(shortTime(session.updated_at))}\n`);
+    }
+    return 0;
+  } finally {
+    await store.close();
+  }
+}
+
+function contentPreview(event: MemoryEvent, max = 100): string {
+  const content = event.content as Record<string, unknown> | string | undefined;
+  let text: string;
+  if (typeof content === "string") text = content;
+  else if (content && typeof content === "object" && "tool" in content && "arguments" in content) text = `${content.tool}(${JSON.stringify(content.arguments)})`;
+  else if (content && typeof content === "object" && "tool" in content && "result" in content) text = `${content.tool} → ${typeof content.result === "string" ? content.result : JSON.stringify(content.result)}`;
+  else text = JSON.stringify(content ?? "");
+  const line = text.replace(/\s+/g, " ");
+  return line.length > max ? `${line.slice(0, max - 1)}…` : line;
+}
+
+function typeColor(c: Palette, type: string): (text: string) => string {
+  if (type === "user_message") return c.cyan;
+  if (type === "agent_response") return c.green;
+  if (type === "error") return c.red;
+  if (type.startsWith("run_")) return c.dim;
+  return c.yellow;
+}
+
+/** `agentloop events SESSION`: one line per event, or the KAOS JSON shape with `--json`. */
+export async function eventsCommand(sessionId: string, options: { agent?: string; limit?: number; json?: boolean }, io: IO = process): Promise<number> {
+  const store = await openCliStore(options.agent);
+  try {
+    if (!(await store.getSession(sessionId))) {
+      io.stderr.write(`agentloop: session "${sessionId}" not found (list them with: agentloop sessions)\n`);
+      return 1;
+    }
+    const events = await store.events(sessionId, { limit: options.limit });
+    if (options.json) {
+      const shaped = events.map((event) => ({ event_id: event.event_id, timestamp: event.timestamp, event_type: event.event_type, content: event.content, metadata: event.metadata }));
+      io.stdout.write(`${JSON.stringify({ session_id: sessionId, events: shaped, total: shaped.length })}\n`);
+      return 0;
+    }
+    const c = palette(io.stdout);
+    for (const event of events) {
+      const time = event.timestamp.slice(11, 19);
+      io.stdout.write(`${c.dim(time)}  ${typeColor(c, event.event_type)(event.event_type.padEnd(24))} ${contentPreview(event)}\n`);
+    }
+    return 0;
+  } finally {
+    await store.close();
+  }
+}
+
+export function registerSessionsCommand(program: Command): void {
+  program
+    .command("sessions")
+    .description("List the sessions in the memory store (the same store `agentloop serve` writes)")
+    .option("-a, --agent <file>", "agent file whose memory settings to use (else MEMORY_* variables)")
+    .addOption(new Option("-n, --limit <n>", "only the most recently updated n sessions").argParser(positive("--limit")))
+    .option("--json", "print {sessions:[{session_id, created_at, updated_at, event_count, metadata}], total} on stdout")
+    .addHelpText(
+      "after",
+      `
+Examples:
+  $ agentloop sessions
+  $ agentloop sessions --limit 5
+  $ MEMORY_TYPE=postgres MEMORY_POSTGRES_URL=postgres://localhost/agents agentloop sessions --json | jq -r '.sessions[].session_id'`,
+    )
+    .action(async (options: { agent?: string; limit?: number; json?: boolean }) => {
+      process.exitCode = await sessionsCommand(options);
+    });
+}
+
+export function registerEventsCommand(program: Command): void {
+  program
+    .command("events")
+    .description("Show a session's event log: user messages, tool calls and results, delegations, answers")
+    .argument("<session>", "session id (see `agentloop sessions`)")
+    .option("-a, --agent <file>", "agent file whose memory settings to use (else MEMORY_* variables)")
+    .addOption(new Option("-n, --limit <n>", "only the last n events").argParser(positive("--limit")))
+    .option("--json", "print the KAOS shape {session_id, events:[{event_id, timestamp, event_type, content, metadata}], total}")
+    .addHelpText(
+      "after",
+      `
+Examples:
+  $ agentloop events chat_1a2b3c4d
+  $ agentloop events s1 --limit 20
+  $ agentloop events s1 --json | jq -r '.events[].event_type'
+
+Exit codes: 0 shown, 1 unknown session, 2 bad configuration.`,
+    )
+    .action(async (sessionId: string, options: { agent?: string; limit?: number; json?: boolean }) => {
+      process.exitCode = await eventsCommand(sessionId, options);
+    });
+}
