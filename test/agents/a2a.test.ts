@@ -32,7 +32,19 @@ class LoopExecutor implements AgentExecutor {
   readonly headers: Array<Record<string, unknown>> = [];
   constructor(private readonly makeAgent: () => Agent) {}
 
-  cancelTask = async (): Promise<void> => {};
+  readonly cancelled: string[] = [];
+
+  cancelTask = async (taskId: string, bus: ExecutionEventBus): Promise<void> => {
+    this.cancelled.push(taskId);
+    bus.publish(
+      AgentEvent.statusUpdate({
+        taskId,
+        contextId: "",
+        status: { state: TaskState.TASK_STATE_CANCELED, message: undefined, timestamp: undefined },
+        metadata: undefined,
+      }),
+    );
+  };
 
   async execute(request: RequestContext, bus: ExecutionEventBus): Promise<void> {
     const { taskId, contextId } = request;
@@ -246,6 +258,44 @@ describe("a2aAgentTool against a real A2A server", () => {
       return true;
     });
     await assert.rejects(a2aAgentTool({ cardUrl: "nonsense" }), /"nonsense" is not a valid agent card URL/);
+  });
+
+  it("stops on abort and cancels the remote task", async () => {
+    const slow = await startA2AServer(
+      "Slow",
+      () => new Agent({ name: "slow", model: new ScriptedModel(["a b c d e f g h i j k l m n o p"], { chunkDelayMs: 100 }) }),
+    );
+    try {
+      const tool = await a2aAgentTool({ cardUrl: slow.url });
+      const controller = new AbortController();
+      let taskId: string | undefined;
+      const result = await tool.execute(
+        { task: "talk slowly" },
+        {
+          signal: controller.signal,
+          runId: "run_x",
+          toolCallId: "c1",
+          toolName: tool.name,
+          step: 1,
+          inputs: {},
+          depth: 0,
+          agentPath: ["lead"],
+          services: {},
+          nested: () => {},
+          progress: (data) => {
+            const update = data as A2AProgress;
+            taskId ??= update.taskId;
+            if (update.update === "artifact") controller.abort("user stopped");
+          },
+        },
+      );
+      assert.deepEqual(result, { content: "[Delegation failed: aborted (user stopped)]", isError: true });
+      const deadline = Date.now() + 3000;
+      while (!slow.executor.cancelled.includes(taskId!) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
+      assert.deepEqual(slow.executor.cancelled, [taskId]);
+    } finally {
+      await slow.close();
+    }
   });
 
   it("gives up after timeoutMs without crashing the run", async () => {
