@@ -240,7 +240,7 @@ describe("Anthropic Messages wire format", () => {
   });
 
   test("redacted_thinking and thinking blocks come back verbatim on the next request", async () => {
-    const frame = (payload: { type: string }) => `event: ${payload.type}\ndata: ${JSON.stringify(payload)}\n\n`;
+    const frame = (payload: { type: string; [key: string]: unknown }) => `event: ${payload.type}\ndata: ${JSON.stringify(payload)}\n\n`;
     const frames = [
       frame({ type: "message_start", message: { id: "msg_1", type: "message", role: "assistant", model: "m", content: [], usage: { input_tokens: 5, output_tokens: 1 } } }),
       frame({ type: "content_block_start", index: 0, content_block: { type: "redacted_thinking", data: "EmwKAhgBEgy3va-opaque" } }),

@@ -29,7 +29,7 @@ function argumentPieces(args: Record<string, unknown>): string[] {
 }
 
 const frame = (payload: unknown) => `data: ${JSON.stringify(payload)}\n\n`;
-const namedFrame = (payload: { type: string }) => `event: ${payload.type}\ndata: ${JSON.stringify(payload)}\n\n`;
+const namedFrame = (payload: { type: string; [key: string]: unknown }) => `event: ${payload.type}\ndata: ${JSON.stringify(payload)}\n\n`;
 
 export function chatFrames(turn: ScriptedTurn, model = "test-model"): string[] {
   const base = { id: "chatcmpl-test", object: "chat.completion.chunk", created: 1, model };
