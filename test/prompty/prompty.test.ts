@@ -235,6 +235,35 @@ describe("invokeAgent", () => {
     });
   });
 
+  it("runs a parsed prompty, takes core tools that replace declared ones, and stops on abort", async () => {
+    const parsed = parsePrompty("---\nname: inline\ntools:\n  - name: get_time\n    kind: function\n---\nuser:\nWhat time is it in {{ city }}?");
+    assert.equal(parsed.path, undefined);
+    const { pick, requests } = modelsByName({ inline: [call("get_time", {}), "It is noon in Lima."] });
+    const getTime = {
+      name: "get_time",
+      description: "The current time (core tool)",
+      parameters: { type: "object", properties: {} },
+      execute: () => "12:00",
+    };
+    const result = await invokeAgent(parsed, { city: "Lima" }, [getTime], { model: pick });
+    assert.equal(result.text, "It is noon in Lima.");
+    assert.deepEqual(
+      requests.inline[0].tools?.map((tool) => [tool.name, tool.description]),
+      [["get_time", "The current time (core tool)"]],
+    );
+    assert.equal(textOfMessage(requests.inline[0].messages[0]), "What time is it in Lima?");
+
+    const controller = new AbortController();
+    const slow = new ScriptedModel(["one two three four five six seven eight nine ten"], { chunkDelayMs: 50 });
+    setTimeout(() => controller.abort("user stopped"), 80);
+    await assert.rejects(invokeAgent(parsed, { city: "Lima" }, [getTime], { model: slow, signal: controller.signal }), (error: unknown) => {
+      assert.ok(error instanceof PromptyRunError);
+      assert.equal(error.result.state, "ABORTED");
+      assert.equal(error.message, "Prompty inline ended with state ABORTED: aborted: user stopped");
+      return true;
+    });
+  });
+
   it("uses DEBUG_MOCK_RESPONSES when no model is given", async () => {
     const previous = process.env.DEBUG_MOCK_RESPONSES;
     process.env.DEBUG_MOCK_RESPONSES = JSON.stringify(["Mocked hello."]);
