@@ -1,0 +1,74 @@
+import { type ChildProcessWithoutNullStreams, spawn } from "node:child_process";
+import { fileURLToPath } from "node:url";
+
+export const repositoryRoot = fileURLToPath(new URL("../../", import.meta.url));
+
+/** The parent's environment without anything that would change how the CLI picks its agent. */
+export function cleanEnv(extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {};
+  for (const [key, value] of Object.entries(process.env)) {
+    if (/^(MEMORY_|AGENT_|MODEL_|MCP_|PEER_|DEBUG_MOCK|TOOL_CALL_MODE|AGENTIC_LOOP|NO_COLOR|FORCE_COLOR)/.test(key)) continue;
+    env[key] = value;
+  }
+  return { ...env, ...extra };
+}
+
+export interface CliProcess {
+  child: ChildProcessWithoutNullStreams;
+  stdout(): string;
+  stderr(): string;
+  /** Resolves when stdout (or stderr) matches; rejects after the timeout with both outputs. */
+  waitFor(pattern: RegExp, stream?: "stdout" | "stderr", timeoutMs?: number): Promise<RegExpMatchArray>;
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  write(text: string): void;
+}
+
+/** Runs `agentloop <args>` from source in a child process. */
+export function spawnCli(args: string[], env: NodeJS.ProcessEnv): CliProcess {
+  const child = spawn(process.execPath, ["--import", "tsx", "src/cli/main.ts", ...args], { cwd: repositoryRoot, env, stdio: "pipe" });
+  let out = "";
+  let err = "";
+  const listeners = new Set<() => void>();
+  child.stdout.on("data", (chunk: Buffer) => {
+    out += chunk.toString();
+    for (const listener of [...listeners]) listener();
+  });
+  child.stderr.on("data", (chunk: Buffer) => {
+    err += chunk.toString();
+    for (const listener of [...listeners]) listener();
+  });
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.once("exit", (code, signal) => resolve({ code, signal })));
+  return {
+    child,
+    stdout: () => out,
+    stderr: () => err,
+    exited,
+    write: (text) => child.stdin.write(text),
+    waitFor(pattern, stream = "stdout", timeoutMs = 20_000) {
+      return new Promise((resolve, reject) => {
+        const check = () => {
+          const match = (stream === "stdout" ? out : err).match(pattern);
+          if (match) {
+            listeners.delete(check);
+            clearTimeout(timer);
+            resolve(match);
+          }
+        };
+        const timer = setTimeout(() => {
+          listeners.delete(check);
+          reject(new Error(`timed out waiting for ${pattern} on ${stream}\n--- stdout ---\n${out}\n--- stderr ---\n${err}`));
+        }, timeoutMs);
+        listeners.add(check);
+        check();
+      });
+    },
+  };
+}
+
+/** Runs a CLI command to the end with the given stdin. */
+export async function runCli(args: string[], env: NodeJS.ProcessEnv, input = ""): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const cli = spawnCli(args, env);
+  cli.child.stdin.end(input);
+  const { code } = await cli.exited;
+  return { code, stdout: cli.stdout(), stderr: cli.stderr() };
+}
