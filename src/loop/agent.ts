@@ -56,6 +56,7 @@ export class Agent {
   readonly model: Model;
   private readonly tools = new Map<string, Tool<any>>();
   private definitions?: ToolDefinition[];
+  private wrappedModel?: Model;
 
   constructor(config: AgentConfig) {
     const model = scriptedModelFromEnv() ?? config.model;
@@ -64,6 +65,10 @@ export class Agent {
     }
     for (const key of ["maxTurns", "maxToolRounds", "maxTokens", "maxToolCalls", "concurrency", "toolTimeoutMs"] as const) {
       positiveInteger(config[key], key);
+    }
+    const modes = ["auto", "native", "string", "action", "plan"];
+    if (config.toolCallMode !== undefined && !modes.includes(config.toolCallMode)) {
+      throw new TypeError(`Agent config: toolCallMode must be one of ${modes.join(", ")}, got ${JSON.stringify(config.toolCallMode)}`);
     }
     if (config.onLimit !== undefined && config.onLimit !== "stop" && config.onLimit !== "final-answer") {
       throw new TypeError(`Agent config: onLimit must be "stop" or "final-answer", got ${JSON.stringify(config.onLimit)}`);
@@ -100,8 +105,22 @@ export class Agent {
     return new Run(runId, (control) => this.execute(control, input, options), fail, options.signal);
   }
 
+  /** The model for one run: a fresh copy when the model offers one, wrapped in a text protocol if asked. */
+  private async modelForRun(): Promise<Model> {
+    const mode = this.config.toolCallMode ?? "native";
+    const fresh = this.model.forRun?.();
+    if (mode === "native") return fresh ?? this.model;
+    // Loaded only when asked for: the text protocols are not part of the core import.
+    const { withToolCallMode } = await import("../text-tools/index.js");
+    const options = { maxSteps: this.config.maxTurns ?? DEFAULT_MAX_TURNS };
+    if (fresh) return withToolCallMode(fresh, mode, options);
+    // Kept across runs so `auto` remembers a fallback to string mode.
+    this.wrappedModel ??= withToolCallMode(this.model, mode, options);
+    return this.wrappedModel;
+  }
+
   private async execute(control: RunControl, input: string, options: RunOptions): Promise<RunResult> {
-    const model = this.model.forRun?.() ?? this.model;
+    const model = await this.modelForRun();
     const info: RunInfo = {
       runId: control.id,
       agentName: this.name,

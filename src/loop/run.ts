@@ -51,7 +51,14 @@ export class Run implements AsyncIterable<LoopEvent>, PromiseLike<RunResult> {
     // Started on the next microtask so callers can attach iterators first; never rejects.
     this.result = Promise.resolve()
       .then(() => execute(control))
-      .catch((error: unknown) => fail(error))
+      .catch((error: unknown) => {
+        // Last resort (the loop catches its own errors): still end the event stream with run-end.
+        const result = fail(error);
+        this.currentState = result.state;
+        this.log.push({ type: "error", runId: id, error: result.error!, fatal: true });
+        this.log.push({ type: "run-end", runId: id, state: result.state, reason: result.reason, result });
+        return result;
+      })
       .finally(() => {
         this.finished = true;
         this.notify();

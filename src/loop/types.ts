@@ -83,6 +83,10 @@ export interface AgentConfig {
   loopDetection?: false | LoopDetectionOptions;
   modelOptions?: ModelOptions;
   toolChoice?: ToolChoice;
+  /** How tools reach the model: `native` (default) function calling, or one of the text protocols of
+   * `agentloop/text-tools` (`string`, `action`, `plan`), or `auto` (native, falling back to string
+   * when the server rejects tools). Applies to a `DEBUG_MOCK_RESPONSES` model too. */
+  toolCallMode?: "auto" | "native" | "string" | "action" | "plan";
   observers?: RunObserver[];
   instrumentation?: Instrumentation;
   memory?: SessionMemory;

@@ -224,3 +224,7 @@ test("bad configuration fails at construction with a message naming the setting"
   const { tool } = waitingTool("same", 0);
   assert.throws(() => new Agent({ model, tools: [tool, tool] }), /two tools are named "same"/);
 });
+
+test("an unknown toolCallMode is refused at construction", () => {
+  assert.throws(() => new Agent({ model: new ScriptedModel([]), toolCallMode: "telepathy" as never }), /toolCallMode must be one of auto, native, string, action, plan/);
+});

@@ -21,3 +21,19 @@ test("DEBUG_MOCK_RESPONSES replaces the configured model: a tool call, then the 
     delete process.env.DEBUG_MOCK_RESPONSES;
   }
 });
+
+test("the seeds' two-phase action script runs with toolCallMode: action (tool → {} → final answer)", async () => {
+  process.env.DEBUG_MOCK_RESPONSES = '["{\\"tool\\": \\"echo\\", \\"arguments\\": {\\"text\\": \\"hello\\"}}", "{}", "The echo returned: hello"]';
+  try {
+    const { tool, log } = waitingTool("echo", 0);
+    const run = new Agent({ model: new ScriptedModel([]), tools: [tool], toolCallMode: "action" }).run("say hello");
+    const result = await run;
+    assert.equal(result.state, "COMPLETED");
+    assert.equal(result.text, "The echo returned: hello");
+    assert.deepEqual(log.map((entry) => entry.args), [{ text: "hello" }]);
+    const progress = run.events.filter((event) => event.type === "progress");
+    assert.equal(progress.length, 1);
+  } finally {
+    delete process.env.DEBUG_MOCK_RESPONSES;
+  }
+});
