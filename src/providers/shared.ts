@@ -1,7 +1,7 @@
 /** Small helpers shared by the adapters: keys, provider options, content text, usage. */
 import { AgentLoopError } from "../errors.js";
 import type { ImagePart, TextPart } from "../messages.js";
-import type { ModelRequest } from "../model/model.js";
+import type { JsonSchema, ModelRequest } from "../model/model.js";
 import type { RetryOptions } from "./retry.js";
 
 /** Options every adapter accepts. */
@@ -109,3 +109,9 @@ export function imageUrl(part: ImagePart): string | undefined {
 }
 
 export const numberOr = (value: unknown, fallback = 0): number => (typeof value === "number" && Number.isFinite(value) ? value : fallback);
+
+/** Providers insist on an object schema for tool arguments; a schema without a type (`{}`) becomes one. */
+export function objectSchema(parameters: JsonSchema | undefined): JsonSchema {
+  if (parameters && typeof parameters === "object" && parameters.type !== undefined) return parameters;
+  return { type: "object", properties: {}, ...(parameters ?? {}) };
+}

@@ -344,3 +344,21 @@ describe("tool choice per provider", () => {
     assert.deepEqual(seen.anthropic, [{ type: "auto" }, { type: "none" }, { type: "any" }, { type: "tool", name: "calendar_resolve_holiday" }]);
   });
 });
+
+describe("tool schemas", () => {
+  test("a tool whose schema has no type is sent as an object schema on every provider", async () => {
+    const tools = [{ name: "ping", description: "no arguments", parameters: {} }];
+    await withServer([sse(chatFrames({ text: "ok" })), sse(responsesFrames({ text: "ok" })), sse(anthropicFrames({ text: "ok" }))], async (server) => {
+      const models = [
+        openaiChat("m", { baseURL: `${server.url}/v1`, apiKey: "k" }),
+        openaiResponses("m", { baseURL: `${server.url}/v1`, apiKey: "k" }),
+        anthropic("m", { baseURL: server.url, apiKey: "k" }),
+      ];
+      for (const model of models) await generate(model, { messages: [{ role: "user", content: "x" }], tools });
+      const empty = { type: "object", properties: {} };
+      assert.deepEqual(server.requests[0].body.tools[0].function.parameters, empty);
+      assert.deepEqual(server.requests[1].body.tools[0].parameters, empty);
+      assert.deepEqual(server.requests[2].body.tools[0].input_schema, empty);
+    });
+  });
+});

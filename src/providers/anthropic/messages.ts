@@ -14,7 +14,7 @@ import type { FinishReason, Model, ModelEvent, ModelRequest, ToolChoice, Unified
 import type { Usage } from "../../usage.js";
 import { incompleteStreamError, toAgentLoopError } from "../errors.js";
 import { retryingStream } from "../retry.js";
-import { type AdapterOptions, numberOr, parseArgumentsObject, providerOptionsFor, resolveApiKey, checkBaseURL } from "../shared.js";
+import { type AdapterOptions, numberOr, parseArgumentsObject, providerOptionsFor, resolveApiKey, checkBaseURL, objectSchema } from "../shared.js";
 import { ToolNameMap } from "../tool-names.js";
 
 export interface AnthropicOptions extends AdapterOptions {
@@ -320,7 +320,7 @@ export class AnthropicModel implements Model {
       body.tools = request.tools.map((tool) => ({
         name: names.toProviderName(tool.name),
         description: tool.description,
-        input_schema: { type: "object", ...tool.parameters },
+        input_schema: objectSchema(tool.parameters),
       }));
       const choice = toolChoiceParam(request.toolChoice, names);
       if (choice !== undefined) body.tool_choice = choice;

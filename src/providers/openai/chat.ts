@@ -13,7 +13,7 @@ import type { FinishReason, Model, ModelEvent, ModelRequest, ToolChoice, Unified
 import type { Usage } from "../../usage.js";
 import { incompleteStreamError, toAgentLoopError } from "../errors.js";
 import { retryingStream } from "../retry.js";
-import { type AdapterOptions, contentText, imageUrl, numberOr, providerOptionsFor, resolveApiKey, checkBaseURL } from "../shared.js";
+import { type AdapterOptions, contentText, imageUrl, numberOr, providerOptionsFor, resolveApiKey, checkBaseURL, objectSchema } from "../shared.js";
 import { ToolNameMap } from "../tool-names.js";
 
 export interface OpenAIChatOptions extends AdapterOptions {
@@ -298,7 +298,7 @@ export class OpenAIChatModel implements Model {
     if (request.tools && request.tools.length > 0) {
       body.tools = request.tools.map((tool) => ({
         type: "function",
-        function: { name: names.toProviderName(tool.name), description: tool.description, parameters: tool.parameters },
+        function: { name: names.toProviderName(tool.name), description: tool.description, parameters: objectSchema(tool.parameters) },
       }));
       const choice = toolChoiceParam(request.toolChoice, names);
       if (choice !== undefined) body.tool_choice = choice;

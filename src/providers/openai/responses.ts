@@ -13,7 +13,7 @@ import type { FinishReason, Model, ModelEvent, ModelRequest, ToolChoice } from "
 import type { Usage } from "../../usage.js";
 import { incompleteStreamError, toAgentLoopError } from "../errors.js";
 import { retryingStream } from "../retry.js";
-import { type AdapterOptions, contentText, imageUrl, numberOr, providerOptionsFor, resolveApiKey, checkBaseURL } from "../shared.js";
+import { type AdapterOptions, contentText, imageUrl, numberOr, providerOptionsFor, resolveApiKey, checkBaseURL, objectSchema } from "../shared.js";
 import { ToolNameMap } from "../tool-names.js";
 
 export interface OpenAIResponsesOptions extends AdapterOptions {
@@ -300,7 +300,7 @@ export class OpenAIResponsesModel implements Model {
         type: "function",
         name: names.toProviderName(tool.name),
         description: tool.description,
-        parameters: tool.parameters,
+        parameters: objectSchema(tool.parameters),
         strict: this.options.strictTools ?? false,
       }));
       const choice = toolChoiceParam(request.toolChoice, names);
