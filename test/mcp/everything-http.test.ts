@@ -94,12 +94,19 @@ describe("HTTP connection failures", () => {
     const proxyPort = typeof address === "object" && address ? address.port : 0;
     let counter = 0;
     const toolset = await connectMcp({ name: "tenant", url: `http://127.0.0.1:${proxyPort}/mcp`, headers: () => ({ "x-tenant": `t${++counter}` }) });
+    let fixed: McpToolset | undefined;
     try {
       assert.equal((await toolset.callTool("echo", { message: "x" })).content, "Echo: x");
       assert.ok(seen.length >= 3);
       assert.ok(seen.every((value) => /^t\d+$/.test(value)), seen.join(","));
+      await toolset.close();
+      seen.length = 0;
+      fixed = await connectMcp({ name: "fixed", url: `http://127.0.0.1:${proxyPort}/mcp`, headers: { "x-tenant": "static" } });
+      assert.equal((await fixed.callTool("echo", { message: "y" })).content, "Echo: y");
+      assert.ok(seen.length >= 3 && seen.every((value) => value === "static"), seen.join(","));
     } finally {
       await toolset.close();
+      await fixed?.close();
       proxy.closeAllConnections();
       await new Promise((resolve) => proxy.close(resolve));
       await everything.stop();

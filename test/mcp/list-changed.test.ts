@@ -23,6 +23,9 @@ test("the cached tool list is refreshed when the server sends tools/list_changed
     assert.equal((await toolset.callTool("greet", {})).content, "hello from greet");
     assert.ok(changes.some((names) => names.includes("dynamic.greet")));
 
+    // An explicit refresh lists the same tools again.
+    assert.deepEqual((await toolset.refreshTools()).map((tool) => tool.name).sort(), ["dynamic.add-tool", "dynamic.greet", "dynamic.remove-tool"]);
+
     await toolset.callTool("remove-tool", { name: "greet" });
     await waitFor(() => !tools.some((tool) => tool.name === "dynamic.greet"), 5000, "the tool to disappear");
     assert.deepEqual((await toolset.tools()).length, 2);
