@@ -1,8 +1,8 @@
 /**
  * The one retry policy for model calls: exponential backoff with jitter on rate limits, server
  * errors, network failures and timeouts, honouring the server's Retry-After. A call is retried
- * only while nothing has reached the caller: once the first event of an answer is delivered,
- * a failure ends the stream with its error event instead.
+ * only while nothing of the answer has reached the caller: once its first event (after
+ * `response-start`) is delivered, a failure ends the stream with its error event instead.
  */
 import { AgentLoopError, abortError } from "../errors.js";
 import type { Model, ModelEvent, ModelRequest } from "../model/model.js";
@@ -61,15 +61,26 @@ export async function* retryingStream(
   for (let attemptNumber = 0; ; attemptNumber++) {
     let delivered = false;
     let retryError: AgentLoopError | undefined;
+    // `response-start` carries no answer yet: it is held back until something else comes, so an
+    // error right after it (Anthropic's overloaded_error after message_start) can still be retried.
+    const held: ModelEvent[] = [];
     try {
       for await (const event of attempt()) {
+        if (!delivered && event.type === "response-start") {
+          held.push(event);
+          continue;
+        }
         if (!delivered && event.type === "error" && event.error.retryable && attemptNumber < maxRetries && !signal?.aborted) {
           retryError = event.error;
           break;
         }
-        delivered = true;
+        if (!delivered) {
+          delivered = true;
+          yield* held;
+        }
         yield event;
       }
+      if (!delivered && !retryError) yield* held;
     } catch (thrown) {
       // Adapters do not throw; this guards the contract for any wrapped model.
       const error = AgentLoopError.from(thrown);

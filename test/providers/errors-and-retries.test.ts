@@ -258,6 +258,18 @@ describe("failures inside a stream", () => {
     });
   });
 
+  test("an overloaded error right after message_start is still retried (nothing of the answer was delivered)", async () => {
+    const frames = anthropicFrames({ text: "second try" });
+    const overloaded = 'event: error\ndata: {"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}\n\n';
+    await withServer([sse([frames[0], overloaded]), sse(frames)], async (server) => {
+      const events = await collect(claude(server));
+      assert.equal(text(events), "second try");
+      assert.equal(events.filter((event) => event.type === "response-start").length, 1);
+      assert.equal(events[events.length - 1].type, "finish");
+      assert.equal(server.requests.length, 2);
+    });
+  });
+
   test("an error object inside a Chat Completions stream maps by its type", async () => {
     await withServer([sse([...chatFrames({ text: "a b" }).slice(0, 2), 'data: {"error":{"message":"Rate limit hit mid-stream","type":"rate_limit_exceeded"}}\n\n'])], async (server) => {
       const error = terminalError(await collect(chat(server)));
