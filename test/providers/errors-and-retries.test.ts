@@ -119,6 +119,25 @@ describe("retries", () => {
     });
   });
 
+  test("run.abort() while a real adapter streams ends the Agent run ABORTED, promptly", async () => {
+    const frames = chatFrames({ text: "a long slow answer that keeps coming word after word after word after word" });
+    await withServer([sse(frames, { delayMs: 30 })], async (server) => {
+      const agent = new Agent({ model: chat(server) });
+      const run = agent.run("go");
+      const started = Date.now();
+      for await (const event of run) {
+        if (event.type === "text-delta") {
+          run.abort("user pressed stop");
+          break;
+        }
+      }
+      const result = await run;
+      assert.equal(result.state, "ABORTED");
+      assert.ok(Date.now() - started < 2000);
+      assert.equal(server.requests.length, 1);
+    });
+  });
+
   test("context length and other 4xx are not retried", async () => {
     await withServer(
       [

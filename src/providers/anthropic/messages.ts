@@ -295,7 +295,8 @@ export class AnthropicModel implements Model {
       options.client ??
       new Anthropic({
         apiKey: resolveApiKey({ apiKey: options.apiKey, envVar: this.apiKeyEnvVar, env, baseURL, officialHost, provider: this.provider }),
-        baseURL,
+        // Explicit, so the SDK never falls back to process.env when `options.env` is given.
+        baseURL: baseURL ?? `https://${officialHost}`,
         maxRetries: 0,
         timeout: options.timeoutMs,
         defaultHeaders: options.headers,

@@ -279,7 +279,8 @@ export class OpenAIResponsesModel implements Model {
       options.client ??
       new OpenAI({
         apiKey: resolveApiKey({ apiKey: options.apiKey, envVar: this.apiKeyEnvVar, env, baseURL, officialHost, provider: this.provider }),
-        baseURL,
+        // Explicit, so the SDK never falls back to process.env when `options.env` is given.
+        baseURL: baseURL ?? `https://${officialHost}/v1`,
         maxRetries: 0,
         timeout: options.timeoutMs,
         defaultHeaders: options.headers,
