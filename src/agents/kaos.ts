@@ -1,3 +1,4 @@
+import { textOf } from "../messages.js";
 import type { Tool, ToolContext, ToolResultValue } from "../tools/tool.js";
 import { TASK_PARAMETERS } from "./local.js";
 import { delegationFailed, reasonOf, traceHeadersOf } from "./remote.js";
@@ -15,8 +16,9 @@ export interface KaosAgentToolOptions {
   url: string;
   description?: string;
   /**
-   * Conversation context sent before the task: a list, or a function of the tool call's context
-   * (for example reading the session's recent messages). Only the last `maxContextMessages` are sent.
+   * Conversation context sent before the task: a list, or a function of the tool call's context.
+   * Default: the user and assistant text of the calling run's conversation (`context.messages`).
+   * Only the last `maxContextMessages` are sent.
    */
   contextMessages?: ChatMessage[] | ((context: ToolContext) => ChatMessage[] | Promise<ChatMessage[]>);
   /** Default 10. */
@@ -27,6 +29,17 @@ export interface KaosAgentToolOptions {
   timeoutMs?: number;
   /** Tool name override (default `delegate_to_<name>`). */
   toolName?: string;
+}
+
+/** The user and assistant text of the conversation so far, as KAOS context messages. */
+function conversationText(context: ToolContext): ChatMessage[] {
+  const messages: ChatMessage[] = [];
+  for (const message of context.messages ?? []) {
+    if (message.role !== "user" && message.role !== "assistant") continue;
+    const content = textOf(message);
+    if (content.trim()) messages.push({ role: message.role, content });
+  }
+  return messages;
 }
 
 /** The role KAOS uses for the delegated task itself. */
@@ -62,7 +75,7 @@ export function kaosAgentTool(options: KaosAgentToolOptions): Tool<{ task: strin
       const signal = options.timeoutMs ? AbortSignal.any([context.signal, AbortSignal.timeout(options.timeoutMs)]) : context.signal;
       try {
         const source = options.contextMessages;
-        const all = typeof source === "function" ? await source(context) : (source ?? []);
+        const all = typeof source === "function" ? await source(context) : (source ?? conversationText(context));
         const recent = limit > 0 ? all.slice(-limit) : [];
         const messages: ChatMessage[] = [...recent, { role: TASK_DELEGATION_ROLE, content: task }];
         context.progress({ status: "sending", agent: options.name, url: endpoint });

@@ -63,7 +63,7 @@ export class Agent {
     if (!model || typeof model.stream !== "function") {
       throw new TypeError("Agent config: model must implement Model (a stream(request) method); see agentloop/providers");
     }
-    for (const key of ["maxTurns", "maxToolRounds", "maxTokens", "maxToolCalls", "concurrency", "toolTimeoutMs"] as const) {
+    for (const key of ["maxTurns", "maxToolRounds", "maxTokens", "maxToolCalls", "concurrency", "toolTimeoutMs", "maxDelegationDepth"] as const) {
       positiveInteger(config[key], key);
     }
     const modes = ["auto", "native", "string", "action", "plan"];
@@ -77,7 +77,7 @@ export class Agent {
     this.model = model;
     this.name = config.name ?? "agent";
     this.description = config.description ?? "";
-    const tools = [...(config.tools ?? []), ...(config.subAgents ?? []).map((agent) => delegateTool(agent))];
+    const tools = [...(config.tools ?? []), ...(config.subAgents ?? []).map((agent) => delegateTool(agent, { maxDepth: config.maxDelegationDepth }))];
     for (const tool of tools) {
       if (!tool || typeof tool.name !== "string" || typeof tool.execute !== "function") {
         throw new TypeError(`Agent config: every tool needs a name and an execute function (got ${JSON.stringify(tool?.name)})`);
@@ -251,6 +251,7 @@ export class Agent {
         depth: context.options.depth ?? 0,
         agentPath: [...(context.options.agentPath ?? []), this.name],
         services: context.services,
+        messages,
         instrumentation: config.instrumentation,
         emit: control.emit,
       });

@@ -62,6 +62,8 @@ export interface AgentConfig {
   tools?: Tool[];
   /** Agents this agent may delegate to: each becomes a tool `delegate_to_<name>` (see `agentloop/agents`). */
   subAgents?: DelegateTarget[];
+  /** Deepest nested delegation allowed through `subAgents` (default 3). */
+  maxDelegationDepth?: number;
   /** Model calls per input before TURN_LIMIT (default 10). */
   maxTurns?: number;
   /** Tool waves per input before ROUND_LIMIT (default: no limit besides maxTurns). */

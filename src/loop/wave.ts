@@ -1,6 +1,6 @@
 import { onAbort } from "../abort.js";
 import { abortError } from "../errors.js";
-import type { ImagePart, TextPart, ToolCallPart, ToolResultMessage } from "../messages.js";
+import type { ImagePart, Message, TextPart, ToolCallPart, ToolResultMessage } from "../messages.js";
 import { parseToolArguments } from "../tools/parse-arguments.js";
 import type { Tool, ToolContext, TruncationOptions } from "../tools/tool.js";
 import { validateArguments } from "../tools/validate.js";
@@ -22,6 +22,7 @@ export interface WaveSettings {
   depth: number;
   agentPath: readonly string[];
   services: Record<string, unknown>;
+  messages: readonly Message[];
   instrumentation?: Instrumentation;
   emit(event: LoopEvent): void;
 }
@@ -104,6 +105,7 @@ async function execute(call: ToolCallPart, tool: Tool<any>, args: Record<string,
     depth: settings.depth,
     agentPath: settings.agentPath,
     services: settings.services,
+    messages: settings.messages,
     progress: (data) => settings.emit({ type: "tool-progress", runId: settings.run.runId, toolCallId: call.id, name: call.name, data }),
     nested: (agent, event) => settings.emit({ type: "nested", runId: settings.run.runId, toolCallId: call.id, agent, event }),
   };

@@ -33,6 +33,8 @@ export interface ToolContext {
   nested(agentName: string, event: import("../loop/events.js").LoopEvent): void;
   /** Opaque per-run values shared with tools (instrumentation puts trace context here). */
   services: Record<string, unknown>;
+  /** The conversation so far (read-only), up to the model response that asked for this call. */
+  messages?: readonly import("../messages.js").Message[];
 }
 
 export interface TruncationOptions {

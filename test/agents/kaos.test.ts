@@ -192,3 +192,27 @@ describe("kaosAgentTool", () => {
     assert.equal(end.output, '[Delegation failed: delegation to "worker" needs a non-empty "task" string]');
   });
 });
+
+describe("kaosAgentTool default context", () => {
+  it("sends the calling run's user and assistant text before the task-delegation message", async () => {
+    const worker = kaosAgentTool({ name: "worker", url: `${baseUrl}/ok-context` });
+    const model = new ScriptedModel([
+      JSON.stringify({ tool_calls: [{ id: "c1", name: "delegate_to_worker", arguments: { task: "process data" } }] }),
+      "Done.",
+    ]);
+    const agent = new Agent({ name: "lead", instructions: "system text is not sent", model, tools: [worker] });
+    const history = [
+      { role: "user" as const, content: "I have data" },
+      { role: "assistant" as const, content: [{ type: "text" as const, text: "Sure, tell me more." }] },
+    ];
+    const second = await agent.run("please process it", { history });
+    assert.equal(second.state, "COMPLETED");
+    const request = received.findLast((entry) => entry.url?.startsWith("/ok-context"));
+    assert.deepEqual(request?.body.messages, [
+      { role: "user", content: "I have data" },
+      { role: "assistant", content: "Sure, tell me more." },
+      { role: "user", content: "please process it" },
+      { role: "task-delegation", content: "process data" },
+    ]);
+  });
+});
