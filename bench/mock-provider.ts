@@ -5,10 +5,10 @@
 // number of conversations can run at once. Every response is serialized once and cached, so
 // the server costs the contestants as little as possible. Run it in a child process
 // (`spawnMockProvider`) when the client's CPU time is measured.
-import { type ChildProcess, spawn } from "node:child_process";
 import { type IncomingMessage, type Server, type ServerResponse, createServer } from "node:http";
 import type { AddressInfo } from "node:net";
-import { fileURLToPath, pathToFileURL } from "node:url";
+import { pathToFileURL } from "node:url";
+import { startChild } from "./child-process.js";
 
 export interface MockScript {
   /** Model calls answered with tool calls before the final answer (default 10). */
@@ -265,38 +265,14 @@ export async function startMockProvider(options: MockProviderOptions): Promise<M
  * client's. Resolves once it listens.
  */
 export async function spawnMockProvider(options: MockProviderOptions): Promise<MockProvider & { readonly pid: number }> {
-  const script = fileURLToPath(import.meta.url);
-  const child: ChildProcess = spawn(process.execPath, ["--import", "tsx", script], {
-    // stdin stays open as a lifeline: the child exits when this process goes away.
-    stdio: ["pipe", "pipe", "inherit"],
-    env: { ...process.env, MOCK_PROVIDER_OPTIONS: JSON.stringify(options) },
-  });
-  const port = await new Promise<number>((resolve, reject) => {
-    let output = "";
-    const onData = (data: Buffer) => {
-      output += data.toString("utf8");
-      const match = /listening on (\d+)/.exec(output);
-      if (match) {
-        child.stdout?.off("data", onData);
-        resolve(Number(match[1]));
-      }
-    };
-    child.stdout?.on("data", onData);
-    child.once("exit", (code) => reject(new Error(`mock provider exited with code ${code} before listening: ${output}`)));
-    child.once("error", reject);
-  });
-  const baseURL = `http://127.0.0.1:${port}/v1`;
+  const child = await startChild("./mock-provider.ts", [], { MOCK_PROVIDER_OPTIONS: JSON.stringify(options) });
+  const origin = `http://127.0.0.1:${child.port}`;
   return {
-    baseURL,
-    port,
-    pid: child.pid ?? -1,
-    stats: async () => (await (await fetch(`http://127.0.0.1:${port}/stats`)).json()) as MockProviderStats,
-    close: () =>
-      new Promise<void>((resolve) => {
-        if (child.exitCode !== null) return resolve();
-        child.once("exit", () => resolve());
-        child.kill("SIGTERM");
-      }),
+    baseURL: `${origin}/v1`,
+    port: child.port,
+    pid: child.pid,
+    stats: async () => (await (await fetch(`${origin}/stats`)).json()) as MockProviderStats,
+    close: child.close,
   };
 }
 

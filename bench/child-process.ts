@@ -1,0 +1,72 @@
+// Starting the benchmark's helper processes (mock provider, servers) and reading their facts.
+import { type ChildProcess, spawn } from "node:child_process";
+import { readFileSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+
+const CACHE = fileURLToPath(new URL("../node_modules/.cache/agentloop-bench/", import.meta.url));
+
+/**
+ * Bundles a TypeScript entry point to plain JavaScript (esbuild, which tsx already brings), so
+ * the child runs without a TypeScript loader and its RSS is the program's own. Packages stay
+ * external; the bundle lives under node_modules/.cache so they resolve as usual.
+ */
+async function bundle(entry: string): Promise<string> {
+  const { build } = await import("esbuild");
+  const name = entry.split("/").pop()!.replace(/\.ts$/, ".mjs");
+  const outfile = `${CACHE}${name}`;
+  await build({ entryPoints: [entry], outfile, bundle: true, platform: "node", format: "esm", target: "node20", packages: "external", logLevel: "error" });
+  return outfile;
+}
+
+export interface ChildHandle {
+  pid: number;
+  /** What the child printed before `listening on <port>`, and the port. */
+  port: number;
+  /** Ends the child by closing its stdin (its lifeline); resolves when it exited. */
+  close(): Promise<void>;
+}
+
+/**
+ * Starts `entry` (a bench/*.ts file) with `args` and waits for it to print `listening on <port>`.
+ * The child must exit when its stdin closes, so it never outlives this process.
+ */
+export async function startChild(entry: string, args: readonly string[] = [], env: Record<string, string> = {}): Promise<ChildHandle> {
+  const script = await bundle(fileURLToPath(new URL(entry, import.meta.url)));
+  const child: ChildProcess = spawn(process.execPath, [script, ...args], { stdio: ["pipe", "pipe", "inherit"], env: { ...process.env, ...env } });
+  const port = await new Promise<number>((resolve, reject) => {
+    let output = "";
+    const onData = (data: Buffer) => {
+      output += data.toString("utf8");
+      const match = /listening on (\d+)/.exec(output);
+      if (match) {
+        child.stdout?.off("data", onData);
+        resolve(Number(match[1]));
+      }
+    };
+    child.stdout?.on("data", onData);
+    child.once("exit", (code) => reject(new Error(`${entry} exited with code ${code} before listening: ${output}`)));
+    child.once("error", reject);
+  });
+  return {
+    pid: child.pid ?? -1,
+    port,
+    close: () =>
+      new Promise<void>((resolve) => {
+        if (child.exitCode !== null || child.signalCode !== null) return resolve();
+        child.once("exit", () => resolve());
+        child.stdin?.end();
+      }),
+  };
+}
+
+/** Resident set size of a process in MB (`VmRSS`, or `VmHWM` for its peak). */
+export function memoryMb(pid: number, field: "VmRSS" | "VmHWM" = "VmRSS"): number {
+  const match = new RegExp(`${field}:\\s+(\\d+) kB`).exec(readFileSync(`/proc/${pid}/status`, "utf8"));
+  return match ? Number(match[1]) / 1024 : Number.NaN;
+}
+
+/** CPU time (user + system) of a process in ms, from /proc (clock ticks of 10 ms). */
+export function processCpuMs(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1].split(" ");
+  return (Number(fields[11]) + Number(fields[12])) * 10;
+}

@@ -1,0 +1,166 @@
+// Scenario 5: the agent server under 200 concurrent streaming chats, with the scripted model,
+// against a bare node:http server that streams the same answer (the floor). Both run in child
+// processes, so RSS and server CPU are their own; the load comes from this process.
+import { memoryMb, processCpuMs, startChild } from "./child-process.js";
+import {
+  type BenchOptions,
+  type ScenarioReport,
+  format,
+  formatSpread,
+  isMain,
+  machineInfo,
+  markdownTable,
+  parseBenchOptions,
+  percentile,
+  publish,
+  spread,
+} from "./harness.js";
+import { SERVER_ANSWER } from "./server-answer.js";
+
+const CONCURRENCY = 200;
+const TARGET_ADDED_P99_MS = 20;
+/** Both servers pace their stream like a model: this long before each of the answer's 21 chunks. */
+const CHUNK_DELAY_MS = 10;
+
+interface ServerProcess {
+  name: string;
+  url: string;
+  pid: number;
+  close(): Promise<void>;
+}
+
+async function spawnServer(mode: "agentloop" | "floor", chunkDelayMs: number): Promise<ServerProcess> {
+  const child = await startChild(mode === "floor" ? "./server-floor.ts" : "./server-agentloop.ts", [], { BENCH_CHUNK_DELAY_MS: String(chunkDelayMs) });
+  return { name: mode === "floor" ? "node:http floor" : "agentloop serve", url: `http://127.0.0.1:${child.port}`, pid: child.pid, close: child.close };
+}
+
+/** One streaming chat: resolves with its latency in ms after checking the streamed answer. */
+async function chat(url: string): Promise<number> {
+  const started = performance.now();
+  const response = await fetch(`${url}/v1/chat/completions`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ model: "bench", stream: true, messages: [{ role: "user", content: "Is anything free next weekend?" }] }),
+  });
+  const body = await response.text();
+  const latency = performance.now() - started;
+  if (response.status !== 200) throw new Error(`${url}: HTTP ${response.status}: ${body.slice(0, 300)}`);
+  let text = "";
+  for (const event of body.split("\n\n")) {
+    if (!event.startsWith("data: ") || event === "data: [DONE]") continue;
+    text += (JSON.parse(event.slice(6)) as { choices: Array<{ delta: { content?: string } }> }).choices[0]?.delta.content ?? "";
+  }
+  if (text !== SERVER_ANSWER) throw new Error(`${url}: wrong streamed answer ${JSON.stringify(text.slice(0, 200))}`);
+  return latency;
+}
+
+interface Round {
+  latencies: number[];
+  requestsPerSecond: number;
+  peakRssMb: number;
+  cpuMsPerRequest: number;
+}
+
+/** `CONCURRENCY` clients, each sending `perClient` chats back to back. */
+async function loadRound(server: ServerProcess, perClient: number): Promise<Round> {
+  const latencies: number[] = [];
+  let peakRssMb = memoryMb(server.pid, "VmRSS");
+  const sampler = setInterval(() => {
+    peakRssMb = Math.max(peakRssMb, memoryMb(server.pid, "VmRSS"));
+  }, 25);
+  const cpuStart = processCpuMs(server.pid);
+  const started = performance.now();
+  try {
+    await Promise.all(
+      Array.from({ length: CONCURRENCY }, async () => {
+        for (let index = 0; index < perClient; index++) latencies.push(await chat(server.url));
+      }),
+    );
+  } finally {
+    clearInterval(sampler);
+  }
+  const seconds = (performance.now() - started) / 1000;
+  const requests = CONCURRENCY * perClient;
+  return { latencies, requestsPerSecond: requests / seconds, peakRssMb, cpuMsPerRequest: (processCpuMs(server.pid) - cpuStart) / requests };
+}
+
+export async function runServerScenario(options: BenchOptions): Promise<ScenarioReport> {
+  const machine = machineInfo();
+  const servers = [await spawnServer("floor", CHUNK_DELAY_MS), await spawnServer("agentloop", CHUNK_DELAY_MS)];
+  const rounds = new Map<string, Round[]>(servers.map((server) => [server.name, []]));
+  const idleRss = new Map<string, number>();
+  const perClient = options.quick ? 2 : 5;
+  const measuredRounds = options.quick ? 1 : 4;
+  try {
+    for (const server of servers) {
+      idleRss.set(server.name, memoryMb(server.pid, "VmRSS"));
+      await loadRound(server, 2); // warm-up
+    }
+    for (let round = 0; round < measuredRounds; round++) {
+      for (const server of round % 2 === 0 ? servers : [...servers].reverse()) rounds.get(server.name)!.push(await loadRound(server, perClient));
+    }
+  } finally {
+    await Promise.all(servers.map((server) => server.close()));
+  }
+  const summaryOf = (name: string) => {
+    const list = rounds.get(name)!;
+    const latencies = list.flatMap((round) => round.latencies);
+    return {
+      rps: spread(list.map((round) => round.requestsPerSecond)),
+      p50: percentile(latencies, 0.5),
+      p99: percentile(latencies, 0.99),
+      peakRss: Math.max(...list.map((round) => round.peakRssMb)),
+      cpu: spread(list.map((round) => round.cpuMsPerRequest)),
+    };
+  };
+  const floor = summaryOf("node:http floor");
+  const agent = summaryOf("agentloop serve");
+  const addedP99 = agent.p99 - floor.p99;
+  return {
+    id: "server",
+    title: `5. Server: ${CONCURRENCY} concurrent streaming chats`,
+    machine,
+    quick: options.quick,
+    details: [
+      markdownTable(
+        ["server", "requests/s", "p50 ms", "p99 ms", "server CPU ms / request", "RSS idle MB", "RSS peak MB"],
+        servers.map((server) => {
+          const result = summaryOf(server.name);
+          return [
+            server.name,
+            formatSpread(result.rps, 0),
+            format(result.p50),
+            format(result.p99),
+            formatSpread(result.cpu),
+            format(idleRss.get(server.name)!),
+            format(result.peakRss),
+          ];
+        }),
+      ),
+      `Added latency (agentloop − floor): p50 ${format(agent.p50 - floor.p50)} ms, p99 ${format(addedP99)} ms (target < ${TARGET_ADDED_P99_MS} ms).`,
+    ],
+    summary: [
+      { scenario: "5 server", metric: "requests / s", values: { "raw-fetch": floor.rps.median, agentloop: agent.rps.median } },
+      { scenario: "5 server", metric: "p50 latency ms", values: { "raw-fetch": floor.p50, agentloop: agent.p50 } },
+      {
+        scenario: "5 server",
+        metric: "p99 latency ms",
+        values: { "raw-fetch": floor.p99, agentloop: agent.p99 },
+        target: `added p99 < ${TARGET_ADDED_P99_MS} ms`,
+        met: addedP99 < TARGET_ADDED_P99_MS,
+      },
+      { scenario: "5 server", metric: "peak RSS MB", values: { "raw-fetch": floor.peakRss, agentloop: agent.peakRss } },
+    ],
+    notes: [
+      `${CONCURRENCY} clients each send ${perClient} streaming chats back to back (${measuredRounds} rounds per server, alternating); latency is request start to the end of the stream, checked against the scripted answer.`,
+      `agentloop serve: \`startAgentServer\` on the scripted model (one answer of 21 word chunks, ${CHUNK_DELAY_MS} ms before each, like a model streaming) with the in-process memory store (memory stores: scenario 6). Floor: node:http parsing the body and streaming the same chunks with the same pacing. In the summary the floor sits in the raw-fetch column.`,
+      "Both servers run as bundled JavaScript (esbuild) without a TypeScript loader, so RSS is the server's own.",
+      "The load generator shares the 2 cores with the server, so absolute latencies include client time; the added latency compares like with like.",
+    ],
+  };
+}
+
+if (isMain(import.meta.url)) {
+  const options = parseBenchOptions();
+  publish(await runServerScenario(options), options);
+}
