@@ -39,6 +39,8 @@ interface RunState {
   rawArguments: Map<string, string>;
   /** Assistant text said alongside the last turn's tool calls, until the first call records it. */
   assistantText: string;
+  /** The last answer recorded at a turn's end (run-end does not record it twice). */
+  recordedAnswer?: string;
 }
 
 function activeSpanIds(): TraceIds | undefined {
@@ -62,8 +64,9 @@ function parseArguments(raw: string): unknown {
  *
  * Mapping: user-message → user_message, tool-start → tool_call (delegation_request for delegate
  * tools), tool-end → tool_result (delegation_response), steering → steering, error → error,
- * loop-warning → loop_warning, run-start → run_started, run-end → agent_response (when there is
- * a final text) + run_ended {state, reason}. Deltas, usage and progress are not stored.
+ * loop-warning → loop_warning, run-start → run_started, turn-end without tool calls →
+ * agent_response (the model's answer), run-end → run_ended {state, reason} (preceded by an
+ * agent_response only if the final text was not recorded yet). Deltas, usage and progress are not stored.
  */
 export function sessionMemory(store: MemoryStore, options: SessionMemoryOptions = {}): SessionMemoryHandle {
   const contextLimit = options.contextLimit ?? DEFAULT_CONTEXT_LIMIT;
@@ -103,11 +106,18 @@ export function sessionMemory(store: MemoryStore, options: SessionMemoryOptions 
       case "turn-start":
         state.turn = event.turn;
         return [];
-      case "turn-end":
+      case "turn-end": {
         state.rawArguments.clear();
         for (const part of event.message.content) if (part.type === "tool-call") state.rawArguments.set(part.id, part.arguments);
-        state.assistantText = textOf(event.message);
-        return [];
+        const text = textOf(event.message);
+        state.assistantText = text;
+        // A turn without tool calls is an answer: recorded now (not at run-end), so an answer that
+        // steering or a follow-up continues from is in the log too.
+        const failed = event.finishReason.unified === "error" || event.finishReason.unified === "aborted";
+        if (event.toolCalls > 0 || failed || !text) return [];
+        state.recordedAnswer = text;
+        return [{ event_type: "agent_response", timestamp, content: text, metadata: metadata({ turn: event.turn }) }];
+      }
       case "tool-start": {
         const raw = state.rawArguments.get(event.toolCallId) ?? (typeof event.arguments === "string" ? event.arguments : JSON.stringify(event.arguments ?? {}));
         const args = event.arguments ?? parseArguments(raw);
@@ -178,7 +188,8 @@ export function sessionMemory(store: MemoryStore, options: SessionMemoryOptions 
           content: { state: event.state, reason: event.reason },
           metadata: metadata({ turns: result.turns, tool_calls: result.toolCalls, usage: result.usage }),
         };
-        return result.text ? [{ event_type: "agent_response", timestamp, content: result.text, metadata: metadata({}) }, ended] : [ended];
+        const answered = result.text && result.text !== state.recordedAnswer;
+        return answered ? [{ event_type: "agent_response", timestamp, content: result.text, metadata: metadata({}) }, ended] : [ended];
       }
       case "text-delta":
       case "reasoning-delta":

@@ -158,6 +158,51 @@ describe("sessionMemory with the agent loop", () => {
     assert.equal(log.some((event) => event.event_type === "agent_response"), false);
   });
 
+  it("keeps every answer: one continued by steering and one followed by a follow-up", async () => {
+    const store = new InMemoryStore();
+    const memory = sessionMemory(store);
+    const steered = new Agent({ model: new ScriptedModel(["first answer", "better answer"], { chunkDelayMs: 1 }), memory });
+    const run = steered.run("question", { sessionId: "s" });
+    let steeredOnce = false;
+    for await (const event of run) {
+      if (event.type === "text-delta" && !steeredOnce) {
+        steeredOnce = true;
+        run.steer("be more precise");
+      }
+    }
+    assert.equal((await run).text, "better answer");
+    const followed = new Agent({ model: new ScriptedModel(["answer one", "answer two"]), memory });
+    const second = followed.run("q1", { sessionId: "s" });
+    second.followUp("q2");
+    assert.equal((await second).text, "answer two");
+    const log = await store.events("s", { types: ["user_message", "steering", "agent_response"] });
+    assert.deepEqual(
+      log.map((event) => [event.event_type, event.content]),
+      [
+        ["user_message", "question"],
+        ["agent_response", "first answer"],
+        ["steering", "be more precise"],
+        ["agent_response", "better answer"],
+        ["user_message", "q1"],
+        ["agent_response", "answer one"],
+        ["user_message", "q2"],
+        ["agent_response", "answer two"],
+      ],
+    );
+    assert.equal(log[6].metadata.follow_up, true);
+    const text = (content: string) => [{ type: "text", text: content }];
+    assert.deepEqual(await memory.loadHistory("s"), [
+      { role: "user", content: "question" },
+      { role: "assistant", content: text("first answer") },
+      { role: "user", content: "be more precise" },
+      { role: "assistant", content: text("better answer") },
+      { role: "user", content: "q1" },
+      { role: "assistant", content: text("answer one") },
+      { role: "user", content: "q2" },
+      { role: "assistant", content: text("answer two") },
+    ]);
+  });
+
   it("records nothing for a run without a session id", async () => {
     const store = new InMemoryStore();
     const result = await new Agent({ model: new ScriptedModel(["hi"]), memory: sessionMemory(store) }).run("hello");
