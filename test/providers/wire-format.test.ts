@@ -276,6 +276,42 @@ describe("Anthropic Messages wire format", () => {
     });
   });
 
+  test("blocks no part can carry (server tools) keep the whole answer verbatim on the message", async () => {
+    const frame = (payload: { type: string; [key: string]: unknown }) => `event: ${payload.type}\ndata: ${JSON.stringify(payload)}\n\n`;
+    const searchResult = { type: "web_search_tool_result", tool_use_id: "srvtoolu_1", content: [{ type: "web_search_result", url: "https://example.com", title: "Hanukkah 2026", encrypted_content: "opaque" }] };
+    const frames = [
+      frame({ type: "message_start", message: { id: "msg_1", type: "message", role: "assistant", model: "m", content: [], usage: { input_tokens: 5, output_tokens: 1 } } }),
+      frame({ type: "content_block_start", index: 0, content_block: { type: "server_tool_use", id: "srvtoolu_1", name: "web_search", input: {} } }),
+      frame({ type: "content_block_delta", index: 0, delta: { type: "input_json_delta", partial_json: '{"query":"hanukkah 2026"}' } }),
+      frame({ type: "content_block_stop", index: 0 }),
+      frame({ type: "content_block_start", index: 1, content_block: searchResult }),
+      frame({ type: "content_block_stop", index: 1 }),
+      frame({ type: "content_block_start", index: 2, content_block: { type: "text", text: "" } }),
+      frame({ type: "content_block_delta", index: 2, delta: { type: "text_delta", text: "It starts on December 4." } }),
+      frame({ type: "content_block_stop", index: 2 }),
+      frame({ type: "message_delta", delta: { stop_reason: "end_turn" }, usage: { output_tokens: 9 } }),
+      frame({ type: "message_stop" }),
+    ];
+    await withServer([sse(frames), sse(anthropicFrames({ text: "ok" }))], async (server) => {
+      const model = anthropic("claude-test", { baseURL: server.url, apiKey: "k" });
+      const first = await generate(model, { messages: [{ role: "user", content: "when?" }] });
+      assert.equal(first.error, undefined);
+      assert.deepEqual(
+        first.message.content.map((part) => part.type),
+        ["text"],
+      );
+      await generate(model, { messages: [{ role: "user", content: "when?" }, first.message, { role: "user", content: "thanks" }] });
+      assert.deepEqual(server.requests[1].body.messages[1], {
+        role: "assistant",
+        content: [
+          { type: "server_tool_use", id: "srvtoolu_1", name: "web_search", input: { query: "hanukkah 2026" } },
+          searchResult,
+          { type: "text", text: "It starts on December 4." },
+        ],
+      });
+    });
+  });
+
   test("consecutive same-role messages are merged, tool results first", async () => {
     await withServer([sse(anthropicFrames({ text: "ok" }))], async (server) => {
       const model = anthropic("claude-test", { baseURL: server.url, apiKey: "k" });

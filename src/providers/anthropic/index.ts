@@ -1,2 +1,2 @@
 // `agentloop/anthropic`: the Anthropic Messages adapter.
-export { AnthropicModel, type AnthropicOptions, type AnthropicProviderData, anthropic, anthropicMessages, anthropicUsage } from "./messages.js";
+export { AnthropicModel, type AnthropicMessageData, type AnthropicOptions, type AnthropicProviderData, anthropic, anthropicMessages, anthropicUsage } from "./messages.js";

@@ -29,6 +29,14 @@ export interface AnthropicProviderData {
   block: Record<string, unknown>;
 }
 
+/**
+ * Kept on the assistant message when the answer held blocks no part can carry (server tool use,
+ * web search results, ...): every block in order, sent back instead of the parts.
+ */
+export interface AnthropicMessageData {
+  content: Array<Record<string, unknown>>;
+}
+
 type Block = Record<string, unknown>;
 
 const officialHost = "api.anthropic.com";
@@ -90,6 +98,11 @@ export function anthropicMessages(messages: readonly Message[], names: ToolNameM
         append("user", contentBlocks(message.content));
         break;
       case "assistant": {
+        const whole = (message.providerData?.[dataKey] as AnthropicMessageData | undefined)?.content;
+        if (Array.isArray(whole)) {
+          append("assistant", whole);
+          break;
+        }
         const blocks: Block[] = [];
         for (const part of message.content) {
           const original = originalBlock(part.providerData);
@@ -160,6 +173,9 @@ interface OpenBlock {
 /** Folds Anthropic stream events into model events. */
 class AnthropicStreamMapper {
   private readonly blocks = new Map<number, OpenBlock>();
+  /** Every closed block, verbatim and in order. */
+  private readonly closed: Block[] = [];
+  private sawOtherBlock = false;
   private usage: Record<string, unknown> = {};
   private stopReason?: string;
   done = false;
@@ -212,9 +228,9 @@ class AnthropicStreamMapper {
           open.signature += delta.signature;
         } else if (delta.type === "citations_delta") {
           open.citations.push(delta.citation);
-        } else if (delta.type === "input_json_delta" && open.kind === "tool") {
+        } else if (delta.type === "input_json_delta") {
           open.text += delta.partial_json;
-          if (delta.partial_json) yield { type: "tool-call-delta", id: open.id, delta: delta.partial_json };
+          if (open.kind === "tool" && delta.partial_json) yield { type: "tool-call-delta", id: open.id, delta: delta.partial_json };
         }
         break;
       }
@@ -243,13 +259,19 @@ class AnthropicStreamMapper {
     if (open.kind === "text") {
       const block: Block = { ...start, text: open.text };
       if (open.citations.length > 0) block.citations = [...((start.citations as unknown[] | null) ?? []), ...open.citations];
+      this.closed.push(block);
       yield { type: "text-end", id: open.id, providerData: { [dataKey]: { block } satisfies AnthropicProviderData } };
     } else if (open.kind === "reasoning") {
       const block: Block = start.type === "thinking" ? { ...start, thinking: open.text, signature: open.signature } : { ...start };
+      this.closed.push(block);
       yield { type: "reasoning-end", id: open.id, providerData: { [dataKey]: { block } satisfies AnthropicProviderData } };
-    } else if (open.kind === "tool") {
+    } else if (open.kind === "other") {
+      this.sawOtherBlock = true;
+      this.closed.push(open.text ? { ...start, input: parseArgumentsObject(open.text) } : { ...start });
+    } else {
       const argumentsText = open.text || (start.input && Object.keys(start.input as object).length > 0 ? JSON.stringify(start.input) : "{}");
       const block: Block = { ...start, input: parseArgumentsObject(argumentsText) };
+      this.closed.push(block);
       yield {
         type: "tool-call-end",
         id: open.id,
@@ -271,7 +293,8 @@ class AnthropicStreamMapper {
     const usage = anthropicUsage(this.usage);
     const reason: FinishReason = { unified: unifiedFinish(this.stopReason), raw: this.stopReason };
     if (usage) yield { type: "usage", usage };
-    yield { type: "finish", reason, usage };
+    const providerData = this.sawOtherBlock ? { [dataKey]: { content: this.closed } satisfies AnthropicMessageData } : undefined;
+    yield { type: "finish", reason, usage, ...(providerData ? { providerData } : {}) };
   }
 }
 
