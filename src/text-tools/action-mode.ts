@@ -7,21 +7,22 @@ import type { Message, ToolResultMessage } from "../messages.js";
 import type { Model, ModelEvent, ModelRequest, ToolDefinition } from "../model/model.js";
 import { extractJsonObjects, isJsonObject, type JsonObject, parseLenientJson, stripCodeFence } from "./json-extract.js";
 import {
+  argumentsText,
+  argumentsValue,
   type ConversationFormat,
   finishEvent,
   fixedTextAnswer,
-  guardStream,
   innerRequest,
   newCallId,
   relayInnerCall,
   renderConversation,
-  TextEmitter,
+  streamFinalResponse,
+  TextProtocolModel,
   toolCallEvents,
   toolResultText,
   toolTurnsSinceLastUser,
   withUserText,
 } from "./shared.js";
-import { argumentsValue } from "./string-mode.js";
 
 /** Sub-agents appear to the model as tools with this prefix (`delegate_to_researcher`). */
 export const DELEGATE_PREFIX = "delegate_to_";
@@ -65,8 +66,7 @@ function isAction(value: JsonObject): boolean {
 
 function toAction(value: JsonObject): ParsedAction {
   if (typeof value.tool === "string" && value.tool !== "") {
-    const args = value.arguments;
-    return { kind: "tool", tool: value.tool, arguments: args === undefined || args === null ? "{}" : typeof args === "string" ? args : JSON.stringify(args) };
+    return { kind: "tool", tool: value.tool, arguments: argumentsText(value.arguments) };
   }
   if (typeof value.agent === "string" && value.agent !== "") {
     return { kind: "agent", agent: value.agent, task: typeof value.task === "string" ? value.task : value.task === undefined ? "" : JSON.stringify(value.task) };
@@ -142,37 +142,30 @@ const actionFormat: ConversationFormat = {
   },
 };
 
-class ActionToolCallingModel implements Model {
-  readonly provider: string;
-  readonly modelId: string;
+class ActionToolCallingModel extends TextProtocolModel {
   private readonly maxSteps: number;
 
   constructor(
-    private readonly inner: Model,
+    inner: Model,
     private readonly options: ActionToolCallingOptions,
   ) {
+    super(inner, "action tool calling");
     const maxSteps = options.maxSteps ?? 5;
     if (!Number.isInteger(maxSteps) || maxSteps < 1) {
       throw new TypeError(`actionToolCalling: maxSteps must be a positive integer, got ${String(options.maxSteps)}`);
     }
     this.maxSteps = maxSteps;
-    this.provider = inner.provider;
-    this.modelId = inner.modelId;
   }
 
-  forRun(): Model {
-    return this.inner.forRun ? new ActionToolCallingModel(this.inner.forRun(), this.options) : this;
+  protected around(inner: Model): Model {
+    return new ActionToolCallingModel(inner, this.options);
   }
 
-  stream(request: ModelRequest): AsyncIterable<ModelEvent> {
-    return guardStream(this.run(request), "action tool calling");
-  }
-
-  private async *run(request: ModelRequest): AsyncGenerator<ModelEvent> {
+  protected async *run(request: ModelRequest): AsyncGenerator<ModelEvent> {
     const tools = request.tools ?? [];
     const messages = renderConversation(request.messages, actionFormat, actionModeInstructions(tools));
     // toolChoice "none" (a forced final answer) skips phase 1.
-    if (request.toolChoice === "none") return yield* this.finalResponse(request, messages, true);
+    if (request.toolChoice === "none") return yield* streamFinalResponse(this.inner, request, messages, true);
     if (toolTurnsSinceLastUser(request.messages).length >= this.maxSteps) return yield* fixedTextAnswer(maxStepsMessage(this.maxSteps));
 
     const phaseOne = yield* relayInnerCall(this.inner, innerRequest(request, messages), { forwardStart: true });
@@ -191,16 +184,8 @@ class ActionToolCallingModel implements Model {
     // because some providers reject empty assistant messages.
     const answered: Message[] = phaseOne.text.trim() === "" ? messages : [...messages, { role: "assistant", content: [{ type: "text", text: phaseOne.text }] }];
     const withAnswer = withUserText(answered, FINAL_RESPONSE_PROMPT);
-    yield* this.finalResponse(request, withAnswer, false);
-  }
-
-  /** Phase 2: one inner call whose text streams to the caller. */
-  private async *finalResponse(request: ModelRequest, messages: Message[], first: boolean): AsyncGenerator<ModelEvent> {
-    const emitter = new TextEmitter();
-    const summary = yield* relayInnerCall(this.inner, innerRequest(request, messages), { forwardStart: first, onText: (delta) => emitter.delta(delta) });
-    if (summary.error) return yield { type: "error", error: summary.error };
-    yield* emitter.end();
-    yield summary.nativeToolCalls > 0 ? finishEvent("tool-calls", summary.finishReason) : { type: "finish", reason: summary.finishReason ?? { unified: "stop" } };
+    // Phase 2: the final response streams.
+    yield* streamFinalResponse(this.inner, request, withAnswer, false);
   }
 }
 

@@ -3,7 +3,7 @@
  * Models wrap JSON in ``` fences, surround it with prose, leave trailing commas or stop in the
  * middle of an object; these helpers find what can be read and say what could not.
  */
-import { dropTrailingCommas } from "../tools/parse-arguments.js";
+import { dropTrailingCommas, firstBalancedObject } from "../tools/parse-arguments.js";
 
 export type JsonObject = Record<string, unknown>;
 
@@ -51,25 +51,6 @@ export function isJsonObject(value: unknown): value is JsonObject {
   return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
-/**
- * The end (exclusive) of the balanced object that starts at `start` (a `{`), skipping braces
- * inside strings; undefined when it never closes.
- */
-export function balancedObjectEnd(text: string, start: number): number | undefined {
-  let depth = 0;
-  let inString = false;
-  for (let index = start; index < text.length; index++) {
-    const char = text[index];
-    if (inString) {
-      if (char === "\\") index++;
-      else if (char === '"') inString = false;
-    } else if (char === '"') inString = true;
-    else if (char === "{") depth++;
-    else if (char === "}" && --depth === 0) return index + 1;
-  }
-  return undefined;
-}
-
 /** Whether the `{` at `index` starts something JSON-like (`{"`, `{}` or `{` + newline + `"`). */
 function looksLikeJsonStart(text: string, index: number): boolean {
   return /^\{\s*["}]/.test(text.slice(index, index + 64));
@@ -85,7 +66,9 @@ export function extractJsonObjects(text: string): ExtractedObjects {
   const objects: FoundObject[] = [];
   let index = text.indexOf("{");
   while (index !== -1) {
-    const end = balancedObjectEnd(text, index);
+    const balanced = firstBalancedObject(text, index);
+    // The brace at `index` closes only when the first balanced object starts there.
+    const end = balanced?.start === index ? balanced.end : undefined;
     if (end === undefined) {
       if (looksLikeJsonStart(text, index)) return { objects, unterminatedAt: index };
       index = text.indexOf("{", index + 1);

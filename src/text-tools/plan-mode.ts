@@ -3,27 +3,28 @@
  * plan `{status, action, tools: [{id, tool, args, needs}], reasoning}`; the plan's tools become one
  * wave of parallel tool calls; a plan without tools ends planning and the final response streams.
  */
-import { Ajv, type ErrorObject, type ValidateFunction } from "ajv";
+import { createRequire } from "node:module";
+import type { Ajv as AjvClass, ErrorObject, ValidateFunction } from "ajv";
 import { AgentLoopError } from "../errors.js";
 import type { AssistantMessage, Message, ToolCallPart, ToolResultMessage } from "../messages.js";
 import type { JsonSchema, Model, ModelEvent, ModelRequest, ToolDefinition } from "../model/model.js";
 import { extractJsonObjects, isJsonObject, type JsonObject, parseLenientJson, preview, stripCodeFence } from "./json-extract.js";
 import {
+  argumentsValue,
   type ConversationFormat,
   describeTools,
   finishEvent,
-  guardStream,
   innerRequest,
   newCallId,
   relayInnerCall,
   renderConversation,
-  TextEmitter,
+  streamFinalResponse,
+  TextProtocolModel,
   toolCallEvents,
   toolResultText,
   toolTurnsSinceLastUser,
   withUserText,
 } from "./shared.js";
-import { argumentsValue } from "./string-mode.js";
 
 /** One planned tool call. `needs` lists ids of earlier results it depends on. */
 export interface PlannedTool {
@@ -90,6 +91,16 @@ export interface PlanToolCallingOptions {
 
 let validatePlanFunction: ValidateFunction | undefined;
 
+/** The plan validator, compiled on first use: ajv loads only when a plan is parsed, so importing
+ * `agentloop/text-tools` stays cheap (ajv is CommonJS, so a synchronous require works). */
+function planValidator(): ValidateFunction {
+  if (!validatePlanFunction) {
+    const { Ajv } = createRequire(import.meta.url)("ajv") as { Ajv: typeof AjvClass };
+    validatePlanFunction = new Ajv({ allErrors: true, strict: false }).compile(PLAN_SCHEMA);
+  }
+  return validatePlanFunction;
+}
+
 function describeErrors(errors: readonly ErrorObject[]): string {
   return errors
     .map((error) => {
@@ -123,8 +134,8 @@ export function parsePlan(text: string): PlanParseResult {
       return { ok: false, error: `no JSON object in the answer: ${preview(text) || "(empty)"}` };
     }
   }
-  validatePlanFunction ??= new Ajv({ allErrors: true, strict: false }).compile(PLAN_SCHEMA);
-  if (!validatePlanFunction(candidate)) return { ok: false, error: describeErrors(validatePlanFunction.errors ?? []) };
+  const validatePlan = planValidator();
+  if (!validatePlan(candidate)) return { ok: false, error: describeErrors(validatePlan.errors ?? []) };
   return { ok: true, plan: candidate as unknown as Plan };
 }
 
@@ -188,16 +199,15 @@ const planFormat: ConversationFormat = {
   },
 };
 
-class PlanToolCallingModel implements Model {
-  readonly provider: string;
-  readonly modelId: string;
+class PlanToolCallingModel extends TextProtocolModel {
   private readonly maxWaves: number;
   private readonly maxRepairs: number;
 
   constructor(
-    private readonly inner: Model,
+    inner: Model,
     private readonly options: PlanToolCallingOptions,
   ) {
+    super(inner, "plan tool calling");
     this.maxWaves = options.maxWaves ?? 5;
     this.maxRepairs = options.maxRepairs ?? 1;
     if (!Number.isInteger(this.maxWaves) || this.maxWaves < 1) {
@@ -206,19 +216,13 @@ class PlanToolCallingModel implements Model {
     if (!Number.isInteger(this.maxRepairs) || this.maxRepairs < 0) {
       throw new TypeError(`planToolCalling: maxRepairs must be a non-negative integer, got ${String(options.maxRepairs)}`);
     }
-    this.provider = inner.provider;
-    this.modelId = inner.modelId;
   }
 
-  forRun(): Model {
-    return this.inner.forRun ? new PlanToolCallingModel(this.inner.forRun(), this.options) : this;
+  protected around(inner: Model): Model {
+    return new PlanToolCallingModel(inner, this.options);
   }
 
-  stream(request: ModelRequest): AsyncIterable<ModelEvent> {
-    return guardStream(this.run(request), "plan tool calling");
-  }
-
-  private async *run(request: ModelRequest): AsyncGenerator<ModelEvent> {
+  protected async *run(request: ModelRequest): AsyncGenerator<ModelEvent> {
     const tools = request.tools ?? [];
     const waves = toolTurnsSinceLastUser(request.messages);
     const lastWave = waves[waves.length - 1];
@@ -227,7 +231,7 @@ class PlanToolCallingModel implements Model {
     // No planning when tools are off, when the last wave was planned as the final one ("done" with
     // tools), or when the wave budget is spent.
     if (tools.length === 0 || request.toolChoice === "none" || plannedDone || waves.length >= this.maxWaves) {
-      return yield* this.finalResponse(request, withUserText(history, FINAL_RESPONSE_PROMPT), true);
+      return yield* streamFinalResponse(this.inner, request, withUserText(history, FINAL_RESPONSE_PROMPT), true);
     }
 
     let messages = renderConversation(request.messages, planFormat, planModeInstructions(tools));
@@ -243,7 +247,7 @@ class PlanToolCallingModel implements Model {
         const planned = plan.tools ?? [];
         if (planned.length === 0) {
           const answered: Message[] = [...history, { role: "assistant", content: [{ type: "text", text: summary.text }] }];
-          return yield* this.finalResponse(request, withUserText(answered, FINAL_RESPONSE_PROMPT), false);
+          return yield* streamFinalResponse(this.inner, request, withUserText(answered, FINAL_RESPONSE_PROMPT), false);
         }
         for (const tool of planned) {
           const data: PlanCallData = { protocol: "plan", planId: tool.id, needs: tool.needs ?? [], status: plan.status, action: plan.action, reasoning: plan.reasoning };
@@ -262,14 +266,6 @@ class PlanToolCallingModel implements Model {
         { role: "user", content: `That plan is not valid: ${parsed.error}. Answer again with ONLY the JSON object described in the instructions.` },
       ];
     }
-  }
-
-  private async *finalResponse(request: ModelRequest, messages: Message[], first: boolean): AsyncGenerator<ModelEvent> {
-    const emitter = new TextEmitter();
-    const summary = yield* relayInnerCall(this.inner, innerRequest(request, messages), { forwardStart: first, onText: (delta) => emitter.delta(delta) });
-    if (summary.error) return yield { type: "error", error: summary.error };
-    yield* emitter.end();
-    yield summary.nativeToolCalls > 0 ? finishEvent("tool-calls", summary.finishReason) : { type: "finish", reason: summary.finishReason ?? { unified: "stop" } };
   }
 }
 

@@ -8,6 +8,52 @@ import type { AssistantMessage, AssistantPart, Message, TextPart, ToolCallPart, 
 import type { FinishReason, Model, ModelEvent, ModelRequest, ToolDefinition } from "../model/model.js";
 import { addUsage, type Usage } from "../usage.js";
 
+/**
+ * The frame every text protocol shares: provider and model id of the wrapped model, a per-run
+ * copy when the wrapped model makes one, and `stream` kept to the Model contract by `guardStream`.
+ */
+export abstract class TextProtocolModel implements Model {
+  readonly provider: string;
+  readonly modelId: string;
+
+  constructor(
+    protected readonly inner: Model,
+    private readonly label: string,
+  ) {
+    this.provider = inner.provider;
+    this.modelId = inner.modelId;
+  }
+
+  /** The same protocol (same options and shared state) around another inner model. */
+  protected abstract around(inner: Model): Model;
+
+  /** The protocol's events for one request; may throw (the guard turns that into an `error` event). */
+  protected abstract run(request: ModelRequest): AsyncGenerator<ModelEvent>;
+
+  forRun(): Model {
+    return this.inner.forRun ? this.around(this.inner.forRun()) : this;
+  }
+
+  stream(request: ModelRequest): AsyncIterable<ModelEvent> {
+    return guardStream(this.run(request), this.label);
+  }
+}
+
+/** Arguments as the JSON text of a tool call: `{}` when missing, a string kept as it is. */
+export function argumentsText(value: unknown): string {
+  if (value === undefined || value === null) return "{}";
+  return typeof value === "string" ? value : JSON.stringify(value);
+}
+
+/** The arguments as a JSON value when they parse, so the history shows objects, not escaped strings. */
+export function argumentsValue(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return text;
+  }
+}
+
 /** A fresh tool-call id in OpenAI's style (`call_` + 24 hex characters). */
 export function newCallId(): string {
   return `call_${randomUUID().replaceAll("-", "").slice(0, 24)}`;
@@ -225,6 +271,20 @@ export class TextEmitter {
   get emitted(): boolean {
     return this.used;
   }
+}
+
+/** The `finish` of a wrapper's last inner call: `tool-calls` when it made native calls, else its own reason. */
+export function closingFinish(summary: InnerCallSummary): ModelEvent {
+  return summary.nativeToolCalls > 0 ? finishEvent("tool-calls", summary.finishReason) : { type: "finish", reason: summary.finishReason ?? { unified: "stop" } };
+}
+
+/** The final-response call of the action and plan protocols: one inner call whose text streams to the caller. */
+export async function* streamFinalResponse(inner: Model, request: ModelRequest, messages: Message[], forwardStart: boolean): AsyncGenerator<ModelEvent> {
+  const emitter = new TextEmitter();
+  const summary = yield* relayInnerCall(inner, innerRequest(request, messages), { forwardStart, onText: (delta) => emitter.delta(delta) });
+  if (summary.error) return yield { type: "error", error: summary.error };
+  yield* emitter.end();
+  yield closingFinish(summary);
 }
 
 /** The events of one complete tool call. */

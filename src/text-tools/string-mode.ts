@@ -7,15 +7,18 @@ import type { ToolResultMessage } from "../messages.js";
 import type { Model, ModelEvent, ModelRequest, ToolChoice, ToolDefinition } from "../model/model.js";
 import { extractJsonObjects, isJsonObject, preview } from "./json-extract.js";
 import {
+  argumentsText,
+  argumentsValue,
   type ConversationFormat,
+  closingFinish,
   describeTools,
   finishEvent,
-  guardStream,
   innerRequest,
   newCallId,
   relayInnerCall,
   renderConversation,
   TextEmitter,
+  TextProtocolModel,
   toolCallEvents,
   toolResultText,
 } from "./shared.js";
@@ -50,11 +53,6 @@ export function stringModeInstructions(tools: readonly ToolDefinition[], toolCho
   if (toolChoice === "required") lines.push("You must call at least one tool now.");
   else if (typeof toolChoice === "object") lines.push(`You must call the tool "${toolChoice.name}" now.`);
   return lines.join("\n");
-}
-
-function argumentsText(value: unknown): string {
-  if (value === undefined || value === null) return "{}";
-  return typeof value === "string" ? value : JSON.stringify(value);
 }
 
 /** A call from a `tool_calls` entry: `{name, arguments}` or OpenAI's `{function: {name, arguments}}`. */
@@ -158,36 +156,19 @@ function stringFormat(): ConversationFormat {
   };
 }
 
-/** The arguments as a JSON value when they parse, so the history shows objects, not escaped strings. */
-export function argumentsValue(text: string): unknown {
-  try {
-    return JSON.parse(text);
-  } catch {
-    return text;
-  }
-}
-
-class StringToolCallingModel implements Model {
-  readonly provider: string;
-  readonly modelId: string;
-
+class StringToolCallingModel extends TextProtocolModel {
   constructor(
-    private readonly inner: Model,
+    inner: Model,
     private readonly options: StringToolCallingOptions,
   ) {
-    this.provider = inner.provider;
-    this.modelId = inner.modelId;
+    super(inner, "string tool calling");
   }
 
-  forRun(): Model {
-    return this.inner.forRun ? new StringToolCallingModel(this.inner.forRun(), this.options) : this;
+  protected around(inner: Model): Model {
+    return new StringToolCallingModel(inner, this.options);
   }
 
-  stream(request: ModelRequest): AsyncIterable<ModelEvent> {
-    return guardStream(this.run(request), "string tool calling");
-  }
-
-  private async *run(request: ModelRequest): AsyncGenerator<ModelEvent> {
+  protected async *run(request: ModelRequest): AsyncGenerator<ModelEvent> {
     const tools = request.tools ?? [];
     const useTools = tools.length > 0 && request.toolChoice !== "none";
     const addition = useTools ? (this.options.instructions ?? stringModeInstructions)(tools, request.toolChoice) : "";
@@ -210,7 +191,7 @@ class StringToolCallingModel implements Model {
     if (!splitter.isHolding) {
       yield* emitter.delta(splitter.rest);
       yield* emitter.end();
-      yield summary.nativeToolCalls > 0 ? finishEvent("tool-calls", summary.finishReason) : { type: "finish", reason: summary.finishReason ?? { unified: "stop" } };
+      yield closingFinish(summary);
       return;
     }
     const parsed = parseStringToolCalls(splitter.rest, new Set(tools.map((tool) => tool.name)));
@@ -227,7 +208,7 @@ class StringToolCallingModel implements Model {
     if (parsed.kind === "text") {
       yield* emitter.delta(splitter.rest);
       yield* emitter.end();
-      yield summary.nativeToolCalls > 0 ? finishEvent("tool-calls", summary.finishReason) : { type: "finish", reason: summary.finishReason ?? { unified: "stop" } };
+      yield closingFinish(summary);
       return;
     }
     yield* emitter.delta(parsed.content);

@@ -6,7 +6,7 @@ import type { AgentLoopError } from "../errors.js";
 import type { Model, ModelEvent, ModelRequest } from "../model/model.js";
 import { type ActionToolCallingOptions, actionToolCalling } from "./action-mode.js";
 import { type PlanToolCallingOptions, planToolCalling } from "./plan-mode.js";
-import { guardStream } from "./shared.js";
+import { TextProtocolModel } from "./shared.js";
 import { type StringToolCallingOptions, stringToolCalling } from "./string-mode.js";
 
 export const TOOL_CALL_MODES = ["auto", "native", "string", "action", "plan"] as const;
@@ -44,26 +44,19 @@ interface AutoState {
   useString: boolean;
 }
 
-class AutoToolCallingModel implements Model {
-  readonly provider: string;
-  readonly modelId: string;
+class AutoToolCallingModel extends TextProtocolModel {
   private stringModel?: Model;
 
   constructor(
-    private readonly inner: Model,
+    inner: Model,
     private readonly options: ToolCallModeOptions,
     private readonly state: AutoState = { useString: false },
   ) {
-    this.provider = inner.provider;
-    this.modelId = inner.modelId;
+    super(inner, "auto tool calling");
   }
 
-  forRun(): Model {
-    return this.inner.forRun ? new AutoToolCallingModel(this.inner.forRun(), this.options, this.state) : this;
-  }
-
-  stream(request: ModelRequest): AsyncIterable<ModelEvent> {
-    return guardStream(this.run(request), "auto tool calling");
+  protected around(inner: Model): Model {
+    return new AutoToolCallingModel(inner, this.options, this.state);
   }
 
   private fallback(): Model {
@@ -71,7 +64,7 @@ class AutoToolCallingModel implements Model {
     return this.stringModel;
   }
 
-  private async *run(request: ModelRequest): AsyncGenerator<ModelEvent> {
+  protected async *run(request: ModelRequest): AsyncGenerator<ModelEvent> {
     if (this.state.useString) return yield* this.fallback().stream(request);
     if (!request.tools?.length) return yield* this.inner.stream(request);
     // Events before the first output are held back, so a rejection can still be retried unseen.
