@@ -66,3 +66,15 @@ test("--help lists the flags with examples", () => {
   for (const flag of ["--model", "--max-steps", "--json", "--mock"]) assert.match(stdout, new RegExp(flag));
   assert.match(stdout, /Exit codes:/);
 });
+
+test("--model with an unknown provider or a missing key fails before any request, naming what to set", () => {
+  const unknown = cli(["run", "hi", "--model", "nosuch:model"]);
+  assert.equal(unknown.code, 2);
+  assert.match(unknown.stderr, /nosuch/);
+  const missingKey = cli(["run", "hi", "--model", "anthropic:claude-sonnet-4-5"], { ANTHROPIC_API_KEY: "" });
+  assert.equal(missingKey.code, 2);
+  assert.match(missingKey.stderr, /ANTHROPIC_API_KEY/);
+  const halfKaos = cli(["run", "hi"], { MODEL_NAME: "llama3.2" });
+  assert.equal(halfKaos.code, 2);
+  assert.match(halfKaos.stderr, /MODEL_API_URL/);
+});

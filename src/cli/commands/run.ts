@@ -44,9 +44,14 @@ function today(): string {
 /** The model to run on: --mock, --model, MODEL_API_URL/MODEL_NAME, or else the hotel demo's script. */
 async function chooseModel(options: RunCommandOptions, env: NodeJS.ProcessEnv): Promise<{ model: Model; demo: boolean }> {
   if (options.mock !== undefined) return { model: new ScriptedModel(options.mock, { chunkDelayMs: 10 }), demo: false };
-  if (options.model || (env.MODEL_API_URL && env.MODEL_NAME)) {
+  if (options.model) {
     const { resolveModel } = await import("../../providers/index.js");
-    return { model: await resolveModel(options.model ?? { model: env.MODEL_NAME!, baseURL: env.MODEL_API_URL }, env), demo: false };
+    return { model: await resolveModel(options.model, env), demo: false };
+  }
+  if (env.MODEL_API_URL || env.MODEL_NAME) {
+    // The KAOS variables: an OpenAI-compatible server (its URL normalized, MODEL_API_KEY as its key).
+    const { modelFromEnv } = await import("../../providers/index.js");
+    return { model: await modelFromEnv({ env }), demo: false };
   }
   return { model: new ScriptedModel(HOTEL_SCRIPT, { chunkDelayMs: 15 }), demo: true };
 }
