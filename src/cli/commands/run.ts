@@ -1,7 +1,7 @@
 import type { Command } from "commander";
 import { DEMO_TODAY, HOTEL_SCRIPT, hotelAgent } from "../../../examples/hotel/agent.js";
 import { AgentLoopError } from "../../errors.js";
-import { Agent } from "../../loop/agent.js";
+import type { Agent } from "../../loop/agent.js";
 import type { LoopEvent, TerminalState } from "../../loop/events.js";
 import type { Model } from "../../model/model.js";
 import { ScriptedModel } from "../../model/scripted.js";
