@@ -7,6 +7,7 @@
  * `{role: "tool", tool_call_id, content}` message per result.
  */
 import OpenAI from "openai";
+import { onAbort } from "../../abort.js";
 import { AgentLoopError, abortError } from "../../errors.js";
 import type { Message } from "../../messages.js";
 import type { FinishReason, Model, ModelEvent, ModelRequest, ToolChoice, UnifiedFinishReason } from "../../model/model.js";
@@ -323,12 +324,17 @@ export class OpenAIChatModel implements Model {
     const names = ToolNameMap.forRequest(request.tools, request.messages);
     const mapper = new ChatStreamMapper(this.provider, names);
     const context = { provider: this.provider, apiKeyEnvVar: this.apiKeyEnvVar, signal };
+    // The SDK adds an abort listener to the signal it is given and never removes it. The loop hands
+    // one run-long signal to every turn, so each call gets its own signal, unlinked when it ends:
+    // no listener pile-up (and no MaxListenersExceededWarning) over long runs.
+    const callAbort = new AbortController();
+    const unlink = onAbort(signal, () => callAbort.abort(signal?.reason));
     try {
       const body = this.body(request, names);
       if (this.options.stream === false) {
         const completion = (await this.client.chat.completions.create(
           { ...body, stream: false } as unknown as OpenAI.Chat.ChatCompletionCreateParamsNonStreaming,
-          { signal },
+          { signal: callAbort.signal },
         )) as unknown as { id?: string; model?: string; usage?: unknown; choices?: Array<{ index?: number; finish_reason?: string; message?: Record<string, any> }> };
         // A JSON body is one big chunk: the message becomes the delta.
         const chunk: ChunkLike = {
@@ -348,7 +354,9 @@ export class OpenAIChatModel implements Model {
       } else {
         const streamBody: Record<string, unknown> = { ...body, stream: true };
         if (this.options.includeUsage !== false) streamBody.stream_options = { include_usage: true };
-        const stream = await this.client.chat.completions.create(streamBody as unknown as OpenAI.Chat.ChatCompletionCreateParamsStreaming, { signal });
+        const stream = await this.client.chat.completions.create(streamBody as unknown as OpenAI.Chat.ChatCompletionCreateParamsStreaming, {
+          signal: callAbort.signal,
+        });
         for await (const chunk of stream) yield* mapper.chunk(chunk as unknown as ChunkLike);
       }
       // The SDK may end the stream quietly when the signal aborts it.
@@ -359,6 +367,8 @@ export class OpenAIChatModel implements Model {
       yield* mapper.end();
     } catch (error) {
       yield { type: "error", error: toAgentLoopError(error, context) };
+    } finally {
+      unlink();
     }
   }
 }

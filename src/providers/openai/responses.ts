@@ -7,6 +7,7 @@
  * unchanged: each part keeps its original item in `providerData.openaiResponses.item`.
  */
 import OpenAI from "openai";
+import { onAbort } from "../../abort.js";
 import { AgentLoopError, abortError } from "../../errors.js";
 import type { Message } from "../../messages.js";
 import type { FinishReason, Model, ModelEvent, ModelRequest, ToolChoice } from "../../model/model.js";
@@ -321,9 +322,13 @@ export class OpenAIResponsesModel implements Model {
     }
     const names = ToolNameMap.forRequest(request.tools, request.messages);
     const mapper = new ResponsesStreamMapper(this.provider, names);
+    // Each call gets its own signal, unlinked when it ends: the SDK never removes the abort
+    // listener it adds, and the loop's run-long signal would collect one per turn.
+    const callAbort = new AbortController();
+    const unlink = onAbort(signal, () => callAbort.abort(signal?.reason));
     try {
       const stream = await this.client.responses.create(this.body(request, names) as unknown as OpenAI.Responses.ResponseCreateParamsStreaming, {
-        signal,
+        signal: callAbort.signal,
       });
       for await (const event of stream) {
         yield* mapper.event(event as unknown as StreamEventLike);
@@ -333,6 +338,8 @@ export class OpenAIResponsesModel implements Model {
       yield { type: "error", error: signal?.aborted ? abortError(signal) : incompleteStreamError(this.provider) };
     } catch (error) {
       yield { type: "error", error: toAgentLoopError(error, { provider: this.provider, apiKeyEnvVar: this.apiKeyEnvVar, signal }) };
+    } finally {
+      unlink();
     }
   }
 }

@@ -1,0 +1,64 @@
+// A long run must not pile abort listeners onto the caller's signal: the official SDK never
+// removes the listener it adds to the signal it is given, so the adapters give it a per-call one.
+import assert from "node:assert/strict";
+import { getEventListeners } from "node:events";
+import { after, before, describe, test } from "node:test";
+import { DEFAULT_FINAL_TEXT, type MockProvider, startMockProvider } from "../../bench/mock-provider.js";
+import { Agent, defineTool } from "../../src/index.js";
+import { openaiChat } from "../../src/providers/openai/index.js";
+
+describe("openai-chat adapter and the run's abort signal", () => {
+  let provider: MockProvider;
+  before(async () => {
+    provider = await startMockProvider({ scripts: { "fifteen-turns": { toolTurns: 15 }, "answer-only": { toolTurns: 0 } } });
+  });
+  after(() => provider.close());
+
+  for (const stream of [true, false]) {
+    test(`15 tool turns pile no abort listeners onto the run's signal (${stream ? "streaming" : "JSON"})`, async () => {
+      // Node warns once a signal holds more than 10 abort listeners; before the fix every model
+      // call of a run left one on the run's signal, so the 11th call printed this warning.
+      const warnings: string[] = [];
+      const onWarning = (warning: Error) => warnings.push(`${warning.name}: ${warning.message}`);
+      process.on("warning", onWarning);
+      try {
+        let calls = 0;
+        const agent = new Agent({
+          model: openaiChat("fifteen-turns", { baseURL: provider.baseURL, apiKey: "test", stream }),
+          tools: [defineTool({ name: "lookup", description: "Looks up.", parameters: { type: "object" }, execute: () => `value ${++calls}` })],
+          maxTurns: 20,
+        });
+        const controller = new AbortController();
+        const result = await agent.run("go", { signal: controller.signal });
+        assert.equal(result.state, "COMPLETED", result.reason);
+        assert.equal(result.text, DEFAULT_FINAL_TEXT);
+        assert.equal(calls, 15);
+        await new Promise((resolve) => setImmediate(resolve)); // warnings are emitted on the next tick
+        assert.deepEqual(
+          warnings.filter((warning) => warning.includes("MaxListenersExceeded")),
+          [],
+        );
+        assert.ok(getEventListeners(controller.signal, "abort").length <= 1);
+      } finally {
+        process.off("warning", onWarning);
+      }
+    });
+  }
+
+  test("aborting the run's signal still aborts the call in flight", async () => {
+    const slow = await startMockProvider({ scripts: { slow: { toolTurns: 0, latencyMs: 2_000 } } });
+    try {
+      const controller = new AbortController();
+      const agent = new Agent({ model: openaiChat("slow", { baseURL: slow.baseURL, apiKey: "test" }) });
+      const started = performance.now();
+      const run = agent.run("go", { signal: controller.signal });
+      setTimeout(() => controller.abort(new Error("user pressed stop")), 50);
+      const result = await run;
+      assert.equal(result.state, "ABORTED");
+      assert.match(result.reason, /user pressed stop/);
+      assert.ok(performance.now() - started < 1_500, "the call did not wait for the slow response");
+    } finally {
+      await slow.close();
+    }
+  });
+});
