@@ -277,7 +277,8 @@ export async function spawnMockProvider(options: MockProviderOptions): Promise<M
 }
 
 // Child-process entry point: `MOCK_PROVIDER_OPTIONS='{"scripts":{...}}' node --import tsx bench/mock-provider.ts`
-if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
+// (Checked by file name too, so a bundle that merely imports this module does not start it.)
+if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href && /mock-provider\.m?[jt]s$/.test(process.argv[1])) {
   const raw = process.env.MOCK_PROVIDER_OPTIONS;
   if (!raw) {
     console.error("mock-provider: set MOCK_PROVIDER_OPTIONS to a JSON object {\"scripts\": {\"model-name\": {\"toolTurns\": 10}}}");

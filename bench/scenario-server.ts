@@ -29,9 +29,14 @@ interface ServerProcess {
   close(): Promise<void>;
 }
 
-async function spawnServer(mode: "agentloop" | "floor", chunkDelayMs: number): Promise<ServerProcess> {
-  const child = await startChild(mode === "floor" ? "./server-floor.ts" : "./server-agentloop.ts", [], { BENCH_CHUNK_DELAY_MS: String(chunkDelayMs) });
-  return { name: mode === "floor" ? "node:http floor" : "agentloop serve", url: `http://127.0.0.1:${child.port}`, pid: child.pid, close: child.close };
+const FLOOR = "node:http floor";
+const AGENTLOOP = "agentloop serve";
+const AGENTLOOP_NO_MEMORY = "agentloop serve, memory off";
+
+async function spawnServer(name: string, chunkDelayMs: number): Promise<ServerProcess> {
+  const env = { BENCH_CHUNK_DELAY_MS: String(chunkDelayMs), ...(name === AGENTLOOP_NO_MEMORY ? { BENCH_SERVER_MEMORY: "off" } : {}) };
+  const child = await startChild(name === FLOOR ? "./server-floor.ts" : "./server-agentloop.ts", [], env);
+  return { name, url: `http://127.0.0.1:${child.port}`, pid: child.pid, close: child.close };
 }
 
 /** One streaming chat: resolves with its latency in ms after checking the streamed answer. */
@@ -86,7 +91,8 @@ async function loadRound(server: ServerProcess, perClient: number): Promise<Roun
 
 export async function runServerScenario(options: BenchOptions): Promise<ScenarioReport> {
   const machine = machineInfo();
-  const servers = [await spawnServer("floor", CHUNK_DELAY_MS), await spawnServer("agentloop", CHUNK_DELAY_MS)];
+  const servers: ServerProcess[] = [];
+  for (const name of [FLOOR, AGENTLOOP, AGENTLOOP_NO_MEMORY]) servers.push(await spawnServer(name, CHUNK_DELAY_MS));
   const rounds = new Map<string, Round[]>(servers.map((server) => [server.name, []]));
   const idleRss = new Map<string, number>();
   const perClient = options.quick ? 2 : 5;
@@ -97,7 +103,11 @@ export async function runServerScenario(options: BenchOptions): Promise<Scenario
       await loadRound(server, 2); // warm-up
     }
     for (let round = 0; round < measuredRounds; round++) {
-      for (const server of round % 2 === 0 ? servers : [...servers].reverse()) rounds.get(server.name)!.push(await loadRound(server, perClient));
+      // Rotate the order, so no server always runs right after the same one.
+      for (let offset = 0; offset < servers.length; offset++) {
+        const server = servers[(round + offset) % servers.length];
+        rounds.get(server.name)!.push(await loadRound(server, perClient));
+      }
     }
   } finally {
     await Promise.all(servers.map((server) => server.close()));
@@ -113,8 +123,8 @@ export async function runServerScenario(options: BenchOptions): Promise<Scenario
       cpu: spread(list.map((round) => round.cpuMsPerRequest)),
     };
   };
-  const floor = summaryOf("node:http floor");
-  const agent = summaryOf("agentloop serve");
+  const floor = summaryOf(FLOOR);
+  const agent = summaryOf(AGENTLOOP);
   const addedP99 = agent.p99 - floor.p99;
   return {
     id: "server",
@@ -152,8 +162,8 @@ export async function runServerScenario(options: BenchOptions): Promise<Scenario
       { scenario: "5 server", metric: "peak RSS MB", values: { "raw-fetch": floor.peakRss, agentloop: agent.peakRss } },
     ],
     notes: [
-      `${CONCURRENCY} clients each send ${perClient} streaming chats back to back (${measuredRounds} rounds per server, alternating); latency is request start to the end of the stream, checked against the scripted answer.`,
-      `agentloop serve: \`startAgentServer\` on the scripted model (one answer of 21 word chunks, ${CHUNK_DELAY_MS} ms before each, like a model streaming) with the in-process memory store (memory stores: scenario 6). Floor: node:http parsing the body and streaming the same chunks with the same pacing. In the summary the floor sits in the raw-fetch column.`,
+      `${CONCURRENCY} clients each send ${perClient} streaming chats back to back (${measuredRounds} rounds per server, in rotating order); latency is request start to the end of the stream, checked against the scripted answer.`,
+      `agentloop serve: \`startAgentServer\` on the scripted model (one answer of 21 word chunks, ${CHUNK_DELAY_MS} ms before each, like a model streaming) with the in-process memory store (memory stores: scenario 6); the "memory off" variant records nothing, to show what recording costs. Floor: node:http parsing the body and streaming the same chunks with the same pacing. In the summary the floor sits in the raw-fetch column.`,
       "Both servers run as bundled JavaScript (esbuild) without a TypeScript loader, so RSS is the server's own.",
       "The load generator shares the 2 cores with the server, so absolute latencies include client time; the added latency compares like with like.",
     ],

@@ -1,6 +1,6 @@
 // Scenario 5's contestant, run as a child process: the agent server (`startAgentServer`, what
 // `agentloop serve` runs) on the scripted model, paced by BENCH_CHUNK_DELAY_MS, with the memory
-// store BENCH_SERVER_MEMORY names (default the in-process one).
+// store BENCH_SERVER_MEMORY names (default `memory`, the in-process one; `off` records nothing).
 import { ScriptedModel } from "../src/model/scripted.js";
 import { startAgentServer } from "../src/server/index.js";
 import { SERVER_ANSWER, announce, chunkDelayMs } from "./server-answer.js";
@@ -11,7 +11,7 @@ const server = await startAgentServer({
   build: { model: new ScriptedModel([SERVER_ANSWER], { chunkDelayMs, modelId: "bench" }) },
   env: {
     AGENT_NAME: "bench",
-    MEMORY_TYPE: process.env.BENCH_SERVER_MEMORY ?? "memory",
+    ...(process.env.BENCH_SERVER_MEMORY === "off" ? { MEMORY_ENABLED: "false" } : { MEMORY_TYPE: process.env.BENCH_SERVER_MEMORY ?? "memory" }),
     ...(process.env.BENCH_SERVER_MEMORY_PATH ? { MEMORY_PATH: process.env.BENCH_SERVER_MEMORY_PATH } : {}),
   },
   log: () => undefined,
