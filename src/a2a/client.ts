@@ -10,8 +10,8 @@ import {
   TaskState,
 } from "@a2a-js/sdk";
 import { type Client, ClientFactory } from "@a2a-js/sdk/client";
-import { TASK_PARAMETERS } from "../agents/local.js";
-import { delegationFailed, reasonOf, traceHeadersOf } from "../agents/remote.js";
+import { TASK_PARAMETERS, taskOf } from "../agents/local.js";
+import { delegationFailed, reasonOf, remoteCallFailed, remoteCallSignal, traceHeadersOf } from "../agents/remote.js";
 import { AgentLoopError } from "../errors.js";
 import type { Tool, ToolContext, ToolResultValue } from "../tools/tool.js";
 
@@ -173,9 +173,9 @@ export async function a2aAgentTool(options: A2AAgentToolOptions): Promise<Tool<{
     kind: "a2a",
     action: "delegate",
     async execute(args, context): Promise<ToolResultValue | string> {
-      const task = typeof args?.task === "string" ? args.task : "";
-      if (task.trim() === "") return delegationFailed(`delegation to "${agentName}" needs a non-empty "task" string`);
-      const signal = options.timeoutMs ? AbortSignal.any([context.signal, AbortSignal.timeout(options.timeoutMs)]) : context.signal;
+      const task = taskOf(args);
+      if (task === undefined) return delegationFailed(`delegation to "${agentName}" needs a non-empty "task" string`);
+      const signal = remoteCallSignal(context.signal, options.timeoutMs);
       const progress = new TaskProgress();
       let client: Client | undefined;
       try {
@@ -184,8 +184,7 @@ export async function a2aAgentTool(options: A2AAgentToolOptions): Promise<Tool<{
         return await delegate(connection.client, connection.card, task, agentName, options, context, signal, progress);
       } catch (error) {
         if (client && progress.taskId && signal.aborted) cancelQuietly(client, progress.taskId);
-        if (!context.signal.aborted && signal.aborted) return delegationFailed(`no answer from "${agentName}" within ${options.timeoutMs} ms`);
-        return delegationFailed(reasonOf(error, context.signal));
+        return remoteCallFailed(error, context.signal, signal, `"${agentName}"`, options.timeoutMs);
       }
     },
   };

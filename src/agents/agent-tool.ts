@@ -1,10 +1,10 @@
 import { AgentLoopError } from "../errors.js";
 import type { AgentConfig, DelegateTarget } from "../loop/types.js";
 import { textOf } from "../messages.js";
-import { generate, type Model } from "../model/model.js";
 import { scriptedModelFromEnv } from "../model/scripted.js";
 import type { Tool, ToolContext, ToolResultValue } from "../tools/tool.js";
-import { DEFAULT_MAX_DELEGATION_DEPTH, TASK_PARAMETERS, delegationPath, delegationRefusal, errorResult, runDelegate } from "./local.js";
+import { DEFAULT_MAX_DELEGATION_DEPTH, TASK_PARAMETERS, delegationPath, delegationRefusal, errorResult, runDelegate, taskOf } from "./local.js";
+import { singleModelCall } from "./single-call.js";
 
 /** `single`: one model call with no tools. `agentic`: a full loop with the agent's own tools and limits. */
 export type AgentToolMode = "single" | "agentic";
@@ -31,16 +31,22 @@ function isDelegateTarget(value: unknown): value is ConfiguredTarget {
   return typeof value === "object" && value !== null && typeof (value as DelegateTarget).run === "function";
 }
 
-/** One model call with the agent's instructions and the task, no tools. Never throws. */
-export async function runSingle(config: AgentConfig, task: string, signal?: AbortSignal): Promise<ToolResultValue | string> {
-  const configured: Model = scriptedModelFromEnv() ?? config.model;
-  const model = configured.forRun?.() ?? configured;
-  const messages = [
-    ...(config.instructions ? [{ role: "system" as const, content: config.instructions }] : []),
-    { role: "user" as const, content: task },
-  ];
-  const response = await generate(model, { messages, options: config.modelOptions, signal });
-  if (response.error) return errorResult(`Agent "${config.name ?? "agent"}" failed: ${response.error.message}`);
+/** One model call with the agent's instructions and the task, no tools (traced with the agent's
+ * instrumentation, under the calling tool). Never throws. */
+async function runSingle(config: AgentConfig, agentName: string, task: string, context: ToolContext): Promise<ToolResultValue | string> {
+  const response = await singleModelCall({
+    // As in the Agent constructor: DEBUG_MOCK_RESPONSES replaces the model.
+    model: scriptedModelFromEnv() ?? config.model,
+    messages: [...(config.instructions ? [{ role: "system" as const, content: config.instructions }] : []), { role: "user" as const, content: task }],
+    options: config.modelOptions,
+    signal: context.signal,
+    agentName,
+    instrumentation: config.instrumentation,
+    depth: context.depth + 1,
+    parentRunId: context.runId,
+    parentToolCallId: context.toolCallId,
+  });
+  if (response.error) return errorResult(`Agent "${agentName}" failed: ${response.error.message}`);
   return textOf(response.message);
 }
 
@@ -82,12 +88,12 @@ export function agentTool(agentOrConfig: DelegateTarget | AgentConfig, options: 
     kind: "agent",
     action: "delegate",
     async execute(args, context: ToolContext) {
-      const task = typeof args?.task === "string" ? args.task : "";
-      if (task.trim() === "") return errorResult(`Agent "${agentName}" needs a non-empty "task" string.`);
+      const task = taskOf(args);
+      if (task === undefined) return errorResult(`Agent "${agentName}" needs a non-empty "task" string.`);
       const path = delegationPath(context, options.parentName);
       const refusal = delegationRefusal(target?.name ?? config?.name ?? agentName, context, path, maxDepth);
       if (refusal) return errorResult(refusal);
-      if (mode === "single") return runSingle(config as AgentConfig, task, context.signal);
+      if (mode === "single") return runSingle(config as AgentConfig, agentName, task, context);
       try {
         const child = await agenticTarget();
         return await runDelegate(child, task, context, path);

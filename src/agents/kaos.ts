@@ -1,7 +1,7 @@
 import { textOf } from "../messages.js";
 import type { Tool, ToolContext, ToolResultValue } from "../tools/tool.js";
-import { TASK_PARAMETERS } from "./local.js";
-import { delegationFailed, reasonOf, traceHeadersOf } from "./remote.js";
+import { TASK_PARAMETERS, taskOf } from "./local.js";
+import { delegationFailed, remoteCallFailed, remoteCallSignal, traceHeadersOf } from "./remote.js";
 
 /** A message in the OpenAI chat shape, as a KAOS agent reads it. */
 export interface ChatMessage {
@@ -70,9 +70,9 @@ export function kaosAgentTool(options: KaosAgentToolOptions): Tool<{ task: strin
     kind: "kaos",
     action: "delegate",
     async execute(args, context): Promise<ToolResultValue | string> {
-      const task = typeof args?.task === "string" ? args.task : "";
-      if (task.trim() === "") return delegationFailed(`delegation to "${options.name}" needs a non-empty "task" string`);
-      const signal = options.timeoutMs ? AbortSignal.any([context.signal, AbortSignal.timeout(options.timeoutMs)]) : context.signal;
+      const task = taskOf(args);
+      if (task === undefined) return delegationFailed(`delegation to "${options.name}" needs a non-empty "task" string`);
+      const signal = remoteCallSignal(context.signal, options.timeoutMs);
       try {
         const source = options.contextMessages;
         const all = typeof source === "function" ? await source(context) : (source ?? conversationText(context));
@@ -97,8 +97,7 @@ export function kaosAgentTool(options: KaosAgentToolOptions): Tool<{ task: strin
         if (typeof content !== "string") return delegationFailed(`the response from ${endpoint} has no choices[0].message.content`);
         return content;
       } catch (error) {
-        if (!context.signal.aborted && signal.aborted) return delegationFailed(`no answer from ${endpoint} within ${options.timeoutMs} ms`);
-        return delegationFailed(reasonOf(error, context.signal));
+        return remoteCallFailed(error, context.signal, signal, endpoint, options.timeoutMs);
       }
     },
   };

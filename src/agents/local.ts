@@ -27,6 +27,12 @@ export const TASK_PARAMETERS = {
   additionalProperties: false,
 } as const;
 
+/** The `task` argument of a delegation call, or undefined when it is missing or blank. */
+export function taskOf(args: { task?: unknown } | undefined): string | undefined {
+  const task = args?.task;
+  return typeof task === "string" && task.trim() !== "" ? task : undefined;
+}
+
 export function errorResult(message: string): ToolResultValue {
   return { content: message, isError: true };
 }
@@ -105,8 +111,8 @@ export function delegateTool(target: DelegateTarget, options: DelegateToolOption
     kind: "agent",
     action: "delegate",
     async execute(args, context) {
-      const task = typeof args?.task === "string" ? args.task : "";
-      if (task.trim() === "") return errorResult(`Delegation to "${target.name}" needs a non-empty "task" string.`);
+      const task = taskOf(args);
+      if (task === undefined) return errorResult(`Delegation to "${target.name}" needs a non-empty "task" string.`);
       const path = delegationPath(context, options.parentName);
       const refusal = delegationRefusal(target.name, context, path, maxDepth);
       if (refusal) return errorResult(refusal);

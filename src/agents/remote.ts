@@ -39,3 +39,17 @@ export function reasonOf(error: unknown, signal?: AbortSignal): string {
   }
   return String(error);
 }
+
+/** The signal of one remote call: the run's, and a timer when `timeoutMs` is set. */
+export function remoteCallSignal(runSignal: AbortSignal, timeoutMs: number | undefined): AbortSignal {
+  return timeoutMs ? AbortSignal.any([runSignal, AbortSignal.timeout(timeoutMs)]) : runSignal;
+}
+
+/**
+ * The result of a remote call that threw: a timeout (the call's signal fired, the run's did not)
+ * names the peer and the limit; anything else gives its reason.
+ */
+export function remoteCallFailed(error: unknown, runSignal: AbortSignal, callSignal: AbortSignal, peer: string, timeoutMs: number | undefined): ToolResultValue {
+  if (!runSignal.aborted && callSignal.aborted) return delegationFailed(`no answer from ${peer} within ${timeoutMs} ms`);
+  return delegationFailed(reasonOf(error, runSignal));
+}

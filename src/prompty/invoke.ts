@@ -1,12 +1,13 @@
 import { dirname, resolve } from "node:path";
 import { childRunOptions, DEFAULT_MAX_DELEGATION_DEPTH, delegationPath, delegationRefusal, errorResult } from "../agents/local.js";
+import { singleModelCall } from "../agents/single-call.js";
 import { AgentLoopError } from "../errors.js";
 import { Agent } from "../loop/agent.js";
 import type { LoopEvent, RunResult } from "../loop/events.js";
 import type { Run } from "../loop/run.js";
 import type { AgentConfig, Instrumentation, RunObserver, SessionMemory } from "../loop/types.js";
 import { type Message, textOf } from "../messages.js";
-import { generate, type Model, type ModelOptions } from "../model/model.js";
+import type { Model, ModelOptions } from "../model/model.js";
 import { scriptedModelFromEnv } from "../model/scripted.js";
 import type { Tool, ToolContext, ToolOutput, ToolResultValue } from "../tools/tool.js";
 import { loadPrompty } from "./loader.js";
@@ -45,6 +46,8 @@ export interface InvokeAgentOptions {
   depth?: number;
   agentPath?: readonly string[];
   parentRunId?: string;
+  /** The calling tool call (a `single` child's model call is traced under it). */
+  parentToolCallId?: string;
 }
 
 /** A prompty run that did not complete. `result` holds the whole run. */
@@ -184,6 +187,7 @@ async function runChild(
     env: state.options.env,
     instrumentation: state.options.instrumentation,
     ...childRunOptions(context, path),
+    parentToolCallId: context.toolCallId,
   };
   if (mode === "single") return runPrompty(child, args, inherited).catch((error) => errorResult(AgentLoopError.from(error).message));
   const { run } = await startAgent(child, args, state.nameHandlers, inherited);
@@ -321,15 +325,24 @@ export async function invokeAgent(
 }
 
 /**
- * One model call with the prompt's messages and no tools (a prompty tool's `single` mode).
- * Returns the answer text; throws an `AgentLoopError` when the model fails.
+ * One model call with the prompt's messages and no tools (a prompty tool's `single` mode),
+ * traced as a model call when `options.instrumentation` is given. Returns the answer text;
+ * throws an `AgentLoopError` when the model fails.
  */
 export async function runPrompty(pathOrAgent: string | PromptyAgent, inputs: Record<string, unknown> = {}, options: InvokeAgentOptions = {}): Promise<string> {
   const agent = await resolveAgent(pathOrAgent, options);
   const { messages } = prepare(agent, inputs);
-  const configured = await resolvePromptyModel(agent, options);
-  const model = configured.forRun?.() ?? configured;
-  const response = await generate(model, { messages, options: modelOptionsOf(agent), signal: options.signal });
+  const response = await singleModelCall({
+    model: await resolvePromptyModel(agent, options),
+    messages,
+    options: modelOptionsOf(agent),
+    signal: options.signal,
+    agentName: agent.name,
+    instrumentation: options.instrumentation,
+    depth: options.depth,
+    parentRunId: options.parentRunId,
+    parentToolCallId: options.parentToolCallId,
+  });
   if (response.error) throw response.error;
   return textOf(response.message);
 }

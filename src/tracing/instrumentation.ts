@@ -34,6 +34,14 @@ export interface OtelInstrumentationOptions {
   maxContentChars?: number;
 }
 
+/**
+ * Callers that know which tool call started a run or a model call may add its id to the info
+ * (the `single` mode of agent and prompty tools does), so spans nest right without a context manager.
+ */
+export interface ParentToolCall {
+  parentToolCallId?: string;
+}
+
 /** Span and trace context of a run that is in progress, so model and tool spans find their parent. */
 interface ActiveRun {
   context: Context;
@@ -106,13 +114,17 @@ export function otelInstrumentation(options: OtelInstrumentationOptions = {}): I
   };
   const content = (text: string): string => (text.length > maxContentChars ? `${text.slice(0, maxContentChars)}…` : text);
 
-  /** The parent of a run: the active span, or else (no context manager) the parent run's current tool call. */
-  const parentOf = (info: RunInfo): Context => {
+  /**
+   * The parent of a run: the active span, or else (no context manager) the parent run's tool call
+   * named by `parentToolCallId`, else that run's newest tool call (a guess in a parallel wave).
+   */
+  const parentOf = (info: RunInfo & ParentToolCall): Context => {
     const active = context.active();
     if (trace.getSpan(active) || !info.parentRunId) return active;
     const parent = runs.get(info.parentRunId);
     if (!parent) return active;
-    return [...parent.tools.values()].at(-1) ?? parent.context;
+    const named = info.parentToolCallId === undefined ? undefined : parent.tools.get(info.parentToolCallId);
+    return named ?? [...parent.tools.values()].at(-1) ?? parent.context;
   };
 
   const baseAttributes = (info: RunInfo) => ({
@@ -125,7 +137,7 @@ export function otelInstrumentation(options: OtelInstrumentationOptions = {}): I
   });
 
   return {
-    async run(info, fn): Promise<RunResult> {
+    async run(info: RunInfo & ParentToolCall & { input: string }, fn): Promise<RunResult> {
       const parent = parentOf(info);
       const span = tracer.startSpan(
         `invoke_agent ${info.agentName}`,
@@ -174,8 +186,9 @@ export function otelInstrumentation(options: OtelInstrumentationOptions = {}): I
       }
     },
 
-    async modelCall(info, fn): Promise<ModelResponse> {
-      const parent = runs.get(info.runId)?.context ?? context.active();
+    async modelCall(info: RunInfo & ParentToolCall & { turn: number; toolNames: string[] }, fn): Promise<ModelResponse> {
+      // A call outside a traced run (a `single` mode sub-agent or prompty child) nests under its caller.
+      const parent = runs.get(info.runId)?.context ?? parentOf(info);
       const span = tracer.startSpan(
         `chat ${info.model.modelId}`,
         {
