@@ -184,3 +184,11 @@ test("a run whose input is not a string fails with a message naming the input", 
   assert.equal(result.state, "FAILED");
   assert.match(result.reason, /input/i);
 });
+
+test("steering that arrives during the last allowed turn does not throw that turn's answer away", async () => {
+  const model = new ScriptedModel(["first answer here", "second"], { chunkDelayMs: 5 });
+  const run = new Agent({ model, maxTurns: 1 }).run("go");
+  for await (const event of run) if (event.type === "text-delta" && event.delta.startsWith("first")) run.steer("more");
+  const result = await run;
+  assert.equal(result.text, "first answer here", `${result.state}: ${result.reason}`);
+});
