@@ -14,6 +14,8 @@ import type { LoopEvent } from "../../src/loop/events.js";
 import type { Model, ModelEvent } from "../../src/model/model.js";
 import { ScriptedModel } from "../../src/model/scripted.js";
 import type { Tool } from "../../src/tools/tool.js";
+import { otelInstrumentation } from "../../src/tracing/index.js";
+import { memoryTracer, spanNamed } from "../tracing/helpers.js";
 
 const textPart = (value: string) => ({ content: { $case: "text" as const, value }, metadata: undefined, filename: "", mediaType: "text/plain" });
 const agentMessage = (taskId: string, contextId: string, text: string): Message => ({
@@ -211,6 +213,20 @@ describe("a2aAgentTool against a real A2A server", () => {
     assert.equal(clock.executor.headers.at(-1)?.traceparent, traceparent);
   });
 
+  it("with otelInstrumentation, the A2A request carries the traceparent of its execute_tool span", async () => {
+    const { exporter, tracer } = memoryTracer();
+    const tool = await a2aAgentTool({ cardUrl: clock.url });
+    const lead = new Agent({
+      name: "lead",
+      model: new ScriptedModel([JSON.stringify({ tool_calls: [{ id: "call_1", name: tool.name, arguments: { task: "time?" } }] }), "Relayed."]),
+      tools: [tool],
+      instrumentation: otelInstrumentation({ tracer }),
+    });
+    assert.equal((await lead.run("go")).state, "COMPLETED");
+    const { traceId, spanId } = spanNamed(exporter.getFinishedSpans(), `execute_tool ${tool.name}`).spanContext();
+    assert.equal(clock.executor.headers.at(-1)?.traceparent, `00-${traceId}-${spanId}-01`);
+  });
+
   it("accepts the card's full URL and an explicit name and description", async () => {
     const tool = await a2aAgentTool({ cardUrl: `${clock.url}/${AGENT_CARD_PATH}`, name: "clock", description: "Tells the time." });
     assert.equal(tool.name, "delegate_to_clock");
@@ -258,6 +274,14 @@ describe("a2aAgentTool against a real A2A server", () => {
       return true;
     });
     await assert.rejects(a2aAgentTool({ cardUrl: "nonsense" }), /"nonsense" is not a valid agent card URL/);
+  });
+
+  it("an empty task is a failed delegation that never reaches the server", async () => {
+    const tool = await a2aAgentTool({ cardUrl: clock.url });
+    const before = clock.executor.headers.length;
+    const { end } = await delegateOnce(tool, "  ");
+    assert.deepEqual([end.output, end.isError], ['[Delegation failed: delegation to "Clock Agent" needs a non-empty "task" string]', true]);
+    assert.equal(clock.executor.headers.length, before);
   });
 
   it("stops on abort and cancels the remote task", async () => {

@@ -129,6 +129,15 @@ describe("agentTool", () => {
     );
   });
 
+  it("an empty task is an error result and the agent's model is not called", async () => {
+    const helperModel = new ScriptedModel(["never"]);
+    const tool = agentTool({ name: "helper", model: helperModel }, { mode: "single" });
+    const lead = new Agent({ name: "lead", model: new ScriptedModel([call("helper", { task: " " }), "fine"]), tools: [tool] });
+    const end = toolEnd(await collect(lead.run("go")));
+    assert.deepEqual([end.output, end.isError], ['Agent "helper" needs a non-empty "task" string.', true]);
+    assert.equal(helperModel.requests.length, 0);
+  });
+
   it("rejects bad arguments clearly", () => {
     assert.throws(() => agentTool({} as never), /pass an Agent or an AgentConfig with a model/);
     assert.throws(() => agentTool({ model: new ScriptedModel([]) }), /needs a name/);

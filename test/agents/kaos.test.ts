@@ -7,6 +7,8 @@ import { Agent } from "../../src/loop/agent.js";
 import type { LoopEvent } from "../../src/loop/events.js";
 import { ScriptedModel } from "../../src/model/scripted.js";
 import type { Tool } from "../../src/tools/tool.js";
+import { otelInstrumentation } from "../../src/tracing/index.js";
+import { memoryTracer, spanNamed } from "../tracing/helpers.js";
 
 interface Received {
   method?: string;
@@ -118,6 +120,21 @@ describe("kaosAgentTool", () => {
         { role: "task-delegation", content: "summarize the logs" },
       ],
     });
+  });
+
+  it("with otelInstrumentation, the request carries the traceparent of its execute_tool span", async () => {
+    received.length = 0;
+    const { exporter, tracer } = memoryTracer();
+    const tool = kaosAgentTool({ name: "worker", url: `${baseUrl}/ok` });
+    const lead = new Agent({
+      name: "lead",
+      model: new ScriptedModel([JSON.stringify({ tool_calls: [{ id: "call_1", name: tool.name, arguments: { task: "traced" } }] }), "ok"]),
+      tools: [tool],
+      instrumentation: otelInstrumentation({ tracer }),
+    });
+    assert.equal((await lead.run("go")).state, "COMPLETED");
+    const { traceId, spanId } = spanNamed(exporter.getFinishedSpans(), "execute_tool delegate_to_worker").spanContext();
+    assert.equal(received[0].headers.traceparent, `00-${traceId}-${spanId}-01`);
   });
 
   it("reads context messages from a function of the tool context", async () => {
