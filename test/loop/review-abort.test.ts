@@ -85,7 +85,7 @@ test("abort inside the sequential barrier: the barrier gets the signal, the call
   const started = performance.now();
   const { result } = await finish(run);
   assert.equal(result.state, "ABORTED");
-  assert.ok(performance.now() - started < 150, "the barrier's 40 ms wait was cut short");
+  assert.ok(performance.now() - started < 1_000, "the run ended promptly");
   assert.equal(barrier.log[0]?.aborted, true, "the barrier saw its signal abort");
   assert.deepEqual(
     wait.log.map((entry) => entry.args.value),
