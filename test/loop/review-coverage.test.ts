@@ -192,3 +192,54 @@ test("steering that arrives during the last allowed turn does not throw that tur
   const result = await run;
   assert.equal(result.text, "first answer here", `${result.state}: ${result.reason}`);
 });
+
+test("context.progress() is a tool-progress event inside its call; the context names the run, the call and the wave", async () => {
+  const seen: Array<Record<string, unknown>> = [];
+  const tool = {
+    name: "report",
+    description: "",
+    parameters: { type: "object" },
+    execute: (_args: Record<string, unknown>, context: import("../../src/index.js").ToolContext) => {
+      seen.push({ runId: context.runId, toolCallId: context.toolCallId, toolName: context.toolName, step: context.step });
+      context.progress({ percent: 50 });
+      return "ok";
+    },
+  };
+  const run = new Agent({ model: new ScriptedModel([calls(["report", {}, "r1"]), calls(["report", {}, "r2"]), "done"]), tools: [tool] }).run("go");
+  const events = await eventsOf(run);
+  assert.deepEqual(seen, [
+    { runId: run.id, toolCallId: "r1", toolName: "report", step: 1 },
+    { runId: run.id, toolCallId: "r2", toolName: "report", step: 2 },
+  ]);
+  assert.deepEqual(
+    ofType(events, "tool-progress").map((event) => [event.toolCallId, event.data]),
+    [
+      ["r1", { percent: 50 }],
+      ["r2", { percent: 50 }],
+    ],
+  );
+  assertRunInvariants(await run, events);
+});
+
+test("the root module imports no third-party package at load time (static imports from src/index.ts)", async () => {
+  const { readFileSync } = await import("node:fs");
+  const { dirname, resolve } = await import("node:path");
+  const { fileURLToPath } = await import("node:url");
+  const start = fileURLToPath(new URL("../../src/index.ts", import.meta.url));
+  const seen = new Set<string>();
+  const external = new Set<string>();
+  const visit = (file: string) => {
+    if (seen.has(file)) return;
+    seen.add(file);
+    const source = readFileSync(file, "utf8");
+    // Static value imports and re-exports; `import type` and dynamic import() are free at load time.
+    for (const match of source.matchAll(/^\s*(?:import|export)\s+(?!type\b)[^;]*?\sfrom\s+["']([^"']+)["']|^\s*import\s+["']([^"']+)["']/gm)) {
+      const specifier = match[1] ?? match[2];
+      if (specifier.startsWith(".")) visit(resolve(dirname(file), specifier.replace(/\.js$/, ".ts")));
+      else if (!specifier.startsWith("node:")) external.add(`${specifier} (from ${file.slice(file.indexOf("src/"))})`);
+    }
+  };
+  visit(start);
+  assert.ok(seen.size > 5, "the walk followed the root's imports");
+  assert.deepEqual([...external], []);
+});
