@@ -35,9 +35,17 @@ class LoopExecutor implements AgentExecutor {
   constructor(private readonly makeAgent: () => Agent) {}
 
   readonly cancelled: string[] = [];
+  private cancelWaiters: Array<() => void> = [];
+
+  /** Resolves once the server has been asked to cancel `taskId`. */
+  cancelRequested(taskId: string): Promise<void> {
+    if (this.cancelled.includes(taskId)) return Promise.resolve();
+    return new Promise((resolve) => this.cancelWaiters.push(resolve));
+  }
 
   cancelTask = async (taskId: string, bus: ExecutionEventBus): Promise<void> => {
     this.cancelled.push(taskId);
+    for (const wake of this.cancelWaiters.splice(0)) wake();
     bus.publish(
       AgentEvent.statusUpdate({
         taskId,
@@ -314,8 +322,7 @@ describe("a2aAgentTool against a real A2A server", () => {
         },
       );
       assert.deepEqual(result, { content: "[Delegation failed: aborted (user stopped)]", isError: true });
-      const deadline = Date.now() + 3000;
-      while (!slow.executor.cancelled.includes(taskId!) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
+      await slow.executor.cancelRequested(taskId!);
       assert.deepEqual(slow.executor.cancelled, [taskId]);
     } finally {
       await slow.close();

@@ -217,8 +217,11 @@ describe("a stdio server that dies", () => {
   test("a call in flight when the server dies returns an error result, and the next call reconnects", async () => {
     const toolset = await connectMcp({ name: "everything", ...everythingStdio() });
     try {
-      const pending = toolset.callTool("trigger-long-running-operation", { duration: 20, steps: 2 });
-      await new Promise((resolve) => setTimeout(resolve, 100));
+      // The first progress notification proves the call is running on the server: kill it then.
+      let reached: () => void = () => {};
+      const running = new Promise<void>((resolve) => (reached = resolve));
+      const pending = toolset.callTool("trigger-long-running-operation", { duration: 20, steps: 200 }, { onProgress: () => reached() });
+      await running;
       process.kill(toolset.pid!, "SIGKILL");
       const result = await pending;
       assert.equal(result.isError, true);

@@ -255,8 +255,9 @@ describe("invokeAgent", () => {
 
     const controller = new AbortController();
     const slow = new ScriptedModel(["one two three four five six seven eight nine ten"], { chunkDelayMs: 50 });
-    setTimeout(() => controller.abort("user stopped"), 80);
-    await assert.rejects(invokeAgent(parsed, { city: "Lima" }, [getTime], { model: slow, signal: controller.signal }), (error: unknown) => {
+    // Stopped as soon as the answer starts streaming.
+    const stopper = { onEvent: (event: LoopEvent) => (event.type === "text-delta" ? controller.abort("user stopped") : undefined) };
+    await assert.rejects(invokeAgent(parsed, { city: "Lima" }, [getTime], { model: slow, signal: controller.signal, observers: [stopper] }), (error: unknown) => {
       assert.ok(error instanceof PromptyRunError);
       assert.equal(error.result.state, "ABORTED");
       assert.equal(error.message, "Prompty inline ended with state ABORTED: aborted: user stopped");

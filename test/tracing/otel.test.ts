@@ -20,15 +20,29 @@ const { exporter, tracer } = memoryTracer();
 beforeEach(() => exporter.reset());
 
 const calls = (...list: Array<{ id: string; name: string; arguments: unknown }>) => JSON.stringify({ tool_calls: list });
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+/** A meeting point for the calls of one wave: `enter()` resolves once `size` calls are inside, so
+ * they overlap for sure; it fails if they never all arrive (the wave did not run in parallel). */
+function waveBarrier(size: number) {
+  let arrived = 0;
+  let open: () => void = () => {};
+  const opened = new Promise<void>((resolve) => (open = resolve));
+  return async () => {
+    if (++arrived === size) open();
+    let timer: NodeJS.Timeout | undefined;
+    const stuck = new Promise<never>((_resolve, reject) => {
+      timer = setTimeout(() => reject(new Error(`only ${arrived} of ${size} calls of the wave started`)), 5000);
+    });
+    await Promise.race([opened, stuck]).finally(() => clearTimeout(timer));
+  };
+}
 
-function slowTool(name: string, answer: string): Tool {
+function answeringTool(name: string, answer: string, enterWave?: () => Promise<void>): Tool {
   return {
     name,
     description: `answers ${answer}`,
     parameters: { type: "object", properties: { city: { type: "string" } } },
     execute: async () => {
-      await sleep(30);
+      await enterWave?.();
       return answer;
     },
   };
@@ -37,10 +51,12 @@ function slowTool(name: string, answer: string): Tool {
 describe("span tree", () => {
   test("a run with a parallel wave and a sub-agent nests invoke_agent > execute_tool > invoke_agent", async () => {
     const instrumentation = otelInstrumentation({ tracer });
+    // The three calls of the parent's wave wait for each other: they overlap.
+    const enterWave = waveBarrier(3);
     const researcher = new Agent({
       name: "researcher",
       model: new ScriptedModel([calls({ id: "call_lookup", name: "lookup", arguments: { city: "Paris" } }), "Paris is sunny."], { modelId: "child-model" }),
-      tools: [slowTool("lookup", "sunny")],
+      tools: [answeringTool("lookup", "sunny")],
       instrumentation,
     });
     // A tool that runs another Agent with the same instrumentation, built inline.
@@ -51,6 +67,7 @@ describe("span tree", () => {
       kind: "agent",
       action: "delegate",
       execute: async ({ task }, toolContext) => {
+        await enterWave();
         const result = await researcher.run(task, { signal: toolContext.signal, parentRunId: toolContext.runId, depth: toolContext.depth + 1 });
         return result.text;
       },
@@ -68,7 +85,7 @@ describe("span tree", () => {
         ],
         { modelId: "parent-model" },
       ),
-      tools: [slowTool("weather", "22C"), slowTool("clock", "noon"), research],
+      tools: [answeringTool("weather", "22C", enterWave), answeringTool("clock", "noon", enterWave), research],
       instrumentation,
     });
 
@@ -148,7 +165,7 @@ describe("span tree", () => {
 
   test("model spans carry the GenAI attributes and usage", async () => {
     const model = new ScriptedModel([calls({ id: "call_1", name: "weather", arguments: { city: "Oslo" } }), "Cold."], { modelId: "gpt-test" });
-    const agent = new Agent({ name: "solo", model, tools: [slowTool("weather", "-5C")], instrumentation: otelInstrumentation({ tracer }) });
+    const agent = new Agent({ name: "solo", model, tools: [answeringTool("weather", "-5C")], instrumentation: otelInstrumentation({ tracer }) });
     const result = await agent.run("Weather in Oslo?");
     const chats = exporter.getFinishedSpans().filter((span) => span.name === "chat gpt-test");
     assert.equal(chats.length, 2);
@@ -318,13 +335,15 @@ describe("trace context propagation", () => {
     await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
     const address = server.address();
     const url = `http://127.0.0.1:${typeof address === "object" && address ? address.port : 0}/`;
+    // Both calls are in flight when either reads its headers: each must still get its own span's.
+    const enterRemoteWave = waveBarrier(2);
     const remoteTool = (name: string): Tool => ({
       name,
       description: "calls a remote agent",
       parameters: { type: "object" },
       kind: "kaos",
       execute: async (_args, toolContext) => {
-        await sleep(10);
+        await enterRemoteWave();
         const fromServices = (toolContext.services.traceHeaders as () => Record<string, string>)();
         const fromHelper = injectTraceHeaders();
         const response = await fetch(url, {
