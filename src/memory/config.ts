@@ -155,11 +155,17 @@ export class DisabledMemoryStore implements MemoryStore {
   async close(): Promise<void> {}
 }
 
+export interface OpenMemoryOptions {
+  /** Embedded store held by another process (a running server): `"fail"` (default) or `"snapshot"`
+   * to read a private copy of what it wrote so far (for read-only commands). */
+  whenLocked?: "fail" | "snapshot";
+}
+
 /**
  * Opens the store a configuration names (defaults from `DEFAULT_MEMORY_CONFIG`). The embedded and
  * PostgreSQL modules are loaded only when used, so importing `agentloop/memory` stays light.
  */
-export async function openMemoryStore(config: Partial<MemoryConfig> = {}): Promise<MemoryStore> {
+export async function openMemoryStore(config: Partial<MemoryConfig> = {}, options: OpenMemoryOptions = {}): Promise<MemoryStore> {
   const settings = { ...DEFAULT_MEMORY_CONFIG, ...config };
   if (!settings.enabled) return new DisabledMemoryStore();
   const limits = { maxSessions: settings.maxSessions, maxEventsPerSession: settings.maxEventsPerSession, retentionMs: settings.retentionMs };
@@ -168,7 +174,7 @@ export async function openMemoryStore(config: Partial<MemoryConfig> = {}): Promi
       return new InMemoryStore(limits);
     case "embedded": {
       const { openEmbeddedStore } = await import("./embedded.js");
-      return openEmbeddedStore({ ...limits, path: settings.path });
+      return openEmbeddedStore({ ...limits, path: settings.path, whenLocked: options.whenLocked });
     }
     case "postgres": {
       if (!settings.postgresUrl) throw new AgentLoopError("configuration", "memory: the postgres store needs postgresUrl (MEMORY_POSTGRES_URL or DATABASE_URL)");

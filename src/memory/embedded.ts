@@ -2,8 +2,9 @@
  * `agentloop/memory/embedded`: the durable default store. An embedded PostgreSQL (PGlite, WASM)
  * persisted to a directory: no server to run, and the very same SQL as the PostgreSQL store.
  */
-import { closeSync, mkdirSync, openSync, readFileSync, unlinkSync, writeSync } from "node:fs";
-import { join, resolve } from "node:path";
+import { closeSync, cpSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, unlinkSync, writeSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, relative, resolve } from "node:path";
 import { PGlite } from "@electric-sql/pglite";
 import { AgentLoopError } from "../errors.js";
 import { type SqlDatabase, type SqlExecutor, SqlMemoryStore, type SqlStoreOptions } from "./sql-store.js";
@@ -15,7 +16,15 @@ export interface EmbeddedStoreOptions extends SqlStoreOptions {
   path?: string;
   /** Use this PGlite instance instead of opening `path`; `close()` leaves it open. */
   database?: PGlite;
+  /**
+   * When another process holds the directory: `"fail"` (default) rejects with a `configuration`
+   * error; `"snapshot"` opens a private copy of it instead, to read what was written so far
+   * (for `agentloop sessions` while a server runs). Writes to a snapshot are discarded on close.
+   */
+  whenLocked?: "fail" | "snapshot";
 }
+
+class DirectoryInUse extends AgentLoopError {}
 
 const LOCK_FILE = "agentloop.lock";
 /** Directories this process has open: two PGlite instances on one directory would corrupt it. */
@@ -37,7 +46,7 @@ function processIsAlive(pid: number): boolean {
 function acquireLock(directory: string): () => void {
   const lockPath = join(directory, LOCK_FILE);
   const inUse = (pid: number) =>
-    new AgentLoopError(
+    new DirectoryInUse(
       "configuration",
       `memory: the embedded store at ${directory} is already open in process ${pid} (PGlite allows one process per directory). ` +
         "Stop that process, read its sessions through the server's /memory routes, or use MEMORY_TYPE=postgres to share sessions.",
@@ -92,6 +101,43 @@ function pgliteDatabase(db: PGlite, release: () => Promise<void>): SqlDatabase {
   };
 }
 
+/**
+ * Copies a database directory another process is using, in the order that keeps the copy
+ * recoverable: the control file first (its checkpoint predates every later change), then the data
+ * files, then the write-ahead log last (it covers every change made while copying). PostgreSQL's
+ * crash recovery then replays the log on the copy, like it does for a base backup.
+ */
+function snapshotOf(directory: string): string {
+  const copy = mkdtempSync(join(tmpdir(), "agentloop-memory-snapshot-"));
+  const control = join(directory, "global", "pg_control");
+  if (!existsSync(control)) throw new AgentLoopError("configuration", `memory: ${directory} is not an embedded store directory`);
+  mkdirSync(join(copy, "global"), { recursive: true });
+  cpSync(control, join(copy, "global", "pg_control"));
+  const skip = new Set([LOCK_FILE, "postmaster.pid", "pg_wal", join("global", "pg_control")]);
+  cpSync(directory, copy, { recursive: true, filter: (source) => !skip.has(relative(directory, source)) });
+  cpSync(join(directory, "pg_wal"), join(copy, "pg_wal"), { recursive: true });
+  return copy;
+}
+
+async function openSnapshot(directory: string, options: EmbeddedStoreOptions): Promise<SqlMemoryStore> {
+  let copy: string | undefined;
+  let db: PGlite | undefined;
+  const cleanup = async () => {
+    await db?.close().catch(() => {});
+    if (copy) rmSync(copy, { recursive: true, force: true });
+  };
+  try {
+    copy = snapshotOf(directory);
+    db = await PGlite.create(copy);
+    return await SqlMemoryStore.open("embedded", pgliteDatabase(db, cleanup), options);
+  } catch (error) {
+    await cleanup();
+    throw new AgentLoopError("configuration", `memory: cannot read a snapshot of the embedded store at ${directory}: ${(error as Error)?.message ?? String(error)}`, {
+      cause: error,
+    });
+  }
+}
+
 /** Opens (creating if needed) the embedded store. Rejects with a `configuration` error when the directory is in use. */
 export async function openEmbeddedStore(options: EmbeddedStoreOptions = {}): Promise<SqlMemoryStore> {
   if (options.database) {
@@ -105,7 +151,13 @@ export async function openEmbeddedStore(options: EmbeddedStoreOptions = {}): Pro
       cause: error,
     });
   }
-  const unlock = acquireLock(directory);
+  let unlock: () => void;
+  try {
+    unlock = acquireLock(directory);
+  } catch (error) {
+    if (error instanceof DirectoryInUse && options.whenLocked === "snapshot") return openSnapshot(directory, options);
+    throw error;
+  }
   let db: PGlite;
   try {
     db = await PGlite.create(directory);

@@ -11,6 +11,7 @@ export {
   type MemoryType,
   memoryConfigFromEnv,
   memoryFromEnv,
+  type OpenMemoryOptions,
   openMemoryStore,
   parseDuration,
 } from "./config.js";

@@ -80,6 +80,34 @@ describe("embedded store: its directory", () => {
     await reopened.close();
   });
 
+  it("reads a snapshot of a directory another opener holds, without touching it", async () => {
+    const path = freshDirectory("snapshot");
+    const owner = await openEmbeddedStore({ path });
+    try {
+      await owner.append("s", [{ event_type: "user_message", content: "written by the owner" }]);
+      const snapshot = await openEmbeddedStore({ path, whenLocked: "snapshot" });
+      try {
+        assert.deepEqual(
+          (await snapshot.events("s")).map((event) => event.content),
+          ["written by the owner"],
+        );
+        await snapshot.append("s", [{ event_type: "x", content: "only in the copy" }]);
+      } finally {
+        await snapshot.close();
+      }
+      await owner.append("s", [{ event_type: "agent_response", content: "still the owner's" }]);
+      assert.deepEqual(
+        (await owner.events("s")).map((event) => [event.seq, event.content]),
+        [
+          [1, "written by the owner"],
+          [2, "still the owner's"],
+        ],
+      );
+    } finally {
+      await owner.close();
+    }
+  });
+
   it("reports a directory that cannot be created", async () => {
     const file = join(root, "a-file");
     writeFileSync(file, "not a directory");

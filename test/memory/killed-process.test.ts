@@ -16,8 +16,8 @@ after(async () => {
   await dropSchemas();
 });
 
-/** Starts the child, waits until its tool runs, then SIGKILLs it. */
-async function killMidTool(env: Record<string, string>): Promise<void> {
+/** Starts the child, waits until its tool runs, calls `whileRunning`, then SIGKILLs it. */
+async function killMidTool(env: Record<string, string>, whileRunning: () => Promise<void>): Promise<void> {
   const process_ = spawn(process.execPath, ["--import", "tsx", child], { env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"] });
   let stdout = "";
   let stderr = "";
@@ -40,7 +40,11 @@ async function killMidTool(env: Record<string, string>): Promise<void> {
       reject(new Error(`the child exited early; stderr: ${stderr}`));
     });
   });
-  process_.kill("SIGKILL");
+  try {
+    await whileRunning();
+  } finally {
+    process_.kill("SIGKILL");
+  }
   assert.equal(await exited, "SIGKILL");
 }
 
@@ -51,7 +55,22 @@ for (const variant of ["embedded", "postgres"] as const) {
         variant === "embedded"
           ? { MEMORY_TYPE: "embedded", MEMORY_PATH: join(root, "memory") }
           : { MEMORY_TYPE: "postgres", MEMORY_POSTGRES_URL: postgresUrl(), MEMORY_POSTGRES_SCHEMA: uniqueSchema("killed") };
-      await killMidTool({ ...env, SESSION_ID: "killed", MEMORY_ENABLED: "true" });
+      const logged = ["run_started", "user_message", "agent_response", "run_ended", "run_started", "user_message", "tool_call"];
+      await killMidTool({ ...env, SESSION_ID: "killed", MEMORY_ENABLED: "true" }, async () => {
+        // While the child runs, another process reads its sessions (a CLI next to a server):
+        // the embedded store held by the child is read through a snapshot.
+        const config = memoryConfigFromEnv(env);
+        if (variant === "embedded") await assert.rejects(openMemoryStore(config), /already open in process \d+/);
+        const reader = await openMemoryStore(config, { whenLocked: "snapshot" });
+        try {
+          assert.deepEqual(
+            (await reader.events("killed")).map((event) => event.event_type),
+            logged,
+          );
+        } finally {
+          await reader.close();
+        }
+      });
 
       // The embedded store's lock is left by the dead process and taken over here.
       const store = await openMemoryStore(memoryConfigFromEnv(env));
@@ -59,7 +78,7 @@ for (const variant of ["embedded", "postgres"] as const) {
         const events = await store.events("killed");
         assert.deepEqual(
           events.map((event) => event.event_type),
-          ["run_started", "user_message", "agent_response", "run_ended", "run_started", "user_message", "tool_call"],
+          logged,
         );
         const memory = sessionMemory(store);
         const expected = [
