@@ -1,0 +1,60 @@
+// Each subpath export loads only the packages it needs: importing `agentloop/agents` must not load
+// the A2A SDK, `agentloop/text-tools` no validator, the core nothing at all... Checked in real child
+// processes that record every module they load.
+import assert from "node:assert/strict";
+import { execFile } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, describe, it } from "node:test";
+import { fileURLToPath } from "node:url";
+
+const root = fileURLToPath(new URL("../../", import.meta.url));
+const hooks = fileURLToPath(new URL("./fixtures/record-loads.mjs", import.meta.url));
+const folder = mkdtempSync(join(tmpdir(), "agentloop-imports-"));
+after(() => rmSync(folder, { recursive: true, force: true }));
+
+/** The TypeScript loader's own packages, present in every child. */
+const loaderPackages = new Set(["tsx", "esbuild", "@esbuild", "get-tsconfig", "resolve-pkg-maps"]);
+
+/** The npm packages a child loads when it imports `module` (a path below the repository). */
+async function packagesLoadedBy(module: string): Promise<string[]> {
+  const log = join(folder, `${module.replaceAll("/", "_")}.log`);
+  await new Promise<void>((resolve, reject) => {
+    execFile(
+      process.execPath,
+      ["--import", hooks, "--import", "tsx", "--input-type=module", "-e", `await import(${JSON.stringify(join(root, module))});`],
+      { cwd: root, env: { ...process.env, AGENTLOOP_LOAD_LOG: log }, timeout: 30_000 },
+      (error, _stdout, stderr) => (error ? reject(new Error(`importing ${module} failed: ${stderr}`)) : resolve()),
+    );
+  });
+  const packages = new Set<string>();
+  for (const url of readFileSync(log, "utf8").split("\n")) {
+    const match = /\/node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(url);
+    if (match && !loaderPackages.has(match[1].split("/")[0]) && !loaderPackages.has(match[1])) packages.add(match[1]);
+  }
+  return [...packages].sort();
+}
+
+describe("subpath imports stay light", () => {
+  const expected: Record<string, string[]> = {
+    "src/index.ts": [],
+    "src/agents/index.ts": [],
+    "src/text-tools/index.ts": [],
+    "src/tracing/index.ts": ["@opentelemetry/api"],
+    "src/prompty/index.ts": ["nunjucks", "yaml"],
+  };
+  for (const [module, packages] of Object.entries(expected)) {
+    it(`${module} loads ${packages.length ? packages.join(", ") : "no npm package"}`, async () => {
+      assert.deepEqual(await packagesLoadedBy(module), packages);
+    });
+  }
+
+  it("src/mcp and src/a2a load their own SDK and not each other's", async () => {
+    const [mcp, a2a] = await Promise.all([packagesLoadedBy("src/mcp/index.ts"), packagesLoadedBy("src/a2a/index.ts")]);
+    assert.ok(mcp.includes("@modelcontextprotocol/sdk"), mcp.join(", "));
+    assert.ok(!mcp.includes("@a2a-js/sdk") && !mcp.includes("@opentelemetry/api"), mcp.join(", "));
+    assert.ok(a2a.includes("@a2a-js/sdk"), a2a.join(", "));
+    assert.ok(!a2a.includes("@modelcontextprotocol/sdk") && !a2a.includes("@opentelemetry/api"), a2a.join(", "));
+  });
+});
