@@ -33,6 +33,11 @@ export function addAgentOptions(command: Command): Command {
     .addOption(new Option("--mcp <server>", "an MCP server: a URL or a stdio command line (repeatable)").argParser(collect));
 }
 
+/** True when `--agent`, `--session` or `--mcp` was given: `run` then uses the configured agent. */
+export function usesAgentOptions(options: AgentCliOptions): boolean {
+  return options.agent !== undefined || options.session !== undefined || (options.mcp !== undefined && options.mcp.length > 0);
+}
+
 /** Splits a command line into words, honouring single and double quotes. */
 export function splitCommandLine(line: string): string[] {
   const words: string[] = [];

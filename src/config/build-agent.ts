@@ -2,7 +2,7 @@ import { a2aAgentTool } from "../a2a/index.js";
 import { kaosAgentTool } from "../agents/index.js";
 import { AgentLoopError } from "../errors.js";
 import { Agent } from "../loop/agent.js";
-import type { DelegateTarget, RunObserver, SessionMemory } from "../loop/types.js";
+import type { RunObserver, SessionMemory } from "../loop/types.js";
 import { McpToolset } from "../mcp/index.js";
 import type { Model } from "../model/model.js";
 import { ScriptedModel } from "../model/scripted.js";
@@ -20,7 +20,8 @@ export interface UnavailableDependency {
 
 /** A built agent with what the server advertises. */
 export interface AgentRuntime {
-  agent: DelegateTarget;
+  /** The agent (`agent.run(input, { sessionId, signal })`). */
+  agent: Agent;
   settings: AgentSettings;
   /** Every tool the agent can call (MCP tools and `delegate_to_<name>` tools included). */
   tools: Array<{ name: string; description: string }>;

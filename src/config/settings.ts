@@ -67,8 +67,13 @@ export interface AgentFile {
   memory?: {
     enabled?: boolean;
     type?: string;
+    /** PostgreSQL URL (`MEMORY_POSTGRES_URL`). */
     url?: string;
+    schema?: string;
+    /** The embedded store's directory (`MEMORY_PATH`). */
     path?: string;
+    /** e.g. `7d` (`MEMORY_RETENTION`). */
+    retention?: string;
     contextLimit?: number;
     maxSessions?: number;
     maxSessionEvents?: number;
@@ -78,8 +83,10 @@ export interface AgentFile {
 const memoryFileKeys: Record<string, string> = {
   enabled: "MEMORY_ENABLED",
   type: "MEMORY_TYPE",
-  url: "MEMORY_URL",
+  url: "MEMORY_POSTGRES_URL",
+  schema: "MEMORY_POSTGRES_SCHEMA",
   path: "MEMORY_PATH",
+  retention: "MEMORY_RETENTION",
   contextLimit: "MEMORY_CONTEXT_LIMIT",
   maxSessions: "MEMORY_MAX_SESSIONS",
   maxSessionEvents: "MEMORY_MAX_SESSION_EVENTS",

@@ -8,12 +8,14 @@ import pg from "pg";
 import { createAgentServer } from "../../src/server/index.js";
 import { cleanEnv, runCli } from "./helpers.js";
 
+const postgresUrl = process.env.AGENTLOOP_TEST_PG_URL;
+
 /**
- * The store shared by the server and the CLI: the CI's PostgreSQL when AGENTLOOP_TEST_PG_URL is
- * set (a schema of its own), else the embedded store in a temporary directory.
+ * The store shared by the server and the CLI: the CI's PostgreSQL (`.ci/run` sets
+ * AGENTLOOP_TEST_PG_URL), in a schema of its own. The embedded store is checked below with one
+ * round trip, as each process opening it takes seconds.
  */
-describe("agentloop sessions and events read the store the server writes", () => {
-  const postgresUrl = process.env.AGENTLOOP_TEST_PG_URL;
+describe("agentloop sessions and events read the store the server writes (PostgreSQL)", { skip: postgresUrl ? false : "set AGENTLOOP_TEST_PG_URL (the CI does)" }, () => {
   const schema = `cli_${randomUUID().replace(/-/g, "").slice(0, 12)}`;
   let directory: string;
   let memoryEnv: Record<string, string>;
@@ -22,10 +24,7 @@ describe("agentloop sessions and events read the store the server writes", () =>
 
   before(async () => {
     directory = await mkdtemp(join(tmpdir(), "agentloop-cli-store-"));
-    memoryEnv = postgresUrl
-      ? { MEMORY_TYPE: "postgres", MEMORY_POSTGRES_URL: postgresUrl, MEMORY_POSTGRES_SCHEMA: schema }
-      : { MEMORY_TYPE: "embedded", MEMORY_PATH: join(directory, "memory") };
-    // The server writes one session, then shuts down (an embedded store allows one process at a time).
+    memoryEnv = { MEMORY_TYPE: "postgres", MEMORY_POSTGRES_URL: postgresUrl!, MEMORY_POSTGRES_SCHEMA: schema };
     const server = await createAgentServer({ env: { AGENT_NAME: "store-writer", DEBUG_MOCK_RESPONSES: '["served answer"]', ...memoryEnv }, log: () => {} });
     const url = await server.listen(0, "127.0.0.1");
     const response = await fetch(`${url}/v1/chat/completions`, {
@@ -100,5 +99,33 @@ describe("agentloop sessions and events read the store the server writes", () =>
     const result = await runCli(["sessions"], cleanEnv({ MEMORY_ENABLED: "false" }));
     assert.equal(result.code, 2);
     assert.match(result.stderr, /MEMORY_ENABLED is false/);
+  });
+});
+
+describe("the embedded store (the default) is shared the same way", () => {
+  it("events --json reads what the server wrote, after the server shut down", async () => {
+    const directory = await mkdtemp(join(tmpdir(), "agentloop-cli-embedded-"));
+    try {
+      const memoryEnv = { MEMORY_TYPE: "embedded", MEMORY_PATH: join(directory, "memory") };
+      const server = await createAgentServer({ env: { DEBUG_MOCK_RESPONSES: '["embedded answer"]', ...memoryEnv }, log: () => {} });
+      const url = await server.listen(0, "127.0.0.1");
+      const response = await fetch(`${url}/v1/chat/completions`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ session_id: "embedded-1", messages: [{ role: "user", content: "hello embedded" }] }),
+      });
+      assert.equal(response.status, 200);
+      // An embedded store is opened by one process at a time.
+      await server.close();
+      const result = await runCli(["events", "embedded-1", "--json"], cleanEnv(memoryEnv));
+      assert.equal(result.code, 0, result.stderr);
+      const body = JSON.parse(result.stdout) as { events: Array<{ event_type: string; content: unknown }> };
+      assert.deepEqual(
+        body.events.filter((event) => !event.event_type.startsWith("run_")).map((event) => event.content),
+        ["hello embedded", "embedded answer"],
+      );
+    } finally {
+      await rm(directory, { recursive: true, force: true });
+    }
   });
 });

@@ -19,13 +19,9 @@ describe("POST /v1/chat/completions with the official openai client", () => {
   after(() => test.close());
 
   it("streams the progress block, then the answer, and logs the seed's events in order", async () => {
-    const stream = await client.chat.completions.create({
-      model: "echo-agent",
-      messages: [{ role: "user", content: "Say hello through the echo tool" }],
-      stream: true,
-      // @ts-expect-error session_id is the KAOS extension of the request body
-      session_id: "seed-scenario",
-    });
+    // session_id is the KAOS extension of the request body (a variable skips the excess-property check).
+    const params = { model: "echo-agent", messages: [{ role: "user" as const, content: "Say hello through the echo tool" }], stream: true as const, session_id: "seed-scenario" };
+    const stream = await client.chat.completions.create(params);
     const contents: string[] = [];
     const finishReasons: Array<string | null> = [];
     for await (const chunk of stream) {
@@ -93,13 +89,10 @@ describe("sessions", () => {
     const test = await startTestServer({}, { build: { model: new (await import("../../src/index.js")).ScriptedModel(["first answer"], { chunkDelayMs: 15 }) } });
     try {
       const client = new OpenAI({ baseURL: `${test.url}/v1`, apiKey: "unused", maxRetries: 0 });
-      const ask = (content: string) =>
-        client.chat.completions.create({
-          model: "agent",
-          messages: [{ role: "user", content }],
-          // @ts-expect-error KAOS extension
-          session_id: "shared",
-        });
+      const ask = (content: string) => {
+        const params = { model: "agent", messages: [{ role: "user" as const, content }], session_id: "shared" };
+        return client.chat.completions.create(params);
+      };
       await Promise.all([ask("one"), ask("two"), ask("three")]);
       const events = (await (await fetch(`${test.url}/memory/events?session_id=shared`)).json()) as { events: Array<{ event_type: string; content: unknown }> };
       const types = events.events.map((event) => event.event_type).filter((type) => !stateTypes.has(type));
