@@ -60,6 +60,11 @@ describe("delegateTool (local sub-agents)", () => {
       lead.toolDefinitions().map((tool) => [tool.name, tool.description]),
       [["delegate_to_worker", "Processes records."]],
     );
+    // One `task` string parameter.
+    const parameters = lead.toolDefinitions()[0].parameters as { properties: Record<string, { type: string }>; required: string[] };
+    assert.deepEqual(Object.keys(parameters.properties), ["task"]);
+    assert.equal(parameters.properties.task.type, "string");
+    assert.deepEqual(parameters.required, ["task"]);
     const run = lead.run("go", { services: { marker: 42 } });
     const events = await collect(run);
     const result = await run;
@@ -163,6 +168,15 @@ describe("delegateTool (local sub-agents)", () => {
     const events = await collect(a.run("go"));
     const refused = toolEnds(events).find((found) => found.event.name === "delegate_to_c")!;
     assert.match(refused.event.output, /beyond the maximum delegation depth of 1/);
+  });
+
+  it("AgentConfig.maxDelegationDepth sets the limit of the agent's subAgents", async () => {
+    const c = new Agent({ name: "c", model: new ScriptedModel(["c"]) });
+    const b = new Agent({ name: "b", model: new ScriptedModel([delegate("c", "x"), "b"]), subAgents: [c], maxDelegationDepth: 1 });
+    const a = new Agent({ name: "a", model: new ScriptedModel([delegate("b", "x"), "a"]), subAgents: [b] });
+    const ends = toolEnds(await collect(a.run("go")));
+    assert.equal(ends.find((found) => found.event.name === "delegate_to_b")?.event.isError, false);
+    assert.match(ends.find((found) => found.event.name === "delegate_to_c")!.event.output, /"c" would run at depth 2, beyond the maximum delegation depth of 1/);
   });
 
   it("refuses an agent delegating to itself", async () => {

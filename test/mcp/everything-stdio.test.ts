@@ -234,6 +234,22 @@ describe("a stdio server that dies", () => {
   });
 });
 
+describe("timeouts", () => {
+  test("a request slower than requestTimeoutMs is an error result naming the server and the tool; the connection stays usable", async () => {
+    const toolset = await connectMcp({ name: "everything", ...everythingStdio(), requestTimeoutMs: 300 });
+    try {
+      // One step: the only progress notification comes at the end, so nothing resets the timeout.
+      const result = await toolset.callTool("trigger-long-running-operation", { duration: 5, steps: 1 });
+      assert.equal(result.isError, true);
+      assert.match(result.content as string, /^MCP server "everything", tool "trigger-long-running-operation": .*timed out/i);
+      assert.equal(toolset.status, "connected");
+      assert.equal((await toolset.callTool("echo", { message: "on time" })).content, "Echo: on time");
+    } finally {
+      await toolset.close();
+    }
+  });
+});
+
 describe("close", () => {
   test("terminates the stdio child; later calls are error results", async () => {
     const toolset = await connectMcp({ name: "everything", ...everythingStdio() });
@@ -245,6 +261,7 @@ describe("close", () => {
     const result = await toolset.callTool("echo", { message: "x" });
     assert.equal(result.isError, true);
     assert.match(result.content as string, /closed/);
+    await assert.rejects(toolset.connect(), /MCP server "everything": toolset is closed/);
     await toolset.close();
   });
 });

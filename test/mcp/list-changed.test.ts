@@ -46,3 +46,21 @@ test("allowedTools also filters tools added later", async () => {
     await toolset.close();
   }
 });
+
+test("the tool list belongs to the connection: a restarted server's list replaces the old one", async () => {
+  const toolset = await connectMcp({ name: "dynamic", command: process.execPath, args: [dynamicServerPath] });
+  try {
+    const tools = await toolset.tools();
+    await toolset.callTool("add-tool", { name: "ephemeral" });
+    await waitFor(() => tools.some((tool) => tool.name === "dynamic.ephemeral"), 5000, "the added tool");
+    process.kill(toolset.pid!, "SIGKILL");
+    await waitFor(() => toolset.status === "disconnected", 5000, "the toolset to notice the exit");
+    // The next call reconnects to a fresh server process, which never had the added tool.
+    assert.equal((await toolset.callTool("add-tool", { name: "other" })).content, "added other");
+    assert.equal(toolset.reconnects, 1);
+    await waitFor(() => tools.some((tool) => tool.name === "dynamic.other"), 5000, "the tool added after the restart");
+    assert.deepEqual(tools.map((tool) => tool.name).sort(), ["dynamic.add-tool", "dynamic.other", "dynamic.remove-tool"]);
+  } finally {
+    await toolset.close();
+  }
+});
