@@ -89,10 +89,12 @@ export class RunRenderer {
         }
         break;
       case "text-delta":
+      case "commentary-delta": {
         if (this.atLineStart && this.wave > 0) this.out.write("\n");
-        this.out.write(event.delta);
+        this.out.write(event.type === "commentary-delta" ? c.dim(event.delta) : event.delta);
         this.atLineStart = event.delta.endsWith("\n");
         break;
+      }
       case "run-end":
         if (!this.atLineStart) this.out.write("\n");
         this.atLineStart = true;

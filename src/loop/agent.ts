@@ -37,6 +37,8 @@ interface RunContext {
   info: RunInfo;
   options: RunOptions;
   messages: Message[];
+  /** Index of the first message this run added (after system prompt and history). */
+  firstNew: number;
   usage: Usage;
   turns: number;
   toolRounds: number;
@@ -65,6 +67,18 @@ export class Agent {
     }
     for (const key of ["maxTurns", "maxToolRounds", "maxTokens", "maxToolCalls", "concurrency", "toolTimeoutMs", "maxDelegationDepth"] as const) {
       positiveInteger(config[key], key);
+    }
+    if (config.loopDetection) {
+      positiveInteger(config.loopDetection.window, "loopDetection.window");
+      positiveInteger(config.loopDetection.maxWarnings, "loopDetection.maxWarnings");
+    }
+    if (config.truncation) {
+      positiveInteger(config.truncation.maxChars, "truncation.maxChars");
+      positiveInteger(config.truncation.maxLines, "truncation.maxLines");
+      const mode = config.truncation.mode;
+      if (mode !== undefined && mode !== "head_tail" && mode !== "tail") {
+        throw new TypeError(`Agent config: truncation.mode must be "head_tail" or "tail", got ${JSON.stringify(mode)}`);
+      }
     }
     const modes = ["auto", "native", "string", "action", "plan"];
     if (config.toolCallMode !== undefined && !modes.includes(config.toolCallMode)) {
@@ -100,6 +114,9 @@ export class Agent {
 
   /** Starts a run for one user input. Consume it as events (`for await`) or await its result. */
   run(input: string, options: RunOptions = {}): Run {
+    if (typeof input !== "string") {
+      throw new TypeError(`agent.run: the input must be a string (the user's message), got ${input === null ? "null" : typeof input}`);
+    }
     const runId = `run_${randomUUID()}`;
     const fail = (error: unknown) => this.failedResult(runId, error);
     return new Run(runId, (control) => this.execute(control, input, options), fail, options.signal);
@@ -131,14 +148,30 @@ export class Agent {
     };
     const observers = [...(this.config.memory && options.sessionId ? [this.config.memory] : []), ...(this.config.observers ?? [])];
     control.observe(observers, info);
+    const context: RunContext = {
+      control,
+      info,
+      options,
+      messages: [],
+      firstNew: 0,
+      usage: emptyUsage(),
+      turns: 0,
+      toolRounds: 0,
+      toolCalls: 0,
+      signatures: [],
+      loopWarnings: 0,
+      services: options.services ?? {},
+    };
     const body = async () => {
-      let result: RunResult;
+      let outcome: Outcome;
       try {
-        result = await this.loop(control, info, input, options);
-      } catch (error) {
-        result = this.failedResult(control.id, error);
-        control.emit({ type: "error", runId: control.id, error: result.error!, fatal: true });
+        outcome = await this.loop(context, input);
+      } catch (thrown) {
+        const error = AgentLoopError.from(thrown);
+        outcome = { state: "FAILED", reason: `internal error: ${error.message}`, error };
+        control.emit({ type: "error", runId: control.id, error, fatal: true });
       }
+      const result = resultOf(context, outcome);
       control.setState(result.state);
       control.emit({ type: "run-end", runId: control.id, state: result.state, reason: result.reason, result });
       await control.flushObservers();
@@ -149,7 +182,8 @@ export class Agent {
   }
 
   /** The outer loop: the first input, then each follow-up, until one does not complete. */
-  private async loop(control: RunControl, info: RunInfo, input: string, options: RunOptions): Promise<RunResult> {
+  private async loop(context: RunContext, input: string): Promise<Outcome> {
+    const { control, info, options, messages } = context;
     control.setState("RUNNING");
     control.emit({
       type: "run-start",
@@ -161,25 +195,9 @@ export class Agent {
       timestamp: Date.now(),
     });
     const history = this.config.memory && options.sessionId ? await this.config.memory.loadHistory(options.sessionId) : [];
-    const messages: Message[] = [
-      ...(this.config.instructions ? [{ role: "system" as const, content: this.config.instructions }] : []),
-      ...history,
-      ...(options.history ?? []),
-    ];
-    const firstNew = messages.length;
-    const context: RunContext = {
-      control,
-      info,
-      options,
-      messages,
-      usage: emptyUsage(),
-      turns: 0,
-      toolRounds: 0,
-      toolCalls: 0,
-      signatures: [],
-      loopWarnings: 0,
-      services: options.services ?? {},
-    };
+    if (this.config.instructions) messages.push({ role: "system", content: this.config.instructions });
+    messages.push(...history, ...(options.history ?? []));
+    context.firstNew = messages.length;
     let outcome: Outcome;
     let next: string | undefined = input;
     let followUp = false;
@@ -189,20 +207,7 @@ export class Agent {
       outcome = await this.runInput(context);
       followUp = true;
     } while (outcome.state === "COMPLETED" && (next = control.takeFollowUp()) !== undefined);
-    const last = messages.at(-1);
-    return {
-      runId: control.id,
-      state: outcome.state,
-      reason: outcome.reason,
-      text: last?.role === "assistant" ? textOf(last) : "",
-      messages,
-      newMessages: messages.slice(firstNew),
-      usage: context.usage,
-      turns: context.turns,
-      toolRounds: context.toolRounds,
-      toolCalls: context.toolCalls,
-      error: outcome.error,
-    };
+    return outcome;
   }
 
   /** The inner loop for one input: model call, wave, repeat, until an answer or a stop. */
@@ -223,7 +228,8 @@ export class Agent {
       if (response.error) return this.modelFailed(context, response);
       const calls = toolCallsOf(response.message);
       if (calls.length === 0) {
-        if (this.injectSteering(context)) continue;
+        // Steering asks for another answer, but never at the cost of the one we have on the last turn.
+        if (turns < maxTurns && this.injectSteering(context)) continue;
         return { state: "COMPLETED", reason: "the model answered" };
       }
       if (config.maxToolRounds !== undefined && rounds >= config.maxToolRounds) {
@@ -240,7 +246,7 @@ export class Agent {
       context.toolCalls += calls.length;
       const outcomes = await runWave(calls, {
         run: context.info,
-        step: context.toolRounds,
+        step: rounds,
         maxSteps: config.maxToolRounds ?? maxTurns,
         tools: this.tools,
         inputs: context.options.inputs ?? {},
@@ -276,11 +282,15 @@ export class Agent {
       options: this.config.modelOptions,
       signal: control.signal,
     };
-    const call = () => streamTurn(info.model, request, (delta, kind) => control.emit({ type: kind, runId: control.id, turn, delta }));
+    const call = () => streamTurn(info.model, request, (delta, type) => control.emit({ type, runId: control.id, turn, delta }));
     const instrumentation = this.config.instrumentation;
     const response = instrumentation
       ? await instrumentation.modelCall({ ...info, turn, toolNames: tools.map((tool) => tool.name) }, call)
       : await call();
+    // An interrupted response can leave empty parts; providers reject empty text blocks.
+    response.message.content = response.message.content.filter(
+      (part) => part.type === "tool-call" || part.text !== "" || part.providerData !== undefined,
+    );
     if (response.message.content.length > 0) messages.push(response.message);
     context.usage = addUsage(context.usage, response.usage);
     control.emit({ type: "usage", runId: control.id, turn, usage: response.usage, total: context.usage });
@@ -371,6 +381,25 @@ export class Agent {
   }
 }
 
+/** The result of a run from its context and how it ended: the transcript is kept, whatever happened. */
+function resultOf(context: RunContext, outcome: Outcome): RunResult {
+  const { messages } = context;
+  const last = messages.at(-1);
+  return {
+    runId: context.control.id,
+    state: outcome.state,
+    reason: outcome.reason,
+    text: last?.role === "assistant" ? textOf(last) : "",
+    messages,
+    newMessages: messages.slice(context.firstNew),
+    usage: context.usage,
+    turns: context.turns,
+    toolRounds: context.toolRounds,
+    toolCalls: context.toolCalls,
+    error: outcome.error,
+  };
+}
+
 function abortReason(signal: AbortSignal, fallback = "aborted"): string {
   const reason = signal.reason;
   const text = reason instanceof Error ? reason.message : typeof reason === "string" ? reason : fallback;
@@ -379,12 +408,14 @@ function abortReason(signal: AbortSignal, fallback = "aborted"): string {
 
 /**
  * Streams one model call into an accumulator, forwarding text and reasoning deltas as they arrive.
- * A model that ignores the abort signal cannot hang the loop: each read races the signal.
+ * Text in a turn already known to call tools is commentary, not answer text. Reading stops at the
+ * stream's `finish` or `error`; a stream that ends without either was cut off. A model that ignores
+ * the abort signal cannot hang the loop: each read races the signal.
  */
 async function streamTurn(
   model: Model,
   request: ModelRequest,
-  forward: (delta: string, kind: "text-delta" | "reasoning-delta") => void,
+  forward: (delta: string, kind: "text-delta" | "commentary-delta" | "reasoning-delta") => void,
 ): Promise<ModelResponse> {
   const accumulator = new ResponseAccumulator();
   const signal = request.signal;
@@ -393,21 +424,30 @@ async function streamTurn(
   const aborted = new Promise<"aborted">((resolve) => {
     dispose = onAbort(signal, () => resolve("aborted"));
   });
+  let toolTurn = false;
+  let ended = false;
   try {
     iterator = model.stream(request)[Symbol.asyncIterator]();
-    for (;;) {
+    while (!ended) {
       const next = await Promise.race([iterator.next(), aborted]);
       if (next === "aborted") {
-        void iterator.return?.()?.catch?.(() => undefined);
         accumulator.add({ type: "error", error: new AgentLoopError("aborted", abortReason(signal!).slice("aborted: ".length)) });
         break;
       }
-      if (next.done) break;
+      if (next.done) {
+        if (signal?.aborted) accumulator.add({ type: "error", error: new AgentLoopError("aborted", abortReason(signal).slice("aborted: ".length)) });
+        else accumulator.add({ type: "error", error: new AgentLoopError("network", `the ${model.provider} stream ended without a finish event (connection dropped?)`) });
+        return accumulator.response();
+      }
       const event = next.value;
       accumulator.add(event);
-      if (event.type === "text-delta") forward(event.delta, "text-delta");
+      if (event.type === "text-delta") forward(event.delta, toolTurn ? "commentary-delta" : "text-delta");
       else if (event.type === "reasoning-delta") forward(event.delta, "reasoning-delta");
+      else if (event.type === "tool-call-start" || event.type === "tool-call-end") toolTurn = true;
+      else if (event.type === "finish" || event.type === "error") ended = true;
     }
+    // Done reading (finished, failed or aborted): let the model release its connection.
+    void Promise.resolve(iterator.return?.())?.catch(() => undefined);
   } catch (error) {
     // The contract says a model stream never throws; a broken one still must not crash the run.
     accumulator.add({ type: "error", error: AgentLoopError.from(error) });

@@ -54,7 +54,10 @@ export type LoopEvent =
   | { type: "run-start"; runId: string; agent: string; model: string; input: string; sessionId?: string; timestamp: number }
   | { type: "user-message"; runId: string; content: string; followUp: boolean }
   | { type: "turn-start"; runId: string; turn: number }
+  /** Answer text, streamed as it arrives. */
   | { type: "text-delta"; runId: string; turn: number; delta: string }
+  /** Text the model says in a turn that calls tools ("Let me check…"): shown, but not answer text. */
+  | { type: "commentary-delta"; runId: string; turn: number; delta: string }
   | { type: "reasoning-delta"; runId: string; turn: number; delta: string }
   | {
       type: "turn-end";

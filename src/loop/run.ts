@@ -1,6 +1,10 @@
+import { onAbort } from "../abort.js";
 import { AgentLoopError } from "../errors.js";
 import type { LoopEvent, RunResult, RunState } from "./events.js";
 import type { RunInfo, RunObserver } from "./types.js";
+
+/** How long observers (memory writes) may still take once a run was aborted. */
+const OBSERVER_GRACE_AFTER_ABORT_MS = 250;
 
 /** What the loop uses to drive a run; the public `Run` only reads. */
 export interface RunControl {
@@ -34,6 +38,8 @@ export class Run implements AsyncIterable<LoopEvent>, PromiseLike<RunResult> {
   private readonly steering: string[] = [];
   private readonly followUps: string[] = [];
   private observers: Array<{ observer: RunObserver; chain: Promise<void> }> = [];
+  /** The run-end event, once emitted: nothing is logged after it. */
+  private ending?: Extract<LoopEvent, { type: "run-end" }>;
   private runInfo?: RunInfo;
 
   constructor(
@@ -43,15 +49,15 @@ export class Run implements AsyncIterable<LoopEvent>, PromiseLike<RunResult> {
     signal?: AbortSignal,
   ) {
     this.id = id;
-    if (signal) {
-      if (signal.aborted) this.controller.abort(signal.reason);
-      else signal.addEventListener("abort", () => this.controller.abort(signal.reason), { once: true });
-    }
+    // Removed when the run ends: one caller signal may serve many runs.
+    const disposeSignal = onAbort(signal, () => this.controller.abort(signal?.reason));
     const control = this.control();
     // Started on the next microtask so callers can attach iterators first; never rejects.
     this.result = Promise.resolve()
       .then(() => execute(control))
       .catch((error: unknown) => {
+        // The loop reported its end already (a wrapper failed after it): that result stands.
+        if (this.ending) return this.ending.result;
         // Last resort (the loop catches its own errors): still end the event stream with run-end.
         const result = fail(error);
         this.currentState = result.state;
@@ -60,6 +66,7 @@ export class Run implements AsyncIterable<LoopEvent>, PromiseLike<RunResult> {
         return result;
       })
       .finally(() => {
+        disposeSignal();
         this.finished = true;
         this.notify();
       });
@@ -122,6 +129,8 @@ export class Run implements AsyncIterable<LoopEvent>, PromiseLike<RunResult> {
       id: this.id,
       signal: this.controller.signal,
       emit: (event) => {
+        if (this.ending) return; // a straggler (a tool that outlived the run) cannot reopen it
+        if (event.type === "run-end") this.ending = event;
         this.log.push(event);
         this.notify();
         for (const entry of this.observers) {
@@ -129,7 +138,7 @@ export class Run implements AsyncIterable<LoopEvent>, PromiseLike<RunResult> {
             .then(() => entry.observer.onEvent(event, this.runInfo!))
             .catch((error: unknown) => {
               // An observer failure is reported on the event stream but never stops the run.
-              if (event.type === "error") return;
+              if (event.type === "error" || this.ending) return;
               const message = error instanceof Error ? error.message : String(error);
               this.log.push({ type: "error", runId: this.id, error: observerError(message, error), fatal: false });
               this.notify();
@@ -146,7 +155,17 @@ export class Run implements AsyncIterable<LoopEvent>, PromiseLike<RunResult> {
         this.observers = observers.map((observer) => ({ observer, chain: Promise.resolve() }));
       },
       flushObservers: async () => {
-        await Promise.all(this.observers.map((entry) => entry.chain));
+        const all = Promise.all(this.observers.map((entry) => entry.chain));
+        // After an abort, observers get a short grace period, so a stuck one cannot hold the run.
+        let dispose = () => {};
+        const gaveUp = new Promise<void>((resolve) => {
+          dispose = onAbort(this.controller.signal, () => {
+            const timer = setTimeout(resolve, OBSERVER_GRACE_AFTER_ABORT_MS);
+            timer.unref?.();
+          });
+        });
+        await Promise.race([all, gaveUp]);
+        dispose();
       },
     };
   }

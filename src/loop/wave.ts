@@ -106,9 +106,15 @@ async function execute(call: ToolCallPart, tool: Tool<any>, args: Record<string,
     agentPath: settings.agentPath,
     services: settings.services,
     messages: settings.messages,
-    progress: (data) => settings.emit({ type: "tool-progress", runId: settings.run.runId, toolCallId: call.id, name: call.name, data }),
-    nested: (agent, event) => settings.emit({ type: "nested", runId: settings.run.runId, toolCallId: call.id, agent, event }),
+    // Once the call has settled (finished, timed out, cancelled), a tool still running is ignored.
+    progress: (data) => {
+      if (!settled) settings.emit({ type: "tool-progress", runId: settings.run.runId, toolCallId: call.id, name: call.name, data });
+    },
+    nested: (agent, event) => {
+      if (!settled) settings.emit({ type: "nested", runId: settings.run.runId, toolCallId: call.id, agent, event });
+    },
   };
+  let settled = false;
   let dispose = () => {};
   try {
     // A tool that ignores its signal cannot hold the wave: the race ends when the signal fires.
@@ -127,6 +133,7 @@ async function execute(call: ToolCallPart, tool: Tool<any>, args: Record<string,
     const message = error instanceof Error ? `${error.name === "Error" ? "Error" : error.name}: ${error.message}` : `Error: ${String(error)}`;
     return { content: message, isError: true, errorKind: "threw" };
   } finally {
+    settled = true;
     clearTimeout(timer);
     dispose();
   }
@@ -140,31 +147,51 @@ async function runCall(call: ToolCallPart, settings: WaveSettings): Promise<Call
   emit({ type: "progress", step, max_steps: settings.maxSteps, action, target: call.name, runId: run.runId, toolCallId: call.id });
   const started = performance.now();
   let args: unknown = call.arguments;
-  const body = async (): Promise<ToolCallOutcome & { settled: Settled }> => {
+  let startEmitted = false;
+  const emitStart = () => {
+    if (startEmitted) return;
+    startEmitted = true;
+    emit({ type: "tool-start", runId: run.runId, step, toolCallId: call.id, name: call.name, arguments: args, kind: tool?.kind, action });
+  };
+  type Outcome = ToolCallOutcome & { settled: Settled };
+  const outcomeOf = (settled: Settled): Outcome => ({ isError: settled.isError, errorKind: settled.errorKind, output: plainText(settled.content), settled });
+  let finished: Outcome | undefined;
+  const body = async (): Promise<Outcome> => {
     let settled: Settled;
     if (settings.signal.aborted) {
-      emit({ type: "tool-start", runId: run.runId, step, toolCallId: call.id, name: call.name, arguments: args, kind: tool?.kind, action });
+      emitStart();
       settled = { content: `Cancelled: ${abortError(settings.signal).message}`, isError: true, errorKind: "cancelled" };
     } else {
       try {
         const prepared = await prepare(call, settings);
         args = prepared.args;
-        emit({ type: "tool-start", runId: run.runId, step, toolCallId: call.id, name: call.name, arguments: args, kind: tool?.kind, action });
+        emitStart();
         settled = await execute(call, prepared.tool, prepared.args, settings);
       } catch (error) {
         const failure = error instanceof ToolFailure ? error : new ToolFailure("threw", String(error));
-        emit({ type: "tool-start", runId: run.runId, step, toolCallId: call.id, name: call.name, arguments: args, kind: tool?.kind, action });
+        emitStart();
         settled = { content: failure.message, isError: true, errorKind: failure.kind };
       }
     }
-    return { isError: settled.isError, errorKind: settled.errorKind, output: plainText(settled.content), settled };
+    finished = outcomeOf(settled);
+    return finished;
   };
-  const outcome = settings.instrumentation
-    ? ((await settings.instrumentation.toolCall(
+  let outcome: Outcome;
+  if (settings.instrumentation) {
+    try {
+      outcome = (await settings.instrumentation.toolCall(
         { ...run, toolCallId: call.id, toolName: call.name, kind: tool?.kind, arguments: args, services: settings.services },
         body,
-      )) as Awaited<ReturnType<typeof body>>)
-    : await body();
+      )) as Outcome;
+    } catch (error) {
+      // A broken wrapper (a tracer) must not cost the call: keep its result if it ran, else report it.
+      emitStart();
+      const message = error instanceof Error ? error.message : String(error);
+      outcome = finished ?? outcomeOf({ content: `Error: instrumentation failed: ${message}`, isError: true, errorKind: "threw" });
+    }
+  } else {
+    outcome = await body();
+  }
   const { settled } = outcome;
   const limits = tool?.truncation ?? settings.truncation;
   let truncated = false;

@@ -115,6 +115,14 @@ export class ScriptedModel implements Model {
     yield { type: "response-start", model: this.modelId };
     if (aborted()) return yield { type: "error", error: abortError(signal) };
     let output = "";
+    // Tool calls are announced first, as OpenAI-style streams do, so the turn is known to be a
+    // tool turn from its first chunk; the entry's content is then commentary.
+    const calls = toolCalls.map((call) => ({
+      id: call.id ?? `call_${++this.callCounter}_${Math.random().toString(36).slice(2, 8)}`,
+      name: call.name,
+      args: typeof call.arguments === "string" ? call.arguments : JSON.stringify(call.arguments ?? {}),
+    }));
+    for (const call of calls) yield { type: "tool-call-start", id: call.id, name: call.name };
     if (content) {
       yield { type: "text-start", id: "text-0" };
       for (const chunk of wordChunks(content)) {
@@ -125,15 +133,12 @@ export class ScriptedModel implements Model {
       }
       yield { type: "text-end", id: "text-0" };
     }
-    for (const call of toolCalls) {
+    for (const call of calls) {
       if (delay > 0) await sleep(delay, signal);
       if (aborted()) return yield { type: "error", error: abortError(signal) };
-      const id = call.id ?? `call_${++this.callCounter}_${Math.random().toString(36).slice(2, 8)}`;
-      const args = typeof call.arguments === "string" ? call.arguments : JSON.stringify(call.arguments ?? {});
-      output += call.name + args;
-      yield { type: "tool-call-start", id, name: call.name };
-      yield { type: "tool-call-delta", id, delta: args };
-      yield { type: "tool-call-end", id, name: call.name, arguments: args };
+      output += call.name + call.args;
+      yield { type: "tool-call-delta", id: call.id, delta: call.args };
+      yield { type: "tool-call-end", id: call.id, name: call.name, arguments: call.args };
     }
     const usage: Usage = { inputTokens: estimateTokens(requestText(request)), outputTokens: estimateTokens(output), totalTokens: 0 };
     usage.totalTokens = usage.inputTokens + usage.outputTokens;

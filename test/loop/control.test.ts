@@ -228,3 +228,11 @@ test("bad configuration fails at construction with a message naming the setting"
 test("an unknown toolCallMode is refused at construction", () => {
   assert.throws(() => new Agent({ model: new ScriptedModel([]), toolCallMode: "telepathy" as never }), /toolCallMode must be one of auto, native, string, action, plan/);
 });
+
+test("text in a turn that calls tools arrives as commentary-delta, never as answer text", async () => {
+  const entry = JSON.stringify({ content: "Let me check the calendar.", tool_calls: [{ name: "wait", arguments: {} }] });
+  const run = new Agent({ model: new ScriptedModel([entry, "It is free."]), tools: [waitingTool("wait", 0).tool] }).run("go");
+  const events = await eventsOf(run);
+  assert.equal(ofType(events, "commentary-delta").map((event) => event.delta).join(""), "Let me check the calendar.");
+  assert.equal(ofType(events, "text-delta").map((event) => event.delta).join(""), "It is free.");
+});

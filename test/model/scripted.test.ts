@@ -13,11 +13,12 @@ test("an entry with tool_calls becomes calls: string arguments are JSON text, mi
   const entry = JSON.stringify({ tool_calls: [{ name: "echo", arguments: '{"message":"hi"}' }, { id: "call_9", name: "add", arguments: { a: 1 } }], content: "thinking" });
   assert.equal(parseScriptEntry(entry).toolCalls.length, 2);
   const response = await generate(new ScriptedModel([entry]), { messages: [{ role: "user", content: "x" }] });
+  // Tool calls are announced before the content, so the turn is a tool turn from its first chunk.
   const parts = response.message.content;
-  assert.deepEqual(parts[0], { type: "text", text: "thinking" });
-  assert.equal(parts[1].type === "tool-call" && parts[1].arguments, '{"message":"hi"}');
-  assert.ok(parts[1].type === "tool-call" && /^call_/.test(parts[1].id));
-  assert.deepEqual(parts[2], { type: "tool-call", id: "call_9", name: "add", arguments: '{"a":1}' });
+  assert.equal(parts[0].type === "tool-call" && parts[0].arguments, '{"message":"hi"}');
+  assert.ok(parts[0].type === "tool-call" && /^call_/.test(parts[0].id));
+  assert.deepEqual(parts[1], { type: "tool-call", id: "call_9", name: "add", arguments: '{"a":1}' });
+  assert.deepEqual(parts[2], { type: "text", text: "thinking" });
   assert.equal(response.finishReason.unified, "tool-calls");
 });
 
