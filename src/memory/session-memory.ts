@@ -193,6 +193,7 @@ export function sessionMemory(store: MemoryStore, options: SessionMemoryOptions 
       }
       case "text-delta":
       case "reasoning-delta":
+      case "commentary-delta":
       case "progress":
       case "tool-progress":
       case "tool-error":

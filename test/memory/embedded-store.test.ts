@@ -7,6 +7,7 @@ import { PGlite } from "@electric-sql/pglite";
 import { AgentLoopError } from "../../src/errors.js";
 import { openEmbeddedStore } from "../../src/memory/embedded.js";
 import { memoryStoreConformance } from "./conformance.js";
+import { freshEmbeddedDirectory } from "./embedded-template.js";
 
 const root = mkdtempSync(join(tmpdir(), "agentloop-embedded-"));
 let shared: PGlite;
@@ -20,8 +21,7 @@ function freshDirectory(name: string): string {
 }
 
 before(async () => {
-  const template = await openEmbeddedStore({ path: join(root, "template") });
-  await template.close();
+  await freshEmbeddedDirectory(join(root, "template"));
   // One embedded database for the conformance suite; each test gets its own schema.
   shared = await PGlite.create(freshDirectory("shared"));
 });
@@ -33,11 +33,11 @@ after(async () => {
 memoryStoreConformance("embedded (PGlite)", async (limits) => openEmbeddedStore({ ...limits, database: shared, schema: `conformance_${schemas++}` }));
 
 describe("embedded store: its directory", () => {
-  it("persists sessions across close and reopen", async () => {
+  it("persists sessions across close and reopen; refuses a second opener while open", async () => {
     const path = freshDirectory("persist");
     const first = await openEmbeddedStore({ path });
     await first.append("s", [{ event_type: "user_message", content: "remember me" }]);
-    await first.close();
+    await first.close(); // releases the lock: the reopen below would fail otherwise
     const second = await openEmbeddedStore({ path });
     try {
       const events = await second.events("s");
@@ -46,15 +46,6 @@ describe("embedded store: its directory", () => {
         [[1, "remember me"]],
       );
       assert.equal((await second.append("s", [{ event_type: "x" }]))[0].seq, 2);
-    } finally {
-      await second.close();
-    }
-  });
-
-  it("refuses a second opener of the same directory with a clear error, and allows it after close", async () => {
-    const path = freshDirectory("locked");
-    const first = await openEmbeddedStore({ path });
-    try {
       await assert.rejects(openEmbeddedStore({ path }), (error: unknown) => {
         assert.ok(AgentLoopError.isInstance(error));
         assert.equal(error.kind, "configuration");
@@ -63,10 +54,8 @@ describe("embedded store: its directory", () => {
         return true;
       });
     } finally {
-      await first.close();
+      await second.close();
     }
-    const again = await openEmbeddedStore({ path });
-    await again.close();
   });
 
   it("refuses a directory locked by another live process, takes over a stale lock", async () => {

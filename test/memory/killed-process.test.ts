@@ -7,6 +7,7 @@ import { after, describe, it } from "node:test";
 import { fileURLToPath } from "node:url";
 import { Agent, ScriptedModel } from "../../src/index.js";
 import { INTERRUPTED_TOOL_RESULT, memoryConfigFromEnv, openMemoryStore, sessionMemory } from "../../src/memory/index.js";
+import { freshEmbeddedDirectory } from "./embedded-template.js";
 import { dropSchemas, postgresUrl, uniqueSchema } from "./postgres-server.js";
 
 const child = fileURLToPath(new URL("./fixtures/killed-run-child.ts", import.meta.url));
@@ -53,7 +54,7 @@ for (const variant of ["embedded", "postgres"] as const) {
     it("leaves a session that loads cleanly and can be continued", async () => {
       const env: Record<string, string> =
         variant === "embedded"
-          ? { MEMORY_TYPE: "embedded", MEMORY_PATH: join(root, "memory") }
+          ? { MEMORY_TYPE: "embedded", MEMORY_PATH: await freshEmbeddedDirectory(join(root, "memory")) }
           : { MEMORY_TYPE: "postgres", MEMORY_POSTGRES_URL: postgresUrl(), MEMORY_POSTGRES_SCHEMA: uniqueSchema("killed") };
       const logged = ["run_started", "user_message", "agent_response", "run_ended", "run_started", "user_message", "tool_call"];
       await killMidTool({ ...env, SESSION_ID: "killed", MEMORY_ENABLED: "true" }, async () => {
