@@ -203,6 +203,22 @@ describe("sessionMemory with the agent loop", () => {
     ]);
   });
 
+  it("keeps what the model said alongside its tool calls", async () => {
+    const store = new InMemoryStore();
+    const memory = sessionMemory(store);
+    const script = [JSON.stringify({ content: "Let me check.", tool_calls: [{ id: "c1", name: "echo", arguments: { text: "x" } }] }), "Checked."];
+    await new Agent({ model: new ScriptedModel(script), tools: [echo], memory }).run("check x", { sessionId: "s" });
+    const [call] = await store.events("s", { types: ["tool_call"] });
+    assert.equal(call.metadata.assistant_text, "Let me check.");
+    assert.deepEqual((await memory.loadHistory("s"))[1], {
+      role: "assistant",
+      content: [
+        { type: "text", text: "Let me check." },
+        { type: "tool-call", id: "c1", name: "echo", arguments: '{"text":"x"}' },
+      ],
+    });
+  });
+
   it("records nothing for a run without a session id", async () => {
     const store = new InMemoryStore();
     const result = await new Agent({ model: new ScriptedModel(["hi"]), memory: sessionMemory(store) }).run("hello");
