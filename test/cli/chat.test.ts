@@ -1,6 +1,11 @@
 import assert from "node:assert/strict";
+import { spawn, spawnSync } from "node:child_process";
 import { describe, it } from "node:test";
-import { cleanEnv, runCli, spawnCli } from "./helpers.js";
+import { Command } from "commander";
+import { registerChatCommand } from "../../src/cli/commands/chat.js";
+import { registerServeCommand } from "../../src/cli/commands/serve.js";
+import { registerEventsCommand, registerSessionsCommand } from "../../src/cli/commands/sessions.js";
+import { cleanEnv, repositoryRoot, runCli, spawnCli } from "./helpers.js";
 
 const toolCall = JSON.stringify({ tool_calls: [{ id: "call_1", name: "lookup", arguments: { city: "Paris" } }] });
 const longAnswer = Array.from({ length: 400 }, (_, index) => `word${index}`).join(" ");
@@ -65,12 +70,60 @@ describe("agentloop chat (a real child process, piped stdin)", () => {
 });
 
 describe("--help on every command", () => {
-  for (const command of ["chat", "serve", "sessions", "events"]) {
+  for (const [command, register] of [
+    ["chat", registerChatCommand],
+    ["serve", registerServeCommand],
+    ["sessions", registerSessionsCommand],
+    ["events", registerEventsCommand],
+  ] as const) {
     it(`${command} --help shows examples`, async () => {
-      const result = await runCli([command, "--help"], cleanEnv());
-      assert.equal(result.code, 0);
-      assert.match(result.stdout, new RegExp(`Usage: agentloop ${command}`));
-      assert.match(result.stdout, /Examples:\n {2}\$ agentloop /);
+      let output = "";
+      const program = new Command("agentloop").exitOverride().configureOutput({ writeOut: (text) => (output += text) });
+      register(program);
+      await assert.rejects(program.parseAsync(["node", "agentloop", command, "--help"]), (error: unknown) => (error as { code?: string }).code === "commander.helpDisplayed");
+      assert.match(output, new RegExp(`Usage: agentloop ${command}`));
+      assert.match(output, /Examples:\n {2}\$ agentloop /);
     });
   }
+});
+
+const hasScript = spawnSync("script", ["--version"]).status === 0;
+
+/** Runs the chat in a pseudo-terminal through util-linux `script`, so stdout is a TTY; types a
+ * message once the prompt shows and `/exit` once the answer is in. */
+async function chatOnTty(extraEnv: NodeJS.ProcessEnv): Promise<string> {
+  const mock = JSON.stringify([JSON.stringify({ tool_calls: [{ id: "c1", name: "lookup", arguments: {} }] }), "Answer on a TTY"]);
+  const command = `${process.execPath} --import tsx src/cli/main.ts chat --mock '${mock.replace(/'/g, "'\\''")}'`;
+  const child = spawn("script", ["-qec", command, "/dev/null"], { cwd: repositoryRoot, env: cleanEnv({ MEMORY_TYPE: "memory", TERM: "xterm", ...extraEnv }) });
+  let output = "";
+  let step = 0;
+  const timer = setTimeout(() => child.kill("SIGKILL"), 30_000);
+  child.stdout.on("data", (chunk: Buffer) => {
+    output += chunk.toString();
+    if (step === 0 && output.includes("› ")) {
+      step = 1;
+      child.stdin.write("hello\r");
+    } else if (step === 1 && output.includes("Answer on a TTY")) {
+      step = 2;
+      child.stdin.write("/exit\r");
+    }
+  });
+  await new Promise((resolve) => child.once("exit", resolve));
+  clearTimeout(timer);
+  return output;
+}
+
+describe("colours only on a TTY, and NO_COLOR respected", { skip: hasScript ? false : "needs util-linux script for a pseudo-terminal" }, () => {
+  it("colours the chat on a terminal, with a live spinner line while a tool runs", async () => {
+    const output = await chatOnTty({});
+    assert.match(output, /\u001b\[31m✗\u001b\[39m \u001b\[1mlookup/);
+    assert.match(output, /\u001b\[2K/, "the spinner's status line is cleared");
+    assert.match(output, /Answer on a TTY/);
+    assert.match(output, /bye/, "left through /exit");
+  });
+  it("prints no colour codes with NO_COLOR set", async () => {
+    const output = await chatOnTty({ NO_COLOR: "1" });
+    assert.match(output, /✗ lookup/);
+    assert.doesNotMatch(output, /\u001b\[3\dm|\u001b\[1m|\u001b\[2m/);
+  });
 });

@@ -74,8 +74,9 @@ export async function chatCommand(options: ChatCommandOptions, io: ChatIO = proc
         const renderer = new RunRenderer(spinner ?? io.stdout, { colors: palette(io.stdout) });
         try {
           for await (const event of run) {
-            renderer.onEvent(event);
+            // The spinner learns of a tool first, so the renderer's line about it is drawn above it.
             spinner?.onEvent(event);
+            renderer.onEvent(event);
           }
         } finally {
           spinner?.stop();
