@@ -55,6 +55,7 @@ const shorten = (text: string, max = 300) => (text.length > max ? `${text.slice(
  */
 export function kaosAgentTool(options: KaosAgentToolOptions): Tool<{ task: string }> {
   if (!options?.name) throw new TypeError("kaosAgentTool: a name is required");
+  if (typeof options.url !== "string" || options.url === "") throw new TypeError(`kaosAgentTool: agent "${options.name}" needs a url`);
   let endpoint: string;
   try {
     endpoint = new URL(`${options.url.replace(/\/+$/, "")}/v1/chat/completions`).toString();

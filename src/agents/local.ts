@@ -88,7 +88,7 @@ export async function runDelegate(target: DelegateTarget, task: string, context:
   return resultToToolOutput(target.name, result);
 }
 
-export function resultToToolOutput(agentName: string, result: RunResult): ToolResultValue | string {
+function resultToToolOutput(agentName: string, result: RunResult): ToolResultValue | string {
   if (result.state === "COMPLETED") return result.text;
   const partial = result.text ? ` Partial answer: ${result.text}` : "";
   return errorResult(`Sub-agent "${agentName}" ended with state ${result.state}: ${result.reason}.${partial}`);

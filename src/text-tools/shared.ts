@@ -20,6 +20,7 @@ export abstract class TextProtocolModel implements Model {
     protected readonly inner: Model,
     private readonly label: string,
   ) {
+    if (typeof inner?.stream !== "function") throw new TypeError(`${label}: the wrapped model must implement Model (a stream(request) method)`);
     this.provider = inner.provider;
     this.modelId = inner.modelId;
   }

@@ -102,7 +102,7 @@ export function parseStringToolCalls(text: string, toolNames?: ReadonlySet<strin
  * the end. Trailing whitespace and backticks wait for the next delta, so a fence split across
  * deltas is still recognised and a JSON-only answer shows no stray whitespace.
  */
-export class ToolCallTextSplitter {
+class ToolCallTextSplitter {
   private pending = "";
   private heldText = "";
   private holding = false;

@@ -229,6 +229,12 @@ describe("withToolCallMode auto, edge cases", () => {
     }
   });
 
+  it("refuses to wrap something that is not a Model", () => {
+    for (const mode of ["string", "action", "plan", "auto"] as const) {
+      assert.throws(() => withToolCallMode({} as never, mode), /tool calling: the wrapped model must implement Model \(a stream\(request\) method\)/);
+    }
+  });
+
   it("names the valid modes for an unknown one, from code and from TOOL_CALL_MODE", () => {
     assert.throws(() => withToolCallMode(new ScriptedModel([]), "json" as never), /unknown tool call mode "json"; use one of auto, native, string, action, plan/);
     assert.equal(toolCallModeFromEnv({ TOOL_CALL_MODE: "String" }), "string");

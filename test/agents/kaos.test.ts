@@ -205,6 +205,7 @@ describe("kaosAgentTool", () => {
   it("rejects a bad URL and an empty task", async () => {
     assert.throws(() => kaosAgentTool({ name: "worker", url: "not a url" }), /"not a url" is not a valid URL/);
     assert.throws(() => kaosAgentTool({ name: "", url: baseUrl }), /a name is required/);
+    assert.throws(() => kaosAgentTool({ name: "worker" } as never), /kaosAgentTool: agent "worker" needs a url/);
     const { end } = await delegateOnce(kaosAgentTool({ name: "worker", url: `${baseUrl}/ok` }), " ");
     assert.equal(end.output, '[Delegation failed: delegation to "worker" needs a non-empty "task" string]');
   });
