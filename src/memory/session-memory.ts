@@ -73,12 +73,20 @@ export function sessionMemory(store: MemoryStore, options: SessionMemoryOptions 
   if (Number.isNaN(contextLimit) || contextLimit < 0) throw new TypeError(`memory: contextLimit must be a non-negative number, got ${contextLimit}`);
   const traceIds = options.traceIds ?? activeSpanIds;
   const runs = new Map<string, RunState>();
-  let tail: Promise<unknown> = Promise.resolve();
+  // One write queue per session: a session's events are written in order, sessions do not wait for each other.
+  const queues = new Map<string, Promise<void>>();
 
   const write = (sessionId: string, events: NewMemoryEvent[]): Promise<void> => {
-    const next = tail.then(() => store.append(sessionId, events));
+    const next = (queues.get(sessionId) ?? Promise.resolve()).then(() => store.append(sessionId, events));
     // The queue continues after a failure; the caller still sees it.
-    tail = next.catch(() => {});
+    const tail = next.then(
+      () => {},
+      () => {},
+    );
+    queues.set(sessionId, tail);
+    void tail.then(() => {
+      if (queues.get(sessionId) === tail) queues.delete(sessionId);
+    });
     return next.then(() => {});
   };
 
@@ -224,7 +232,7 @@ export function sessionMemory(store: MemoryStore, options: SessionMemoryOptions 
       return events.length > 0 ? write(sessionId, events) : undefined;
     },
     async loadHistory(sessionId: string): Promise<Message[]> {
-      await tail;
+      await queues.get(sessionId);
       // Events of runs still in progress here (the run asking for its history) are not history yet.
       const active = new Set<string>();
       for (const [runId, state] of runs) if (state.sessionId === sessionId) active.add(runId);
@@ -235,7 +243,7 @@ export function sessionMemory(store: MemoryStore, options: SessionMemoryOptions 
       );
     },
     async flush(): Promise<void> {
-      await tail;
+      await Promise.all(queues.values());
     },
   };
 }

@@ -219,6 +219,32 @@ describe("sessionMemory with the agent loop", () => {
     });
   });
 
+  it("writes in event order even when the caller does not wait, one queue per session; flush waits for all", async () => {
+    const inner = new InMemoryStore();
+    const delays = [30, 0, 20, 5, 0, 10];
+    let calls = 0;
+    const slow: MemoryStore = Object.assign(Object.create(inner) as MemoryStore, {
+      append: async (id: string, events: readonly NewMemoryEvent[]) => {
+        await new Promise((resolve) => setTimeout(resolve, delays[calls++ % delays.length]));
+        return inner.append(id, events);
+      },
+    });
+    const memory = sessionMemory(slow);
+    const info = (sessionId: string) => ({ runId: `run-${sessionId}`, agentName: "a", model: new ScriptedModel([]), sessionId, depth: 0 });
+    for (const sessionId of ["a", "b"]) {
+      for (let index = 0; index < 3; index++) {
+        void memory.onEvent({ type: "user-message", runId: `run-${sessionId}`, content: `${sessionId}${index}`, followUp: index > 0 }, info(sessionId));
+      }
+    }
+    await memory.flush();
+    for (const sessionId of ["a", "b"]) {
+      assert.deepEqual(
+        (await inner.events(sessionId)).map((event) => event.content),
+        [`${sessionId}0`, `${sessionId}1`, `${sessionId}2`],
+      );
+    }
+  });
+
   it("records nothing for a run without a session id", async () => {
     const store = new InMemoryStore();
     const result = await new Agent({ model: new ScriptedModel(["hi"]), memory: sessionMemory(store) }).run("hello");
