@@ -117,6 +117,8 @@ export async function alternate(entrants: readonly Entrant[], options: { warmup:
     for (let offset = 0; offset < entrants.length; offset++) {
       const entrant = entrants[(round + offset) % entrants.length];
       collectGarbage();
+      // Let the collector's background sweeping finish before the clock starts.
+      await new Promise((resolve) => setTimeout(resolve, 5));
       samples.get(entrant.name)!.push(await measure(() => entrant.run()));
     }
   }

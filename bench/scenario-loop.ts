@@ -61,7 +61,7 @@ export async function runLoopScenario(options: BenchOptions, contestants: readon
       details.push(
         `### ${mode}: ${TOOL_TURNS} tool turns + final answer, per model call (${repetitions} runs, median (min–max))\n\n` +
           markdownTable(
-            ["contestant", "wall ms / call", "CPU ms / call", "wall × floor", "CPU × floor"],
+            ["contestant", "wall ms / call", "CPU ms / call", "wall × floor", "CPU × floor", "CPU over floor ms"],
             contestants.map((contestant) => {
               const stat = stats.get(contestant.name)!;
               return [
@@ -70,6 +70,7 @@ export async function runLoopScenario(options: BenchOptions, contestants: readon
                 formatSpread(stat.cpu),
                 format(stat.wall.median / floor.wall.median, 2),
                 format(stat.cpu.median / floor.cpu.median, 2),
+                format(stat.cpu.median - floor.cpu.median),
               ];
             }),
           ),

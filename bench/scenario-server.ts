@@ -95,8 +95,8 @@ export async function runServerScenario(options: BenchOptions): Promise<Scenario
   for (const name of [FLOOR, AGENTLOOP, AGENTLOOP_NO_MEMORY]) servers.push(await spawnServer(name, CHUNK_DELAY_MS));
   const rounds = new Map<string, Round[]>(servers.map((server) => [server.name, []]));
   const idleRss = new Map<string, number>();
-  const perClient = options.quick ? 2 : 5;
-  const measuredRounds = options.quick ? 1 : 4;
+  const perClient = options.quick ? 2 : 4;
+  const measuredRounds = options.quick ? 1 : 3;
   try {
     for (const server of servers) {
       idleRss.set(server.name, memoryMb(server.pid, "VmRSS"));

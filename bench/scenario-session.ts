@@ -74,10 +74,10 @@ export async function runSessionScenario(options: BenchOptions, contestants: rea
       collectGarbage();
       const retained = process.memoryUsage().heapUsed;
       results.set(contestant.name, {
-        cpuEarly: medianDelta(cpuTicks, 5, 16),
-        cpuLate: medianDelta(cpuTicks, turns - 10, turns),
-        wallEarly: medianDelta(wallTicks, 5, 16),
-        wallLate: medianDelta(wallTicks, turns - 10, turns),
+        cpuEarly: medianDelta(cpuTicks, 5, 21),
+        cpuLate: medianDelta(cpuTicks, turns - 15, turns),
+        wallEarly: medianDelta(wallTicks, 5, 21),
+        wallLate: medianDelta(wallTicks, turns - 15, turns),
         liveHeapMb: (liveHeap - baseline) / MB,
         retainedHeapMb: (retained - baseline) / MB,
         totalSeconds,
@@ -144,7 +144,7 @@ export async function runSessionScenario(options: BenchOptions, contestants: rea
     ],
     notes: [
       "One streaming session per contestant (after a 50-turn warm-up session); each turn calls `lookup` once, and the tool call timestamps the turns.",
-      "Per-turn figures are medians of turns 5–15 and of the last 10 turns. The raw floor's growth is the cost of serializing a longer history; a framework's own share is its figure minus the floor's.",
+      "Per-turn figures are medians of turns 5–20 and of the last 15 turns. The raw floor's growth is the cost of serializing a longer history; a framework's own share is its figure minus the floor's.",
       "Live heap: after a forced GC at the last tool call, above the heap before the session. Retained: after the session, once its result is dropped.",
     ],
   };
