@@ -39,6 +39,9 @@ export interface McpCommonConfig {
   maxReconnects?: number;
   /** Milliseconds for one MCP request; progress notifications reset it (default 60,000). */
   requestTimeoutMs?: number;
+  /** Milliseconds for opening a connection: the handshake and the first tool list (default 60,000;
+   * a server started with `npx -y` may take a while). */
+  connectTimeoutMs?: number;
   /** Applied to every exposed tool. */
   toolTimeoutMs?: number;
   truncation?: TruncationOptions;
@@ -81,6 +84,12 @@ export function validateMcpConfig(config: McpServerConfig): void {
   }
   if (config.maxReconnects !== undefined && (!Number.isInteger(config.maxReconnects) || config.maxReconnects < 0)) {
     throw configurationError(`MCP server "${config.name}": \`maxReconnects\` must be a non-negative integer`);
+  }
+  for (const key of ["requestTimeoutMs", "connectTimeoutMs", "toolTimeoutMs"] as const) {
+    const value = config[key];
+    if (value !== undefined && (typeof value !== "number" || !Number.isFinite(value) || value <= 0)) {
+      throw configurationError(`MCP server "${config.name}": \`${key}\` must be a positive number of milliseconds`);
+    }
   }
 }
 

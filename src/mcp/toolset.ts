@@ -281,11 +281,12 @@ export class McpToolset {
       if (generation === this.generation && this.statusValue !== "connected") this.lastFailure = messageOf(error);
     };
     try {
-      await client.connect(transport, { timeout: this.config.requestTimeoutMs ?? defaultRequestTimeoutMs });
+      const timeout = this.config.connectTimeoutMs ?? defaultRequestTimeoutMs;
+      await client.connect(transport, { timeout });
       if (generation !== this.generation) throw new Error("toolset was closed while connecting");
       this.client = client;
       this.transport = transport;
-      await this.loadTools(client, generation);
+      await this.loadTools(client, generation, timeout);
       if (generation !== this.generation) throw new Error("toolset was closed while connecting");
     } catch (error) {
       this.client = undefined;
@@ -330,11 +331,11 @@ export class McpToolset {
     });
   }
 
-  private async loadTools(client: Client, generation: number): Promise<void> {
+  private async loadTools(client: Client, generation: number, timeout = this.config.requestTimeoutMs ?? defaultRequestTimeoutMs): Promise<void> {
     const listed: McpToolDescription[] = [];
     let cursor: string | undefined;
     do {
-      const page = await client.listTools(cursor ? { cursor } : undefined, { timeout: this.config.requestTimeoutMs ?? defaultRequestTimeoutMs });
+      const page = await client.listTools(cursor ? { cursor } : undefined, { timeout });
       listed.push(...page.tools);
       cursor = page.nextCursor;
     } while (cursor);

@@ -18,6 +18,8 @@ describe("config validation", () => {
     assert.throws(() => mcpToolset({ name: "a", url: "not a url" }), configurationError(/"a": `url` is not a valid URL/));
     assert.throws(() => mcpToolset({ name: "a", url: "ftp://host/x" }), configurationError(/must be http or https/));
     assert.throws(() => mcpToolset({ name: "a", command: "x", maxReconnects: -1 }), configurationError(/maxReconnects/));
+    assert.throws(() => mcpToolset({ name: "a", command: "x", requestTimeoutMs: 0 }), configurationError(/"a": `requestTimeoutMs` must be a positive number of milliseconds/));
+    assert.throws(() => mcpToolset({ name: "a", command: "x", connectTimeoutMs: Number.NaN }), configurationError(/`connectTimeoutMs` must be a positive/));
   });
 
   test("two servers with one name are refused", async () => {

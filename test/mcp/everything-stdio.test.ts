@@ -236,6 +236,7 @@ describe("a stdio server that dies", () => {
 
 describe("timeouts", () => {
   test("a request slower than requestTimeoutMs is an error result naming the server and the tool; the connection stays usable", async () => {
+    // The handshake has its own (default) limit, so a slow start on a busy machine does not count.
     const toolset = await connectMcp({ name: "everything", ...everythingStdio(), requestTimeoutMs: 300 });
     try {
       // One step: the only progress notification comes at the end, so nothing resets the timeout.
