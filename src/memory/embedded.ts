@@ -3,7 +3,7 @@
  * persisted to a directory: no server to run, and the very same SQL as the PostgreSQL store.
  */
 import { closeSync, cpSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, unlinkSync, writeSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { hostname, tmpdir } from "node:os";
 import { join, relative, resolve } from "node:path";
 import { PGlite } from "@electric-sql/pglite";
 import { AgentLoopError } from "../errors.js";
@@ -40,7 +40,9 @@ function processIsAlive(pid: number): boolean {
 }
 
 /**
- * PGlite is single-user: one process at a time per directory. A lock file holding the owner's pid
+ * PGlite is single-user: one process at a time per directory. A lock file holding the owner's
+ * `pid@host` turns a second opener into a clear error. A lock whose process is gone, or that was
+ * written on another host (a restarted container sharing the volume), is stale and taken over.
  * turns a second opener into a clear error; a lock left by a killed process is taken over.
  */
 function acquireLock(directory: string): () => void {
@@ -55,7 +57,7 @@ function acquireLock(directory: string): () => void {
   for (let attempt = 0; attempt < 3; attempt++) {
     try {
       const descriptor = openSync(lockPath, "wx");
-      writeSync(descriptor, String(process.pid));
+      writeSync(descriptor, `${process.pid}@${hostname()}`);
       closeSync(descriptor);
       openPaths.add(directory);
       return () => {
@@ -71,12 +73,18 @@ function acquireLock(directory: string): () => void {
         throw new AgentLoopError("configuration", `memory: cannot create ${lockPath}: ${(error as Error).message}`, { cause: error });
       }
       let owner = Number.NaN;
+      let ownerHost = hostname();
       try {
-        owner = Number.parseInt(readFileSync(lockPath, "utf8"), 10);
+        const [pid, host] = readFileSync(lockPath, "utf8").trim().split("@");
+        owner = Number.parseInt(pid, 10);
+        if (host) ownerHost = host;
       } catch {
         // removed meanwhile: retry
       }
-      if (Number.isInteger(owner) && owner !== process.pid && processIsAlive(owner)) throw inUse(owner);
+      // Our own pid here means a previous process with the same pid (containers reuse them); this
+      // process's own stores are caught by `openPaths` above.
+      const live = Number.isInteger(owner) && owner !== process.pid && ownerHost === hostname() && processIsAlive(owner);
+      if (live) throw inUse(owner);
       // Stale (its process is gone) or unreadable: take it over.
       try {
         unlinkSync(lockPath);

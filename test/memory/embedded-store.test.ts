@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { cpSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { hostname, tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { PGlite } from "@electric-sql/pglite";
@@ -58,15 +58,21 @@ describe("embedded store: its directory", () => {
     }
   });
 
-  it("refuses a directory locked by another live process, takes over a stale lock", async () => {
+  it("refuses a directory locked by another live process, takes over a stale lock (dead process or other host)", async () => {
     const path = freshDirectory("foreign");
     // The parent of this test process is alive and is not us.
     writeFileSync(join(path, "agentloop.lock"), String(process.ppid));
     await assert.rejects(openEmbeddedStore({ path }), new RegExp(`already open in process ${process.ppid}`));
-    // A pid that cannot exist: the lock of a killed process.
-    writeFileSync(join(path, "agentloop.lock"), "2147483646");
+    writeFileSync(join(path, "agentloop.lock"), `${process.ppid}@${hostname()}`);
+    await assert.rejects(openEmbeddedStore({ path }), new RegExp(`already open in process ${process.ppid}`));
+    // Written on another host (a restarted container sharing the volume): stale.
+    writeFileSync(join(path, "agentloop.lock"), `${process.ppid}@some-old-pod`);
     const reopened = await openEmbeddedStore({ path });
     await reopened.close();
+    // A pid that cannot exist: the lock of a killed process.
+    writeFileSync(join(path, "agentloop.lock"), `2147483646@${hostname()}`);
+    const again = await openEmbeddedStore({ path });
+    await again.close();
   });
 
   it("reads a snapshot of a directory another opener holds, without touching it", async () => {
