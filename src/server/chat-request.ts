@@ -11,6 +11,8 @@ export interface ChatRequest {
   history: Message[];
   model?: string;
   stream: boolean;
+  /** `stream_options.include_usage`: a last chunk with the usage and no choices. */
+  includeUsage: boolean;
   /** From the body's `session_id` or the `X-Session-ID` header. */
   sessionId?: string;
 }
@@ -94,5 +96,17 @@ export function parseChatRequest(body: unknown, headerSessionId: string | undefi
     // Tool-call turns from another runtime cannot be replayed faithfully; their text is kept.
     else if (message.role === "assistant" && message.text !== "") history.push({ role: "assistant", content: [{ type: "text", text: message.text }] } satisfies AssistantMessage);
   }
-  return { input: input.text, delegated: input.role === "task-delegation", history, model: request.model as string | undefined, stream: request.stream === true, sessionId };
+  const streamOptions = request.stream_options as { include_usage?: unknown } | undefined | null;
+  if (streamOptions !== undefined && streamOptions !== null && (typeof streamOptions !== "object" || Array.isArray(streamOptions))) {
+    throw badRequest("stream_options must be an object", "stream_options", "invalid_type");
+  }
+  return {
+    input: input.text,
+    delegated: input.role === "task-delegation",
+    history,
+    model: request.model as string | undefined,
+    stream: request.stream === true,
+    includeUsage: streamOptions?.include_usage === true,
+    sessionId,
+  };
 }

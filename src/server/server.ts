@@ -172,7 +172,9 @@ export async function createAgentServer(options: AgentServerOptions = {}): Promi
       const built = await agentOrFail();
       const signal = AbortSignal.any([request.signal, shutdown.signal]);
       if (request.delegated && memory.handle) {
-        await memory.store.append(request.sessionId, [{ event_type: "task_delegation_received", content: request.input, metadata: { source: "task-delegation" } }]);
+        await memory.store
+          .append(request.sessionId, [{ event_type: "task_delegation_received", content: request.input, metadata: { source: "task-delegation" } }])
+          .catch((error: unknown) => log(`[${settings.name}] could not record task_delegation_received in ${request.sessionId}: ${(error as Error).message}`));
       }
       const run = built.agent.run(request.input, { sessionId: request.sessionId, signal, history: request.history });
       for await (const event of run) request.onEvent?.(event);
@@ -187,6 +189,11 @@ export async function createAgentServer(options: AgentServerOptions = {}): Promi
 
   app.onError((error, c) => {
     if (error instanceof HttpError) return errorResponse(c, error);
+    if (AgentLoopError.isInstance(error)) {
+      // A store or dependency failure (requests are validated before): the service is unavailable.
+      log(`[${settings.name}] ${c.req.method} ${c.req.path} failed: ${error.kind}: ${error.message}`);
+      return errorResponse(c, new HttpError(503, error.message, "server_error", error.kind));
+    }
     log(`[${settings.name}] unexpected error on ${c.req.method} ${c.req.path}: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
     return errorResponse(c, new HttpError(500, "internal error", "server_error", "internal_error"));
   });
@@ -281,7 +288,7 @@ export async function createAgentServer(options: AgentServerOptions = {}): Promi
     if (request.stream) return streamCompletion(c, request, sessionId, history, model);
     const disconnect = c.req.raw.signal;
     const result = await track(runAgent({ input: request.input, sessionId, history, delegated: request.delegated, signal: disconnect }));
-    if (result.state === "FAILED" || (result.state === "ABORTED" && result.text === "")) throw httpErrorOfRun(result.error ?? new AgentLoopError("aborted", result.reason));
+    if (result.state === "FAILED" || result.state === "ABORTED") throw httpErrorOfRun(result.error ?? new AgentLoopError("aborted", result.reason));
     const text = result.text !== "" ? result.text : result.reason;
     return c.json({
       id: `chatcmpl-${result.runId}`,
@@ -332,13 +339,19 @@ export async function createAgentServer(options: AgentServerOptions = {}): Promi
           },
         })
           .then((result) => {
-            if (result.state === "FAILED") {
-              const failure = httpErrorOfRun(result.error ?? result.reason);
+            if (result.state === "FAILED" || result.state === "ABORTED") {
+              // The answer did not finish: an error event instead of a finish chunk.
+              const failure = httpErrorOfRun(result.error ?? new AgentLoopError("aborted", result.reason));
               send(encoder.encode(`data: ${JSON.stringify(failure.body())}\n\n`));
-            } else if (result.state !== "COMPLETED" && result.state !== "ABORTED" && result.text === "") {
-              send(chunk({ content: result.reason }));
+            } else {
+              // A limit ended the run: say so when the model gave no answer text.
+              if (result.state !== "COMPLETED" && result.text === "") send(chunk({ content: result.reason }));
+              send(chunk({}, result.state === "COMPLETED" ? "stop" : "length"));
+              if (request.includeUsage) {
+                const usage = { prompt_tokens: result.usage.inputTokens, completion_tokens: result.usage.outputTokens, total_tokens: result.usage.totalTokens };
+                send(encoder.encode(`data: ${JSON.stringify({ id, object: "chat.completion.chunk", created, model, choices: [], usage })}\n\n`));
+              }
             }
-            send(chunk({}, result.state === "COMPLETED" ? "stop" : "length"));
             send(encoder.encode("data: [DONE]\n\n"));
           })
           .catch((error: unknown) => {

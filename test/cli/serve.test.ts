@@ -110,6 +110,7 @@ describe("agentloop serve: graceful shutdown on SIGTERM (a real child process)",
       const text = await body.text;
       assert.match(text, /data: \[DONE\]\n\n$/);
       assert.doesNotMatch(contentOf(text), /All done/);
+      assert.match(text, /data: \{"error":\{"message":"[^"]*shutting down[^"]*","type":"server_error","param":null,"code":"aborted"\}\}/);
       const { code } = await cli.exited;
       assert.equal(code, 0);
       assert.match(cli.stderr(), /grace period over: aborting 1 request/);

@@ -67,6 +67,15 @@ describe("POST /v1/chat/completions with the official openai client", () => {
     assert.ok(sessions.sessions.some((session) => session.session_id === sessionId));
   });
 
+  it("adds a usage chunk when stream_options.include_usage is set", async () => {
+    const stream = await client.chat.completions.create({ model: "x", messages: [{ role: "user", content: "hi" }], stream: true, stream_options: { include_usage: true } });
+    const chunks = [];
+    for await (const chunk of stream) chunks.push(chunk);
+    const last = chunks.at(-1)!;
+    assert.deepEqual(last.choices, []);
+    assert.ok(last.usage && last.usage.total_tokens > 0 && last.usage.total_tokens === last.usage.prompt_tokens + last.usage.completion_tokens);
+  });
+
   it("lists the agent as a model", async () => {
     const models = await client.models.list();
     assert.deepEqual(

@@ -138,6 +138,22 @@ describe("a client that disconnects mid-stream", () => {
   });
 });
 
+describe("store failures", () => {
+  it("answers 503 with an error body when the memory store fails", async () => {
+    const { InMemoryStore } = await import("../../src/memory/index.js");
+    const store = new InMemoryStore();
+    const test = await startTestServer({ DEBUG_MOCK_RESPONSES: script("ok") }, { memory: store });
+    try {
+      await store.close();
+      const body = await expectError(await fetch(`${test.url}/memory/sessions`), 503, (await store.listSessions().catch((error) => error.kind)) as string);
+      assert.ok(body.error.message.length > 0);
+      await test.waitForLog(/GET \/memory\/sessions failed/);
+    } finally {
+      await test.close();
+    }
+  });
+});
+
 describe("model failures", () => {
   it("answers 502 with an error body when the model fails, never 500", async () => {
     const failing = {
@@ -155,6 +171,7 @@ describe("model failures", () => {
       assert.equal(stream.status, 200);
       const text = await stream.text();
       assert.match(text, /"error":\{"message":"[^"]*upstream exploded/);
+      assert.doesNotMatch(text, /"finish_reason":"(stop|length)"/, "no finish chunk for a failed answer");
       assert.match(text, /data: \[DONE\]\n\n$/);
     } finally {
       await test.close();
