@@ -1,6 +1,9 @@
 // Scenario 5: the agent server under 200 concurrent streaming chats, with the scripted model,
 // against a bare node:http server that streams the same answer (the floor). Both run in child
 // processes, so RSS and server CPU are their own; the load comes from this process.
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { memoryMb, processCpuMs, startChild } from "./child-process.js";
 import {
   type BenchOptions,
@@ -32,11 +35,26 @@ interface ServerProcess {
 const FLOOR = "node:http floor";
 const AGENTLOOP = "agentloop serve";
 const AGENTLOOP_NO_MEMORY = "agentloop serve, memory off";
+const AGENTLOOP_EMBEDDED = "agentloop serve, embedded memory (the default store)";
 
 async function spawnServer(name: string, chunkDelayMs: number): Promise<ServerProcess> {
-  const env = { BENCH_CHUNK_DELAY_MS: String(chunkDelayMs), ...(name === AGENTLOOP_NO_MEMORY ? { BENCH_SERVER_MEMORY: "off" } : {}) };
+  const env: Record<string, string> = { BENCH_CHUNK_DELAY_MS: String(chunkDelayMs) };
+  let directory: string | undefined;
+  if (name === AGENTLOOP_NO_MEMORY) env.BENCH_SERVER_MEMORY = "off";
+  if (name === AGENTLOOP_EMBEDDED) {
+    directory = mkdtempSync(join(tmpdir(), "agentloop-bench-server-"));
+    Object.assign(env, { BENCH_SERVER_MEMORY: "embedded", BENCH_SERVER_MEMORY_PATH: directory });
+  }
   const child = await startChild(name === FLOOR ? "./server-floor.ts" : "./server-agentloop.ts", [], env);
-  return { name, url: `http://127.0.0.1:${child.port}`, pid: child.pid, close: child.close };
+  return {
+    name,
+    url: `http://127.0.0.1:${child.port}`,
+    pid: child.pid,
+    async close() {
+      await child.close();
+      if (directory) rmSync(directory, { recursive: true, force: true });
+    },
+  };
 }
 
 /** One streaming chat: resolves with its latency in ms after checking the streamed answer. */
@@ -92,7 +110,7 @@ async function loadRound(server: ServerProcess, perClient: number): Promise<Roun
 export async function runServerScenario(options: BenchOptions): Promise<ScenarioReport> {
   const machine = machineInfo();
   const servers: ServerProcess[] = [];
-  for (const name of [FLOOR, AGENTLOOP, AGENTLOOP_NO_MEMORY]) servers.push(await spawnServer(name, CHUNK_DELAY_MS));
+  for (const name of [FLOOR, AGENTLOOP, AGENTLOOP_NO_MEMORY, AGENTLOOP_EMBEDDED]) servers.push(await spawnServer(name, CHUNK_DELAY_MS));
   const rounds = new Map<string, Round[]>(servers.map((server) => [server.name, []]));
   const idleRss = new Map<string, number>();
   const perClient = options.quick ? 2 : 4;
@@ -119,7 +137,7 @@ export async function runServerScenario(options: BenchOptions): Promise<Scenario
       rps: spread(list.map((round) => round.requestsPerSecond)),
       p50: percentile(latencies, 0.5),
       p99: percentile(latencies, 0.99),
-      peakRss: Math.max(...list.map((round) => round.peakRssMb)),
+      peakRss: Math.max(idleRss.get(name)!, ...list.map((round) => round.peakRssMb)),
       cpu: spread(list.map((round) => round.cpuMsPerRequest)),
     };
   };
@@ -163,7 +181,7 @@ export async function runServerScenario(options: BenchOptions): Promise<Scenario
     ],
     notes: [
       `${CONCURRENCY} clients each send ${perClient} streaming chats back to back (${measuredRounds} rounds per server, in rotating order); latency is request start to the end of the stream, checked against the scripted answer.`,
-      `agentloop serve: \`startAgentServer\` on the scripted model (one answer of 21 word chunks, ${CHUNK_DELAY_MS} ms before each, like a model streaming) with the in-process memory store (memory stores: scenario 6); the "memory off" variant records nothing, to show what recording costs. Floor: node:http parsing the body and streaming the same chunks with the same pacing. In the summary the floor sits in the raw-fetch column.`,
+      `agentloop serve: \`startAgentServer\` on the scripted model (one answer of 21 word chunks, ${CHUNK_DELAY_MS} ms before each, like a model streaming) with the in-process memory store (memory stores: scenario 6); the "memory off" variant records nothing, to show what recording costs; the "embedded" variant uses the store \`agentloop serve\` defaults to (PGlite in a temporary directory). Floor: node:http parsing the body and streaming the same chunks with the same pacing. In the summary the floor sits in the raw-fetch column.`,
       "Both servers run as bundled JavaScript (esbuild) without a TypeScript loader, so RSS is the server's own.",
       "The load generator shares the 2 cores with the server, so absolute latencies include client time; the added latency compares like with like.",
     ],
