@@ -12,10 +12,10 @@ import {
   type RequestContext,
   validateVersion,
 } from "@a2a-js/sdk/server";
-import type { RunResult } from "../loop/events.js";
+import type { LoopEvent, RunResult } from "../loop/events.js";
 
 /** Runs one A2A message through the agent: the context id is the session. */
-export type RunTask = (task: { input: string; sessionId: string; signal: AbortSignal }) => Promise<RunResult>;
+export type RunTask = (task: { input: string; sessionId: string; signal: AbortSignal; onEvent: (event: LoopEvent) => void }) => Promise<RunResult>;
 
 const textPart = (text: string): Part => ({ content: { $case: "text", value: text }, metadata: undefined, filename: "", mediaType: "text/plain" });
 
@@ -51,8 +51,29 @@ class LoopAgentExecutor implements AgentExecutor {
     bus.publish(status(TaskState.TASK_STATE_WORKING));
     const entry = { controller: new AbortController(), canceled: false };
     this.running.set(taskId, entry);
+    const artifactId = randomUUID();
+    const artifact = (text: string, append: boolean, lastChunk: boolean) =>
+      AgentEvent.artifactUpdate({
+        taskId,
+        contextId,
+        artifact: { artifactId, name: "answer", description: "", parts: [textPart(text)], metadata: undefined, extensions: [] },
+        append,
+        lastChunk,
+        metadata: undefined,
+      });
+    let streamed = 0;
+    // Progress blocks become working status updates; answer text streams as chunks of one artifact.
+    const onEvent = (event: LoopEvent) => {
+      if (entry.canceled) return;
+      if (event.type === "progress") {
+        const target = event.action === "delegate" ? event.target.replace(/^delegate_to_/, "") : event.target;
+        bus.publish(status(TaskState.TASK_STATE_WORKING, JSON.stringify({ type: "progress", step: event.step, max_steps: event.max_steps, action: event.action, target })));
+      } else if (event.type === "text-delta" && event.delta !== "") {
+        bus.publish(artifact(event.delta, streamed++ > 0, false));
+      }
+    };
     try {
-      const result = await this.runTask({ input, sessionId: contextId, signal: entry.controller.signal });
+      const result = await this.runTask({ input, sessionId: contextId, signal: entry.controller.signal, onEvent });
       if (entry.canceled) return;
       if (result.state === "ABORTED") {
         bus.publish(status(TaskState.TASK_STATE_CANCELED, result.reason));
@@ -60,16 +81,8 @@ class LoopAgentExecutor implements AgentExecutor {
         bus.publish(status(TaskState.TASK_STATE_FAILED, result.error?.message ?? result.reason));
       } else {
         const text = result.text !== "" ? result.text : result.reason;
-        bus.publish(
-          AgentEvent.artifactUpdate({
-            taskId,
-            contextId,
-            artifact: { artifactId: randomUUID(), name: "answer", description: "", parts: [textPart(text)], metadata: undefined, extensions: [] },
-            append: false,
-            lastChunk: true,
-            metadata: undefined,
-          }),
-        );
+        // The whole answer replaces the streamed chunks (append false), so the task holds one part.
+        bus.publish(artifact(text, false, true));
         bus.publish(status(TaskState.TASK_STATE_COMPLETED, text));
       }
     } catch (error) {

@@ -380,7 +380,7 @@ export async function createAgentServer(options: AgentServerOptions = {}): Promi
     });
   }
 
-  const a2a = createA2AHandler(card, ({ input, sessionId, signal }) => track(runAgent({ input, sessionId, signal })));
+  const a2a = createA2AHandler(card, ({ input, sessionId, signal, onEvent }) => track(runAgent({ input, sessionId, signal, onEvent })));
   const a2aRoute = async (c: Context) => {
     let body: unknown;
     try {

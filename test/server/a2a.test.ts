@@ -68,18 +68,30 @@ describe("the A2A endpoint, driven by the A2A SDK client", () => {
     assert.equal(fetched.status?.state, TaskState.TASK_STATE_COMPLETED);
   });
 
-  it("streams a task: working, then the answer artifact, then completed", async () => {
+  it("streams a task: working, the progress block, the answer in chunks, then completed", async () => {
     const seen: string[] = [];
     let answer = "";
+    let progress: unknown;
+    let chunks = 0;
     for await (const event of client.sendMessageStream(request(userMessage("stream it")))) {
       const payload = event.payload;
       if (!payload) continue;
-      if (payload.$case === "statusUpdate") seen.push(`status:${TaskState[payload.value.status!.state]}`);
-      else seen.push(payload.$case);
-      if (payload.$case === "artifactUpdate") answer += payload.value.artifact!.parts.map((part) => (part.content?.$case === "text" ? part.content.value : "")).join("");
+      if (payload.$case === "statusUpdate") {
+        seen.push(`status:${TaskState[payload.value.status!.state]}`);
+        const text = payload.value.status?.message?.parts.map((part) => (part.content?.$case === "text" ? part.content.value : "")).join("");
+        if (text?.includes('"progress"')) progress = JSON.parse(text);
+      } else seen.push(payload.$case);
+      if (payload.$case === "artifactUpdate") {
+        chunks++;
+        const text = payload.value.artifact!.parts.map((part) => (part.content?.$case === "text" ? part.content.value : "")).join("");
+        // append: false replaces what came before (the final whole answer).
+        answer = payload.value.append ? answer + text : text;
+      }
     }
     assert.equal(seen[0], "task");
     assert.ok(seen.includes("status:TASK_STATE_WORKING"));
+    assert.deepEqual(progress, { type: "progress", step: 1, max_steps: 5, action: "tool_call", target: "echo" });
+    assert.ok(chunks > 2, "the answer arrives in chunks");
     assert.equal(seen.at(-1), "status:TASK_STATE_COMPLETED");
     assert.equal(answer, "A2A answer");
   });
