@@ -49,7 +49,12 @@ export async function startEverythingHttp(port: number): Promise<RunningHttpServ
   });
   await new Promise<void>((resolve, reject) => {
     let output = "";
-    const timer = setTimeout(() => reject(new Error(`everything server did not start: ${output}`)), 10_000);
+    // Generous: on a busy machine a node server can take seconds to start. A server that never
+    // says it listens is killed, so it cannot keep the test process alive.
+    const timer = setTimeout(() => {
+      child.kill("SIGKILL");
+      reject(new Error(`everything server did not start within 30 s: ${output}`));
+    }, 30_000);
     child.stderr!.on("data", (chunk: Buffer) => {
       output += chunk.toString();
       if (output.includes("listening on port")) {
