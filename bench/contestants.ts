@@ -7,6 +7,7 @@
 import { createOpenAICompatible } from "@ai-sdk/openai-compatible";
 import { OpenAIProvider, Agent as OpenAIAgent, run as openaiAgentsRun, setTracingDisabled, tool as openaiAgentsTool } from "@openai/agents";
 import { generateText, jsonSchema, stepCountIs, streamText, tool as aiTool } from "ai";
+import { createParser } from "eventsource-parser";
 import OpenAI from "openai";
 import type { ChatCompletionMessageParam, ChatCompletionTool } from "openai/resources/chat/completions";
 import { Agent, defineTool } from "../src/index.js";
@@ -65,11 +66,12 @@ export interface ConversationHooks {
 /** Plays the conversation once; resolves with the final answer text. */
 export type Conversation = (hooks?: ConversationHooks) => Promise<string>;
 
-export type ContestantRole = "floor" | "baseline" | "agentloop" | "peer";
+export type ContestantRole = "floor" | "baseline" | "agentloop" | "agentloop-variant" | "peer";
 
 export interface Contestant {
   name: string;
-  /** `floor`: hand-written fetch; `baseline`: bare loop on the official SDK; `peer`: another framework. */
+  /** `floor`: hand-written fetch; `baseline`: bare loop on the official SDK; `agentloop-variant`: a
+   * bench-only what-if; `peer`: another framework. */
   role: ContestantRole;
   prepare(setup: ConversationSetup): Promise<Conversation>;
 }
@@ -222,6 +224,70 @@ export const agentloop: Contestant = {
   },
 };
 
+/**
+ * A what-if, not a product path: the same agentloop adapter and loop, but the adapter's `client`
+ * is a lean stand-in for the `openai` SDK (`fetch`, `JSON.stringify`, `eventsource-parser`), so
+ * the table shows what the SDK under the adapter costs. Speaks only what the adapter uses:
+ * `chat.completions.create(body, { signal })`.
+ */
+function leanOpenAIClient(baseURL: string, apiKey: string): OpenAI {
+  const url = `${baseURL}/chat/completions`;
+  const headers = { "content-type": "application/json", authorization: `Bearer ${apiKey}` };
+  async function create(body: Record<string, unknown>, options: { signal?: AbortSignal } = {}): Promise<unknown> {
+    const response = await fetch(url, { method: "POST", headers, body: JSON.stringify(body), signal: options.signal });
+    if (!response.ok) throw new Error(`lean client: HTTP ${response.status}: ${await response.text()}`);
+    if (body.stream !== true) return response.json();
+    const stream = response.body as unknown as AsyncIterable<Uint8Array>;
+    return (async function* () {
+      const decoder = new TextDecoder();
+      let chunks: unknown[] = [];
+      const parser = createParser({
+        onEvent(event) {
+          if (event.data !== "[DONE]") chunks.push(JSON.parse(event.data));
+        },
+      });
+      for await (const bytes of stream) {
+        parser.feed(decoder.decode(bytes, { stream: true }));
+        if (chunks.length > 0) {
+          const ready = chunks;
+          chunks = [];
+          yield* ready;
+        }
+      }
+    })();
+  }
+  return { chat: { completions: { create } } } as unknown as OpenAI;
+}
+
+/** agentloop with the lean stand-in client under its adapter (see `leanOpenAIClient`). */
+export const agentloopLean: Contestant = {
+  name: "agentloop-lean",
+  role: "agentloop-variant",
+  async prepare(setup) {
+    const agent = new Agent({
+      name: "bench",
+      instructions: SYSTEM_PROMPT,
+      model: openaiChat(setup.model, { baseURL: setup.baseURL, client: leanOpenAIClient(setup.baseURL, API_KEY), stream: setup.stream }),
+      tools: [
+        defineTool({
+          name: setup.tool.name,
+          description: setup.tool.description,
+          parameters: setup.tool.parameters,
+          execute: (args) => setup.tool.execute(args as unknown as LookupArguments),
+        }),
+      ],
+      maxTurns: setup.maxTurns,
+    });
+    return async (hooks) => {
+      const run = agent.run(USER_INPUT);
+      if (hooks?.onTextDelta) for await (const delta of run.textStream()) hooks.onTextDelta(delta);
+      const result = await run;
+      if (result.state !== "COMPLETED") throw new Error(`agentloop-lean: run ended ${result.state}: ${result.reason} ${result.error?.message ?? ""}`);
+      return result.text;
+    };
+  },
+};
+
 /** The Vercel AI SDK: `generateText` / `streamText` with a step limit, OpenAI-compatible provider. */
 export const vercelAi: Contestant = {
   name: "vercel-ai",
@@ -287,4 +353,4 @@ export const openaiAgents: Contestant = {
   },
 };
 
-export const allContestants: readonly Contestant[] = [rawFetch, openaiSdk, agentloop, vercelAi, openaiAgents];
+export const allContestants: readonly Contestant[] = [rawFetch, openaiSdk, agentloop, agentloopLean, vercelAi, openaiAgents];

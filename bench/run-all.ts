@@ -21,7 +21,7 @@ const SCENARIOS = [
   { id: "memory", file: "scenario-memory.ts" },
 ] as const;
 
-const COLUMNS = ["raw-fetch", "openai-sdk", "agentloop", "vercel-ai", "openai-agents"] as const;
+const COLUMNS = ["raw-fetch", "openai-sdk", "agentloop", "agentloop-lean", "vercel-ai", "openai-agents"] as const;
 const PEERS = ["vercel-ai", "openai-agents"];
 const README_START = "<!-- last-run:start -->";
 const README_END = "<!-- last-run:end -->";
