@@ -131,6 +131,18 @@ describe("sessions", () => {
     }
   });
 
+  it("records nothing with MEMORY_ENABLED=false, and still answers", async () => {
+    const test = await startTestServer({ MEMORY_ENABLED: "false", DEBUG_MOCK_RESPONSES: script("stateless answer") });
+    try {
+      const response = await fetch(`${test.url}/v1/chat/completions`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ session_id: "s", messages: [{ role: "user", content: "hi" }] }) });
+      assert.equal(((await response.json()) as { choices: Array<{ message: { content: string } }> }).choices[0].message.content, "stateless answer");
+      assert.deepEqual(((await (await fetch(`${test.url}/memory/sessions`)).json()) as { sessions: unknown[] }).sessions, []);
+      assert.equal((await fetch(`${test.url}/memory/events?session_id=s`)).status, 404);
+    } finally {
+      await test.close();
+    }
+  });
+
   it("accepts a task-delegation message and records task_delegation_received", async () => {
     const test = await startTestServer({ DEBUG_MOCK_RESPONSES: script("delegated work done") });
     try {
