@@ -94,7 +94,7 @@ describe("POST /v1/chat/completions with the official openai client", () => {
 });
 
 describe("sessions", () => {
-  it("continues a session from its log and serializes concurrent requests on one session", async () => {
+  it("serializes concurrent requests on one session (their events never interleave)", async () => {
     const test = await startTestServer({}, { build: { model: new (await import("../../src/index.js")).ScriptedModel(["first answer"], { chunkDelayMs: 15 }) } });
     try {
       const client = new OpenAI({ baseURL: `${test.url}/v1`, apiKey: "unused", maxRetries: 0 });
