@@ -50,12 +50,14 @@ mkdirSync(join(folder, "trip/children"), { recursive: true });
 writeFileSync(join(folder, "trip/planner.prompty"), blocks(promptyDoc, "markdown")[0]);
 writeFileSync(join(folder, "trip/children/summarizer.prompty"), "---\nname: summarizer\ninputs:\n  text:\n    required: true\n---\nuser:\nSummarize: {{ text }}\n");
 
-for (const doc of ["mcp", "tracing", "agents", "prompty", "text-tools"]) {
-  describe(`docs/${doc}.md`, () => {
+// Each example is its own child process: they run side by side.
+describe("docs examples", { concurrency: 4 }, () => {
+  for (const doc of ["mcp", "tracing", "agents", "prompty", "text-tools"]) {
     const examples = blocks(readFileSync(join(root, `docs/${doc}.md`), "utf8"), "ts").filter((code) => code.startsWith("import "));
     examples.forEach((code, index) => {
       const outside = Object.keys(needsOutsideService).find((marker) => code.includes(marker));
-      it(`example ${index + 1} runs${outside ? ` (skipped: needs ${needsOutsideService[outside]})` : ""}`, { skip: outside !== undefined }, async () => {
+      const name = `docs/${doc}.md example ${index + 1} runs${outside ? ` (skipped: needs ${needsOutsideService[outside]})` : ""}`;
+      it(name, { skip: outside !== undefined }, async () => {
         const source = code.replace(/from "agentloop(?:\/([a-z0-9-]+))?"/g, (_match, subpath: string | undefined) => `from ${JSON.stringify(sourceOf(subpath ?? ""))}`);
         const file = join(folder, `${doc}-${index + 1}.mts`);
         writeFileSync(file, `${source}\nexport {};\n`);
@@ -65,5 +67,5 @@ for (const doc of ["mcp", "tracing", "agents", "prompty", "text-tools"]) {
         }
       });
     });
-  });
-}
+  }
+});

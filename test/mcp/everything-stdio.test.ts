@@ -239,8 +239,9 @@ describe("timeouts", () => {
     // The handshake has its own (default) limit, so a slow start on a busy machine does not count.
     const toolset = await connectMcp({ name: "everything", ...everythingStdio(), requestTimeoutMs: 300 });
     try {
-      // One step: the only progress notification comes at the end, so nothing resets the timeout.
-      const result = await toolset.callTool("trigger-long-running-operation", { duration: 5, steps: 1 });
+      // One step: the only progress notification comes at the end (after 1 s, whatever the load),
+      // so nothing resets the timeout; the short operation lets close() end the server quickly.
+      const result = await toolset.callTool("trigger-long-running-operation", { duration: 1, steps: 1 });
       assert.equal(result.isError, true);
       assert.match(result.content as string, /^MCP server "everything", tool "trigger-long-running-operation": .*timed out/i);
       assert.equal(toolset.status, "connected");
