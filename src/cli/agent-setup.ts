@@ -151,5 +151,6 @@ export async function openCliStore(agentFile: string | undefined, env: NodeJS.Pr
   const { memoryConfigFromEnv, openMemoryStore } = await import("../memory/index.js");
   const config = memoryConfigFromEnv(settings.memoryEnv);
   if (!config.enabled) throw new AgentLoopError("configuration", "MEMORY_ENABLED is false: there is no session store to read");
-  return openMemoryStore(config);
+  // Read-only commands: while a server holds the embedded store, read a snapshot of what it wrote.
+  return openMemoryStore(config, { whenLocked: "snapshot" });
 }

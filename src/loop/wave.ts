@@ -144,7 +144,9 @@ async function runCall(call: ToolCallPart, settings: WaveSettings): Promise<Call
   const { run, step, emit } = settings;
   const tool = settings.tools.get(call.name);
   const action = tool?.action ?? "tool_call";
-  emit({ type: "progress", step, max_steps: settings.maxSteps, action, target: call.name, runId: run.runId, toolCallId: call.id });
+  // The seeds' progress block names the agent for a delegation ("worker"), the tool otherwise.
+  const target = action === "delegate" ? call.name.replace(/^delegate_to_/, "") : call.name;
+  emit({ type: "progress", step, max_steps: settings.maxSteps, action, target, runId: run.runId, toolCallId: call.id });
   const started = performance.now();
   let args: unknown = call.arguments;
   let startEmitted = false;

@@ -66,8 +66,8 @@ class LoopAgentExecutor implements AgentExecutor {
     const onEvent = (event: LoopEvent) => {
       if (entry.canceled) return;
       if (event.type === "progress") {
-        const target = event.action === "delegate" ? event.target.replace(/^delegate_to_/, "") : event.target;
-        bus.publish(status(TaskState.TASK_STATE_WORKING, JSON.stringify({ type: "progress", step: event.step, max_steps: event.max_steps, action: event.action, target })));
+        const { step, max_steps, action, target } = event;
+        bus.publish(status(TaskState.TASK_STATE_WORKING, JSON.stringify({ type: "progress", step, max_steps, action, target })));
       } else if (event.type === "text-delta" && event.delta !== "") {
         bus.publish(artifact(event.delta, streamed++ > 0, false));
       }

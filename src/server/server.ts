@@ -329,9 +329,7 @@ export async function createAgentServer(options: AgentServerOptions = {}): Promi
           signal: disconnected.signal,
           onEvent: (event) => {
             if (event.type === "progress") {
-              // KAOS names the agent, not the tool, as a delegation's target.
-              const target = event.action === "delegate" ? event.target.replace(/^delegate_to_/, "") : event.target;
-              const block = { type: "progress", step: event.step, max_steps: event.max_steps, action: event.action, target };
+              const block = { type: "progress", step: event.step, max_steps: event.max_steps, action: event.action, target: event.target };
               send(chunk({ content: JSON.stringify(block) }));
             } else if (event.type === "text-delta" && event.delta !== "") {
               send(chunk({ content: event.delta }));

@@ -75,7 +75,7 @@ describe("delegateTool (local sub-agents)", () => {
     assert.equal(start?.type === "tool-start" && start.action, "delegate");
     assert.equal(start?.type === "tool-start" && start.kind, "agent");
     const progress = events.find((event) => event.type === "progress");
-    assert.deepEqual(progress && { action: (progress as any).action, target: (progress as any).target }, { action: "delegate", target: "delegate_to_worker" });
+    assert.deepEqual(progress && { action: (progress as any).action, target: (progress as any).target }, { action: "delegate", target: "worker" });
     const end = events.find((event) => event.type === "tool-end");
     assert.ok(end?.type === "tool-end");
     assert.equal(end.output, "Processed: all 3 records.");

@@ -5,9 +5,10 @@ import type { Agent } from "../../loop/agent.js";
 import type { LoopEvent, TerminalState } from "../../loop/events.js";
 import type { Model } from "../../model/model.js";
 import { ScriptedModel } from "../../model/scripted.js";
+import { type AgentCliOptions, addAgentOptions, type CliAgent, setupCliAgent, usesAgentOptions } from "../agent-setup.js";
 import { palette, RunRenderer } from "../render.js";
 
-export interface RunCommandOptions {
+export interface RunCommandOptions extends AgentCliOptions {
   model?: string;
   maxSteps?: number;
   json?: boolean;
@@ -58,10 +59,12 @@ async function chooseModel(options: RunCommandOptions, env: NodeJS.ProcessEnv): 
 
 export async function runCommand(prompt: string, options: RunCommandOptions, io = { stdout: process.stdout, stderr: process.stderr }): Promise<number> {
   const env = process.env;
-  const { model, demo } = await chooseModel(options, env);
-  const inputs = { today: demo || env.DEBUG_MOCK_RESPONSES ? DEMO_TODAY : today(), ...parseInputs(options.input) };
-  const agent: Agent = hotelAgent({ model, maxTurns: options.maxSteps ?? 5 });
-  const run = agent.run(prompt, { inputs });
+  // --agent/--session/--mcp: the configured agent (agent file + KAOS variables + flags), its session in memory.
+  const cli: CliAgent | undefined = usesAgentOptions(options) ? await setupCliAgent(options) : undefined;
+  const chosen = cli ? undefined : await chooseModel(options, env);
+  const inputs = { today: chosen?.demo || env.DEBUG_MOCK_RESPONSES ? DEMO_TODAY : today(), ...parseInputs(options.input) };
+  const agent: Agent = cli ? cli.runtime.agent : hotelAgent({ model: chosen!.model, maxTurns: options.maxSteps ?? 5 });
+  const run = agent.run(prompt, { inputs, sessionId: cli?.sessionId });
   const interrupt = () => run.abort("interrupted (Ctrl-C)");
   process.once("SIGINT", interrupt);
   try {
@@ -75,6 +78,7 @@ export async function runCommand(prompt: string, options: RunCommandOptions, io 
     process.off("SIGINT", interrupt);
   }
   const result = await run;
+  await cli?.close();
   const colors = palette(io.stderr);
   if (result.state !== "COMPLETED") {
     io.stderr.write(colors.red(`agentloop: run ended ${result.state}: ${result.reason}\n`));
@@ -88,8 +92,7 @@ export async function runCommand(prompt: string, options: RunCommandOptions, io 
 }
 
 export function registerRunCommand(program: Command): void {
-  program
-    .command("run")
+  addAgentOptions(program.command("run"))
     .description("Run the agent on one prompt: tool waves as they run, then the answer streamed")
     .argument("<prompt>", "what to ask")
     .option("-m, --model <spec>", "provider:model (openai:gpt-4.1, openai-responses:gpt-5, anthropic:claude-sonnet-4-5)")
