@@ -66,6 +66,7 @@ export function childRunOptions(context: ToolContext, path: readonly string[]): 
     depth: context.depth + 1,
     agentPath: path,
     parentRunId: context.runId,
+    parentToolCallId: context.toolCallId,
     services: context.services,
   };
 }

@@ -125,15 +125,14 @@ export class Agent {
   /** The model for one run: a fresh copy when the model offers one, wrapped in a text protocol if asked. */
   private async modelForRun(): Promise<Model> {
     const mode = this.config.toolCallMode ?? "native";
-    const fresh = this.model.forRun?.();
-    if (mode === "native") return fresh ?? this.model;
-    // Loaded only when asked for: the text protocols are not part of the core import.
-    const { withToolCallMode } = await import("../text-tools/index.js");
-    const options = { maxSteps: this.config.maxTurns ?? DEFAULT_MAX_TURNS };
-    if (fresh) return withToolCallMode(fresh, mode, options);
-    // Kept across runs so `auto` remembers a fallback to string mode.
-    this.wrappedModel ??= withToolCallMode(this.model, mode, options);
-    return this.wrappedModel;
+    if (mode === "native") return this.model.forRun?.() ?? this.model;
+    if (!this.wrappedModel) {
+      // Loaded only when asked for: the text protocols are not part of the core import.
+      const { withToolCallMode } = await import("../text-tools/index.js");
+      this.wrappedModel = withToolCallMode(this.model, mode, { maxSteps: this.config.maxTurns ?? DEFAULT_MAX_TURNS });
+    }
+    // One wrapper across runs, so `auto` remembers a fallback to string mode; its per-run copies share it.
+    return this.wrappedModel.forRun?.() ?? this.wrappedModel;
   }
 
   private async execute(control: RunControl, input: string, options: RunOptions): Promise<RunResult> {
@@ -145,6 +144,7 @@ export class Agent {
       sessionId: options.sessionId,
       depth: options.depth ?? 0,
       parentRunId: options.parentRunId,
+      parentToolCallId: options.parentToolCallId,
     };
     const observers = [...(this.config.memory && options.sessionId ? [this.config.memory] : []), ...(this.config.observers ?? [])];
     control.observe(observers, info);

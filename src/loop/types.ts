@@ -19,6 +19,8 @@ export interface RunInfo {
   sessionId?: string;
   depth: number;
   parentRunId?: string;
+  /** The tool call of the parent run that started this run (sub-agents). */
+  parentToolCallId?: string;
 }
 
 /** Consumes a run's events in order. A returned promise is awaited before the next event is
@@ -112,6 +114,8 @@ export interface RunOptions {
   depth?: number;
   agentPath?: readonly string[];
   parentRunId?: string;
+  /** Set by sub-agent tools: the parent's tool call that runs this agent (tracing nests under it). */
+  parentToolCallId?: string;
   /** Services handed to tools through their context (instrumentation uses it for trace context). */
   services?: Record<string, unknown>;
 }

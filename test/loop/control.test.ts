@@ -236,3 +236,27 @@ test("text in a turn that calls tools arrives as commentary-delta, never as answ
   assert.equal(ofType(events, "commentary-delta").map((event) => event.delta).join(""), "Let me check the calendar.");
   assert.equal(ofType(events, "text-delta").map((event) => event.delta).join(""), "It is free.");
 });
+
+test('toolCallMode "auto" falls back to string mode once and remembers it for the agent\'s next runs', async () => {
+  const { AgentLoopError } = await import("../../src/index.js");
+  const nativeRequests: number[] = [];
+  let calls = 0;
+  const noTools = {
+    provider: "local",
+    modelId: "tiny",
+    async *stream(request: import("../../src/index.js").ModelRequest) {
+      calls++;
+      if (request.tools?.length) {
+        nativeRequests.push(calls);
+        yield { type: "error" as const, error: new AgentLoopError("invalid_request", "this model does not support tools", { status: 400 }) };
+        return;
+      }
+      yield { type: "text-delta" as const, id: "t", delta: "plain answer" };
+      yield { type: "finish" as const, reason: { unified: "stop" as const } };
+    },
+  };
+  const agent = new Agent({ model: noTools, tools: [waitingTool("wait", 0).tool], toolCallMode: "auto" });
+  assert.equal((await agent.run("one")).text, "plain answer");
+  assert.equal((await agent.run("two")).text, "plain answer");
+  assert.deepEqual(nativeRequests, [1], "only the first request tried native tools");
+});
