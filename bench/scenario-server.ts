@@ -170,13 +170,15 @@ export async function runServerScenario(options: BenchOptions): Promise<Scenario
     summary: [
       { scenario: "5 server", metric: "requests / s", values: { "raw-fetch": floor.rps.median, agentloop: agent.rps.median } },
       { scenario: "5 server", metric: "p50 latency ms", values: { "raw-fetch": floor.p50, agentloop: agent.p50 } },
+      { scenario: "5 server", metric: "p99 latency ms", values: { "raw-fetch": floor.p99, agentloop: agent.p99 } },
       {
         scenario: "5 server",
-        metric: "p99 latency ms",
-        values: { "raw-fetch": floor.p99, agentloop: agent.p99 },
-        target: `added p99 < ${TARGET_ADDED_P99_MS} ms`,
+        metric: "p99 added latency ms (agentloop − floor)",
+        values: { agentloop: addedP99 },
+        target: `< ${TARGET_ADDED_P99_MS} ms`,
         met: addedP99 < TARGET_ADDED_P99_MS,
       },
+      { scenario: "5 server", metric: "server CPU ms / request", values: { "raw-fetch": floor.cpu.median, agentloop: agent.cpu.median } },
       { scenario: "5 server", metric: "peak RSS MB", values: { "raw-fetch": floor.peakRss, agentloop: agent.peakRss } },
     ],
     notes: [
