@@ -5,13 +5,17 @@ export type Validation = { ok: true; value: Record<string, unknown> } | { ok: fa
 type Validator = (value: Record<string, unknown>) => Validation;
 
 // ajv is loaded on the first validation, so importing the core stays cheap.
-let ajvPromise: Promise<{ compile(schema: object): ((data: unknown) => boolean) & { errors?: unknown } }> | undefined;
+type Compiler = { compile(schema: object): ((data: unknown) => boolean) & { errors?: unknown } };
+let ajvPromise: Promise<Compiler> | undefined;
 const compiled = new WeakMap<object, Promise<Validator>>();
 
-async function loadAjv() {
-  ajvPromise ??= import("ajv").then((module) => {
-    const Ajv = (module.default as unknown as { default?: unknown }).default ?? module.default;
-    return new (Ajv as new (options: object) => { compile(schema: object): any })({ allErrors: true, strict: false, coerceTypes: false });
+async function loadAjv(): Promise<Compiler> {
+  ajvPromise ??= Promise.all([import("ajv"), import("ajv-formats")]).then(([{ Ajv }, formats]) => {
+    const ajv = new Ajv({ allErrors: true, strict: false, coerceTypes: false });
+    // Formats (date, uri, email, …) are checked too, so a model's malformed date is fed back to it.
+    const addFormats = ((formats.default as unknown as { default?: unknown }).default ?? formats.default) as (ajv: unknown) => void;
+    addFormats(ajv);
+    return ajv as unknown as Compiler;
   });
   return ajvPromise;
 }

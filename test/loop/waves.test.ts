@@ -165,3 +165,18 @@ test("tool outputs are truncated for the model with a marker; the tool-end event
   assert.equal(ends.find((event) => event.name === "big")?.truncated, true);
   assert.equal(ends.find((event) => event.name === "lines")?.output, lines);
 });
+
+test("JSON Schema formats are validated: a malformed date goes back to the model naming the field", async () => {
+  const book = defineTool({
+    name: "book",
+    description: "books a night",
+    parameters: { type: "object", properties: { night: { type: "string", format: "date" } }, required: ["night"] },
+    execute: ({ night }) => `booked ${night}`,
+  });
+  const model = new ScriptedModel([calls(["book", { night: "2026-12-04" }, "good"], ["book", { night: "next friday" }, "bad"]), "done"]);
+  const result = await new Agent({ model, tools: [book] }).run("go");
+  const [good, bad] = toolResults(result.messages);
+  assert.equal(good.content, "booked 2026-12-04");
+  assert.equal(bad.isError, true);
+  assert.match(String(bad.content), /field "night" must match format "date"/);
+});
