@@ -155,8 +155,11 @@ function lookupPerName(env: NodeJS.ProcessEnv, prefix: string, name: string, suf
   return { key: normalized, value: env[normalized] };
 }
 
+/** A comma-separated list; the KAOS operator may write it in brackets (`[a,b]`). */
 function list(value: string): string[] {
   return value
+    .trim()
+    .replace(/^\[(.*)\]$/s, "$1")
     .split(",")
     .map((item) => item.trim())
     .filter((item) => item !== "");

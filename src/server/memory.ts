@@ -1,30 +1,26 @@
-import { type MemoryEvent, type MemoryStore, memoryFromEnv, type SessionInfo, type SessionMemoryHandle, sessionMemory } from "../memory/index.js";
+import { type MemoryEvent, type MemoryStore, memoryConfigFromEnv, memoryFromEnv, type SessionMemoryHandle, sessionMemory } from "../memory/index.js";
 
-/** One event as the memory routes return it (the KAOS shape plus its session). */
+/**
+ * One event as `GET /memory/events` returns it: exactly KAOS's five fields. The session id goes
+ * into `metadata.session_id`, so events of several sessions (no `session_id` query) stay apart.
+ */
 export interface MemoryEventView {
   event_id: string;
-  session_id: string;
   /** ISO 8601. */
   timestamp: string;
   event_type: string;
   content: unknown;
-  metadata: Record<string, unknown>;
+  metadata: Record<string, unknown> & { session_id: string };
 }
 
 export function eventView(event: MemoryEvent): MemoryEventView {
   return {
     event_id: event.event_id,
-    session_id: event.session_id,
     timestamp: event.timestamp,
     event_type: event.event_type,
     content: event.content,
-    metadata: event.metadata,
+    metadata: { ...event.metadata, session_id: event.session_id },
   };
-}
-
-export function sessionView(session: SessionInfo): Omit<SessionInfo, "last_seq"> {
-  const { last_seq: _ignored, ...view } = session;
-  return view;
 }
 
 /** The store plus the loop adapter the server gives its agent. */
@@ -36,9 +32,11 @@ export interface ServerMemory {
   owned: boolean;
 }
 
-/** Wraps a store given by the caller (the caller closes it). */
-export function serverMemoryOf(store: MemoryStore, contextLimit?: number): ServerMemory {
-  return { store, handle: store.kind === "disabled" ? undefined : sessionMemory(store, { contextLimit }), owned: false };
+/** Wraps a store given by the caller (the caller closes it); `MEMORY_CONTEXT_LIMIT` still applies. */
+export function serverMemoryOf(store: MemoryStore, memoryEnv: Record<string, string | undefined> = {}): ServerMemory {
+  if (store.kind === "disabled") return { store, owned: false };
+  const { contextLimit } = memoryConfigFromEnv({ MEMORY_CONTEXT_LIMIT: memoryEnv.MEMORY_CONTEXT_LIMIT });
+  return { store, handle: sessionMemory(store, { contextLimit }), owned: false };
 }
 
 /** Opens the store the `MEMORY_*` variables describe. */

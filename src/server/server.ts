@@ -14,7 +14,7 @@ import { A2A_PATH, buildAgentCard } from "./agent-card.js";
 import { type ChatRequest, parseChatRequest, validSessionId } from "./chat-request.js";
 import { badRequest, HttpError, httpErrorOfRun, notFound } from "./http-errors.js";
 import { DisabledMemoryStore, type MemoryStore } from "../memory/index.js";
-import { eventView, type ServerMemory, serverMemoryFromEnv, serverMemoryOf, sessionView } from "./memory.js";
+import { eventView, type ServerMemory, serverMemoryFromEnv, serverMemoryOf } from "./memory.js";
 import { SessionQueue } from "./session-queue.js";
 
 export interface AgentServerOptions {
@@ -47,10 +47,11 @@ export interface AgentServerOptions {
   log?: (line: string) => void;
 }
 
+/** The `/ready` body. `timestamp` is Unix seconds, as KAOS sends it. */
 export interface ReadyStatus {
   status: "ready" | "starting" | "degraded" | "failed";
   name: string;
-  timestamp: string;
+  timestamp: number;
   unavailable?: UnavailableDependency[];
   error?: string;
 }
@@ -82,6 +83,9 @@ function constantTimeEqual(a: string, b: string): boolean {
   return timingSafeEqual(left, right);
 }
 
+/** Unix seconds: the `timestamp` of KAOS's `/health` and `/ready`. */
+const unixSeconds = () => Math.floor(Date.now() / 1000);
+
 function errorResponse(c: Context, error: HttpError): Response {
   return c.json(error.body(), error.status);
 }
@@ -98,7 +102,7 @@ export async function createAgentServer(options: AgentServerOptions = {}): Promi
     options.memory === false
       ? serverMemoryOf(new DisabledMemoryStore())
       : options.memory
-        ? serverMemoryOf(options.memory, settings.memoryEnv.MEMORY_CONTEXT_LIMIT ? Number(settings.memoryEnv.MEMORY_CONTEXT_LIMIT) : undefined)
+        ? serverMemoryOf(options.memory, settings.memoryEnv)
         : await serverMemoryFromEnv(settings.memoryEnv);
   const closeMemory = async () => {
     await memory.handle?.flush();
@@ -118,7 +122,7 @@ export async function createAgentServer(options: AgentServerOptions = {}): Promi
   const active = new Set<Promise<unknown>>();
   let draining = false;
   let baseUrl: string | undefined = options.publicUrl?.replace(/\/+$/, "");
-  let readyStatus: ReadyStatus = { status: "starting", name: settings.name, timestamp: new Date().toISOString() };
+  let readyStatus: ReadyStatus = { status: "starting", name: settings.name, timestamp: unixSeconds() };
   let runtime: AgentRuntime | undefined;
   let runtimeFailure: AgentLoopError | undefined;
   const connecting = prepared.connect(shutdown.signal).then(
@@ -127,7 +131,7 @@ export async function createAgentServer(options: AgentServerOptions = {}): Promi
       readyStatus = {
         status: built.unavailable.length === 0 ? "ready" : "degraded",
         name: settings.name,
-        timestamp: new Date().toISOString(),
+        timestamp: unixSeconds(),
         ...(built.unavailable.length > 0 ? { unavailable: built.unavailable } : {}),
       };
       for (const missing of built.unavailable) log(`[${settings.name}] degraded: ${missing.kind} "${missing.name}" unavailable: ${missing.reason}`);
@@ -135,7 +139,7 @@ export async function createAgentServer(options: AgentServerOptions = {}): Promi
     },
     (error: unknown) => {
       runtimeFailure = AgentLoopError.from(error, "configuration");
-      readyStatus = { status: "failed", name: settings.name, timestamp: new Date().toISOString(), error: runtimeFailure.message };
+      readyStatus = { status: "failed", name: settings.name, timestamp: unixSeconds(), error: runtimeFailure.message };
       log(`[${settings.name}] agent could not be built: ${runtimeFailure.message}`);
       return undefined;
     },
@@ -207,9 +211,9 @@ export async function createAgentServer(options: AgentServerOptions = {}): Promi
     await next();
   });
 
-  app.get("/health", (c) => c.json({ status: "healthy", name: settings.name, timestamp: new Date().toISOString() }));
+  app.get("/health", (c) => c.json({ status: "healthy", name: settings.name, timestamp: unixSeconds() }));
   app.get("/ready", (c) => {
-    const status = { ...readyStatus, timestamp: new Date().toISOString() };
+    const status = { ...readyStatus, timestamp: unixSeconds() };
     return c.json(status, status.status === "ready" || status.status === "degraded" ? 200 : 503);
   });
 
@@ -256,8 +260,9 @@ export async function createAgentServer(options: AgentServerOptions = {}): Promi
   );
 
   app.get("/memory/sessions", async (c) => {
-    const list = (await memory.store.listSessions()).map(sessionView);
-    return c.json({ agent: settings.name, sessions: list, total: list.length });
+    // KAOS lists session ids (least recently updated first); `agentloop sessions` shows the details.
+    const ids = (await memory.store.listSessions()).map((session) => session.session_id);
+    return c.json({ agent: settings.name, sessions: ids, total: ids.length });
   });
 
   app.get("/memory/events", async (c) => {
@@ -275,7 +280,7 @@ export async function createAgentServer(options: AgentServerOptions = {}): Promi
     }
     const stored = sessionId ? await memory.store.events(sessionId, { limit }) : await memory.store.latestEvents({ limit });
     const events = stored.map(eventView);
-    return c.json({ agent: settings.name, ...(sessionId ? { session_id: sessionId } : {}), events, total: events.length });
+    return c.json({ agent: settings.name, events, total: events.length });
   });
 
   app.post("/v1/chat/completions", async (c) => {

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import OpenAI from "openai";
-import { script, startTestServer, type TestServer, toolCall } from "./helpers.js";
+import { echoTool, postJson, script, startTestServer, type TestServer, toolCall } from "./helpers.js";
 
 const stateTypes = new Set(["run_started", "run_ended"]);
 
@@ -41,8 +41,44 @@ describe("POST /v1/chat/completions with the official openai client", () => {
     assert.equal(body.agent, "echo-agent");
     const types = body.events.map((event) => event.event_type).filter((type) => !stateTypes.has(type as string));
     assert.deepEqual(types, ["user_message", "tool_call", "tool_result", "agent_response"]);
-    for (const event of body.events) assert.deepEqual(Object.keys(event).filter((key) => key !== "session_id").sort(), ["content", "event_id", "event_type", "metadata", "timestamp"]);
+    assert.deepEqual(Object.keys(body).sort(), ["agent", "events", "total"]);
+    for (const event of body.events) {
+      assert.deepEqual(Object.keys(event).sort(), ["content", "event_id", "event_type", "metadata", "timestamp"]);
+      assert.equal((event.metadata as { session_id: string }).session_id, "seed-scenario");
+      assert.ok(!Number.isNaN(Date.parse(event.timestamp as string)));
+    }
     assert.equal(body.total, body.events.length);
+  });
+
+  it("puts the chunks on the wire in order: role, whole progress blocks, answer deltas, finish, [DONE]", async () => {
+    const wave = { tool_calls: [{ id: "w1", name: "echo", arguments: { text: "a" } }, { id: "w2", name: "echo", arguments: { text: "b" } }] };
+    const waveServer = await startTestServer({ AGENT_NAME: "wave-agent", DEBUG_MOCK_RESPONSES: script(wave, "Both echoed.") });
+    try {
+      const response = await postJson(`${waveServer.url}/v1/chat/completions`, { model: "m", stream: true, messages: [{ role: "user", content: "two at once" }] });
+      assert.match(response.headers.get("content-type") ?? "", /^text\/event-stream/);
+      const text = await response.text();
+      assert.ok(text.endsWith("data: [DONE]\n\n"), "[DONE] is the last event");
+      const data = text.split("\n\n").filter((block) => block !== "").map((block) => block.replace(/^data: /, ""));
+      assert.equal(data.pop(), "[DONE]");
+      const chunks = data.map((line) => JSON.parse(line) as { id: string; object: string; model: string; choices: Array<{ delta: { role?: string; content?: string }; finish_reason: string | null }> });
+      for (const chunk of chunks) {
+        assert.equal(chunk.object, "chat.completion.chunk");
+        assert.equal(chunk.id, chunks[0].id);
+        assert.equal(chunk.model, "m");
+      }
+      assert.deepEqual(chunks[0].choices[0].delta, { role: "assistant", content: "" });
+      // Each progress block is one whole content chunk.
+      assert.deepEqual(chunks[1].choices[0].delta, { content: JSON.stringify({ type: "progress", step: 1, max_steps: 5, action: "tool_call", target: "echo" }) });
+      assert.equal(JSON.parse(chunks[2].choices[0].delta.content!).type, "progress");
+      const finish = chunks.at(-1)!;
+      assert.deepEqual(finish.choices[0], { index: 0, delta: {}, finish_reason: "stop" });
+      const answer = chunks.slice(3, -1);
+      assert.ok(answer.length > 1, "the answer is streamed in several deltas");
+      assert.ok(answer.every((chunk) => chunk.choices[0].finish_reason === null));
+      assert.equal(answer.map((chunk) => chunk.choices[0].delta.content).join(""), "Both echoed.");
+    } finally {
+      await waveServer.close();
+    }
   });
 
   it("answers non-streaming requests with a chat.completion and keeps the session through X-Session-ID", async () => {
@@ -63,8 +99,12 @@ describe("POST /v1/chat/completions with the official openai client", () => {
     const { response } = await client.chat.completions.create({ model: "x", messages: [{ role: "user", content: "hi" }] }).withResponse();
     const sessionId = response.headers.get("x-session-id");
     assert.match(sessionId ?? "", /^session_/);
-    const sessions = (await (await fetch(`${test.url}/memory/sessions`)).json()) as { sessions: Array<{ session_id: string }> };
-    assert.ok(sessions.sessions.some((session) => session.session_id === sessionId));
+    const sessions = (await (await fetch(`${test.url}/memory/sessions`)).json()) as Record<string, unknown>;
+    // The KAOS shape: session ids, least recently updated first.
+    assert.deepEqual(Object.keys(sessions).sort(), ["agent", "sessions", "total"]);
+    assert.equal((sessions.sessions as string[]).at(-1), sessionId);
+    assert.ok((sessions.sessions as string[]).includes("seed-scenario"));
+    assert.equal(sessions.total, (sessions.sessions as string[]).length);
   });
 
   it("adds a usage chunk when stream_options.include_usage is set", async () => {
@@ -84,12 +124,42 @@ describe("POST /v1/chat/completions with the official openai client", () => {
     );
   });
 
-  it("returns the latest events of all sessions without session_id, limit capped", async () => {
-    const body = (await (await fetch(`${test.url}/memory/events?limit=5000`)).json()) as { events: Array<{ session_id: string }>; total: number };
+  it("returns the latest events of all sessions without session_id", async () => {
+    const body = (await (await fetch(`${test.url}/memory/events`)).json()) as { events: Array<{ metadata: { session_id: string } }>; total: number };
     assert.ok(body.total > 8, "events of several sessions");
-    assert.ok(new Set(body.events.map((event) => event.session_id)).size >= 2);
-    const limited = (await (await fetch(`${test.url}/memory/events?limit=2`)).json()) as { events: unknown[] };
-    assert.equal(limited.events.length, 2);
+    assert.ok(new Set(body.events.map((event) => event.metadata.session_id)).size >= 2);
+    const limited = (await (await fetch(`${test.url}/memory/events?limit=2`)).json()) as { events: Array<{ event_type: string; metadata: { session_id: string } }> };
+    // The two most recent events: the end of the last request's run.
+    assert.deepEqual(
+      limited.events.map((event) => event.event_type),
+      ["agent_response", "run_ended"],
+    );
+  });
+});
+
+describe("GET /memory/events limits", () => {
+  it("defaults to the latest 100 and caps limit at 1000, with and without session_id", async () => {
+    const { InMemoryStore } = await import("../../src/memory/index.js");
+    const store = new InMemoryStore({ maxEventsPerSession: 5000 });
+    await store.append("older", [{ event_type: "user_message", content: "first of all" }]);
+    await store.append(
+      "big",
+      Array.from({ length: 1200 }, (_, index) => ({ event_type: "tool_result", content: index })),
+    );
+    const test = await startTestServer({ DEBUG_MOCK_RESPONSES: script("unused") }, { memory: store });
+    try {
+      const read = async (query: string) => (await (await fetch(`${test.url}/memory/events${query}`)).json()) as { events: Array<{ content: unknown }>; total: number };
+      const contents = (body: { events: Array<{ content: unknown }> }) => body.events.map((event) => event.content);
+      const capped = await read("?limit=5000");
+      assert.equal(capped.total, 1000);
+      assert.deepEqual(contents(capped), Array.from({ length: 1000 }, (_, index) => index + 200), "the latest 1000, oldest first");
+      assert.equal((await read("?session_id=big&limit=1001")).total, 1000);
+      assert.deepEqual(contents(await read("?session_id=big")), Array.from({ length: 100 }, (_, index) => index + 1100));
+      assert.deepEqual(contents(await read("?session_id=older&limit=1000")), ["first of all"]);
+    } finally {
+      await test.close();
+      await store.close();
+    }
   });
 });
 
@@ -126,6 +196,35 @@ describe("sessions", () => {
       const sent = JSON.stringify(model.requests[1].messages);
       assert.match(sent, /my name is Ada/);
       assert.match(sent, /noted/);
+    } finally {
+      await test.close();
+    }
+  });
+
+  it("sends only the last MEMORY_CONTEXT_LIMIT exchanges, calls kept with their results", async () => {
+    const { ScriptedModel } = await import("../../src/index.js");
+    const model = new ScriptedModel([JSON.stringify(toolCall("echo", { text: "one" }, "e1")), "answer one", "answer two", "answer three"]);
+    const shared = Object.assign(model, { forRun: () => model });
+    const test = await startTestServer({ MEMORY_CONTEXT_LIMIT: "1" }, { build: { model: shared, tools: [echoTool] } });
+    try {
+      for (const content of ["one", "two", "three"]) {
+        assert.equal((await postJson(`${test.url}/v1/chat/completions`, { session_id: "limited", messages: [{ role: "user", content }] })).status, 200);
+      }
+      const text = (message: string) => [{ type: "text", text: message }];
+      // Run 2 (the model's third request) gets the one exchange before it, its tool call with its result.
+      assert.deepEqual(model.requests[2].messages.slice(1), [
+        { role: "user", content: "one" },
+        { role: "assistant", content: [{ type: "tool-call", id: "e1", name: "echo", arguments: '{"text":"one"}' }] },
+        { role: "tool", toolCallId: "e1", toolName: "echo", content: "echo: one" },
+        { role: "assistant", content: text("answer one") },
+        { role: "user", content: "two" },
+      ]);
+      // Run 3 sees only the last exchange.
+      assert.deepEqual(model.requests[3].messages.slice(1), [
+        { role: "user", content: "two" },
+        { role: "assistant", content: text("answer two") },
+        { role: "user", content: "three" },
+      ]);
     } finally {
       await test.close();
     }

@@ -61,6 +61,16 @@ describe("bad input gets a 4xx with an OpenAI-style error body", () => {
   });
   it("rejects a body over the size limit with 413", async () => {
     await expectError(await postJson(endpoint, { messages: [{ role: "user", content: "x".repeat(5000) }] }), 413, "request_too_large");
+    // Sent in chunks, without a content-length: counted as it arrives.
+    const body = JSON.stringify({ messages: [{ role: "user", content: "y".repeat(5000) }] });
+    const chunked = new ReadableStream<Uint8Array>({
+      start(controller) {
+        for (let index = 0; index < body.length; index += 1000) controller.enqueue(new TextEncoder().encode(body.slice(index, index + 1000)));
+        controller.close();
+      },
+    });
+    const init = { method: "POST", headers: { "content-type": "application/json" }, body: chunked, duplex: "half" } as RequestInit;
+    await expectError(await fetch(endpoint, init), 413, "request_too_large");
   });
   it("answers 404 for an unknown session on reads", async () => {
     await expectError(await fetch(`${test.url}/memory/events?session_id=never-seen`), 404, "session_not_found", "session_id");
@@ -132,6 +142,36 @@ describe("a client that disconnects mid-stream", () => {
       const events = (await (await fetch(`${test.url}/memory/events?session_id=gone`)).json()) as { events: Array<{ event_type: string; content: { state?: string } }> };
       const ended = events.events.find((event) => event.event_type === "run_ended");
       assert.equal(ended?.content.state, "ABORTED");
+    } finally {
+      await test.close();
+    }
+  });
+});
+
+describe("a client that disconnects before a non-streamed answer", () => {
+  it("aborts its run too", async () => {
+    const { defineTool } = await import("../../src/index.js");
+    let markStarted!: () => void;
+    const started = new Promise<void>((resolve) => (markStarted = resolve));
+    // A tool that runs until its run is aborted.
+    const hold = defineTool({
+      name: "hold",
+      description: "waits for the abort",
+      parameters: { type: "object" },
+      execute: (_args, context) =>
+        new Promise<string>((resolve) => {
+          markStarted();
+          context.signal.addEventListener("abort", () => resolve("stopped"));
+        }),
+    });
+    const test = await startTestServer({ DEBUG_MOCK_RESPONSES: script({ tool_calls: [{ id: "h1", name: "hold", arguments: {} }] }, "never") }, { build: { tools: [hold] } });
+    try {
+      const controller = new AbortController();
+      const request = postJson(`${test.url}/v1/chat/completions`, { session_id: "hung-up", messages: [{ role: "user", content: "wait" }] }, {}, controller.signal);
+      await started;
+      controller.abort();
+      await assert.rejects(request);
+      assert.match(await test.waitForLog(/session hung-up ABORTED/), /client disconnected/);
     } finally {
       await test.close();
     }

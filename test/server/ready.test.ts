@@ -32,12 +32,16 @@ describe("readiness and KAOS sub-agents", () => {
       assert.equal(status.status, "ready");
       const ready = await fetch(`${coordinator.url}/ready`);
       assert.equal(ready.status, 200);
-      const body = (await ready.json()) as { status: string; name: string; timestamp: string };
-      assert.equal(body.status, "ready");
-      assert.equal(body.name, "coordinator");
-      assert.ok(!Number.isNaN(Date.parse(body.timestamp)));
-      const health = (await (await fetch(`${coordinator.url}/health`)).json()) as { status: string; name: string };
+      const now = Math.floor(Date.now() / 1000);
+      // KAOS's shapes exactly: the timestamp is Unix seconds.
+      const body = (await ready.json()) as { status: string; name: string; timestamp: number };
+      assert.deepEqual(Object.keys(body).sort(), ["name", "status", "timestamp"]);
+      assert.deepEqual([body.status, body.name], ["ready", "coordinator"]);
+      assert.ok(Number.isInteger(body.timestamp) && Math.abs(body.timestamp - now) <= 5, `timestamp ${body.timestamp} is Unix seconds`);
+      const health = (await (await fetch(`${coordinator.url}/health`)).json()) as { status: string; name: string; timestamp: number };
+      assert.deepEqual(Object.keys(health).sort(), ["name", "status", "timestamp"]);
       assert.deepEqual([health.status, health.name], ["healthy", "coordinator"]);
+      assert.ok(Number.isInteger(health.timestamp) && Math.abs(health.timestamp - now) <= 5);
 
       const card = (await (await fetch(`${coordinator.url}/.well-known/agent.json`)).json()) as { skills: Array<{ id: string }> };
       assert.ok(card.skills.some((skill) => skill.id === "delegate_to_worker"));
@@ -52,7 +56,37 @@ describe("readiness and KAOS sub-agents", () => {
       );
       assert.match(JSON.stringify(events.events.find((event) => event.event_type === "delegation_response")), /processed by worker/);
       const workerEvents = (await (await fetch(`${worker.url}/memory/events`)).json()) as { events: Array<{ event_type: string; content: unknown }> };
-      assert.equal(workerEvents.events.find((event) => event.event_type === "task_delegation_received")?.content, "process data");
+      // The KAOS parent's task-delegation message is recorded before the worker's own run.
+      assert.deepEqual(
+        workerEvents.events.map((event) => event.event_type).filter(stateTypes),
+        ["task_delegation_received", "user_message", "agent_response"],
+      );
+      assert.equal(workerEvents.events[0].content, "process data");
+    } finally {
+      await coordinator.close();
+      await worker.close();
+    }
+  });
+
+  it("calls a sub-agent configured as A2A through the A2A protocol", async () => {
+    const worker = await startTestServer({ AGENT_NAME: "remote-worker", DEBUG_MOCK_RESPONSES: script("answered over A2A") });
+    const coordinator = await startTestServer(
+      { DEBUG_MOCK_RESPONSES: script(toolCall("delegate_to_remote", { task: "look it up" }), "Relayed.") },
+      { file: { name: "a2a-coordinator", subAgents: [{ name: "remote", url: worker.url, protocol: "a2a" }] } },
+    );
+    try {
+      assert.equal((await coordinator.server.ready()).status, "ready");
+      const response = await postJson(`${coordinator.url}/v1/chat/completions`, { session_id: "via-a2a", messages: [{ role: "user", content: "ask the remote" }] });
+      assert.equal(((await response.json()) as { choices: Array<{ message: { content: string } }> }).choices[0].message.content, "Relayed.");
+      const events = (await (await fetch(`${coordinator.url}/memory/events?session_id=via-a2a`)).json()) as { events: Array<{ event_type: string; content: unknown }> };
+      assert.match(JSON.stringify(events.events.find((event) => event.event_type === "delegation_response")?.content), /answered over A2A/);
+      // The worker got an A2A message (no KAOS task-delegation receipt), recorded under its context id.
+      const workerEvents = (await (await fetch(`${worker.url}/memory/events`)).json()) as { events: Array<{ event_type: string; content: unknown }> };
+      assert.deepEqual(
+        workerEvents.events.map((event) => event.event_type).filter(stateTypes),
+        ["user_message", "agent_response"],
+      );
+      assert.equal(workerEvents.events.find((event) => event.event_type === "user_message")?.content, "look it up");
     } finally {
       await coordinator.close();
       await worker.close();

@@ -65,6 +65,17 @@ describe("agent settings from the KAOS variables", () => {
     assert.equal(settings.mockResponses, '["hi"]');
   });
 
+  it("reads MCP_SERVERS in the operator's bracket form", () => {
+    const settings = settingsFrom({}, { MCP_SERVERS: "[calc, echo-server]", MCP_SERVER_CALC_URL: "http://calc:8000", MCP_SERVER_ECHO_SERVER_URL: "http://echo:8000" });
+    assert.deepEqual(
+      settings.mcpServers.map((server) => [server.name, server.url]),
+      [
+        ["calc", "http://calc:8000"],
+        ["echo-server", "http://echo:8000"],
+      ],
+    );
+  });
+
   it("reads PEER_AGENTS with PEER_AGENT_<NAME>_CARD_URL", () => {
     const settings = settingsFrom({}, { PEER_AGENTS: "worker-1", PEER_AGENT_WORKER_1_CARD_URL: "http://worker-1:8000/.well-known/agent.json" });
     assert.deepEqual(settings.subAgents, [{ name: "worker-1", url: "http://worker-1:8000", protocol: "kaos", cardUrl: "http://worker-1:8000/.well-known/agent.json" }]);

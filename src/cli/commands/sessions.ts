@@ -1,6 +1,7 @@
 import { type Command, Option } from "commander";
 import { AgentLoopError } from "../../errors.js";
 import type { MemoryEvent, SessionInfo } from "../../memory/index.js";
+import { eventView } from "../../server/memory.js";
 import { openCliStore } from "../agent-setup.js";
 import { type Palette, palette } from "../render.js";
 
@@ -72,7 +73,8 @@ export async function eventsCommand(sessionId: string, options: { agent?: string
     }
     const events = await store.events(sessionId, { limit: options.limit });
     if (options.json) {
-      const shaped = events.map((event) => ({ event_id: event.event_id, timestamp: event.timestamp, event_type: event.event_type, content: event.content, metadata: event.metadata }));
+      // The events as the server's GET /memory/events gives them (KAOS's five fields).
+      const shaped = events.map(eventView);
       io.stdout.write(`${JSON.stringify({ session_id: sessionId, events: shaped, total: shaped.length })}\n`);
       return 0;
     }
