@@ -1,8 +1,16 @@
-/** Small helpers shared by the adapters: keys, provider options, content text, usage. */
-import { AgentLoopError } from "../errors.js";
+/**
+ * What the adapters share: the connection (options, base URL, key, SDK client), the streaming
+ * skeleton around each call (retry, abort, error mapping) and small wire helpers. Each adapter
+ * keeps only its own wire mapping.
+ */
+import { onAbort } from "../abort.js";
+import { AgentLoopError, abortError } from "../errors.js";
 import type { ImagePart, TextPart } from "../messages.js";
-import type { JsonSchema, ModelRequest } from "../model/model.js";
-import type { RetryOptions } from "./retry.js";
+import type { JsonSchema, Model, ModelEvent, ModelRequest, ToolChoice, ToolDefinition } from "../model/model.js";
+import type { Usage } from "../usage.js";
+import { incompleteStreamError, toAgentLoopError } from "./errors.js";
+import { type RetryOptions, retryingStream } from "./retry.js";
+import { ToolNameMap } from "./tool-names.js";
 
 /** Options every adapter accepts. */
 export interface AdapterOptions {
@@ -22,6 +30,154 @@ export interface AdapterOptions {
   retry?: RetryOptions;
   /** Environment to read keys and URLs from (default `process.env`). */
   env?: Record<string, string | undefined>;
+  /** `false` sends non-streaming requests and maps the JSON body into the same events (default `true`). */
+  stream?: boolean;
+}
+
+/** What differs between the adapters' connections. */
+export interface ConnectionDefaults {
+  /** The default provider name (`providerName` overrides it in events and errors). */
+  provider: string;
+  /** The variable the key is read from, unless `apiKeyEnvVar` names another. */
+  apiKeyEnvVar: string;
+  /** The variable the base URL is read from when `baseURL` is not given. */
+  baseUrlEnvVar: string;
+  /** Host of the official API: only there is a missing key an error. */
+  officialHost: string;
+  /** Path of the API on the official host, appended to `https://<officialHost>` (`/v1`, or `""`). */
+  defaultPath: string;
+}
+
+/** The settings every SDK client gets (both SDKs take these names). */
+export interface ClientSettings {
+  apiKey: string;
+  baseURL: string;
+  /** Always 0: `retryingStream` is the only retry policy. */
+  maxRetries: 0;
+  timeout: number | undefined;
+  defaultHeaders: Record<string, string> | undefined;
+}
+
+/** An adapter's resolved connection. */
+export interface AdapterConnection<Client> {
+  provider: string;
+  apiKeyEnvVar: string;
+  /** True when requests go to the official API (no base URL, or one on the official host). */
+  official: boolean;
+  client: Client;
+}
+
+/**
+ * Resolves an adapter's options into a connection, or throws a `configuration` error before any
+ * request: no model name, a base URL that is not http(s), no key for the official API. The key is
+ * resolved only when the adapter builds its own client (`options.client` wins).
+ */
+export function adapterConnection<Client>(
+  modelId: string,
+  options: AdapterOptions & { client?: Client },
+  defaults: ConnectionDefaults,
+  createClient: (settings: ClientSettings) => Client,
+): AdapterConnection<Client> {
+  if (!modelId) throw new AgentLoopError("configuration", `${defaults.provider}: a model name is required`, { retryable: false });
+  const provider = options.providerName ?? defaults.provider;
+  const apiKeyEnvVar = options.apiKeyEnvVar ?? defaults.apiKeyEnvVar;
+  const env = options.env ?? process.env;
+  const baseURL = checkBaseURL(options.baseURL ?? env[defaults.baseUrlEnvVar] ?? undefined, provider, defaults.baseUrlEnvVar);
+  const { officialHost } = defaults;
+  const client =
+    options.client ??
+    createClient({
+      apiKey: resolveApiKey({ apiKey: options.apiKey, envVar: apiKeyEnvVar, env, baseURL, officialHost, provider }),
+      // Explicit, so the SDK never falls back to process.env when `options.env` is given.
+      baseURL: baseURL ?? `https://${officialHost}${defaults.defaultPath}`,
+      maxRetries: 0,
+      timeout: options.timeoutMs,
+      defaultHeaders: options.headers,
+    });
+  return { provider, apiKeyEnvVar, official: !baseURL || baseURL.includes(officialHost), client };
+}
+
+/** What one call (one attempt) of an adapter gets. */
+export interface CallContext {
+  /** Tool names for this request, both ways. */
+  names: ToolNameMap;
+  /** This call's own signal: it aborts with the request's, and is unlinked when the call ends. */
+  signal: AbortSignal;
+}
+
+const isTerminal = (event: ModelEvent) => event.type === "finish" || event.type === "error";
+
+/**
+ * The stream every adapter returns: the retry policy around calls that never throw. Each call
+ * ends at once if the request is already aborted; forwards the events of `call` up to the first
+ * `finish` or `error` (and stops reading there); maps anything thrown to an `AgentLoopError`; and
+ * when `call` ends without either, ends with `aborted` (the SDK may end a stream quietly on abort)
+ * or a `network` error for a stream cut short.
+ */
+export function adapterStream(
+  connection: { provider: string; apiKeyEnvVar: string },
+  request: ModelRequest,
+  retry: RetryOptions | undefined,
+  call: (context: CallContext) => AsyncIterable<ModelEvent>,
+): AsyncIterable<ModelEvent> {
+  return retryingStream(() => adapterCall(connection, request, call), retry, request.signal);
+}
+
+/**
+ * The base of the built-in adapters: it resolves the connection at construction (configuration
+ * errors throw there) and wraps each `call` in `adapterStream`. A subclass maps the wire only.
+ */
+export abstract class AdapterModel<Client, Options extends AdapterOptions & { client?: Client }> implements Model {
+  readonly provider: string;
+  readonly modelId: string;
+  protected readonly connection: AdapterConnection<Client>;
+
+  constructor(
+    modelId: string,
+    protected readonly options: Options,
+    defaults: ConnectionDefaults,
+    createClient: (settings: ClientSettings) => Client,
+  ) {
+    this.connection = adapterConnection(modelId, options, defaults, createClient);
+    this.modelId = modelId;
+    this.provider = this.connection.provider;
+  }
+
+  stream(request: ModelRequest): AsyncIterable<ModelEvent> {
+    return adapterStream(this.connection, request, this.options.retry, (context) => this.call(request, context));
+  }
+
+  /** One call to the provider: its events, up to a `finish` or an `error`. May throw. */
+  protected abstract call(request: ModelRequest, context: CallContext): AsyncIterable<ModelEvent>;
+}
+
+async function* adapterCall(
+  connection: { provider: string; apiKeyEnvVar: string },
+  request: ModelRequest,
+  call: (context: CallContext) => AsyncIterable<ModelEvent>,
+): AsyncGenerator<ModelEvent> {
+  const signal = request.signal;
+  if (signal?.aborted) {
+    yield { type: "error", error: abortError(signal) };
+    return;
+  }
+  // The SDKs add an abort listener to the signal they are given and never remove it. The loop
+  // hands one run-long signal to every turn, so each call gets its own signal, unlinked when it
+  // ends: no listener pile-up (and no MaxListenersExceededWarning) over long runs.
+  const callAbort = new AbortController();
+  const unlink = onAbort(signal, () => callAbort.abort(signal?.reason));
+  try {
+    const names = ToolNameMap.forRequest(request.tools, request.messages);
+    for await (const event of call({ names, signal: callAbort.signal })) {
+      yield event;
+      if (isTerminal(event)) return;
+    }
+    yield { type: "error", error: signal?.aborted ? abortError(signal) : incompleteStreamError(connection.provider) };
+  } catch (error) {
+    yield { type: "error", error: toAgentLoopError(error, { provider: connection.provider, apiKeyEnvVar: connection.apiKeyEnvVar, signal }) };
+  } finally {
+    unlink();
+  }
 }
 
 /** Key used for servers that need none (Ollama, vLLM, llama.cpp): the SDKs insist on one. */
@@ -114,4 +270,46 @@ export const numberOr = (value: unknown, fallback = 0): number => (typeof value 
 export function objectSchema(parameters: JsonSchema | undefined): JsonSchema {
   if (parameters && typeof parameters === "object" && parameters.type !== undefined) return parameters;
   return { type: "object", properties: {}, ...(parameters ?? {}) };
+}
+
+/** The connection defaults of both OpenAI adapters. */
+export function openaiConnection(provider: string): ConnectionDefaults {
+  return { provider, apiKeyEnvVar: "OPENAI_API_KEY", baseUrlEnvVar: "OPENAI_BASE_URL", officialHost: "api.openai.com", defaultPath: "/v1" };
+}
+
+/** Usage from a provider's counts: a missing count is 0, a missing total is input + output. */
+export function tokenUsage(counts: { input?: unknown; output?: unknown; total?: unknown; cached?: unknown; reasoning?: unknown }): Usage {
+  const inputTokens = numberOr(counts.input);
+  const outputTokens = numberOr(counts.output);
+  return {
+    inputTokens,
+    outputTokens,
+    totalTokens: numberOr(counts.total, inputTokens + outputTokens),
+    cachedInputTokens: numberOr(counts.cached),
+    reasoningTokens: numberOr(counts.reasoning),
+  };
+}
+
+/** The error that ends a turn the model refused to answer (never retried). */
+export function refusalError(provider: string, detail: string): AgentLoopError {
+  return new AgentLoopError("refusal", `${provider} refused to answer${detail}`, { provider });
+}
+
+/**
+ * The request fields all three wires name alike: `tools` and `tool_choice` (only when there are
+ * tools; each wire maps a tool and the choice its own way), `temperature` and `top_p`.
+ */
+export function commonRequestFields(
+  request: ModelRequest,
+  wireTool: (tool: ToolDefinition) => unknown,
+  wireToolChoice: (choice: Exclude<ToolChoice, undefined>) => unknown,
+): Record<string, unknown> {
+  const fields: Record<string, unknown> = {};
+  if (request.tools && request.tools.length > 0) {
+    fields.tools = request.tools.map(wireTool);
+    if (request.toolChoice !== undefined) fields.tool_choice = wireToolChoice(request.toolChoice);
+  }
+  if (request.options?.temperature !== undefined) fields.temperature = request.options.temperature;
+  if (request.options?.topP !== undefined) fields.top_p = request.options.topP;
+  return fields;
 }

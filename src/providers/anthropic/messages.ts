@@ -8,14 +8,22 @@
  * messages of the same role are merged; `max_tokens` defaults to 4096.
  */
 import Anthropic from "@anthropic-ai/sdk";
-import { AgentLoopError, abortError } from "../../errors.js";
 import type { ImagePart, Message, TextPart } from "../../messages.js";
-import type { FinishReason, Model, ModelEvent, ModelRequest, ToolChoice, UnifiedFinishReason } from "../../model/model.js";
+import type { FinishReason, ModelEvent, ModelRequest, ToolChoice, UnifiedFinishReason } from "../../model/model.js";
 import type { Usage } from "../../usage.js";
-import { incompleteStreamError, toAgentLoopError } from "../errors.js";
-import { retryingStream } from "../retry.js";
-import { type AdapterOptions, numberOr, parseArgumentsObject, providerOptionsFor, resolveApiKey, checkBaseURL, objectSchema } from "../shared.js";
-import { ToolNameMap } from "../tool-names.js";
+import {
+  type AdapterOptions,
+  AdapterModel,
+  commonRequestFields,
+  refusalError,
+  tokenUsage,
+  type CallContext,
+  numberOr,
+  objectSchema,
+  parseArgumentsObject,
+  providerOptionsFor,
+} from "../shared.js";
+import type { ToolNameMap } from "../tool-names.js";
 
 export interface AnthropicOptions extends AdapterOptions {
   /** `max_tokens` when the request sets no `maxOutputTokens` (default 4096). */
@@ -39,7 +47,18 @@ export interface AnthropicMessageData {
 
 type Block = Record<string, unknown>;
 
-const officialHost = "api.anthropic.com";
+const anthropicConnection = {
+  provider: "anthropic",
+  apiKeyEnvVar: "ANTHROPIC_API_KEY",
+  baseUrlEnvVar: "ANTHROPIC_BASE_URL",
+  officialHost: "api.anthropic.com",
+  defaultPath: "",
+};
+
+interface StreamEventLike {
+  type: string;
+  [key: string]: any;
+}
 const dataKey = "anthropic";
 
 /** Reads an Anthropic usage object. `inputTokens` counts all input, cached or not (as OpenAI does). */
@@ -53,15 +72,12 @@ export function anthropicUsage(raw: unknown): Usage | undefined {
     output_tokens_details?: { thinking_tokens?: number } | null;
   };
   const cachedInputTokens = numberOr(usage.cache_read_input_tokens);
-  const inputTokens = numberOr(usage.input_tokens) + cachedInputTokens + numberOr(usage.cache_creation_input_tokens);
-  const outputTokens = numberOr(usage.output_tokens);
-  return {
-    inputTokens,
-    outputTokens,
-    totalTokens: inputTokens + outputTokens,
-    cachedInputTokens,
-    reasoningTokens: numberOr(usage.output_tokens_details?.thinking_tokens),
-  };
+  return tokenUsage({
+    input: numberOr(usage.input_tokens) + cachedInputTokens + numberOr(usage.cache_creation_input_tokens),
+    output: usage.output_tokens,
+    cached: cachedInputTokens,
+    reasoning: usage.output_tokens_details?.thinking_tokens,
+  });
 }
 
 function originalBlock(providerData: Record<string, unknown> | undefined): Block | undefined {
@@ -138,8 +154,7 @@ export function anthropicMessages(messages: readonly Message[], names: ToolNameM
   return { system: system.length > 0 ? system.join("\n\n") : undefined, messages: out };
 }
 
-function toolChoiceParam(choice: ToolChoice | undefined, names: ToolNameMap): Block | undefined {
-  if (choice === undefined) return undefined;
+function toolChoiceParam(choice: ToolChoice, names: ToolNameMap): Block {
   if (choice === "auto") return { type: "auto" };
   if (choice === "none") return { type: "none" };
   if (choice === "required") return { type: "any" };
@@ -178,14 +193,13 @@ class AnthropicStreamMapper {
   private sawOtherBlock = false;
   private usage: Record<string, unknown> = {};
   private stopReason?: string;
-  done = false;
 
   constructor(
     private readonly provider: string,
     private readonly names: ToolNameMap,
   ) {}
 
-  *event(event: { type: string; [key: string]: any }): Generator<ModelEvent> {
+  *event(event: StreamEventLike): Generator<ModelEvent> {
     switch (event.type) {
       case "message_start":
         this.usage = { ...(event.message?.usage ?? {}) };
@@ -283,11 +297,10 @@ class AnthropicStreamMapper {
   }
 
   private *finish(): Generator<ModelEvent> {
-    this.done = true;
     for (const open of this.blocks.values()) yield* this.closeBlock(open);
     this.blocks.clear();
     if (this.stopReason === "refusal") {
-      yield { type: "error", error: new AgentLoopError("refusal", `${this.provider} refused to answer (stop_reason refusal)`, { provider: this.provider }) };
+      yield { type: "error", error: refusalError(this.provider, " (stop_reason refusal)") };
       return;
     }
     const usage = anthropicUsage(this.usage);
@@ -298,36 +311,9 @@ class AnthropicStreamMapper {
   }
 }
 
-export class AnthropicModel implements Model {
-  readonly provider: string;
-  readonly modelId: string;
-  private readonly client: Anthropic;
-  private readonly apiKeyEnvVar: string;
-
-  constructor(
-    modelId: string,
-    private readonly options: AnthropicOptions = {},
-  ) {
-    if (!modelId) throw new AgentLoopError("configuration", "anthropic: a model name is required", { retryable: false });
-    this.modelId = modelId;
-    this.provider = options.providerName ?? "anthropic";
-    this.apiKeyEnvVar = options.apiKeyEnvVar ?? "ANTHROPIC_API_KEY";
-    const env = options.env ?? process.env;
-    const baseURL = checkBaseURL(options.baseURL ?? env.ANTHROPIC_BASE_URL ?? undefined, this.provider, "ANTHROPIC_BASE_URL");
-    this.client =
-      options.client ??
-      new Anthropic({
-        apiKey: resolveApiKey({ apiKey: options.apiKey, envVar: this.apiKeyEnvVar, env, baseURL, officialHost, provider: this.provider }),
-        // Explicit, so the SDK never falls back to process.env when `options.env` is given.
-        baseURL: baseURL ?? `https://${officialHost}`,
-        maxRetries: 0,
-        timeout: options.timeoutMs,
-        defaultHeaders: options.headers,
-      });
-  }
-
-  stream(request: ModelRequest): AsyncIterable<ModelEvent> {
-    return retryingStream(() => this.attempt(request), this.options.retry, request.signal);
+export class AnthropicModel extends AdapterModel<Anthropic, AnthropicOptions> {
+  constructor(modelId: string, options: AnthropicOptions = {}) {
+    super(modelId, options, anthropicConnection, (settings) => new Anthropic(settings));
   }
 
   private body(request: ModelRequest, names: ToolNameMap): Record<string, unknown> {
@@ -337,44 +323,54 @@ export class AnthropicModel implements Model {
       model: this.modelId,
       max_tokens: options.maxOutputTokens ?? this.options.defaultMaxTokens ?? 4096,
       messages,
-      stream: true,
+      stream: this.options.stream !== false,
+      ...commonRequestFields(
+        request,
+        (tool) => ({ name: names.toProviderName(tool.name), description: tool.description, input_schema: objectSchema(tool.parameters) }),
+        (choice) => toolChoiceParam(choice, names),
+      ),
     };
     if (system !== undefined) body.system = system;
-    if (request.tools && request.tools.length > 0) {
-      body.tools = request.tools.map((tool) => ({
-        name: names.toProviderName(tool.name),
-        description: tool.description,
-        input_schema: objectSchema(tool.parameters),
-      }));
-      const choice = toolChoiceParam(request.toolChoice, names);
-      if (choice !== undefined) body.tool_choice = choice;
-    }
-    if (options.temperature !== undefined) body.temperature = options.temperature;
-    if (options.topP !== undefined) body.top_p = options.topP;
     if (options.stopSequences?.length) body.stop_sequences = options.stopSequences;
     return Object.assign(body, providerOptionsFor(request, ["anthropic", this.provider]));
   }
 
-  private async *attempt(request: ModelRequest): AsyncGenerator<ModelEvent> {
-    const signal = request.signal;
-    if (signal?.aborted) {
-      yield { type: "error", error: abortError(signal) };
+  protected async *call(request: ModelRequest, { names, signal }: CallContext): AsyncGenerator<ModelEvent> {
+    const mapper = new AnthropicStreamMapper(this.provider, names);
+    const body = this.body(request, names);
+    if (body.stream === false) {
+      const message = await this.connection.client.messages.create(body as unknown as Anthropic.MessageCreateParamsNonStreaming, { signal });
+      for (const event of messageEvents(message as unknown as Block)) yield* mapper.event(event);
       return;
     }
-    const names = ToolNameMap.forRequest(request.tools, request.messages);
-    const mapper = new AnthropicStreamMapper(this.provider, names);
-    try {
-      const stream = await this.client.messages.create(this.body(request, names) as unknown as Anthropic.MessageCreateParamsStreaming, { signal });
-      for await (const event of stream) {
-        yield* mapper.event(event as unknown as { type: string });
-        if (mapper.done) return;
-      }
-      // The SDK may end the stream quietly when the signal aborts it.
-      yield { type: "error", error: signal?.aborted ? abortError(signal) : incompleteStreamError(this.provider) };
-    } catch (error) {
-      yield { type: "error", error: toAgentLoopError(error, { provider: this.provider, apiKeyEnvVar: this.apiKeyEnvVar, signal }) };
-    }
+    const stream = await this.connection.client.messages.create(body as unknown as Anthropic.MessageCreateParamsStreaming, { signal });
+    for await (const event of stream) yield* mapper.event(event as unknown as StreamEventLike);
   }
+}
+
+/**
+ * A non-streaming Messages body as the stream events that would have carried it, so both paths
+ * share one mapper: each block starts empty and gets its text, thinking or input as one delta.
+ */
+function messageEvents(message: Block): StreamEventLike[] {
+  const content: Block[] = Array.isArray(message.content) ? message.content : [];
+  const events: StreamEventLike[] = [{ type: "message_start", message: { ...message, content: [] } }];
+  content.forEach((block, index) => {
+    if (block.type === "text") {
+      events.push({ type: "content_block_start", index, content_block: { ...block, text: "" } });
+      if (block.text) events.push({ type: "content_block_delta", index, delta: { type: "text_delta", text: block.text } });
+    } else if (block.type === "tool_use") {
+      events.push({ type: "content_block_start", index, content_block: { ...block, input: {} } });
+      events.push({ type: "content_block_delta", index, delta: { type: "input_json_delta", partial_json: JSON.stringify(block.input ?? {}) } });
+    } else {
+      // thinking keeps its text and signature on the start block; other blocks are kept verbatim.
+      events.push({ type: "content_block_start", index, content_block: block });
+    }
+    events.push({ type: "content_block_stop", index });
+  });
+  events.push({ type: "message_delta", delta: { stop_reason: message.stop_reason, stop_sequence: message.stop_sequence ?? null }, usage: message.usage ?? {} });
+  events.push({ type: "message_stop" });
+  return events;
 }
 
 /** An Anthropic Messages model: `anthropic("claude-sonnet-4-5")`. */

@@ -7,19 +7,26 @@
  * `{role: "tool", tool_call_id, content}` message per result.
  */
 import OpenAI from "openai";
-import { onAbort } from "../../abort.js";
-import { AgentLoopError, abortError } from "../../errors.js";
 import type { Message } from "../../messages.js";
-import type { FinishReason, Model, ModelEvent, ModelRequest, ToolChoice, UnifiedFinishReason } from "../../model/model.js";
+import type { FinishReason, ModelEvent, ModelRequest, ToolChoice, UnifiedFinishReason } from "../../model/model.js";
 import type { Usage } from "../../usage.js";
-import { incompleteStreamError, toAgentLoopError } from "../errors.js";
-import { retryingStream } from "../retry.js";
-import { type AdapterOptions, contentText, imageUrl, numberOr, providerOptionsFor, resolveApiKey, checkBaseURL, objectSchema } from "../shared.js";
-import { ToolNameMap } from "../tool-names.js";
+import { incompleteStreamError } from "../errors.js";
+import {
+  type AdapterOptions,
+  AdapterModel,
+  commonRequestFields,
+  refusalError,
+  tokenUsage,
+  type CallContext,
+  contentText,
+  imageUrl,
+  objectSchema,
+  openaiConnection,
+  providerOptionsFor,
+} from "../shared.js";
+import type { ToolNameMap } from "../tool-names.js";
 
 export interface OpenAIChatOptions extends AdapterOptions {
-  /** `false` sends non-streaming requests and maps the JSON body into the same events (default `true`). */
-  stream?: boolean;
   /** Role used for system messages (`developer` for OpenAI reasoning models). Default `system`. */
   systemRole?: "system" | "developer";
   /** Ask for usage in a last chunk (`stream_options.include_usage`). Default `true`. */
@@ -30,27 +37,17 @@ export interface OpenAIChatOptions extends AdapterOptions {
   client?: OpenAI;
 }
 
-const officialHost = "api.openai.com";
-
 /** Reads a Chat Completions usage object, including cached and reasoning tokens. */
 export function chatUsage(raw: unknown): Usage | undefined {
   if (!raw || typeof raw !== "object") return undefined;
-  const usage = raw as {
-    prompt_tokens?: number;
-    completion_tokens?: number;
-    total_tokens?: number;
-    prompt_tokens_details?: { cached_tokens?: number } | null;
-    completion_tokens_details?: { reasoning_tokens?: number } | null;
-  };
-  const inputTokens = numberOr(usage.prompt_tokens);
-  const outputTokens = numberOr(usage.completion_tokens);
-  return {
-    inputTokens,
-    outputTokens,
-    totalTokens: numberOr(usage.total_tokens, inputTokens + outputTokens),
-    cachedInputTokens: numberOr(usage.prompt_tokens_details?.cached_tokens),
-    reasoningTokens: numberOr(usage.completion_tokens_details?.reasoning_tokens),
-  };
+  const usage = raw as Record<string, any>;
+  return tokenUsage({
+    input: usage.prompt_tokens,
+    output: usage.completion_tokens,
+    total: usage.total_tokens,
+    cached: usage.prompt_tokens_details?.cached_tokens,
+    reasoning: usage.completion_tokens_details?.reasoning_tokens,
+  });
 }
 
 function unifiedFinish(raw: string | undefined, hasToolCalls: boolean): UnifiedFinishReason {
@@ -189,10 +186,7 @@ class ChatStreamMapper {
       yield { type: "tool-call-end", id: call.id, name, arguments: call.arguments || "{}" };
     }
     if (this.refusal) {
-      yield {
-        type: "error",
-        error: new AgentLoopError("refusal", `${this.provider} refused to answer: ${this.refusal}`, { provider: this.provider }),
-      };
+      yield { type: "error", error: refusalError(this.provider, `: ${this.refusal}`) };
       return;
     }
     if (this.finishRaw === undefined) {
@@ -205,8 +199,7 @@ class ChatStreamMapper {
   }
 }
 
-function toolChoiceParam(choice: ToolChoice | undefined, names: ToolNameMap): unknown {
-  if (choice === undefined) return undefined;
+function toolChoiceParam(choice: ToolChoice, names: ToolNameMap): unknown {
   if (typeof choice === "string") return choice;
   return { type: "function", function: { name: names.toProviderName(choice.name) } };
 }
@@ -257,38 +250,9 @@ export function chatMessages(messages: readonly Message[], names: ToolNameMap, s
   return out;
 }
 
-export class OpenAIChatModel implements Model {
-  readonly provider: string;
-  readonly modelId: string;
-  private readonly client: OpenAI;
-  private readonly apiKeyEnvVar: string;
-  private readonly official: boolean;
-
-  constructor(
-    modelId: string,
-    private readonly options: OpenAIChatOptions = {},
-  ) {
-    if (!modelId) throw new AgentLoopError("configuration", "openai: a model name is required", { retryable: false });
-    this.modelId = modelId;
-    this.provider = options.providerName ?? "openai";
-    this.apiKeyEnvVar = options.apiKeyEnvVar ?? "OPENAI_API_KEY";
-    const env = options.env ?? process.env;
-    const baseURL = checkBaseURL(options.baseURL ?? env.OPENAI_BASE_URL ?? undefined, this.provider, "OPENAI_BASE_URL");
-    this.official = !baseURL || baseURL.includes(officialHost);
-    this.client =
-      options.client ??
-      new OpenAI({
-        apiKey: resolveApiKey({ apiKey: options.apiKey, envVar: this.apiKeyEnvVar, env, baseURL, officialHost, provider: this.provider }),
-        // Explicit, so the SDK never falls back to process.env when `options.env` is given.
-        baseURL: baseURL ?? `https://${officialHost}/v1`,
-        maxRetries: 0,
-        timeout: options.timeoutMs,
-        defaultHeaders: options.headers,
-      });
-  }
-
-  stream(request: ModelRequest): AsyncIterable<ModelEvent> {
-    return retryingStream(() => this.attempt(request), this.options.retry, request.signal);
+export class OpenAIChatModel extends AdapterModel<OpenAI, OpenAIChatOptions> {
+  constructor(modelId: string, options: OpenAIChatOptions = {}) {
+    super(modelId, options, openaiConnection("openai"), (settings) => new OpenAI(settings));
   }
 
   private body(request: ModelRequest, names: ToolNameMap): Record<string, unknown> {
@@ -296,81 +260,66 @@ export class OpenAIChatModel implements Model {
     const body: Record<string, unknown> = {
       model: this.modelId,
       messages: chatMessages(request.messages, names, this.options.systemRole),
+      ...commonRequestFields(
+        request,
+        (tool) => ({
+          type: "function",
+          function: { name: names.toProviderName(tool.name), description: tool.description, parameters: objectSchema(tool.parameters) },
+        }),
+        (choice) => toolChoiceParam(choice, names),
+      ),
     };
-    if (request.tools && request.tools.length > 0) {
-      body.tools = request.tools.map((tool) => ({
-        type: "function",
-        function: { name: names.toProviderName(tool.name), description: tool.description, parameters: objectSchema(tool.parameters) },
-      }));
-      const choice = toolChoiceParam(request.toolChoice, names);
-      if (choice !== undefined) body.tool_choice = choice;
-    }
-    if (options.temperature !== undefined) body.temperature = options.temperature;
-    if (options.topP !== undefined) body.top_p = options.topP;
     if (options.maxOutputTokens !== undefined) {
-      body[this.options.maxTokensField ?? (this.official ? "max_completion_tokens" : "max_tokens")] = options.maxOutputTokens;
+      body[this.options.maxTokensField ?? (this.connection.official ? "max_completion_tokens" : "max_tokens")] = options.maxOutputTokens;
     }
     if (options.stopSequences?.length) body.stop = options.stopSequences;
     if (options.seed !== undefined) body.seed = options.seed;
     return Object.assign(body, providerOptionsFor(request, ["openai", this.provider]));
   }
 
-  private async *attempt(request: ModelRequest): AsyncGenerator<ModelEvent> {
-    const signal = request.signal;
-    if (signal?.aborted) {
-      yield { type: "error", error: abortError(signal) };
-      return;
-    }
-    const names = ToolNameMap.forRequest(request.tools, request.messages);
+  protected async *call(request: ModelRequest, { names, signal }: CallContext): AsyncGenerator<ModelEvent> {
     const mapper = new ChatStreamMapper(this.provider, names);
-    const context = { provider: this.provider, apiKeyEnvVar: this.apiKeyEnvVar, signal };
-    // The SDK adds an abort listener to the signal it is given and never removes it. The loop hands
-    // one run-long signal to every turn, so each call gets its own signal, unlinked when it ends:
-    // no listener pile-up (and no MaxListenersExceededWarning) over long runs.
-    const callAbort = new AbortController();
-    const unlink = onAbort(signal, () => callAbort.abort(signal?.reason));
-    try {
-      const body = this.body(request, names);
-      if (this.options.stream === false) {
-        const completion = (await this.client.chat.completions.create(
-          { ...body, stream: false } as unknown as OpenAI.Chat.ChatCompletionCreateParamsNonStreaming,
-          { signal: callAbort.signal },
-        )) as unknown as { id?: string; model?: string; usage?: unknown; choices?: Array<{ index?: number; finish_reason?: string; message?: Record<string, any> }> };
-        // A JSON body is one big chunk: the message becomes the delta.
-        const chunk: ChunkLike = {
-          id: completion.id,
-          model: completion.model,
-          usage: completion.usage,
-          choices: (completion.choices ?? []).map((choice) => ({
-            index: choice.index,
-            finish_reason: choice.finish_reason,
-            delta: {
-              ...choice.message,
-              tool_calls: (choice.message?.tool_calls as Array<Record<string, any>> | undefined)?.map((call, index) => ({ ...call, index })),
-            },
-          })),
-        };
-        yield* mapper.chunk(chunk);
-      } else {
-        const streamBody: Record<string, unknown> = { ...body, stream: true };
-        if (this.options.includeUsage !== false) streamBody.stream_options = { include_usage: true };
-        const stream = await this.client.chat.completions.create(streamBody as unknown as OpenAI.Chat.ChatCompletionCreateParamsStreaming, {
-          signal: callAbort.signal,
-        });
-        for await (const chunk of stream) yield* mapper.chunk(chunk as unknown as ChunkLike);
-      }
-      // The SDK may end the stream quietly when the signal aborts it.
-      if (signal?.aborted) {
-        yield { type: "error", error: abortError(signal) };
-        return;
-      }
-      yield* mapper.end();
-    } catch (error) {
-      yield { type: "error", error: toAgentLoopError(error, context) };
-    } finally {
-      unlink();
+    const body = this.body(request, names);
+    const client = this.connection.client;
+    if (this.options.stream === false) {
+      const completion = await client.chat.completions.create({ ...body, stream: false } as unknown as OpenAI.Chat.ChatCompletionCreateParamsNonStreaming, {
+        signal,
+      });
+      yield* mapper.chunk(completionChunk(completion as unknown as CompletionLike));
+    } else {
+      const streamBody: Record<string, unknown> = { ...body, stream: true };
+      if (this.options.includeUsage !== false) streamBody.stream_options = { include_usage: true };
+      const stream = await client.chat.completions.create(streamBody as unknown as OpenAI.Chat.ChatCompletionCreateParamsStreaming, { signal });
+      for await (const chunk of stream) yield* mapper.chunk(chunk as unknown as ChunkLike);
     }
+    // The SDK may end the stream quietly on abort: `adapterStream` then ends it with `aborted`.
+    if (signal.aborted) return;
+    yield* mapper.end();
   }
+}
+
+interface CompletionLike {
+  id?: string;
+  model?: string;
+  usage?: unknown;
+  choices?: Array<{ index?: number; finish_reason?: string; message?: Record<string, any> }>;
+}
+
+/** A non-streaming body as one big chunk: each message becomes the delta. */
+function completionChunk(completion: CompletionLike): ChunkLike {
+  return {
+    id: completion.id,
+    model: completion.model,
+    usage: completion.usage,
+    choices: (completion.choices ?? []).map((choice) => ({
+      index: choice.index,
+      finish_reason: choice.finish_reason,
+      delta: {
+        ...choice.message,
+        tool_calls: (choice.message?.tool_calls as Array<Record<string, any>> | undefined)?.map((call, index) => ({ ...call, index })),
+      },
+    })),
+  };
 }
 
 /** A Chat Completions model: `openaiChat("gpt-4.1")`, or any compatible server with `baseURL`. */

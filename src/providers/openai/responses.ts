@@ -7,15 +7,24 @@
  * unchanged: each part keeps its original item in `providerData.openaiResponses.item`.
  */
 import OpenAI from "openai";
-import { onAbort } from "../../abort.js";
-import { AgentLoopError, abortError } from "../../errors.js";
 import type { Message } from "../../messages.js";
-import type { FinishReason, Model, ModelEvent, ModelRequest, ToolChoice } from "../../model/model.js";
+import type { FinishReason, ModelEvent, ModelRequest, ToolChoice } from "../../model/model.js";
 import type { Usage } from "../../usage.js";
-import { incompleteStreamError, toAgentLoopError } from "../errors.js";
-import { retryingStream } from "../retry.js";
-import { type AdapterOptions, contentText, imageUrl, numberOr, providerOptionsFor, resolveApiKey, checkBaseURL, objectSchema } from "../shared.js";
-import { ToolNameMap } from "../tool-names.js";
+import { toAgentLoopError } from "../errors.js";
+import {
+  type AdapterOptions,
+  AdapterModel,
+  commonRequestFields,
+  refusalError,
+  tokenUsage,
+  type CallContext,
+  contentText,
+  imageUrl,
+  objectSchema,
+  openaiConnection,
+  providerOptionsFor,
+} from "../shared.js";
+import type { ToolNameMap } from "../tool-names.js";
 
 export interface OpenAIResponsesOptions extends AdapterOptions {
   /** Send function tools with `strict: true` (their schemas must then meet OpenAI's strict rules). Default `false`. */
@@ -32,28 +41,19 @@ export interface ResponsesProviderData {
   itemId?: string;
 }
 
-const officialHost = "api.openai.com";
 const dataKey = "openaiResponses";
 
 /** Reads a Responses usage object, including cached and reasoning tokens. */
 export function responsesUsage(raw: unknown): Usage | undefined {
   if (!raw || typeof raw !== "object") return undefined;
-  const usage = raw as {
-    input_tokens?: number;
-    output_tokens?: number;
-    total_tokens?: number;
-    input_tokens_details?: { cached_tokens?: number } | null;
-    output_tokens_details?: { reasoning_tokens?: number } | null;
-  };
-  const inputTokens = numberOr(usage.input_tokens);
-  const outputTokens = numberOr(usage.output_tokens);
-  return {
-    inputTokens,
-    outputTokens,
-    totalTokens: numberOr(usage.total_tokens, inputTokens + outputTokens),
-    cachedInputTokens: numberOr(usage.input_tokens_details?.cached_tokens),
-    reasoningTokens: numberOr(usage.output_tokens_details?.reasoning_tokens),
-  };
+  const usage = raw as Record<string, any>;
+  return tokenUsage({
+    input: usage.input_tokens,
+    output: usage.output_tokens,
+    total: usage.total_tokens,
+    cached: usage.input_tokens_details?.cached_tokens,
+    reasoning: usage.output_tokens_details?.reasoning_tokens,
+  });
 }
 
 function partData(providerData: Record<string, unknown> | undefined): ResponsesProviderData | undefined {
@@ -127,8 +127,7 @@ export function responsesInput(messages: readonly Message[], names: ToolNameMap)
   return { instructions: instructions.length > 0 ? instructions.join("\n\n") : undefined, input };
 }
 
-function toolChoiceParam(choice: ToolChoice | undefined, names: ToolNameMap): unknown {
-  if (choice === undefined) return undefined;
+function toolChoiceParam(choice: ToolChoice, names: ToolNameMap): unknown {
   if (typeof choice === "string") return choice;
   return { type: "function", name: names.toProviderName(choice.name) };
 }
@@ -145,7 +144,6 @@ class ResponsesStreamMapper {
   private readonly openReasoning = new Set<string>();
   private sawFunctionCall = false;
   private refusal = "";
-  done = false;
 
   constructor(
     private readonly provider: string,
@@ -227,13 +225,11 @@ class ResponsesStreamMapper {
         yield* this.finish(event.response ?? {});
         break;
       case "response.failed": {
-        this.done = true;
         const failure = event.response?.error ?? {};
         yield { type: "error", error: toAgentLoopError({ error: { type: failure.code, message: failure.message ?? "the response failed" } }, { provider: this.provider }) };
         break;
       }
       case "error":
-        this.done = true;
         yield { type: "error", error: toAgentLoopError({ error: { type: event.code, message: event.message ?? "stream error" } }, { provider: this.provider }) };
         break;
       default:
@@ -242,9 +238,8 @@ class ResponsesStreamMapper {
   }
 
   private *finish(response: Record<string, any>): Generator<ModelEvent> {
-    this.done = true;
     if (this.refusal) {
-      yield { type: "error", error: new AgentLoopError("refusal", `${this.provider} refused to answer: ${this.refusal}`, { provider: this.provider }) };
+      yield { type: "error", error: refusalError(this.provider, `: ${this.refusal}`) };
       return;
     }
     const usage = responsesUsage(response.usage);
@@ -260,88 +255,76 @@ class ResponsesStreamMapper {
   }
 }
 
-export class OpenAIResponsesModel implements Model {
-  readonly provider: string;
-  readonly modelId: string;
-  private readonly client: OpenAI;
-  private readonly apiKeyEnvVar: string;
-
-  constructor(
-    modelId: string,
-    private readonly options: OpenAIResponsesOptions = {},
-  ) {
-    if (!modelId) throw new AgentLoopError("configuration", "openai-responses: a model name is required", { retryable: false });
-    this.modelId = modelId;
-    this.provider = options.providerName ?? "openai-responses";
-    this.apiKeyEnvVar = options.apiKeyEnvVar ?? "OPENAI_API_KEY";
-    const env = options.env ?? process.env;
-    const baseURL = checkBaseURL(options.baseURL ?? env.OPENAI_BASE_URL ?? undefined, this.provider, "OPENAI_BASE_URL");
-    this.client =
-      options.client ??
-      new OpenAI({
-        apiKey: resolveApiKey({ apiKey: options.apiKey, envVar: this.apiKeyEnvVar, env, baseURL, officialHost, provider: this.provider }),
-        // Explicit, so the SDK never falls back to process.env when `options.env` is given.
-        baseURL: baseURL ?? `https://${officialHost}/v1`,
-        maxRetries: 0,
-        timeout: options.timeoutMs,
-        defaultHeaders: options.headers,
-      });
-  }
-
-  stream(request: ModelRequest): AsyncIterable<ModelEvent> {
-    return retryingStream(() => this.attempt(request), this.options.retry, request.signal);
+export class OpenAIResponsesModel extends AdapterModel<OpenAI, OpenAIResponsesOptions> {
+  constructor(modelId: string, options: OpenAIResponsesOptions = {}) {
+    super(modelId, options, openaiConnection("openai-responses"), (settings) => new OpenAI(settings));
   }
 
   private body(request: ModelRequest, names: ToolNameMap): Record<string, unknown> {
     const options = request.options ?? {};
     const { instructions, input } = responsesInput(request.messages, names);
-    const body: Record<string, unknown> = { model: this.modelId, input, stream: true };
+    const body: Record<string, unknown> = {
+      model: this.modelId,
+      input,
+      stream: this.options.stream !== false,
+      ...commonRequestFields(
+        request,
+        (tool) => ({
+          type: "function",
+          name: names.toProviderName(tool.name),
+          description: tool.description,
+          parameters: objectSchema(tool.parameters),
+          strict: this.options.strictTools ?? false,
+        }),
+        (choice) => toolChoiceParam(choice, names),
+      ),
+    };
     if (instructions !== undefined) body.instructions = instructions;
-    if (request.tools && request.tools.length > 0) {
-      body.tools = request.tools.map((tool) => ({
-        type: "function",
-        name: names.toProviderName(tool.name),
-        description: tool.description,
-        parameters: objectSchema(tool.parameters),
-        strict: this.options.strictTools ?? false,
-      }));
-      const choice = toolChoiceParam(request.toolChoice, names);
-      if (choice !== undefined) body.tool_choice = choice;
-    }
-    if (options.temperature !== undefined) body.temperature = options.temperature;
-    if (options.topP !== undefined) body.top_p = options.topP;
     if (options.maxOutputTokens !== undefined) body.max_output_tokens = options.maxOutputTokens;
     return Object.assign(body, providerOptionsFor(request, ["openai", "openai-responses", this.provider]));
   }
 
-  private async *attempt(request: ModelRequest): AsyncGenerator<ModelEvent> {
-    const signal = request.signal;
-    if (signal?.aborted) {
-      yield { type: "error", error: abortError(signal) };
+  protected async *call(request: ModelRequest, { names, signal }: CallContext): AsyncGenerator<ModelEvent> {
+    const mapper = new ResponsesStreamMapper(this.provider, names);
+    const body = this.body(request, names);
+    if (body.stream === false) {
+      const response = await this.connection.client.responses.create(body as unknown as OpenAI.Responses.ResponseCreateParamsNonStreaming, { signal });
+      for (const event of responseEvents(response as unknown as Record<string, any>)) yield* mapper.event(event);
       return;
     }
-    const names = ToolNameMap.forRequest(request.tools, request.messages);
-    const mapper = new ResponsesStreamMapper(this.provider, names);
-    // Each call gets its own signal, unlinked when it ends: the SDK never removes the abort
-    // listener it adds, and the loop's run-long signal would collect one per turn.
-    const callAbort = new AbortController();
-    const unlink = onAbort(signal, () => callAbort.abort(signal?.reason));
-    try {
-      const stream = await this.client.responses.create(this.body(request, names) as unknown as OpenAI.Responses.ResponseCreateParamsStreaming, {
-        signal: callAbort.signal,
-      });
-      for await (const event of stream) {
-        yield* mapper.event(event as unknown as StreamEventLike);
-        if (mapper.done) return;
-      }
-      // The SDK may end the stream quietly when the signal aborts it.
-      yield { type: "error", error: signal?.aborted ? abortError(signal) : incompleteStreamError(this.provider) };
-    } catch (error) {
-      yield { type: "error", error: toAgentLoopError(error, { provider: this.provider, apiKeyEnvVar: this.apiKeyEnvVar, signal }) };
-    } finally {
-      unlink();
-    }
+    const stream = await this.connection.client.responses.create(body as unknown as OpenAI.Responses.ResponseCreateParamsStreaming, { signal });
+    for await (const event of stream) yield* mapper.event(event as unknown as StreamEventLike);
   }
+}
+
+/**
+ * A non-streaming Responses body as the stream events that would have carried it, so both paths
+ * share one mapper: each item is added and done, text and summaries come as one delta each.
+ */
+function responseEvents(response: Record<string, any>): StreamEventLike[] {
+  const events: StreamEventLike[] = [{ type: "response.created", response: { ...response, output: [] } }];
+  const output: Array<Record<string, any>> = Array.isArray(response.output) ? response.output : [];
+  output.forEach((item, outputIndex) => {
+    events.push({ type: "response.output_item.added", output_index: outputIndex, item });
+    if (item.type === "reasoning") {
+      const summaries: Array<{ text?: string }> = Array.isArray(item.summary) ? item.summary : [];
+      summaries.forEach((summary, summaryIndex) => {
+        events.push({ type: "response.reasoning_summary_part.added", item_id: item.id, summary_index: summaryIndex });
+        events.push({ type: "response.reasoning_summary_text.delta", item_id: item.id, summary_index: summaryIndex, delta: summary.text ?? "" });
+      });
+      const content: Array<{ type?: string; text?: string }> = Array.isArray(item.content) ? item.content : [];
+      for (const part of content) if (part.type === "reasoning_text") events.push({ type: "response.reasoning_text.delta", item_id: item.id, delta: part.text ?? "" });
+    } else if (item.type === "message") {
+      const content: Array<Record<string, any>> = Array.isArray(item.content) ? item.content : [];
+      content.forEach((part, contentIndex) => {
+        if (part.type === "output_text") events.push({ type: "response.output_text.done", item_id: item.id, content_index: contentIndex, text: part.text ?? "" });
+        else if (part.type === "refusal") events.push({ type: "response.refusal.delta", item_id: item.id, content_index: contentIndex, delta: part.refusal ?? "" });
+      });
+    }
+    events.push({ type: "response.output_item.done", output_index: outputIndex, item });
+  });
+  events.push({ type: response.status === "failed" ? "response.failed" : response.status === "incomplete" ? "response.incomplete" : "response.completed", response });
+  return events;
 }
 
 /** A Responses API model: `openaiResponses("gpt-5")`. */
