@@ -25,7 +25,7 @@ export interface ModelSpec {
   retry?: RetryOptions;
   timeoutMs?: number;
   headers?: Record<string, string>;
-  /** Chat Completions only: `false` sends non-streaming requests. */
+  /** `false` sends non-streaming requests (the JSON body is mapped into the same events). */
   stream?: boolean;
 }
 
@@ -101,11 +101,11 @@ export async function resolveModel(spec: string | ModelSpec, env: Environment = 
     }
     case "openai-responses": {
       const { OpenAIResponsesModel } = await import("./openai/responses.js");
-      return new OpenAIResponsesModel(parsed.model, { ...common, baseURL: parsed.baseURL, apiKeyEnvVar: parsed.apiKeyEnvVar });
+      return new OpenAIResponsesModel(parsed.model, { ...common, baseURL: parsed.baseURL, apiKeyEnvVar: parsed.apiKeyEnvVar, stream: parsed.stream });
     }
     case "anthropic": {
       const { AnthropicModel } = await import("./anthropic/messages.js");
-      return new AnthropicModel(parsed.model, { ...common, baseURL: parsed.baseURL, apiKeyEnvVar: parsed.apiKeyEnvVar });
+      return new AnthropicModel(parsed.model, { ...common, baseURL: parsed.baseURL, apiKeyEnvVar: parsed.apiKeyEnvVar, stream: parsed.stream });
     }
     default: {
       const unreachable: never = provider;

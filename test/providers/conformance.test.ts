@@ -4,9 +4,18 @@ import { ScriptedModel } from "../../src/model/scripted.js";
 import { anthropic } from "../../src/providers/anthropic/index.js";
 import { openaiChat, openaiResponses } from "../../src/providers/openai/index.js";
 import { sanitizeToolName } from "../../src/providers/tool-names.js";
-import { anthropicBase, openaiBase, sse, startServer } from "./fixture-server.js";
+import { anthropicBase, openaiBase, type Responder, sse, startServer } from "./fixture-server.js";
 import { type ConformanceHarness, type ConformanceTurn, runModelConformance } from "./model-conformance.js";
-import { type ScriptedTurn, anthropicFrames, chatFrames, responsesFrames } from "./wire-scripts.js";
+import {
+  type ScriptedTurn,
+  anthropicBody,
+  anthropicFrames,
+  chatBody,
+  chatFrames,
+  pieces,
+  responsesBody,
+  responsesFrames,
+} from "./wire-scripts.js";
 
 /** The turn as a server sends it: provider-legal tool names. */
 function wireTurn(turn: ConformanceTurn): ScriptedTurn {
@@ -28,6 +37,46 @@ function serverHarness(
   };
 }
 
+/**
+ * A JSON answer sent after `delayMs` (as long as its streamed pieces would have taken). The timer
+ * is cleared when the client goes away, so an aborted request leaves nothing running.
+ */
+function delayedJson(body: unknown, delayMs: number): Responder {
+  return (_request, response) =>
+    new Promise<void>((resolve) => {
+      const send = () => {
+        if (!response.destroyed) {
+          response.writeHead(200, { "content-type": "application/json" });
+          response.end(JSON.stringify(body));
+        }
+        resolve();
+      };
+      if (delayMs <= 0) return send();
+      const timer = setTimeout(send, delayMs);
+      response.on("close", () => {
+        clearTimeout(timer);
+        resolve();
+      });
+    });
+}
+
+/** The non-streaming variant of an adapter (`stream: false`): each turn is one JSON body. */
+function jsonHarness(
+  name: string,
+  body: (turn: ScriptedTurn) => Record<string, unknown>,
+  makeModel: (url: string) => import("../../src/model/model.js").Model,
+): ConformanceHarness {
+  return {
+    name,
+    exactUsage: true,
+    streaming: false,
+    async create(turns, options = {}) {
+      const server = await startServer(turns.map((turn) => delayedJson(body(wireTurn(turn)), (options.chunkDelayMs ?? 0) * pieces(turn.text ?? "").length)));
+      return { model: makeModel(server.url), requestCount: () => server.requests.length, close: () => server.close() };
+    },
+  };
+}
+
 const noRetry = { maxRetries: 0 };
 
 runModelConformance(
@@ -43,6 +92,24 @@ runModelConformance(
 runModelConformance(
   serverHarness("anthropic messages", anthropicFrames, (url) =>
     anthropic("test-model", { baseURL: anthropicBase({ url } as never), apiKey: "test-key", retry: noRetry }),
+  ),
+);
+
+runModelConformance(
+  jsonHarness("openai chat (stream: false)", chatBody, (url) =>
+    openaiChat("test-model", { baseURL: `${url}/v1`, apiKey: "test-key", retry: noRetry, stream: false }),
+  ),
+);
+
+runModelConformance(
+  jsonHarness("openai responses (stream: false)", responsesBody, (url) =>
+    openaiResponses("test-model", { baseURL: `${url}/v1`, apiKey: "test-key", retry: noRetry, stream: false }),
+  ),
+);
+
+runModelConformance(
+  jsonHarness("anthropic messages (stream: false)", anthropicBody, (url) =>
+    anthropic("test-model", { baseURL: url, apiKey: "test-key", retry: noRetry, stream: false }),
   ),
 );
 

@@ -82,6 +82,33 @@ describe("retries", () => {
     });
   });
 
+  test("stream: false requests are retried the same way (500, then the JSON body), and 401 names the variable", async () => {
+    const failure = json(500, { error: { message: "upstream exploded", type: "server_error" } });
+    const responsesBody = { id: "resp_1", object: "response", model: "m", status: "completed", output: [{ id: "msg_1", type: "message", role: "assistant", content: [{ type: "output_text", text: "Hi!" }] }] };
+    const messagesBody = { id: "msg_1", type: "message", role: "assistant", model: "m", content: [{ type: "text", text: "Hi!" }], stop_reason: "end_turn", usage: { input_tokens: 1, output_tokens: 1 } };
+    const unauthorized = json(401, { error: { message: "invalid x-api-key", type: "authentication_error" } });
+    await withServer([failure, json(200, responsesBody), failure, json(200, messagesBody), unauthorized, unauthorized], async (server) => {
+      const responses = openaiResponses("m", { baseURL: `${server.url}/v1`, apiKey: "k", stream: false, retry: fastRetry });
+      const messages = anthropic("m", { baseURL: server.url, apiKey: "k", stream: false, retry: fastRetry });
+      for (const model of [responses, messages]) {
+        const events = await collect(model);
+        assert.equal(text(events), "Hi!");
+        assert.equal(events[events.length - 1].type, "finish");
+      }
+      assert.equal(server.requests.length, 4);
+      for (const model of [responses, messages]) {
+        const error = terminalError(await collect(model));
+        assert.equal(error.kind, "authentication");
+        assert.match(error.message, model === responses ? /OPENAI_API_KEY/ : /ANTHROPIC_API_KEY/);
+      }
+      assert.equal(server.requests.length, 6, "401 is not retried");
+      assert.deepEqual(
+        server.requests.map((request) => request.body.stream),
+        [false, false, false, false, false, false],
+      );
+    });
+  });
+
   test("the SDK's own retries are off: maxRetries 0 means exactly one request", async () => {
     await withServer([json(503, { error: { message: "busy" } }), json(503, { error: { message: "busy" } })], async (server) => {
       const error = terminalError(await collect(claude(server, { maxRetries: 0 })));

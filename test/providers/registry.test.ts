@@ -8,7 +8,7 @@ import { generate } from "../../src/model/model.js";
 import { ScriptedModel } from "../../src/model/scripted.js";
 import { compatibleBaseURL, modelFromEnv, parseModelSpec, resolveModel } from "../../src/providers/index.js";
 import { ToolNameMap, sanitizeToolName } from "../../src/providers/tool-names.js";
-import { type TestServer, sse, startServer } from "./fixture-server.js";
+import { type TestServer, json, sse, startServer } from "./fixture-server.js";
 import { anthropicFrames, chatFrames, responsesFrames } from "./wire-scripts.js";
 
 async function configurationError(promise: Promise<unknown>): Promise<AgentLoopError> {
@@ -123,6 +123,33 @@ describe("resolveModel", () => {
       assert.equal(response.message.content[0]?.type === "text" && response.message.content[0].text, "json body");
       assert.equal(server.requests[0].body.stream, false);
       assert.equal(server.requests[0].body.max_tokens, 77);
+    } finally {
+      await server.close();
+    }
+  });
+
+  test("stream: false reaches the Responses and Anthropic adapters too", async () => {
+    const server = await startServer([
+      json(200, { id: "resp_1", object: "response", model: "m", status: "completed", output: [{ id: "msg_1", type: "message", role: "assistant", content: [{ type: "output_text", text: "from responses" }] }] }),
+      json(200, { id: "msg_1", type: "message", role: "assistant", model: "m", content: [{ type: "text", text: "from anthropic" }], stop_reason: "end_turn", usage: { input_tokens: 1, output_tokens: 1 } }),
+    ]);
+    try {
+      const texts: string[] = [];
+      for (const spec of [
+        { provider: "openai-responses", model: "m", baseURL: `${server.url}/v1`, apiKey: "k", stream: false },
+        { provider: "anthropic", model: "m", baseURL: server.url, apiKey: "k", stream: false },
+      ]) {
+        const response = await generate(await resolveModel(spec, {}), hello);
+        texts.push(response.message.content.map((part) => (part.type === "text" ? part.text : "")).join(""));
+      }
+      assert.deepEqual(texts, ["from responses", "from anthropic"]);
+      assert.deepEqual(
+        server.requests.map((request) => [request.path, request.body.stream]),
+        [
+          ["/v1/responses", false],
+          ["/v1/messages", false],
+        ],
+      );
     } finally {
       await server.close();
     }

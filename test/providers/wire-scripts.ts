@@ -164,3 +164,62 @@ export function anthropicFrames(turn: ScriptedTurn, model = "test-model"): strin
   emit({ type: "message_stop" });
   return frames;
 }
+
+/** The same turn as a non-streaming Chat Completions body. */
+export function chatBody(turn: ScriptedTurn, model = "test-model"): Record<string, unknown> {
+  const message: Record<string, unknown> = { role: "assistant", content: turn.text ?? null };
+  if (turn.reasoning !== undefined) message.reasoning_content = turn.reasoning;
+  if (turn.toolCalls?.length) {
+    message.tool_calls = turn.toolCalls.map((call) => ({ id: call.id, type: "function", function: { name: call.name, arguments: JSON.stringify(call.arguments) } }));
+  }
+  const body: Record<string, unknown> = {
+    id: "chatcmpl-test",
+    object: "chat.completion",
+    created: 1,
+    model,
+    choices: [{ index: 0, message, finish_reason: turn.toolCalls?.length ? "tool_calls" : "stop" }],
+  };
+  if (turn.usage) {
+    const { input, output, cached = 0, reasoning = 0 } = turn.usage;
+    body.usage = {
+      prompt_tokens: input,
+      completion_tokens: output,
+      total_tokens: input + output,
+      prompt_tokens_details: { cached_tokens: cached },
+      completion_tokens_details: { reasoning_tokens: reasoning },
+    };
+  }
+  return body;
+}
+
+/** The same turn as a non-streaming Responses body: the `response` of the last stream event. */
+export function responsesBody(turn: ScriptedTurn, model = "test-model"): Record<string, unknown> {
+  const frames = responsesFrames(turn, model);
+  const completed = JSON.parse(frames[frames.length - 1].split("\ndata: ")[1]) as { response: Record<string, unknown> };
+  return completed.response;
+}
+
+/** The same turn as a non-streaming Messages body. */
+export function anthropicBody(turn: ScriptedTurn, model = "test-model"): Record<string, unknown> {
+  const usage = turn.usage ?? { input: 0, output: 0 };
+  const content: unknown[] = [];
+  if (turn.reasoning !== undefined) content.push({ type: "thinking", thinking: turn.reasoning, signature: "EqQBCgIYAhIM-signature" });
+  if (turn.text !== undefined) content.push({ type: "text", text: turn.text });
+  for (const call of turn.toolCalls ?? []) content.push({ type: "tool_use", id: call.id, name: call.name, input: call.arguments });
+  return {
+    id: "msg_test",
+    type: "message",
+    role: "assistant",
+    model,
+    content,
+    stop_reason: turn.toolCalls?.length ? "tool_use" : "end_turn",
+    stop_sequence: null,
+    usage: {
+      input_tokens: usage.input - (usage.cached ?? 0),
+      cache_read_input_tokens: usage.cached ?? 0,
+      cache_creation_input_tokens: 0,
+      output_tokens: usage.output,
+      output_tokens_details: usage.reasoning ? { thinking_tokens: usage.reasoning } : null,
+    },
+  };
+}
