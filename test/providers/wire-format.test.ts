@@ -398,3 +398,75 @@ describe("tool schemas", () => {
     });
   });
 });
+
+describe("images in tool results", () => {
+  // A 1x1 PNG, as a tool would return a screenshot.
+  const pixel = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==";
+  const screenshot = defineTool({
+    name: "screenshot",
+    description: "Takes a screenshot of the page",
+    parameters: { type: "object", properties: {} },
+    execute: () => ({
+      content: [
+        { type: "text" as const, text: "The page:" },
+        { type: "image" as const, data: pixel, mediaType: "image/png" },
+        { type: "image" as const, url: "https://example.com/chart.png" },
+      ],
+    }),
+  });
+  const callTurn = { toolCalls: [{ id: "call_shot", name: "screenshot", arguments: {} }], usage: { input: 10, output: 5 } };
+  /** The last input item / message of the second request, as the server received it. */
+  const secondRequest = (server: TestServer) => server.requests[1].body;
+
+  test("Chat Completions: a tool message carries text only (the API takes no images there)", async () => {
+    await withServer([sse(chatFrames(callTurn)), sse(chatFrames({ text: "I see it." }))], async (server) => {
+      const result = await runAgent(openaiChat("m", { baseURL: `${server.url}/v1`, apiKey: "k" }), [screenshot], "Look at the page");
+      assert.equal(result.text, "I see it.");
+      assert.deepEqual(secondRequest(server).messages.at(-1), { role: "tool", tool_call_id: "call_shot", content: "The page:" });
+    });
+  });
+
+  test("Responses: function_call_output carries input_text and input_image items", async () => {
+    await withServer([sse(responsesFrames(callTurn)), sse(responsesFrames({ text: "I see it." }))], async (server) => {
+      const result = await runAgent(openaiResponses("m", { baseURL: `${server.url}/v1`, apiKey: "k" }), [screenshot], "Look at the page");
+      assert.equal(result.text, "I see it.");
+      assert.deepEqual(secondRequest(server).input.at(-1), {
+        type: "function_call_output",
+        call_id: "call_shot",
+        output: [
+          { type: "input_text", text: "The page:" },
+          { type: "input_image", image_url: `data:image/png;base64,${pixel}`, detail: "auto" },
+          { type: "input_image", image_url: "https://example.com/chart.png", detail: "auto" },
+        ],
+      });
+    });
+  });
+
+  test("Responses: a text-only result stays a plain string output", async () => {
+    await withServer([replay("openai-responses", "azure-tool-call.1"), sse(responsesFrames({ text: "Sunny." }))], async (server) => {
+      await runAgent(openaiResponses("m", { baseURL: `${server.url}/v1`, apiKey: "k" }));
+      assert.deepEqual(secondRequest(server).input.at(-1), { type: "function_call_output", call_id: "call_H5DxLSFnsGhiROnUiDHmgyc8", output: "72°F and sunny" });
+    });
+  });
+
+  test("Anthropic: the tool_result block carries text and image blocks (base64 and URL)", async () => {
+    await withServer([sse(anthropicFrames(callTurn)), sse(anthropicFrames({ text: "I see it." }))], async (server) => {
+      const result = await runAgent(anthropic("m", { baseURL: server.url, apiKey: "k" }), [screenshot], "Look at the page");
+      assert.equal(result.text, "I see it.");
+      assert.deepEqual(secondRequest(server).messages.at(-1), {
+        role: "user",
+        content: [
+          {
+            type: "tool_result",
+            tool_use_id: "call_shot",
+            content: [
+              { type: "text", text: "The page:" },
+              { type: "image", source: { type: "base64", media_type: "image/png", data: pixel } },
+              { type: "image", source: { type: "url", url: "https://example.com/chart.png" } },
+            ],
+          },
+        ],
+      });
+    });
+  });
+});

@@ -7,7 +7,7 @@
  * unchanged: each part keeps its original item in `providerData.openaiResponses.item`.
  */
 import OpenAI from "openai";
-import type { Message } from "../../messages.js";
+import type { Message, ToolResultMessage } from "../../messages.js";
 import type { FinishReason, ModelEvent, ModelRequest, ToolChoice } from "../../model/model.js";
 import type { Usage } from "../../usage.js";
 import { toAgentLoopError } from "../errors.js";
@@ -116,7 +116,7 @@ export function responsesInput(messages: readonly Message[], names: ToolNameMap)
         break;
       }
       case "tool":
-        input.push({ type: "function_call_output", call_id: message.toolCallId, output: contentText(message.content) });
+        input.push({ type: "function_call_output", call_id: message.toolCallId, output: functionCallOutput(message.content) });
         break;
       default: {
         const unreachable: never = message;
@@ -125,6 +125,15 @@ export function responsesInput(messages: readonly Message[], names: ToolNameMap)
     }
   }
   return { instructions: instructions.length > 0 ? instructions.join("\n\n") : undefined, input };
+}
+
+/**
+ * A tool result as `function_call_output.output`: plain text, or, when it holds images, the list
+ * form (`input_text` and `input_image` items) that the Responses API takes there.
+ */
+function functionCallOutput(content: ToolResultMessage["content"]): unknown {
+  if (typeof content === "string" || content.every((part) => part.type === "text")) return contentText(content);
+  return content.map((part) => (part.type === "text" ? { type: "input_text", text: part.text } : { type: "input_image", image_url: imageUrl(part), detail: "auto" }));
 }
 
 function toolChoiceParam(choice: ToolChoice, names: ToolNameMap): unknown {
