@@ -1,13 +1,31 @@
+// --agent, --session and --mcp, shared by `agentloop run` and `agentloop chat`.
 import assert from "node:assert/strict";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { describe, it } from "node:test";
-import { fileURLToPath } from "node:url";
+import { after, before, describe, it } from "node:test";
 import { mcpServersFromFlags, splitCommandLine, usesAgentOptions } from "../../src/cli/agent-setup.js";
+import { openPostgresStore } from "../../src/memory/postgres.js";
+import { dropSchemas, postgresUrl, uniqueSchema } from "../memory/postgres-server.js";
+import { everythingServerPath } from "../mcp/helpers.js";
 import { cleanEnv, runCli } from "./helpers.js";
 
-const everythingServerPath = fileURLToPath(new URL("../../node_modules/@modelcontextprotocol/server-everything/dist/index.js", import.meta.url));
+/** The everything reference MCP server as a stdio command line for --mcp. */
+const everythingCommand = `${process.execPath} ${everythingServerPath} stdio`;
+/** A script in which the model calls the MCP server's echo tool, then answers. */
+const echoScript = (message: string) => JSON.stringify([JSON.stringify({ tool_calls: [{ id: "c1", name: "echo", arguments: { message } }] }), "Echoed."]);
+
+let directory: string;
+let agentFile: string;
+before(async () => {
+  directory = await mkdtemp(join(tmpdir(), "agentloop-agent-options-"));
+  agentFile = join(directory, "agent.yaml");
+  await writeFile(agentFile, "name: file-agent\ninstructions: Use the echo tool.\nmemory:\n  type: memory\n");
+});
+after(async () => {
+  await rm(directory, { recursive: true, force: true });
+  await dropSchemas();
+});
 
 describe("--mcp values", () => {
   it("reads a URL as an HTTP server and anything else as a stdio command line", () => {
@@ -30,24 +48,46 @@ describe("--mcp values", () => {
   });
 });
 
-describe("chat with --agent and --mcp (a real MCP server over stdio)", () => {
-  it("uses the agent file's name and calls the MCP server's tool", async () => {
-    const directory = await mkdtemp(join(tmpdir(), "agentloop-chat-agent-"));
+describe("agentloop run and chat with --agent and --mcp (a real MCP server over stdio)", () => {
+  it("run: uses the agent file's agent and calls the MCP server's tool", async () => {
+    const result = await runCli(["run", "echo it", "--agent", agentFile, "--mcp", everythingCommand, "--mock", echoScript("from run")], cleanEnv());
+    assert.equal(result.code, 0, result.stderr);
+    assert.match(result.stdout, /✓ echo .* {2}Echo: from run/);
+    assert.match(result.stdout, /Echoed\./);
+  });
+
+  it("chat: uses the agent file's name and calls the MCP server's tool", async () => {
+    const result = await runCli(["chat", "--agent", agentFile, "--mcp", everythingCommand, "--mock", echoScript("via mcp")], cleanEnv(), "echo something\n/exit\n");
+    assert.equal(result.code, 0, result.stderr);
+    assert.match(result.stderr, /^file-agent · session chat_/m);
+    assert.match(result.stdout, /✓ echo \d+(\.\d+)? (ms|s) {2}Echo: via mcp/);
+    assert.match(result.stdout, /Echoed\./);
+  });
+
+  it("rejects a bad --mcp value, naming the flag", async () => {
+    const result = await runCli(["run", "x", "--mcp", "http://", "--mock", '["x"]'], cleanEnv({ MEMORY_TYPE: "memory" }));
+    assert.equal(result.code, 2);
+    assert.match(result.stderr, /--mcp: "http:\/\/" is not a valid URL/);
+  });
+});
+
+describe("agentloop run --session", () => {
+  it("continues a session: the second run is appended to the first one's log", async () => {
+    const schema = uniqueSchema("run");
+    const memoryEnv = { MEMORY_TYPE: "postgres", MEMORY_POSTGRES_URL: postgresUrl(), MEMORY_POSTGRES_SCHEMA: schema };
+    const session = `run-${Date.now()}`;
+    assert.equal((await runCli(["run", "first", "--session", session, "--mock", '["one"]'], cleanEnv(memoryEnv))).code, 0);
+    const second = await runCli(["run", "second", "--session", session, "--mock", '["two"]'], cleanEnv(memoryEnv));
+    assert.equal(second.code, 0, second.stderr);
+    const store = await openPostgresStore({ url: postgresUrl(), schema });
     try {
-      const agentFile = join(directory, "agent.yaml");
-      await writeFile(agentFile, "name: file-agent\ninstructions: Use the echo tool.\nmemory:\n  type: memory\n");
-      const script = JSON.stringify([JSON.stringify({ tool_calls: [{ id: "c1", name: "echo", arguments: { message: "via mcp" } }] }), "Echoed."]);
-      const result = await runCli(
-        ["chat", "--agent", agentFile, "--mcp", `${process.execPath} ${everythingServerPath} stdio`, "--mock", script],
-        cleanEnv(),
-        "echo something\n/exit\n",
+      const events = await store.events(session, { types: ["user_message", "agent_response"] });
+      assert.deepEqual(
+        events.map((event) => event.content),
+        ["first", "one", "second", "two"],
       );
-      assert.equal(result.code, 0, result.stderr);
-      assert.match(result.stderr, /^file-agent · session chat_/m);
-      assert.match(result.stdout, /✓ echo \d+(\.\d+)? (ms|s) {2}Echo: via mcp/);
-      assert.match(result.stdout, /Echoed\./);
     } finally {
-      await rm(directory, { recursive: true, force: true });
+      await store.close();
     }
   });
 });

@@ -2,10 +2,11 @@ import assert from "node:assert/strict";
 import { spawn, spawnSync } from "node:child_process";
 import { describe, it } from "node:test";
 import { Command } from "commander";
-import { registerChatCommand } from "../../src/cli/commands/chat.js";
+import { Readable } from "node:stream";
+import { chatCommand, registerChatCommand } from "../../src/cli/commands/chat.js";
 import { registerServeCommand } from "../../src/cli/commands/serve.js";
 import { registerEventsCommand, registerSessionsCommand } from "../../src/cli/commands/sessions.js";
-import { cleanEnv, repositoryRoot, runCli, spawnCli } from "./helpers.js";
+import { captured, cleanEnv, repositoryRoot, runCli, spawnCli } from "./helpers.js";
 
 const toolCall = JSON.stringify({ tool_calls: [{ id: "call_1", name: "lookup", arguments: { city: "Paris" } }] });
 const longAnswer = Array.from({ length: 400 }, (_, index) => `word${index}`).join(" ");
@@ -60,12 +61,10 @@ describe("agentloop chat (a real child process, piped stdin)", () => {
     const result = await runCli(["chat", "--mock", '["x"]'], cleanEnv({ MEMORY_TYPE: "memory", AGENTIC_LOOP_MAX_STEPS: "lots" }));
     assert.equal(result.code, 2);
     assert.match(result.stderr, /agentloop: AGENTIC_LOOP_MAX_STEPS: must be a positive integer/);
-    const noModel = await runCli(["chat"], cleanEnv({ MEMORY_TYPE: "memory" }));
-    assert.equal(noModel.code, 2);
-    assert.match(noModel.stderr, /model: no model configured/);
-    const badSession = await runCli(["chat", "--mock", '["x"]', "--session", "no spaces allowed"], cleanEnv({ MEMORY_TYPE: "memory" }));
-    assert.equal(badSession.code, 2);
-    assert.match(badSession.stderr, /--session: "no spaces allowed" must be/);
+    // The other cases in-process: the same error reaches main, which prints it and exits 2 as above.
+    const io = { stdin: Readable.from([]), stdout: captured(), stderr: captured(), env: cleanEnv({ MEMORY_TYPE: "memory" }) };
+    await assert.rejects(chatCommand({}, io), { kind: "configuration", message: /^model: no model configured/ });
+    await assert.rejects(chatCommand({ mock: '["x"]', session: "no spaces allowed" }, io), { kind: "configuration", message: /^--session: "no spaces allowed" must be/ });
   });
 });
 

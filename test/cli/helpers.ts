@@ -1,4 +1,5 @@
 import { type ChildProcessWithoutNullStreams, spawn } from "node:child_process";
+import { Writable } from "node:stream";
 import { fileURLToPath } from "node:url";
 
 export const repositoryRoot = fileURLToPath(new URL("../../", import.meta.url));
@@ -71,4 +72,16 @@ export async function runCli(args: string[], env: NodeJS.ProcessEnv, input = "")
   cli.child.stdin.end(input);
   const { code } = await cli.exited;
   return { code, stdout: cli.stdout(), stderr: cli.stderr() };
+}
+
+/** A writable stream (not a TTY) that keeps what is written, for commands run in-process. */
+export function captured(): NodeJS.WritableStream & { isTTY?: boolean; text(): string } {
+  let text = "";
+  const stream = new Writable({
+    write(chunk: Buffer | string, _encoding, done) {
+      text += chunk.toString();
+      done();
+    },
+  });
+  return Object.assign(stream, { text: () => text });
 }

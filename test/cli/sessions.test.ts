@@ -4,27 +4,26 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
-import pg from "pg";
 import { createAgentServer } from "../../src/server/index.js";
-import { cleanEnv, runCli } from "./helpers.js";
+import { eventsCommand, sessionsCommand } from "../../src/cli/commands/sessions.js";
+import { freshEmbeddedDirectory } from "../memory/embedded-template.js";
+import { dropSchemas, postgresUrl, uniqueSchema } from "../memory/postgres-server.js";
+import { captured, cleanEnv, runCli } from "./helpers.js";
 
-const postgresUrl = process.env.AGENTLOOP_TEST_PG_URL;
+after(dropSchemas);
 
 /**
- * The store shared by the server and the CLI: the CI's PostgreSQL (`.ci/run` sets
- * AGENTLOOP_TEST_PG_URL), in a schema of its own. The embedded store is checked below with one
- * round trip, as each process opening it takes seconds.
+ * The store shared by the server and the CLI: a real PostgreSQL (AGENTLOOP_TEST_PG_URL, set by
+ * `.ci/run`, or started by scripts/start-postgres.sh), in a schema of its own. The embedded store
+ * is checked below with one round trip, as each process opening it takes seconds.
  */
-describe("agentloop sessions and events read the store the server writes (PostgreSQL)", { skip: postgresUrl ? false : "set AGENTLOOP_TEST_PG_URL (the CI does)" }, () => {
-  const schema = `cli_${randomUUID().replace(/-/g, "").slice(0, 12)}`;
-  let directory: string;
+describe("agentloop sessions and events read the store the server writes (PostgreSQL)", () => {
   let memoryEnv: Record<string, string>;
   const serverSession = `served-${randomUUID().slice(0, 8)}`;
   const chatSession = `chatted-${randomUUID().slice(0, 8)}`;
 
   before(async () => {
-    directory = await mkdtemp(join(tmpdir(), "agentloop-cli-store-"));
-    memoryEnv = { MEMORY_TYPE: "postgres", MEMORY_POSTGRES_URL: postgresUrl!, MEMORY_POSTGRES_SCHEMA: schema };
+    memoryEnv = { MEMORY_TYPE: "postgres", MEMORY_POSTGRES_URL: postgresUrl(), MEMORY_POSTGRES_SCHEMA: uniqueSchema("cli") };
     const server = await createAgentServer({ env: { AGENT_NAME: "store-writer", DEBUG_MOCK_RESPONSES: '["served answer"]', ...memoryEnv }, log: () => {} });
     const url = await server.listen(0, "127.0.0.1");
     const response = await fetch(`${url}/v1/chat/completions`, {
@@ -34,16 +33,6 @@ describe("agentloop sessions and events read the store the server writes (Postgr
     });
     assert.equal(response.status, 200);
     await server.close();
-  });
-
-  after(async () => {
-    await rm(directory, { recursive: true, force: true });
-    if (postgresUrl) {
-      const client = new pg.Client({ connectionString: postgresUrl });
-      await client.connect();
-      await client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
-      await client.end();
-    }
   });
 
   it("chat --session writes to the same store, and continues it", async () => {
@@ -64,10 +53,11 @@ describe("agentloop sessions and events read the store the server writes (Postgr
   });
 
   it("sessions prints a readable table", async () => {
-    const result = await runCli(["sessions"], cleanEnv(memoryEnv));
-    assert.equal(result.code, 0, result.stderr);
-    assert.match(result.stdout, /^SESSION +EVENTS +UPDATED$/m);
-    assert.match(result.stdout, new RegExp(`^${serverSession} +\\d+ +\\d{4}-\\d\\d-\\d\\d`, "m"));
+    const stdout = captured();
+    assert.equal(await sessionsCommand({}, { stdout, stderr: captured(), env: cleanEnv(memoryEnv) }), 0);
+    assert.match(stdout.text(), /^SESSION +EVENTS +UPDATED$/m);
+    assert.match(stdout.text(), new RegExp(`^${serverSession} +\\d+ +\\d{4}-\\d\\d-\\d\\d`, "m"));
+    assert.doesNotMatch(stdout.text(), /\u001b\[/, "no colours when stdout is not a TTY");
   });
 
   it("events --json gives the KAOS shape of the server's session", async () => {
@@ -78,52 +68,54 @@ describe("agentloop sessions and events read the store the server writes (Postgr
     const types = body.events.map((event) => event.event_type).filter((type) => !String(type).startsWith("run_"));
     assert.deepEqual(types, ["user_message", "agent_response"]);
     assert.deepEqual(Object.keys(body.events[0]).sort(), ["content", "event_id", "event_type", "metadata", "timestamp"]);
+    assert.equal(body.total, body.events.length);
   });
 
   it("events prints one readable line per event, two runs for the continued chat", async () => {
-    const result = await runCli(["events", chatSession], cleanEnv(memoryEnv));
-    assert.equal(result.code, 0, result.stderr);
-    assert.match(result.stdout, /^\d\d:\d\d:\d\d {2}user_message +remember me$/m);
-    assert.match(result.stdout, /^\d\d:\d\d:\d\d {2}agent_response +second reply$/m);
-    assert.equal(result.stdout.match(/user_message/g)?.length, 2);
-    assert.doesNotMatch(result.stdout, /\u001b\[/, "no colours when stdout is not a TTY");
+    const stdout = captured();
+    assert.equal(await eventsCommand(chatSession, {}, { stdout, stderr: captured(), env: cleanEnv(memoryEnv) }), 0);
+    assert.match(stdout.text(), /^\d\d:\d\d:\d\d {2}user_message +remember me$/m);
+    assert.match(stdout.text(), /^\d\d:\d\d:\d\d {2}agent_response +second reply$/m);
+    assert.equal(stdout.text().match(/user_message/g)?.length, 2);
+    assert.doesNotMatch(stdout.text(), /\u001b\[/, "no colours when stdout is not a TTY");
   });
 
-  it("events exits 1 for an unknown session, naming it", async () => {
-    const result = await runCli(["events", "no-such-session"], cleanEnv(memoryEnv));
-    assert.equal(result.code, 1);
-    assert.match(result.stderr, /session "no-such-session" not found/);
+  it("events answers 1 for an unknown session, naming it", async () => {
+    const stderr = captured();
+    assert.equal(await eventsCommand("no-such-session", {}, { stdout: captured(), stderr, env: cleanEnv(memoryEnv) }), 1);
+    assert.match(stderr.text(), /session "no-such-session" not found/);
   });
 
   it("sessions fails clearly when memory is disabled", async () => {
-    const result = await runCli(["sessions"], cleanEnv({ MEMORY_ENABLED: "false" }));
-    assert.equal(result.code, 2);
-    assert.match(result.stderr, /MEMORY_ENABLED is false/);
+    await assert.rejects(sessionsCommand({}, { stdout: captured(), stderr: captured(), env: cleanEnv({ MEMORY_ENABLED: "false" }) }), /MEMORY_ENABLED is false/);
   });
 });
 
 describe("the embedded store (the default) is shared the same way", () => {
-  it("events --json reads what the server wrote, after the server shut down", async () => {
+  it("events --json reads what a running server wrote (a snapshot of its locked store)", async () => {
     const directory = await mkdtemp(join(tmpdir(), "agentloop-cli-embedded-"));
     try {
-      const memoryEnv = { MEMORY_TYPE: "embedded", MEMORY_PATH: join(directory, "memory") };
+      const memoryEnv = { MEMORY_TYPE: "embedded", MEMORY_PATH: await freshEmbeddedDirectory(join(directory, "memory")) };
       const server = await createAgentServer({ env: { DEBUG_MOCK_RESPONSES: '["embedded answer"]', ...memoryEnv }, log: () => {} });
-      const url = await server.listen(0, "127.0.0.1");
-      const response = await fetch(`${url}/v1/chat/completions`, {
-        method: "POST",
-        headers: { "content-type": "application/json" },
-        body: JSON.stringify({ session_id: "embedded-1", messages: [{ role: "user", content: "hello embedded" }] }),
-      });
-      assert.equal(response.status, 200);
-      // An embedded store is opened by one process at a time.
-      await server.close();
-      const result = await runCli(["events", "embedded-1", "--json"], cleanEnv(memoryEnv));
-      assert.equal(result.code, 0, result.stderr);
-      const body = JSON.parse(result.stdout) as { events: Array<{ event_type: string; content: unknown }> };
-      assert.deepEqual(
-        body.events.filter((event) => !event.event_type.startsWith("run_")).map((event) => event.content),
-        ["hello embedded", "embedded answer"],
-      );
+      try {
+        const url = await server.listen(0, "127.0.0.1");
+        const response = await fetch(`${url}/v1/chat/completions`, {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify({ session_id: "embedded-1", messages: [{ role: "user", content: "hello embedded" }] }),
+        });
+        assert.equal(response.status, 200);
+        // The server holds the directory (one process per embedded store): the CLI reads a copy.
+        const result = await runCli(["events", "embedded-1", "--json"], cleanEnv(memoryEnv));
+        assert.equal(result.code, 0, result.stderr);
+        const body = JSON.parse(result.stdout) as { events: Array<{ event_type: string; content: unknown }> };
+        assert.deepEqual(
+          body.events.filter((event) => !event.event_type.startsWith("run_")).map((event) => event.content),
+          ["hello embedded", "embedded answer"],
+        );
+      } finally {
+        await server.close();
+      }
     } finally {
       await rm(directory, { recursive: true, force: true });
     }

@@ -1,21 +1,7 @@
 import assert from "node:assert/strict";
-import { createServer } from "node:net";
 import { describe, it } from "node:test";
-import { fileURLToPath } from "node:url";
+import { everythingServerPath, freePort } from "../mcp/helpers.js";
 import { postJson, script, startTestServer, toolCall } from "./helpers.js";
-
-const everythingServerPath = fileURLToPath(new URL("../../node_modules/@modelcontextprotocol/server-everything/dist/index.js", import.meta.url));
-
-async function unusedPort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const address = server.address();
-      server.close(() => resolve(typeof address === "object" && address ? address.port : 0));
-    });
-  });
-}
 
 const stateTypes = (type: string) => !type.startsWith("run_");
 
@@ -94,7 +80,7 @@ describe("readiness and KAOS sub-agents", () => {
   });
 
   it("reports degraded, naming the peer, when a sub-agent's card does not answer in time", async () => {
-    const port = await unusedPort();
+    const port = await freePort();
     const test = await startTestServer({ AGENT_SUB_AGENTS: `ghost:http://127.0.0.1:${port}`, DEBUG_MOCK_RESPONSES: script("still here") }, { readyTimeoutMs: 300 });
     try {
       const response = await fetch(`${test.url}/ready`);

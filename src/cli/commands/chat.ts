@@ -14,6 +14,8 @@ interface ChatIO {
   stdin: NodeJS.ReadableStream & { isTTY?: boolean };
   stdout: NodeJS.WritableStream & { isTTY?: boolean };
   stderr: NodeJS.WritableStream & { isTTY?: boolean };
+  /** The environment the agent is configured from (default `process.env`). */
+  env?: NodeJS.ProcessEnv;
 }
 
 /**
@@ -23,7 +25,7 @@ interface ChatIO {
  */
 export async function chatCommand(options: ChatCommandOptions, io: ChatIO = process): Promise<number> {
   const colors = palette(io.stderr);
-  const cli = await setupCliAgent(options, { alwaysSession: true, sessionPrefix: "chat" });
+  const cli = await setupCliAgent(options, { alwaysSession: true, sessionPrefix: "chat", env: io.env });
   const { runtime, sessionId } = cli;
   const interactive = io.stdin.isTTY === true && io.stdout.isTTY === true;
   io.stderr.write(

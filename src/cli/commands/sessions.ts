@@ -5,9 +5,11 @@ import { eventView } from "../../server/memory.js";
 import { openCliStore } from "../agent-setup.js";
 import { type Palette, palette } from "../render.js";
 
-interface IO {
+/** Where a command writes, and the environment it reads (`MEMORY_*`); default: the process's. */
+export interface CommandIO {
   stdout: NodeJS.WritableStream & { isTTY?: boolean };
   stderr: NodeJS.WritableStream & { isTTY?: boolean };
+  env?: NodeJS.ProcessEnv;
 }
 
 const positive = (name: string) => (value: string) => {
@@ -20,8 +22,8 @@ function shortTime(iso: string): string {
 }
 
 /** `agentloop sessions`: the sessions of the store, most recently updated last. */
-export async function sessionsCommand(options: { agent?: string; limit?: number; json?: boolean }, io: IO = process): Promise<number> {
-  const store = await openCliStore(options.agent);
+export async function sessionsCommand(options: { agent?: string; limit?: number; json?: boolean }, io: CommandIO = process): Promise<number> {
+  const store = await openCliStore(options.agent, io.env);
   try {
     const sessions = await store.listSessions({ limit: options.limit });
     if (options.json) {
@@ -64,8 +66,8 @@ function typeColor(c: Palette, type: string): (text: string) => string {
 }
 
 /** `agentloop events SESSION`: one line per event, or the KAOS JSON shape with `--json`. */
-export async function eventsCommand(sessionId: string, options: { agent?: string; limit?: number; json?: boolean }, io: IO = process): Promise<number> {
-  const store = await openCliStore(options.agent);
+export async function eventsCommand(sessionId: string, options: { agent?: string; limit?: number; json?: boolean }, io: CommandIO = process): Promise<number> {
+  const store = await openCliStore(options.agent, io.env);
   try {
     if (!(await store.getSession(sessionId))) {
       io.stderr.write(`agentloop: session "${sessionId}" not found (list them with: agentloop sessions)\n`);
