@@ -5,7 +5,11 @@ import { getEventListeners } from "node:events";
 import { after, before, describe, test } from "node:test";
 import { DEFAULT_FINAL_TEXT, type MockProvider, startMockProvider } from "../../bench/mock-provider.js";
 import { Agent, defineTool } from "../../src/index.js";
-import { openaiChat } from "../../src/providers/openai/index.js";
+import type { Model } from "../../src/model/model.js";
+import { anthropic } from "../../src/providers/anthropic/index.js";
+import { openaiChat, openaiResponses } from "../../src/providers/openai/index.js";
+import { sse, startServer } from "./fixture-server.js";
+import { anthropicFrames, responsesFrames } from "./wire-scripts.js";
 
 describe("openai-chat adapter and the run's abort signal", () => {
   let provider: MockProvider;
@@ -61,4 +65,28 @@ describe("openai-chat adapter and the run's abort signal", () => {
       await slow.close();
     }
   });
+});
+
+describe("every adapter gives the SDK a per-call signal", () => {
+  const adapters: Array<[string, (turn: { text: string }) => string[], (url: string) => Model]> = [
+    ["openai-responses", responsesFrames, (url) => openaiResponses("m", { baseURL: `${url}/v1`, apiKey: "k" })],
+    ["anthropic", anthropicFrames, (url) => anthropic("m", { baseURL: url, apiKey: "k" })],
+  ];
+  for (const [name, frames, makeModel] of adapters) {
+    test(`${name}: 12 calls on one signal leave no abort listener on it`, async () => {
+      const server = await startServer(sse(frames({ text: "ok" })));
+      try {
+        const model = makeModel(server.url);
+        const controller = new AbortController();
+        for (let call = 0; call < 12; call++) {
+          const events = [];
+          for await (const event of model.stream({ messages: [{ role: "user", content: "hi" }], signal: controller.signal })) events.push(event);
+          assert.equal(events.at(-1)?.type, "finish");
+        }
+        assert.equal(getEventListeners(controller.signal, "abort").length, 0);
+      } finally {
+        await server.close();
+      }
+    });
+  }
 });
