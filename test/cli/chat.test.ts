@@ -58,11 +58,12 @@ describe("agentloop chat (a real child process, piped stdin)", () => {
   });
 
   it("fails with a message naming the setting on bad configuration", async () => {
-    const result = await runCli(["chat", "--mock", '["x"]'], cleanEnv({ MEMORY_TYPE: "memory", AGENTIC_LOOP_MAX_STEPS: "lots" }));
-    assert.equal(result.code, 2);
-    assert.match(result.stderr, /agentloop: AGENTIC_LOOP_MAX_STEPS: must be a positive integer/);
-    // The other cases in-process: the same error reaches main, which prints it and exits 2 as above.
+    // In-process: main prints the rejection and exits 2 (test/cli/serve.test.ts checks that path).
     const io = { stdin: Readable.from([]), stdout: captured(), stderr: captured(), env: cleanEnv({ MEMORY_TYPE: "memory" }) };
+    await assert.rejects(chatCommand({ mock: '["x"]' }, { ...io, env: cleanEnv({ MEMORY_TYPE: "memory", AGENTIC_LOOP_MAX_STEPS: "lots" }) }), {
+      kind: "configuration",
+      message: /^AGENTIC_LOOP_MAX_STEPS: must be a positive integer/,
+    });
     await assert.rejects(chatCommand({}, io), { kind: "configuration", message: /^model: no model configured/ });
     await assert.rejects(chatCommand({ mock: '["x"]', session: "no spaces allowed" }, io), { kind: "configuration", message: /^--session: "no spaces allowed" must be/ });
   });

@@ -1,7 +1,9 @@
 import assert from "node:assert/strict";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import { describe, it } from "node:test";
+import { after, describe, it } from "node:test";
+import { openPostgresStore } from "../../src/memory/postgres.js";
+import { dropSchemas, postgresUrl, uniqueSchema } from "../memory/postgres-server.js";
 import { cleanEnv, spawnCli } from "./helpers.js";
 
 /** A KAOS peer agent whose answer the test releases: it holds every delegated task until `release()`. */
@@ -50,16 +52,30 @@ function contentOf(text: string): string {
     .join("");
 }
 
+/** Starts `agentloop serve` with a slow KAOS peer; its sessions go to a PostgreSQL schema of its own. */
 function serveWithSlowPeer(peerUrl: string, graceMs: number) {
-  return spawnCli(
+  const schema = uniqueSchema("serve");
+  const cli = spawnCli(
     ["serve", "--port", "0", "--host", "127.0.0.1", "--json", "--grace-ms", String(graceMs)],
     cleanEnv({
       AGENT_NAME: "drainer",
-      MEMORY_TYPE: "memory",
+      MEMORY_TYPE: "postgres",
+      MEMORY_POSTGRES_URL: postgresUrl(),
+      MEMORY_POSTGRES_SCHEMA: schema,
       AGENT_SUB_AGENTS: `slow:${peerUrl}`,
       DEBUG_MOCK_RESPONSES: JSON.stringify([JSON.stringify({ tool_calls: [{ id: "c1", name: "delegate_to_slow", arguments: { task: "work" } }] }), "All done."]),
     }),
   );
+  /** The `drain` session's log as the server left it. */
+  const loggedEvents = async () => {
+    const store = await openPostgresStore({ url: postgresUrl(), schema });
+    try {
+      return (await store.events("drain")).map((event) => [event.event_type, event.content]);
+    } finally {
+      await store.close();
+    }
+  };
+  return Object.assign(cli, { loggedEvents });
 }
 
 /** Starts a streamed request; resolves once the headers are in, with the body still arriving. */
@@ -72,6 +88,8 @@ async function startStream(url: string): Promise<{ text: Promise<string> }> {
   assert.equal(response.status, 200);
   return { text: response.text() };
 }
+
+after(dropSchemas);
 
 describe("agentloop serve: graceful shutdown on SIGTERM (a real child process)", () => {
   it("stops accepting, lets a running stream finish, then exits 0", async () => {
@@ -93,6 +111,10 @@ describe("agentloop serve: graceful shutdown on SIGTERM (a real child process)",
       assert.equal(code, 0);
       assert.match(cli.stderr(), /run \S+ session drain COMPLETED/);
       assert.match(cli.stderr(), /shut down/);
+      // Everything the run did is in the log before the process exited.
+      const logged = await cli.loggedEvents();
+      assert.deepEqual(logged.at(-2), ["agent_response", "All done."]);
+      assert.deepEqual((logged.at(-1)?.[1] as { state: string }).state, "COMPLETED");
     } finally {
       cli.child.kill("SIGKILL");
       await peer.close();
@@ -115,6 +137,12 @@ describe("agentloop serve: graceful shutdown on SIGTERM (a real child process)",
       assert.equal(code, 0);
       assert.match(cli.stderr(), /grace period over: aborting 1 request/);
       assert.match(cli.stderr(), /session drain ABORTED/);
+      const logged = await cli.loggedEvents();
+      assert.deepEqual(
+        logged.map(([type]) => type),
+        ["run_started", "user_message", "delegation_request", "delegation_response", "run_ended"],
+      );
+      assert.equal((logged.at(-1)?.[1] as { state: string }).state, "ABORTED");
     } finally {
       cli.child.kill("SIGKILL");
       await peer.close();

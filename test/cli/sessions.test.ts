@@ -43,9 +43,9 @@ describe("agentloop sessions and events read the store the server writes (Postgr
   });
 
   it("sessions --json lists both sessions", async () => {
-    const result = await runCli(["sessions", "--json"], cleanEnv(memoryEnv));
-    assert.equal(result.code, 0, result.stderr);
-    const body = JSON.parse(result.stdout) as { sessions: Array<{ session_id: string; event_count: number }>; total: number };
+    const stdout = captured();
+    assert.equal(await sessionsCommand({ json: true }, { stdout, stderr: captured(), env: cleanEnv(memoryEnv) }), 0);
+    const body = JSON.parse(stdout.text()) as { sessions: Array<{ session_id: string; event_count: number }>; total: number };
     const ids = body.sessions.map((session) => session.session_id);
     assert.ok(ids.includes(serverSession), `${serverSession} in ${ids}`);
     assert.ok(ids.includes(chatSession));

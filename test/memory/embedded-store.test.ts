@@ -32,12 +32,19 @@ after(async () => {
 
 memoryStoreConformance("embedded (PGlite)", async (limits) => openEmbeddedStore({ ...limits, database: shared, schema: `conformance_${schemas++}` }));
 
+// One directory for these tests, in order (copying and opening a store takes seconds on a busy machine).
 describe("embedded store: its directory", () => {
-  it("persists sessions across close and reopen; refuses a second opener while open", async () => {
-    const path = freshDirectory("persist");
+  let path: string;
+  before(() => {
+    path = freshDirectory("lifecycle");
+  });
+
+  it("persists sessions across close and reopen; takes over the lock of a dead process; refuses a second opener while open", async () => {
     const first = await openEmbeddedStore({ path });
     await first.append("s", [{ event_type: "user_message", content: "remember me" }]);
     await first.close(); // releases the lock: the reopen below would fail otherwise
+    // A pid that cannot exist on this host: the lock of a killed process.
+    writeFileSync(join(path, "agentloop.lock"), `2147483646@${hostname()}`);
     const second = await openEmbeddedStore({ path });
     try {
       const events = await second.events("s");
@@ -58,25 +65,17 @@ describe("embedded store: its directory", () => {
     }
   });
 
-  it("refuses a directory locked by another live process, takes over a stale lock (dead process or other host)", async () => {
-    const path = freshDirectory("foreign");
+  it("refuses a directory locked by another live process (with or without its host)", async () => {
     // The parent of this test process is alive and is not us.
     writeFileSync(join(path, "agentloop.lock"), String(process.ppid));
     await assert.rejects(openEmbeddedStore({ path }), new RegExp(`already open in process ${process.ppid}`));
     writeFileSync(join(path, "agentloop.lock"), `${process.ppid}@${hostname()}`);
     await assert.rejects(openEmbeddedStore({ path }), new RegExp(`already open in process ${process.ppid}`));
-    // Written on another host (a restarted container sharing the volume): stale.
-    writeFileSync(join(path, "agentloop.lock"), `${process.ppid}@some-old-pod`);
-    const reopened = await openEmbeddedStore({ path });
-    await reopened.close();
-    // A pid that cannot exist: the lock of a killed process.
-    writeFileSync(join(path, "agentloop.lock"), `2147483646@${hostname()}`);
-    const again = await openEmbeddedStore({ path });
-    await again.close();
   });
 
-  it("reads a snapshot of a directory another opener holds, without touching it", async () => {
-    const path = freshDirectory("snapshot");
+  it("takes over a lock written on another host; a second opener reads a snapshot without touching it", async () => {
+    // Written on another host (a restarted container sharing the volume): stale.
+    writeFileSync(join(path, "agentloop.lock"), `${process.ppid}@some-old-pod`);
     const owner = await openEmbeddedStore({ path });
     try {
       await owner.append("s", [{ event_type: "user_message", content: "written by the owner" }]);
@@ -84,7 +83,7 @@ describe("embedded store: its directory", () => {
       try {
         assert.deepEqual(
           (await snapshot.events("s")).map((event) => event.content),
-          ["written by the owner"],
+          ["remember me", null, "written by the owner"],
         );
         await snapshot.append("s", [{ event_type: "x", content: "only in the copy" }]);
       } finally {
@@ -94,8 +93,10 @@ describe("embedded store: its directory", () => {
       assert.deepEqual(
         (await owner.events("s")).map((event) => [event.seq, event.content]),
         [
-          [1, "written by the owner"],
-          [2, "still the owner's"],
+          [1, "remember me"],
+          [2, null],
+          [3, "written by the owner"],
+          [4, "still the owner's"],
         ],
       );
     } finally {
