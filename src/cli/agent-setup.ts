@@ -5,6 +5,7 @@ import { type AgentSettings, type McpServerSetting, resolveAgentSettings } from 
 import { AgentLoopError } from "../errors.js";
 import type { MemoryStore, SessionMemoryHandle } from "../memory/index.js";
 import type { Model } from "../model/model.js";
+import { SESSION_ID_PATTERN } from "../server/chat-request.js";
 import { ScriptedModel } from "../model/scripted.js";
 import type { Tool } from "../tools/tool.js";
 
@@ -106,7 +107,7 @@ export async function setupCliAgent(options: AgentCliOptions, setup: SetupOption
   settings.mcpServers = [...settings.mcpServers, ...mcpServersFromFlags(options.mcp)];
   let sessionId: string | undefined;
   if (options.session !== undefined) {
-    if (!/^[A-Za-z0-9][A-Za-z0-9_.:@-]{0,199}$/.test(options.session)) {
+    if (!SESSION_ID_PATTERN.test(options.session)) {
       throw new AgentLoopError("configuration", `--session: "${options.session}" must be 1-200 letters, digits, '_', '.', ':', '@' or '-'`);
     }
     sessionId = options.session;
