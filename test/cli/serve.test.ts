@@ -114,7 +114,7 @@ describe("agentloop serve: graceful shutdown on SIGTERM (a real child process)",
       // Everything the run did is in the log before the process exited.
       const logged = await cli.loggedEvents();
       assert.deepEqual(logged.at(-2), ["agent_response", "All done."]);
-      assert.deepEqual((logged.at(-1)?.[1] as { state: string }).state, "COMPLETED");
+      assert.equal((logged[logged.length - 1][1] as { state: string }).state, "COMPLETED");
     } finally {
       cli.child.kill("SIGKILL");
       await peer.close();
@@ -142,7 +142,7 @@ describe("agentloop serve: graceful shutdown on SIGTERM (a real child process)",
         logged.map(([type]) => type),
         ["run_started", "user_message", "delegation_request", "delegation_response", "run_ended"],
       );
-      assert.equal((logged.at(-1)?.[1] as { state: string }).state, "ABORTED");
+      assert.equal((logged[logged.length - 1][1] as { state: string }).state, "ABORTED");
     } finally {
       cli.child.kill("SIGKILL");
       await peer.close();
