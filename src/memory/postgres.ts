@@ -39,7 +39,47 @@ function describeError(error: unknown, where: string): AgentLoopError {
   return new AgentLoopError("unknown", `memory (postgres): ${message}`, { cause: error });
 }
 
+/** How often a request waiting for a session another replica is running asks again. */
+const LOCK_POLL_MS = 50;
+
+function abortedWaiting(): AgentLoopError {
+  return new AgentLoopError("aborted", "memory: stopped waiting for the session, which another request is using");
+}
+
+function pause(milliseconds: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) return reject(abortedWaiting());
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(abortedWaiting());
+    };
+    const timer = setTimeout(() => {
+      signal?.removeEventListener("abort", onAbort);
+      resolve();
+    }, milliseconds);
+    signal?.addEventListener("abort", onAbort, { once: true });
+  });
+}
+
 function poolDatabase(pool: pg.Pool, where: string, ownsPool: boolean): SqlDatabase {
+  // Session locks are PostgreSQL advisory locks held by one dedicated connection: taken with a
+  // non-blocking try (so one connection serves every session of this process) and released by
+  // the server if the process dies with them.
+  let lockConnection: Promise<pg.PoolClient> | undefined;
+  const lockClient = () =>
+    (lockConnection ??= pool.connect().then(
+      (client) => {
+        client.on("error", () => {
+          // A dropped connection released its locks; the next lock opens a new one.
+          lockConnection = undefined;
+        });
+        return client;
+      },
+      (error: unknown) => {
+        lockConnection = undefined;
+        throw error;
+      },
+    ));
   return {
     query: async (text, params) => (await pool.query(text, params as unknown[])).rows,
     async transaction(fn) {
@@ -56,7 +96,23 @@ function poolDatabase(pool: pg.Pool, where: string, ownsPool: boolean): SqlDatab
         client.release();
       }
     },
+    async lock(key, signal) {
+      for (;;) {
+        if (signal?.aborted) throw abortedWaiting();
+        const client = await lockClient();
+        const { rows } = await client.query("SELECT pg_try_advisory_lock(hashtext($1)) AS locked", [key]);
+        if (rows[0]?.locked === true) {
+          return async () => {
+            await client.query("SELECT pg_advisory_unlock(hashtext($1))", [key]).catch(() => {});
+          };
+        }
+        await pause(LOCK_POLL_MS, signal);
+      }
+    },
     close: async () => {
+      const locking = lockConnection;
+      lockConnection = undefined;
+      if (locking) await locking.then((client) => client.release(true)).catch(() => {});
       if (ownsPool) await pool.end();
     },
     describeError: (error) => describeError(error, where),

@@ -35,6 +35,8 @@ export interface SqlDatabase extends SqlExecutor {
   close(): Promise<void>;
   /** Turns a driver error into an AgentLoopError with a clear message. */
   describeError?(error: unknown): AgentLoopError;
+  /** Holds a lock named `key` across processes until the returned function is called (see `MemoryStore.lockSession`). */
+  lock?(key: string, signal?: AbortSignal): Promise<() => Promise<void>>;
 }
 
 export interface SqlStoreOptions extends MemoryLimits {
@@ -277,6 +279,15 @@ export class SqlMemoryStore implements MemoryStore {
       const rows = await this.database.query(`DELETE FROM ${this.sessions} WHERE session_id = $1 RETURNING session_id`, [sessionId]);
       return rows.length > 0;
     });
+  }
+
+  /** Across replicas on PostgreSQL; immediate (nothing to share) for the embedded store. */
+  async lockSession(sessionId: string, signal?: AbortSignal): Promise<() => Promise<void>> {
+    this.check();
+    checkSessionId(sessionId);
+    const lock = this.database.lock;
+    if (!lock) return async () => {};
+    return this.run(() => lock(`agentloop.session.${this.schema}.${sessionId}`, signal));
   }
 
   async close(): Promise<void> {

@@ -175,18 +175,29 @@ export async function createAgentServer(options: AgentServerOptions = {}): Promi
     return sessions.run(request.sessionId, async () => {
       const built = await agentOrFail();
       const signal = AbortSignal.any([request.signal, shutdown.signal]);
-      if (request.delegated && memory.handle) {
-        await memory.store
-          .append(request.sessionId, [{ event_type: "task_delegation_received", content: request.input, metadata: { source: "task-delegation" } }])
-          .catch((error: unknown) => log(`[${settings.name}] could not record task_delegation_received in ${request.sessionId}: ${(error as Error).message}`));
+      // Replicas sharing a PostgreSQL store take turns on a session too (the queue covers this process).
+      const release = memory.handle ? await memory.store.lockSession?.(request.sessionId, signal) : undefined;
+      try {
+        return await runInSession(built, request, signal);
+      } finally {
+        await release?.();
       }
-      const run = built.agent.run(request.input, { sessionId: request.sessionId, signal, history: request.history });
-      for await (const event of run) request.onEvent?.(event);
-      const result = await run;
-      const reason = result.state === "ABORTED" && request.signal.aborted ? `${result.reason} (client disconnected)` : result.reason;
-      log(`[${settings.name}] run ${result.runId} session ${request.sessionId} ${result.state}: ${reason}`);
-      return result;
     });
+  }
+
+  /** One run, the session to itself. */
+  async function runInSession(built: AgentRuntime, request: RunRequest, signal: AbortSignal): Promise<RunResult> {
+    if (request.delegated && memory.handle) {
+      await memory.store
+        .append(request.sessionId, [{ event_type: "task_delegation_received", content: request.input, metadata: { source: "task-delegation" } }])
+        .catch((error: unknown) => log(`[${settings.name}] could not record task_delegation_received in ${request.sessionId}: ${(error as Error).message}`));
+    }
+    const run = built.agent.run(request.input, { sessionId: request.sessionId, signal, history: request.history });
+    for await (const event of run) request.onEvent?.(event);
+    const result = await run;
+    const reason = result.state === "ABORTED" && request.signal.aborted ? `${result.reason} (client disconnected)` : result.reason;
+    log(`[${settings.name}] run ${result.runId} session ${request.sessionId} ${result.state}: ${reason}`);
+    return result;
   }
 
   const app = new Hono();

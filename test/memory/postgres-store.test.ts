@@ -64,6 +64,35 @@ describe("postgres store: replicas", () => {
   });
 });
 
+describe("postgres store: session locks across replicas", () => {
+  it("lets one replica at a time hold a session; a waiter gets it on release or stops when aborted", async () => {
+    const schema = uniqueSchema("locks");
+    const [first, second] = await Promise.all([openPostgresStore({ url: postgresUrl(), schema, poolSize: 2 }), openPostgresStore({ url: postgresUrl(), schema, poolSize: 2 })]);
+    try {
+      const release = await first.lockSession("s");
+      // Another session is free meanwhile.
+      await (await second.lockSession("other"))();
+      const impatient = new AbortController();
+      const gaveUp = second.lockSession("s", impatient.signal);
+      impatient.abort();
+      await assert.rejects(gaveUp, (error: unknown) => AgentLoopError.isInstance(error) && error.kind === "aborted");
+      let acquired = false;
+      const waiting = second.lockSession("s").then((releaseSecond) => {
+        acquired = true;
+        return releaseSecond;
+      });
+      // Still held by the first replica after several polls.
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      assert.equal(acquired, false);
+      await release();
+      await (await waiting)();
+      assert.equal(acquired, true);
+    } finally {
+      await Promise.all([first.close(), second.close()]);
+    }
+  });
+});
+
 describe("postgres store: errors", () => {
   it("rejects a missing or malformed URL with a configuration error", async () => {
     await assert.rejects(openPostgresStore({}), /needs a connection URL/);
