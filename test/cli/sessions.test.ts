@@ -5,7 +5,10 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { createAgentServer } from "../../src/server/index.js";
+import { Readable } from "node:stream";
+import { chatCommand } from "../../src/cli/commands/chat.js";
 import { eventsCommand, sessionsCommand } from "../../src/cli/commands/sessions.js";
+import { openPostgresStore } from "../../src/memory/postgres.js";
 import { freshEmbeddedDirectory } from "../memory/embedded-template.js";
 import { dropSchemas, postgresUrl, uniqueSchema } from "../memory/postgres-server.js";
 import { captured, cleanEnv, runCli } from "./helpers.js";
@@ -84,6 +87,33 @@ describe("agentloop sessions and events read the store the server writes (Postgr
     const stderr = captured();
     assert.equal(await eventsCommand("no-such-session", {}, { stdout: captured(), stderr, env: cleanEnv(memoryEnv) }), 1);
     assert.match(stderr.text(), /session "no-such-session" not found/);
+  });
+
+  it("chat waits while another process (a server replica) holds the session", async () => {
+    const holder = await openPostgresStore({ url: postgresUrl(), schema: memoryEnv.MEMORY_POSTGRES_SCHEMA });
+    try {
+      const release = await holder.lockSession("held");
+      let finished = false;
+      const chat = chatCommand(
+        { session: "held", mock: '["after the wait"]' },
+        { stdin: Readable.from(["hello\n"]), stdout: captured(), stderr: captured(), env: cleanEnv(memoryEnv) },
+      ).then((code) => {
+        finished = true;
+        return code;
+      });
+      // Several lock polls later, the chat has not started its run.
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      assert.equal(finished, false);
+      assert.deepEqual(await holder.events("held"), []);
+      await release();
+      assert.equal(await chat, 0);
+      assert.deepEqual(
+        (await holder.events("held", { types: ["user_message", "agent_response"] })).map((event) => event.content),
+        ["hello", "after the wait"],
+      );
+    } finally {
+      await holder.close();
+    }
   });
 
   it("sessions fails clearly when memory is disabled", async () => {

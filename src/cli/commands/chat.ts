@@ -1,7 +1,7 @@
 import { createInterface } from "node:readline";
 import { type Command, Option } from "commander";
 import { AgentLoopError } from "../../errors.js";
-import type { LoopEvent } from "../../loop/events.js";
+import type { LoopEvent, RunResult } from "../../loop/events.js";
 import { type AgentCliOptions, addAgentOptions, setupCliAgent } from "../agent-setup.js";
 import { palette, RunRenderer } from "../render.js";
 import { ToolSpinner } from "../spinner.js";
@@ -53,22 +53,18 @@ export async function chatCommand(options: ChatCommandOptions, io: ChatIO = proc
   lines.on("SIGINT", interrupt);
   process.on("SIGINT", interrupt);
   lines.setPrompt(colors.cyan("› "));
-  try {
-    if (interactive) lines.prompt();
-    for await (const raw of lines) {
-      const input = raw.trim();
-      if (input === "/exit" || input === "/quit") break;
-      if (input === "") {
-        if (interactive) lines.prompt();
-        continue;
-      }
-      if (input === "/session") {
-        io.stdout.write(`${sessionId}\n`);
-        if (interactive) lines.prompt();
-        continue;
-      }
-      current = new AbortController();
-      const run = runtime.agent.run(input, { sessionId, signal: current.signal });
+
+  /** One message: takes the session (a server replica on a shared store may be using it), runs, renders. */
+  const runTurn = async (input: string, signal: AbortSignal): Promise<RunResult | undefined> => {
+    let release: (() => Promise<void>) | undefined;
+    try {
+      release = cli.memory ? await cli.store?.lockSession?.(sessionId!, signal) : undefined;
+    } catch (error) {
+      io.stderr.write(colors.yellow(`⏹ ${(error as Error).message}\n`));
+      return undefined;
+    }
+    try {
+      const run = runtime.agent.run(input, { sessionId, signal });
       if (options.json) {
         for await (const event of run) io.stdout.write(`${JSON.stringify(event satisfies LoopEvent)}\n`);
       } else {
@@ -84,8 +80,32 @@ export async function chatCommand(options: ChatCommandOptions, io: ChatIO = proc
           spinner?.stop();
         }
       }
-      const result = await run;
+      return await run;
+    } finally {
+      await release?.();
+    }
+  };
+  try {
+    if (interactive) lines.prompt();
+    for await (const raw of lines) {
+      const input = raw.trim();
+      if (input === "/exit" || input === "/quit") break;
+      if (input === "") {
+        if (interactive) lines.prompt();
+        continue;
+      }
+      if (input === "/session") {
+        io.stdout.write(`${sessionId}\n`);
+        if (interactive) lines.prompt();
+        continue;
+      }
+      current = new AbortController();
+      const result = await runTurn(input, current.signal);
       current = undefined;
+      if (result === undefined) {
+        if (interactive) lines.prompt();
+        continue;
+      }
       if (result.state === "ABORTED") io.stderr.write(colors.yellow(`⏹ aborted: ${result.reason}\n`));
       else if (result.state === "FAILED") io.stderr.write(colors.red(`✗ failed: ${result.error?.message ?? result.reason}\n`));
       else if (result.state !== "COMPLETED") io.stderr.write(colors.yellow(`■ ${result.state}: ${result.reason}\n`));
