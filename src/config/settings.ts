@@ -165,14 +165,22 @@ function list(value: string): string[] {
     .filter((item) => item !== "");
 }
 
-/** The card URL of an agent at a base URL (KAOS serves `/.well-known/agent.json`). */
+/** A card path at the end of a URL: `/.well-known/agent` (KAOS), `agent.json` (A2A 0.3), `agent-card.json` (A2A 1.0). */
+const CARD_PATH = /\/\.well-known\/(agent|agent\.json|agent-card\.json)$/;
+
+/** The card URL of an A2A agent at a base URL (`/.well-known/agent.json`); a card URL is kept. */
 export function agentCardUrl(baseUrl: string): string {
-  if (/\/\.well-known\/agent(-card)?\.json$/.test(baseUrl)) return baseUrl;
+  if (CARD_PATH.test(baseUrl)) return baseUrl;
   return `${baseUrl.replace(/\/+$/, "")}/.well-known/agent.json`;
 }
 
+/** Where a KAOS agent serves its card: `<base>/.well-known/agent`, the path KAOS's RemoteAgent reads. */
+function kaosCardUrl(url: string): string {
+  return CARD_PATH.test(url) ? url : `${url.replace(/\/+$/, "")}/.well-known/agent`;
+}
+
 function baseUrlOfCard(cardUrl: string): string {
-  return cardUrl.replace(/\/\.well-known\/agent(-card)?\.json$/, "");
+  return cardUrl.replace(CARD_PATH, "");
 }
 
 /** Reads and validates an agent file. Errors name the file and the field. */
@@ -273,7 +281,7 @@ function normalizeSubAgents(value: unknown, setting: string): SubAgentSetting[] 
     const url = httpUrl(`${where}.url`, agent.url);
     const protocol = agent.protocol ?? "kaos";
     if (protocol !== "kaos" && protocol !== "a2a") throw configurationError(`${where}.protocol`, `must be kaos or a2a, got ${JSON.stringify(protocol)}`);
-    const cardUrl = agent.cardUrl === undefined ? agentCardUrl(url) : httpUrl(`${where}.cardUrl`, agent.cardUrl);
+    const cardUrl = agent.cardUrl !== undefined ? httpUrl(`${where}.cardUrl`, agent.cardUrl) : protocol === "kaos" ? kaosCardUrl(url) : agentCardUrl(url);
     return { name, url: protocol === "kaos" ? baseUrlOfCard(url) : url, protocol, cardUrl };
   });
 }
@@ -285,7 +293,7 @@ function subAgentsFromEnv(env: NodeJS.ProcessEnv): SubAgentSetting[] | undefined
       if (separator <= 0) throw configurationError("AGENT_SUB_AGENTS", `entry ${JSON.stringify(entry)} must be name:url`);
       const name = agentName("AGENT_SUB_AGENTS", entry.slice(0, separator));
       const url = httpUrl(`AGENT_SUB_AGENTS (${name})`, entry.slice(separator + 1));
-      return { name, url: baseUrlOfCard(url), protocol: "kaos" as const, cardUrl: agentCardUrl(url) };
+      return { name, url: baseUrlOfCard(url), protocol: "kaos" as const, cardUrl: kaosCardUrl(url) };
     });
   }
   if (env.PEER_AGENTS !== undefined && env.PEER_AGENTS.trim() !== "") {
@@ -294,7 +302,7 @@ function subAgentsFromEnv(env: NodeJS.ProcessEnv): SubAgentSetting[] | undefined
       const { key, value } = lookupPerName(env, "PEER_AGENT_", name, "_CARD_URL");
       if (!value) throw configurationError(key, `is required because PEER_AGENTS lists "${name}"`);
       const cardUrl = httpUrl(key, value);
-      return { name, url: baseUrlOfCard(cardUrl), protocol: "kaos" as const, cardUrl: agentCardUrl(cardUrl) };
+      return { name, url: baseUrlOfCard(cardUrl), protocol: "kaos" as const, cardUrl: kaosCardUrl(cardUrl) };
     });
   }
   return undefined;

@@ -265,6 +265,8 @@ export async function createAgentServer(options: AgentServerOptions = {}): Promi
   };
   app.get("/.well-known/agent.json", cardRoute);
   app.get("/.well-known/agent-card.json", cardRoute);
+  // Where KAOS's RemoteAgent looks for a peer's card (no extension): a KAOS parent can delegate here.
+  app.get("/.well-known/agent", cardRoute);
 
   app.get("/v1/models", (c) =>
     c.json({ object: "list", data: [{ id: settings.name, object: "model", created: Math.floor(Date.now() / 1000), owned_by: "agentloop" }] }),

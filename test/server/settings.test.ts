@@ -56,8 +56,9 @@ describe("agent settings from the KAOS variables", () => {
       { name: "calc", url: "http://calc:8000" },
     ]);
     assert.deepEqual(settings.subAgents, [
-      { name: "researcher", url: "http://researcher:8000", protocol: "kaos", cardUrl: "http://researcher:8000/.well-known/agent.json" },
-      { name: "writer", url: "http://writer:8000/", protocol: "kaos", cardUrl: "http://writer:8000/.well-known/agent.json" },
+      // KAOS's RemoteAgent reads a peer's card at <base>/.well-known/agent.
+      { name: "researcher", url: "http://researcher:8000", protocol: "kaos", cardUrl: "http://researcher:8000/.well-known/agent" },
+      { name: "writer", url: "http://writer:8000/", protocol: "kaos", cardUrl: "http://writer:8000/.well-known/agent" },
     ]);
     assert.deepEqual(settings.memoryEnv, { MEMORY_ENABLED: "false", MEMORY_CONTEXT_LIMIT: "3" });
     assert.equal(settings.port, 9000);
@@ -79,6 +80,10 @@ describe("agent settings from the KAOS variables", () => {
   it("reads PEER_AGENTS with PEER_AGENT_<NAME>_CARD_URL", () => {
     const settings = settingsFrom({}, { PEER_AGENTS: "worker-1", PEER_AGENT_WORKER_1_CARD_URL: "http://worker-1:8000/.well-known/agent.json" });
     assert.deepEqual(settings.subAgents, [{ name: "worker-1", url: "http://worker-1:8000", protocol: "kaos", cardUrl: "http://worker-1:8000/.well-known/agent.json" }]);
+    // The operator may give the base URL, as KAOS's RemoteAgent expects.
+    assert.deepEqual(settingsFrom({}, { PEER_AGENTS: "w", PEER_AGENT_W_CARD_URL: "http://w:8000" }).subAgents, [
+      { name: "w", url: "http://w:8000", protocol: "kaos", cardUrl: "http://w:8000/.well-known/agent" },
+    ]);
   });
 
   const bad: Array<[Record<string, string>, RegExp]> = [
