@@ -248,7 +248,19 @@ describe("sessions", () => {
       const response = await fetch(`${test.url}/v1/chat/completions`, {
         method: "POST",
         headers: { "content-type": "application/json" },
-        body: JSON.stringify({ model: "worker", session_id: "delegated", messages: [{ role: "user", content: "context" }, { role: "task-delegation", content: "process the data" }] }),
+        // What KAOS's RemoteAgent sends: the parent's recent messages (tool calls and results
+        // included), then the task.
+        body: JSON.stringify({
+          model: "worker",
+          session_id: "delegated",
+          stream: false,
+          messages: [
+            { role: "user", content: "context" },
+            { role: "assistant", content: null, tool_calls: [{ id: "t1", type: "function", function: { name: "delegate_to_worker", arguments: '{"task":"process the data"}' } }] },
+            { role: "tool", tool_call_id: "t0", content: "[Step 1/5] Tool result: 42" },
+            { role: "task-delegation", content: "process the data" },
+          ],
+        }),
       });
       assert.equal(response.status, 200);
       const body = (await response.json()) as { choices: Array<{ message: { content: string } }> };
