@@ -2,7 +2,7 @@ import type { Command } from "commander";
 import { DEMO_TODAY, HOTEL_SCRIPT, hotelAgent } from "../../../examples/hotel/agent.js";
 import { AgentLoopError } from "../../errors.js";
 import type { Agent } from "../../loop/agent.js";
-import type { LoopEvent, TerminalState } from "../../loop/events.js";
+import type { LoopEvent, RunResult, TerminalState } from "../../loop/events.js";
 import type { Model } from "../../model/model.js";
 import { ScriptedModel } from "../../model/scripted.js";
 import { type AgentCliOptions, addAgentOptions, type CliAgent, setupCliAgent, usesAgentOptions } from "../agent-setup.js";
@@ -64,21 +64,27 @@ export async function runCommand(prompt: string, options: RunCommandOptions, io 
   const chosen = cli ? undefined : await chooseModel(options, env);
   const inputs = { today: chosen?.demo || env.DEBUG_MOCK_RESPONSES ? DEMO_TODAY : today(), ...parseInputs(options.input) };
   const agent: Agent = cli ? cli.runtime.agent : hotelAgent({ model: chosen!.model, maxTurns: options.maxSteps ?? 5 });
-  const run = agent.run(prompt, { inputs, sessionId: cli?.sessionId });
-  const interrupt = () => run.abort("interrupted (Ctrl-C)");
+  const controller = new AbortController();
+  const interrupt = () => controller.abort("interrupted (Ctrl-C)");
   process.once("SIGINT", interrupt);
+  let result: RunResult;
+  let release: (() => Promise<void>) | undefined;
   try {
+    // Replicas sharing a PostgreSQL store take turns on a session: wait for it (Ctrl-C gives up).
+    if (cli?.memory && cli.sessionId) release = await cli.store?.lockSession?.(cli.sessionId, controller.signal);
+    const run = agent.run(prompt, { inputs, sessionId: cli?.sessionId, signal: controller.signal });
     if (options.json) {
       for await (const event of run) io.stdout.write(`${JSON.stringify(event satisfies LoopEvent)}\n`);
     } else {
       const renderer = new RunRenderer(io.stdout);
       for await (const event of run) renderer.onEvent(event);
     }
+    result = await run;
   } finally {
     process.off("SIGINT", interrupt);
+    await release?.();
+    await cli?.close();
   }
-  const result = await run;
-  await cli?.close();
   const colors = palette(io.stderr);
   if (result.state !== "COMPLETED") {
     io.stderr.write(colors.red(`agentloop: run ended ${result.state}: ${result.reason}\n`));
