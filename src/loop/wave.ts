@@ -92,9 +92,16 @@ async function prepare(call: ToolCallPart, settings: WaveSettings): Promise<{ to
 /** Execute one call with its timeout and the run's abort signal; never throws. */
 async function execute(call: ToolCallPart, tool: Tool<any>, args: Record<string, unknown>, settings: WaveSettings): Promise<Settled> {
   const timeoutMs = tool.timeoutMs ?? settings.toolTimeoutMs;
-  const timeout = new AbortController();
-  const timer = timeoutMs ? setTimeout(() => timeout.abort(new ToolFailure("timeout", `Tool ${call.name} timed out after ${timeoutMs} ms`)), timeoutMs) : undefined;
-  const signal = AbortSignal.any([settings.signal, timeout.signal]);
+  // Without a timeout the call uses the run's signal as is: no per-call controller on the hot path.
+  let signal = settings.signal;
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  let unlink = () => {};
+  if (timeoutMs) {
+    const controller = new AbortController();
+    unlink = onAbort(settings.signal, () => controller.abort(settings.signal.reason));
+    timer = setTimeout(() => controller.abort(new ToolFailure("timeout", `Tool ${call.name} timed out after ${timeoutMs} ms`)), timeoutMs);
+    signal = controller.signal;
+  }
   const context: ToolContext = {
     signal,
     runId: settings.run.runId,
@@ -135,6 +142,7 @@ async function execute(call: ToolCallPart, tool: Tool<any>, args: Record<string,
   } finally {
     settled = true;
     clearTimeout(timer);
+    unlink();
     dispose();
   }
 }

@@ -3,6 +3,9 @@ import { abortError } from "../errors.js";
 import type { Usage } from "../usage.js";
 import type { Model, ModelEvent, ModelRequest } from "./model.js";
 
+/** How many requests a scripted model (with its per-run copies) keeps in `requests`: the most recent. */
+export const MAX_RECORDED_REQUESTS = 1000;
+
 /** The answer a scripted model gives once its script is used up. */
 export const NO_MORE_MOCK_RESPONSES = "[no more mock responses]";
 
@@ -78,7 +81,7 @@ function requestText(request: ModelRequest): string {
 export class ScriptedModel implements Model {
   readonly provider = "scripted";
   readonly modelId: string;
-  /** Every request received, by this model and by the per-run copies made from it. */
+  /** The requests received, by this model and by the per-run copies made from it (the last 1000). */
   readonly requests: ModelRequest[];
   private readonly entries: string[];
   private cursor = 0;
@@ -106,6 +109,8 @@ export class ScriptedModel implements Model {
 
   async *stream(request: ModelRequest): AsyncGenerator<ModelEvent> {
     this.requests.push(request);
+    // Bounded: a long-lived scripted model (a server on DEBUG_MOCK_RESPONSES) must not grow forever.
+    if (this.requests.length > MAX_RECORDED_REQUESTS) this.requests.splice(0, this.requests.length - MAX_RECORDED_REQUESTS);
     const signal = request.signal;
     const entry = this.cursor < this.entries.length ? this.entries[this.cursor++] : NO_MORE_MOCK_RESPONSES;
     const { content, toolCalls } = parseScriptEntry(entry);

@@ -4,6 +4,7 @@ import type { AddressInfo } from "node:net";
 import { createAdaptorServer } from "@hono/node-server";
 import { type Context, Hono } from "hono";
 import { bodyLimit } from "hono/body-limit";
+import { onAbort } from "../abort.js";
 import { type AgentRuntime, type BuildAgentOptions, type PreparedAgentRuntime, prepareAgentRuntime, type UnavailableDependency } from "../config/build-agent.js";
 import { type AgentFile, type AgentSettings, resolveAgentSettings } from "../config/settings.js";
 import { AgentLoopError } from "../errors.js";
@@ -174,12 +175,20 @@ export async function createAgentServer(options: AgentServerOptions = {}): Promi
   function runAgent(request: RunRequest): Promise<RunResult> {
     return sessions.run(request.sessionId, async () => {
       const built = await agentOrFail();
-      const signal = AbortSignal.any([request.signal, shutdown.signal]);
-      // Replicas sharing a PostgreSQL store take turns on a session too (the queue covers this process).
-      const release = memory.handle ? await memory.store.lockSession?.(request.sessionId, signal) : undefined;
+      // One controller following both signals, unlinked afterwards: AbortSignal.any on Node 20 would
+      // leave an entry per request on the process-long shutdown signal.
+      const controller = new AbortController();
+      const unlinkRequest = onAbort(request.signal, () => controller.abort(request.signal.reason));
+      const unlinkShutdown = onAbort(shutdown.signal, () => controller.abort(shutdown.signal.reason));
+      const signal = controller.signal;
+      let release: (() => Promise<void>) | undefined;
       try {
+        // Replicas sharing a PostgreSQL store take turns on a session too (the queue covers this process).
+        release = memory.handle ? await memory.store.lockSession?.(request.sessionId, signal) : undefined;
         return await runInSession(built, request, signal);
       } finally {
+        unlinkRequest();
+        unlinkShutdown();
         await release?.();
       }
     });

@@ -191,3 +191,23 @@ test("for await never hangs: an iterator started after the run, or abandoned mid
   assert.equal(texts.join(""), "one two three");
   await iterator.return?.();
 });
+
+test("tools with a timeout unlink from the run's signal once they settle", async () => {
+  const { tool: timed } = waitingTool("timed", 5, { timeoutMs: 1_000 });
+  const counts: number[] = [];
+  // A tool without a timeout gets the run's own signal: it counts the listeners on it.
+  const probe = defineTool({
+    name: "probe",
+    description: "counts listeners on the run signal",
+    parameters: { type: "object" },
+    execute: (_args, context) => {
+      counts.push(getEventListeners(context.signal, "abort").length);
+      return "ok";
+    },
+  });
+  const model = new ScriptedModel([calls(["timed", {}], ["timed", {}], ["timed", {}]), calls(["probe", {}]), "done"]);
+  const result = await new Agent({ model, tools: [timed, probe] }).run("go");
+  assert.equal(result.state, "COMPLETED");
+  // Only the probe's own race listener is left: the three timed calls of wave 1 unlinked themselves.
+  assert.deepEqual(counts, [1]);
+});

@@ -52,3 +52,13 @@ test("an aborted request ends the stream with an aborted error event, never a th
   assert.equal(events.at(-1), "error:aborted");
   assert.equal(events.filter((type) => type === "text-delta").length, 1);
 });
+
+test("the request log is bounded: a long-lived scripted model keeps only the most recent requests", async () => {
+  const { MAX_RECORDED_REQUESTS } = await import("../../src/model/scripted.js");
+  const model = new ScriptedModel(["ok"]);
+  for (let index = 0; index < MAX_RECORDED_REQUESTS + 5; index++) {
+    await generate(model.forRun(), { messages: [{ role: "user", content: String(index) }] });
+  }
+  assert.equal(model.requests.length, MAX_RECORDED_REQUESTS);
+  assert.equal(model.requests.at(-1)?.messages[0].content, String(MAX_RECORDED_REQUESTS + 4));
+});
