@@ -48,27 +48,45 @@ test("DEBUG_MOCK_RESPONSES drives the run like the seeds' mock", () => {
   assert.match(stdout, /Christmas it is\./);
 });
 
-test("bad flags get a clear error and a non-zero exit", () => {
-  const steps = cli(["run", "x", "--max-steps", "zero"]);
-  assert.notEqual(steps.code, 0);
+/** The same command line in this process: for help and usage errors, no child process needed. */
+async function inProcess(args: string[]) {
+  const { runCli } = await import("../../src/cli/program.js");
+  let stdout = "";
+  let stderr = "";
+  const code = await runCli(args, { stdout: { write: (text: string) => (stdout += text) }, stderr: { write: (text: string) => (stderr += text) } });
+  return { code, stdout, stderr };
+}
+
+test("bad flags get a clear error and a non-zero exit", async () => {
+  const steps = await inProcess(["run", "x", "--max-steps", "zero"]);
+  assert.equal(steps.code, 2);
   assert.match(steps.stderr, /--max-steps must be a positive integer, got "zero"/);
-  const missing = cli(["run"]);
-  assert.notEqual(missing.code, 0);
+  const missing = await inProcess(["run"]);
+  assert.equal(missing.code, 1);
   assert.match(missing.stderr, /missing required argument 'prompt'/);
-  const input = cli(["run", "x", "--input", "novalue", "--mock", '["a"]']);
+  const unknown = await inProcess(["run", "x", "--frobnicate"]);
+  assert.equal(unknown.code, 1);
+  assert.match(unknown.stderr, /unknown option '--frobnicate'/);
+  const input = await inProcess(["run", "x", "--input", "novalue", "--mock", '["a"]']);
   assert.equal(input.code, 2);
   assert.match(input.stderr, /--input expects key=value, got "novalue"/);
 });
 
-test("--help lists the flags with examples", () => {
-  const { code, stdout } = cli(["run", "--help"]);
+test("--help lists the flags with examples", async () => {
+  const { code, stdout } = await inProcess(["run", "--help"]);
   assert.equal(code, 0);
   for (const flag of ["--model", "--max-steps", "--json", "--mock"]) assert.match(stdout, new RegExp(flag));
   assert.match(stdout, /Exit codes:/);
 });
 
-test("--model with an unknown provider or a missing key fails before any request, naming what to set", () => {
-  const unknown = cli(["run", "hi", "--model", "nosuch:model"]);
+test("a bad flag through the real binary exits non-zero with the message on stderr", () => {
+  const { code, stderr } = cli(["run", "x", "--max-steps", "0"]);
+  assert.equal(code, 2);
+  assert.match(stderr, /--max-steps must be a positive integer, got "0"/);
+});
+
+test("--model with an unknown provider or a missing key fails before any request, naming what to set", async () => {
+  const unknown = await inProcess(["run", "hi", "--model", "nosuch:model"]);
   assert.equal(unknown.code, 2);
   assert.match(unknown.stderr, /nosuch/);
   const missingKey = cli(["run", "hi", "--model", "anthropic:claude-sonnet-4-5"], { ANTHROPIC_API_KEY: "" });

@@ -1,0 +1,46 @@
+import { Command, CommanderError } from "commander";
+import { AgentLoopError } from "../errors.js";
+import { registerChatCommand } from "./commands/chat.js";
+import { registerRunCommand } from "./commands/run.js";
+import { registerServeCommand } from "./commands/serve.js";
+import { registerEventsCommand, registerSessionsCommand } from "./commands/sessions.js";
+
+export interface CliOutput {
+  stdout: { write(text: string): unknown };
+  stderr: { write(text: string): unknown };
+}
+
+/** The `agentloop` command line: every command registered, its help and errors written to `io`. */
+export function createProgram(io: CliOutput = process): Command {
+  const program = new Command()
+    .name("agentloop")
+    .description("Run LLM agents: the agentic loop with tools, waves, limits and streaming")
+    .version("0.1.0")
+    .showHelpAfterError()
+    .exitOverride()
+    // Set before the commands are added, so they inherit it.
+    .configureOutput({ writeOut: (text) => void io.stdout.write(text), writeErr: (text) => void io.stderr.write(text) });
+  registerRunCommand(program);
+  registerChatCommand(program);
+  registerServeCommand(program);
+  registerSessionsCommand(program);
+  registerEventsCommand(program);
+  return program;
+}
+
+/**
+ * Runs the command line on `argv` (without node and the script). Returns the exit code for usage
+ * errors, help and failures before a command ran; undefined when a command ran (it sets
+ * `process.exitCode` itself).
+ */
+export async function runCli(argv: string[], io: CliOutput = process): Promise<number | undefined> {
+  try {
+    await createProgram(io).parseAsync(argv, { from: "user" });
+    return undefined;
+  } catch (error) {
+    if (error instanceof CommanderError) return error.exitCode;
+    const message = AgentLoopError.isInstance(error) ? error.message : error instanceof Error ? error.message : String(error);
+    io.stderr.write(`agentloop: ${message}\n`);
+    return 2;
+  }
+}
