@@ -17,13 +17,28 @@ import {
   type SessionInfo,
 } from "./store.js";
 
-interface StoredSession {
-  info: Omit<SessionInfo, "event_count">;
-  events: Array<MemoryEvent & { order: number }>;
+/** A stored event (deeply frozen, handed out as is) and its place across sessions. */
+interface StoredEvent {
+  event: MemoryEvent;
+  order: number;
 }
 
-function copy<T>(value: T): T {
-  return structuredClone(value);
+interface StoredSession {
+  info: Omit<SessionInfo, "event_count">;
+  events: StoredEvent[];
+}
+
+/**
+ * Freezes a JSON value and everything in it. Stored events are frozen once, when appended, and
+ * then returned without copying: callers cannot change the log through them (assigning throws a
+ * TypeError in strict code), and reads cost no clone.
+ */
+function deepFreeze<T>(value: T): T {
+  if (typeof value === "object" && value !== null && !Object.isFrozen(value)) {
+    Object.freeze(value);
+    for (const key of Object.keys(value)) deepFreeze((value as Record<string, unknown>)[key]);
+  }
+  return value;
 }
 
 /** A process-local store: fast, shared by every agent of the process, gone when it exits. */
@@ -75,12 +90,13 @@ export class InMemoryStore implements MemoryStore {
     } else {
       session = this.create(sessionId, {}, now);
     }
-    const stored = prepared.map((event) => ({ ...event, seq: ++session.info.last_seq, order: ++this.order }));
+    // prepareEvent made private JSON copies of content and metadata: freezing them touches nothing of the caller's.
+    const stored = prepared.map((event) => ({ event: deepFreeze({ ...event, seq: ++session.info.last_seq }), order: ++this.order }));
     session.events.push(...stored);
     session.info.updated_at = now;
     const excess = session.events.length - this.limits.maxEventsPerSession;
     if (excess > 0) session.events.splice(0, excess);
-    return stored.map((event) => this.publicEvent(event));
+    return stored.map((entry) => entry.event);
   }
 
   async events(sessionId: string, query: EventQuery = {}): Promise<MemoryEvent[]> {
@@ -92,9 +108,10 @@ export class InMemoryStore implements MemoryStore {
     const session = this.sessions.get(sessionId);
     if (!session) return [];
     const types = query.types ? new Set(query.types) : undefined;
-    let selected = session.events.filter((event) => (afterSeq === undefined || event.seq > afterSeq) && (!types || types.has(event.event_type)));
-    if (limit !== undefined) selected = afterSeq === undefined ? selected.slice(Math.max(0, selected.length - limit)) : selected.slice(0, limit);
-    return selected.map((event) => this.publicEvent(event));
+    const selected: MemoryEvent[] = [];
+    for (const { event } of session.events) if ((afterSeq === undefined || event.seq > afterSeq) && (!types || types.has(event.event_type))) selected.push(event);
+    if (limit === undefined) return selected;
+    return afterSeq === undefined ? selected.slice(Math.max(0, selected.length - limit)) : selected.slice(0, limit);
   }
 
   async latestEvents(query: LatestEventsQuery = {}): Promise<MemoryEvent[]> {
@@ -102,10 +119,10 @@ export class InMemoryStore implements MemoryStore {
     const limit = checkLimit(query.limit) ?? 100;
     this.prune();
     const types = query.types ? new Set(query.types) : undefined;
-    const all: Array<MemoryEvent & { order: number }> = [];
-    for (const session of this.sessions.values()) for (const event of session.events) if (!types || types.has(event.event_type)) all.push(event);
+    const all: StoredEvent[] = [];
+    for (const session of this.sessions.values()) for (const entry of session.events) if (!types || types.has(entry.event.event_type)) all.push(entry);
     all.sort((a, b) => a.order - b.order);
-    return all.slice(Math.max(0, all.length - limit)).map((event) => this.publicEvent(event));
+    return all.slice(Math.max(0, all.length - limit)).map((entry) => entry.event);
   }
 
   async listSessions(options: { limit?: number } = {}): Promise<SessionInfo[]> {
@@ -152,16 +169,11 @@ export class InMemoryStore implements MemoryStore {
         this.sessions.delete(id);
         continue;
       }
-      if (session.events.some((event) => event.timestamp < cutoff)) session.events = session.events.filter((event) => event.timestamp >= cutoff);
+      if (session.events.some((entry) => entry.event.timestamp < cutoff)) session.events = session.events.filter((entry) => entry.event.timestamp >= cutoff);
     }
   }
 
   private info(session: StoredSession): SessionInfo {
-    return { ...copy(session.info), event_count: session.events.length };
-  }
-
-  private publicEvent(event: MemoryEvent & { order: number }): MemoryEvent {
-    const { order: _order, ...rest } = event;
-    return copy(rest);
+    return { ...session.info, metadata: structuredClone(session.info.metadata), event_count: session.events.length };
   }
 }

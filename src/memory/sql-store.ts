@@ -42,7 +42,32 @@ export interface SqlDatabase extends SqlExecutor {
 export interface SqlStoreOptions extends MemoryLimits {
   /** The PostgreSQL schema holding the tables (created if missing). Default "public". */
   schema?: string;
+  /**
+   * Group commit: appends that arrive while a write transaction is in flight wait and are written
+   * together in the next one (across sessions), instead of one transaction each. `lanes` write
+   * transactions run at once (sessions are spread over them; one session always uses the same
+   * lane, so its appends keep their order). `false`: one transaction per append.
+   * Default: `{ lanes: 1 }` (the store's own default may differ: see the embedded and PostgreSQL stores).
+   */
+  groupCommit?: false | { lanes?: number };
 }
+
+/** One `append` call waiting for its group's transaction. */
+interface PendingAppend {
+  sessionId: string;
+  events: Array<Omit<MemoryEvent, "seq">>;
+  resolve(stored: MemoryEvent[]): void;
+  reject(error: unknown): void;
+}
+
+/** One write pipeline: a queue of appends and whether a transaction is running for it. */
+interface WriteLane {
+  pending: PendingAppend[];
+  running: Promise<void> | undefined;
+}
+
+/** A group stops growing at this many events (one statement carries them all as one JSON parameter). */
+const MAX_GROUP_EVENTS = 2000;
 
 const SCHEMA_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/;
 /** Physical deletion of expired rows runs at most this often (reads filter them out anyway). */
@@ -82,6 +107,13 @@ function toSession(row: Record<string, unknown>): SessionInfo {
   };
 }
 
+/** The lane of a session: a stable hash of its id (FNV-1a). */
+function laneOf(sessionId: string, lanes: number): number {
+  let hash = 0x811c9dc5;
+  for (let index = 0; index < sessionId.length; index++) hash = Math.imul(hash ^ sessionId.charCodeAt(index), 0x01000193);
+  return (hash >>> 0) % lanes;
+}
+
 export class SqlMemoryStore implements MemoryStore {
   private readonly limits: ResolvedLimits;
   private readonly sessions: string;
@@ -89,14 +121,18 @@ export class SqlMemoryStore implements MemoryStore {
   private readonly activity: string;
   private closed = false;
   private lastPrune = 0;
+  /** Empty when group commit is off. */
+  private readonly lanes: WriteLane[];
 
   private constructor(
     readonly kind: string,
     private readonly database: SqlDatabase,
     private readonly schema: string,
     limits: ResolvedLimits,
+    lanes: number,
   ) {
     this.limits = limits;
+    this.lanes = Array.from({ length: lanes }, () => ({ pending: [], running: undefined }));
     this.sessions = `"${schema}".agentloop_sessions`;
     this.events_ = `"${schema}".agentloop_events`;
     this.activity = `"${schema}".agentloop_session_activity`;
@@ -106,7 +142,11 @@ export class SqlMemoryStore implements MemoryStore {
   static async open(kind: string, database: SqlDatabase, options: SqlStoreOptions = {}): Promise<SqlMemoryStore> {
     const limits = resolveLimits(options);
     const schema = checkSchemaName(options.schema ?? "public");
-    const store = new SqlMemoryStore(kind, database, schema, limits);
+    const lanes = options.groupCommit === false ? 0 : (options.groupCommit?.lanes ?? 1);
+    if (!Number.isInteger(lanes) || lanes < 0) {
+      throw new AgentLoopError("configuration", `memory: groupCommit.lanes must be a positive integer, got ${String(lanes)}`);
+    }
+    const store = new SqlMemoryStore(kind, database, schema, limits, lanes);
     await store.run(() => store.migrate());
     return store;
   }
@@ -186,36 +226,147 @@ export class SqlMemoryStore implements MemoryStore {
     if (!Array.isArray(events)) throw new TypeError("memory: append expects an array of events");
     const prepared = events.map((event) => prepareEvent(sessionId, event));
     if (prepared.length === 0) return [];
-    return this.run(async () => {
-      await this.maybePrune();
-      return this.database.transaction(async (tx) => {
-        const now = new Date().toISOString();
-        // The upsert takes the session row's lock until commit: concurrent appenders to one session
-        // (in this process or another replica) queue here, so seqs are gap-free and in commit order.
-        const [session] = await tx.query(
-          `INSERT INTO ${this.sessions} (session_id, created_at, updated_at, activity, last_seq, metadata)
-           VALUES ($1, $2, $2, nextval('${this.activity}'), $3, '{}'::jsonb)
-           ON CONFLICT (session_id) DO UPDATE
-             SET last_seq = ${this.sessions}.last_seq + $3, updated_at = $2, activity = nextval('${this.activity}')
-           RETURNING last_seq, (xmax = 0) AS inserted`,
-          [sessionId, now, prepared.length],
-        );
-        const lastSeq = Number(session.last_seq);
-        const firstSeq = lastSeq - prepared.length + 1;
-        const stored: MemoryEvent[] = prepared.map((event, index) => ({ ...event, seq: firstSeq + index }));
-        await tx.query(
-          `INSERT INTO ${this.events_} (session_id, seq, event_id, timestamp, event_type, content, metadata)
-           SELECT $1, r.seq, r.event_id, r.timestamp, r.event_type, r.content, r.metadata
-           FROM jsonb_to_recordset($2::jsonb) AS r(seq bigint, event_id text, timestamp timestamptz, event_type text, content jsonb, metadata jsonb)
-           ORDER BY r.seq`,
-          [sessionId, JSON.stringify(stored)],
-        );
-        const trimBelow = lastSeq - this.limits.maxEventsPerSession;
-        if (trimBelow > 0) await tx.query(`DELETE FROM ${this.events_} WHERE session_id = $1 AND seq <= $2`, [sessionId, trimBelow]);
-        if (session.inserted === true) await this.evict(tx, sessionId);
-        return stored;
+    if (this.lanes.length === 0) {
+      return this.run(async () => {
+        await this.maybePrune();
+        return (await this.database.transaction((tx) => this.writeGroup(tx, [{ sessionId, events: prepared }])))[0];
       });
+    }
+    return new Promise<MemoryEvent[]>((resolve, reject) => {
+      const lane = this.lanes.length === 1 ? this.lanes[0] : this.lanes[laneOf(sessionId, this.lanes.length)];
+      lane.pending.push({ sessionId, events: prepared, resolve, reject });
+      // Started on a microtask: appends made in the same tick (Promise.all) join the first group.
+      lane.running ??= Promise.resolve().then(() => this.drain(lane));
     });
+  }
+
+  /** Writes a lane's queue, one group per transaction, until it is empty. */
+  private async drain(lane: WriteLane): Promise<void> {
+    try {
+      while (lane.pending.length > 0) {
+        let size = 0;
+        let count = 0;
+        while (count < lane.pending.length && (count === 0 || size + lane.pending[count].events.length <= MAX_GROUP_EVENTS)) {
+          size += lane.pending[count].events.length;
+          count++;
+        }
+        await this.commitGroup(lane.pending.splice(0, count));
+      }
+    } finally {
+      lane.running = undefined;
+    }
+  }
+
+  /**
+   * Commits a group in one transaction and settles each member's promise only after the commit.
+   * When the group fails, its members are written again one by one, in order, so one bad append
+   * gets its own error and cannot fail the others.
+   */
+  private async commitGroup(group: PendingAppend[]): Promise<void> {
+    try {
+      const stored = await this.run(async () => {
+        await this.maybePrune();
+        return this.database.transaction((tx) => this.writeGroup(tx, group));
+      });
+      group.forEach((member, index) => member.resolve(stored[index]));
+      return;
+    } catch (error) {
+      if (group.length === 1) {
+        group[0].reject(error);
+        return;
+      }
+    }
+    for (const member of group) {
+      try {
+        member.resolve((await this.run(() => this.database.transaction((tx) => this.writeGroup(tx, [member]))))[0]);
+      } catch (error) {
+        member.reject(error);
+      }
+    }
+  }
+
+  /**
+   * Writes the appends of a group (in arrival order) in the caller's transaction and returns each
+   * one's stored events. The upsert of the session rows takes their row locks until commit:
+   * concurrent appenders to one session (another lane, another replica) queue there, so seqs are
+   * gap-free and in commit order. Rows are locked in session id order, so two groups sharing
+   * sessions (two replicas) cannot deadlock.
+   */
+  private async writeGroup(tx: SqlExecutor, group: ReadonlyArray<Pick<PendingAppend, "sessionId" | "events">>): Promise<MemoryEvent[][]> {
+    const now = new Date().toISOString();
+    // Per session: events in the group, and the rank of its last append (its place in "least recently updated").
+    const sessions = new Map<string, { count: number; rank: number; lastSeq: number; inserted: boolean }>();
+    group.forEach((member, index) => {
+      const entry = sessions.get(member.sessionId);
+      if (entry) {
+        entry.count += member.events.length;
+        entry.rank = index;
+      } else sessions.set(member.sessionId, { count: member.events.length, rank: index, lastSeq: 0, inserted: false });
+    });
+    let rows: Array<Record<string, unknown>>;
+    if (sessions.size === 1) {
+      const [[sessionId, { count }]] = sessions;
+      rows = await tx.query(
+        `INSERT INTO ${this.sessions} (session_id, created_at, updated_at, activity, last_seq, metadata)
+         VALUES ($1, $2, $2, nextval('${this.activity}'), $3, '{}'::jsonb)
+         ON CONFLICT (session_id) DO UPDATE
+           SET last_seq = ${this.sessions}.last_seq + $3, updated_at = $2, activity = nextval('${this.activity}')
+         RETURNING session_id, last_seq, (xmax = 0) AS inserted`,
+        [sessionId, now, count],
+      );
+    } else {
+      // Activity values (the update order) follow the order of each session's last append, while
+      // the rows are locked in session id order.
+      const ranked = [...sessions].sort((a, b) => a[1].rank - b[1].rank).map(([sessionId, entry], rank) => ({ session_id: sessionId, count: entry.count, rank: rank + 1 }));
+      rows = await tx.query(
+        `WITH activity AS MATERIALIZED (
+           SELECT value, row_number() OVER (ORDER BY value) AS rank FROM (SELECT nextval('${this.activity}') AS value FROM generate_series(1, $3::int)) v)
+         INSERT INTO ${this.sessions} AS s (session_id, created_at, updated_at, activity, last_seq, metadata)
+         SELECT r.session_id, $2, $2, a.value, r.count, '{}'::jsonb
+         FROM jsonb_to_recordset($1::jsonb) AS r(session_id text, count bigint, rank bigint) JOIN activity a ON a.rank = r.rank
+         ORDER BY r.session_id
+         ON CONFLICT (session_id) DO UPDATE SET last_seq = s.last_seq + EXCLUDED.last_seq, updated_at = EXCLUDED.updated_at, activity = EXCLUDED.activity
+         RETURNING session_id, last_seq, (xmax = 0) AS inserted`,
+        [JSON.stringify(ranked), now, ranked.length],
+      );
+    }
+    for (const row of rows) {
+      const entry = sessions.get(String(row.session_id))!;
+      entry.lastSeq = Number(row.last_seq);
+      entry.inserted = row.inserted === true;
+    }
+    // Seqs continue each session's sequence, in arrival order within the group.
+    const nextSeq = new Map([...sessions].map(([sessionId, entry]) => [sessionId, entry.lastSeq - entry.count + 1]));
+    const stored = group.map((member) => {
+      let seq = nextSeq.get(member.sessionId)!;
+      const events = member.events.map((event) => ({ ...event, seq: seq++ }));
+      nextSeq.set(member.sessionId, seq);
+      return events;
+    });
+    // The serial id follows arrival order (latestEvents orders by it).
+    await tx.query(
+      `INSERT INTO ${this.events_} (session_id, seq, event_id, timestamp, event_type, content, metadata)
+       SELECT r.session_id, r.seq, r.event_id, r.timestamp, r.event_type, r.content, r.metadata
+       FROM jsonb_to_recordset($1::jsonb) AS r(ordinal bigint, session_id text, seq bigint, event_id text, timestamp timestamptz, event_type text, content jsonb, metadata jsonb)
+       ORDER BY r.ordinal`,
+      [JSON.stringify(stored.flat().map((event, ordinal) => ({ ordinal, ...event })))],
+    );
+    const trims = [...sessions]
+      .filter(([, entry]) => entry.lastSeq > this.limits.maxEventsPerSession)
+      .map(([sessionId, entry]) => ({ session_id: sessionId, below: entry.lastSeq - this.limits.maxEventsPerSession }));
+    if (trims.length > 0) {
+      await tx.query(
+        `DELETE FROM ${this.events_} e USING jsonb_to_recordset($1::jsonb) AS r(session_id text, below bigint)
+         WHERE e.session_id = r.session_id AND e.seq <= r.below`,
+        [JSON.stringify(trims)],
+      );
+    }
+    if ([...sessions.values()].some((entry) => entry.inserted)) {
+      // Never evicts the group's most recently updated session (the last one sequential appends would have made).
+      const newest = group[group.length - 1].sessionId;
+      await this.evict(tx, newest);
+    }
+    return stored;
   }
 
   async events(sessionId: string, query: EventQuery = {}): Promise<MemoryEvent[]> {
@@ -293,6 +444,8 @@ export class SqlMemoryStore implements MemoryStore {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    // Appends accepted before close are written first.
+    await Promise.all(this.lanes.map((lane) => lane.running));
     await this.database.close();
   }
 
