@@ -143,7 +143,7 @@ export class SqlMemoryStore implements MemoryStore {
     const limits = resolveLimits(options);
     const schema = checkSchemaName(options.schema ?? "public");
     const lanes = options.groupCommit === false ? 0 : (options.groupCommit?.lanes ?? 1);
-    if (!Number.isInteger(lanes) || lanes < 0) {
+    if (options.groupCommit !== false && (!Number.isInteger(lanes) || lanes < 1)) {
       throw new AgentLoopError("configuration", `memory: groupCommit.lanes must be a positive integer, got ${String(lanes)}`);
     }
     const store = new SqlMemoryStore(kind, database, schema, limits, lanes);
@@ -268,7 +268,7 @@ export class SqlMemoryStore implements MemoryStore {
         await this.maybePrune();
         return this.database.transaction((tx) => this.writeGroup(tx, group));
       });
-      group.forEach((member, index) => member.resolve(stored[index]));
+      for (const [index, member] of group.entries()) member.resolve(stored[index]);
       return;
     } catch (error) {
       if (group.length === 1) {

@@ -2,7 +2,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { AgentLoopError } from "../../src/errors.js";
-import type { MemoryLimits, MemoryStore } from "../../src/memory/index.js";
+import type { MemoryEvent, MemoryLimits, MemoryStore } from "../../src/memory/index.js";
 
 export type StoreFactory = (limits?: MemoryLimits) => Promise<MemoryStore>;
 
@@ -265,6 +265,38 @@ export function memoryStoreConformance(name: string, factory: StoreFactory): voi
         );
         // The two events of one append stay adjacent.
         for (let index = 0; index < 80; index += 2) assert.equal(events[index].content, events[index + 1].content);
+      });
+    });
+
+    it("returned events cannot be used to change the stored log", async () => {
+      await withStore(factory, undefined, async (store) => {
+        const [appended] = await store.append("s", [{ event_type: "tool_call", content: { tool: "t", arguments: { n: 1 } }, metadata: { run_id: "r" } }]);
+        const original = structuredClone(appended);
+        const tamper = (event: MemoryEvent) => {
+          // Stores that share their stored objects freeze them (assigning throws); others return copies.
+          for (const change of [
+            () => {
+              (event.content as { arguments: { n: number } }).arguments.n = 2;
+            },
+            () => {
+              event.metadata.run_id = "changed";
+            },
+            () => {
+              event.seq = 99;
+            },
+          ]) {
+            try {
+              change();
+            } catch (error) {
+              assert.ok(error instanceof TypeError, String(error));
+            }
+          }
+        };
+        tamper(appended);
+        const [read] = await store.events("s");
+        tamper(read);
+        tamper((await store.latestEvents())[0]);
+        assert.deepEqual(await store.events("s"), [original]);
       });
     });
 
