@@ -1,7 +1,7 @@
 import { createHash, randomUUID, timingSafeEqual } from "node:crypto";
-import type { Server } from "node:http";
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import { createAdaptorServer } from "@hono/node-server";
+import { getRequestListener } from "@hono/node-server";
 import { type Context, Hono } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import { onAbort } from "../abort.js";
@@ -13,6 +13,17 @@ import type { Message } from "../messages.js";
 import { createA2AHandler } from "./a2a-endpoint.js";
 import { A2A_PATH, buildAgentCard } from "./agent-card.js";
 import { type ChatRequest, parseChatRequest, validSessionId } from "./chat-request.js";
+import {
+  ChatChunkEncoder,
+  nodeSseSink,
+  RequestController,
+  readNodeBody,
+  requestTooLarge,
+  type SseSink,
+  sendNodeJson,
+  sseHeaders,
+  webSseSink,
+} from "./chat-stream.js";
 import { badRequest, HttpError, httpErrorOfRun, notFound } from "./http-errors.js";
 import { DisabledMemoryStore, type MemoryStore } from "../memory/index.js";
 import { eventView, type ServerMemory, serverMemoryFromEnv, serverMemoryOf } from "./memory.js";
@@ -91,6 +102,35 @@ function errorResponse(c: Context, error: HttpError): Response {
   return c.json(error.body(), error.status);
 }
 
+/** Parses a request body's text as JSON; 400 `invalid_json` when it is empty or not JSON. */
+function parseJsonText(text: string): unknown {
+  if (text.trim() === "") throw badRequest("the request body is empty; send a JSON object", null, "invalid_json");
+  try {
+    return JSON.parse(text);
+  } catch (error) {
+    throw badRequest(`the request body is not valid JSON: ${(error as Error).message}`, null, "invalid_json");
+  }
+}
+
+const CHAT_PATH = "/v1/chat/completions";
+
+/** Whether a node request targets the chat completions route (the path, any query). */
+function isChatRequest(incoming: IncomingMessage): boolean {
+  if (incoming.method !== "POST") return false;
+  const url = incoming.url ?? "";
+  return url.startsWith(CHAT_PATH) && (url.length === CHAT_PATH.length || url.charCodeAt(CHAT_PATH.length) === 63 /* ? */);
+}
+
+/** A validated chat request with what the server decided for it. */
+interface PreparedChat {
+  request: ChatRequest;
+  sessionId: string;
+  /** Earlier request messages, only for requests without a session (stateless OpenAI use). */
+  history?: Message[];
+  /** Echoed back in every chunk. */
+  model: string;
+}
+
 /**
  * Creates an agent server from an agent file and the KAOS variables. Bad configuration rejects
  * with an `AgentLoopError` (kind `configuration`) naming the setting. Call `listen()` to serve.
@@ -120,6 +160,12 @@ export async function createAgentServer(options: AgentServerOptions = {}): Promi
   const sessions = new SessionQueue();
   /** Aborted at the end of the shutdown grace period: every run still going stops. */
   const shutdown = new AbortController();
+  /** The controllers of the runs going on, aborted with `shutdown` (no listener per request on it). */
+  const running = new Set<RequestController>();
+  const abortEverything = (reason: string) => {
+    shutdown.abort(reason);
+    for (const controller of running) controller.abort(reason);
+  };
   const active = new Set<Promise<unknown>>();
   let draining = false;
   let baseUrl: string | undefined = options.publicUrl?.replace(/\/+$/, "");
@@ -167,7 +213,8 @@ export async function createAgentServer(options: AgentServerOptions = {}): Promi
     sessionId: string;
     history?: Message[];
     delegated?: boolean;
-    signal: AbortSignal;
+    /** The request's one controller: the client leaving aborts it, and so does the shutdown. */
+    controller: RequestController;
     onEvent?: (event: LoopEvent) => void;
   }
 
@@ -175,20 +222,18 @@ export async function createAgentServer(options: AgentServerOptions = {}): Promi
   function runAgent(request: RunRequest): Promise<RunResult> {
     return sessions.run(request.sessionId, async () => {
       const built = await agentOrFail();
-      // One controller following both signals, unlinked afterwards: AbortSignal.any on Node 20 would
-      // leave an entry per request on the process-long shutdown signal.
-      const controller = new AbortController();
-      const unlinkRequest = onAbort(request.signal, () => controller.abort(request.signal.reason));
-      const unlinkShutdown = onAbort(shutdown.signal, () => controller.abort(shutdown.signal.reason));
-      const signal = controller.signal;
+      const { controller } = request;
+      // Shutdown aborts the controllers in `running`: Node 20 never prunes AbortSignal.any's
+      // dependants, and a listener per request on the shutdown signal costs as much.
+      if (shutdown.signal.aborted) controller.abort(shutdown.signal.reason);
+      running.add(controller);
       let release: (() => Promise<void>) | undefined;
       try {
         // Replicas sharing a PostgreSQL store take turns on a session too (the queue covers this process).
-        release = memory.handle ? await memory.store.lockSession?.(request.sessionId, signal) : undefined;
-        return await runInSession(built, request, signal);
+        release = memory.handle ? await memory.store.lockSession?.(request.sessionId, controller.signal) : undefined;
+        return await runInSession(built, request, controller.signal);
       } finally {
-        unlinkRequest();
-        unlinkShutdown();
+        running.delete(controller);
         await release?.();
       }
     });
@@ -204,29 +249,43 @@ export async function createAgentServer(options: AgentServerOptions = {}): Promi
     const run = built.agent.run(request.input, { sessionId: request.sessionId, signal, history: request.history });
     for await (const event of run) request.onEvent?.(event);
     const result = await run;
-    const reason = result.state === "ABORTED" && request.signal.aborted ? `${result.reason} (client disconnected)` : result.reason;
+    const reason = result.state === "ABORTED" && request.controller.byClient ? `${result.reason} (client disconnected)` : result.reason;
     log(`[${settings.name}] run ${result.runId} session ${request.sessionId} ${result.state}: ${reason}`);
     return result;
   }
 
   const app = new Hono();
 
-  app.onError((error, c) => {
-    if (error instanceof HttpError) return errorResponse(c, error);
+  /** The answer to a request that threw: its own status, 503 for a store or dependency failure, else 500 (logged). */
+  function httpErrorOfRequest(error: unknown, method: string, path: string): HttpError {
+    if (error instanceof HttpError) return error;
     if (AgentLoopError.isInstance(error)) {
       // A store or dependency failure (requests are validated before): the service is unavailable.
-      log(`[${settings.name}] ${c.req.method} ${c.req.path} failed: ${error.kind}: ${error.message}`);
-      return errorResponse(c, new HttpError(503, error.message, "server_error", error.kind));
+      log(`[${settings.name}] ${method} ${path} failed: ${error.kind}: ${error.message}`);
+      return new HttpError(503, error.message, "server_error", error.kind);
     }
-    log(`[${settings.name}] unexpected error on ${c.req.method} ${c.req.path}: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
-    return errorResponse(c, new HttpError(500, "internal error", "server_error", "internal_error"));
-  });
+    log(`[${settings.name}] unexpected error on ${method} ${path}: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
+    return new HttpError(500, "internal error", "server_error", "internal_error");
+  }
+
+  const shuttingDownError = () => new HttpError(503, "the server is shutting down", "server_error", "shutting_down");
+  const WWW_AUTHENTICATE = 'Bearer realm="agentloop"';
+
+  /** Checks the bearer token when `AGENT_API_KEY` is set: the 401 to answer, or undefined. */
+  function authorizationError(header: string | undefined): HttpError | undefined {
+    if (settings.apiKey === undefined) return undefined;
+    const match = /^Bearer\s+(.+)$/i.exec((header ?? "").trim());
+    if (match && constantTimeEqual(match[1], settings.apiKey)) return undefined;
+    return new HttpError(401, "a valid bearer token is required (Authorization: Bearer <AGENT_API_KEY>)", "authentication_error", "invalid_api_key");
+  }
+
+  app.onError((error, c) => errorResponse(c, httpErrorOfRequest(error, c.req.method, c.req.path)));
   app.notFound((c) => errorResponse(c, notFound(`no route ${c.req.method} ${c.req.path}`, "unknown_route")));
 
   app.use("*", async (c, next) => {
     if (draining && c.req.path !== "/health") {
       c.header("connection", "close");
-      return errorResponse(c, new HttpError(503, "the server is shutting down", "server_error", "shutting_down"));
+      return errorResponse(c, shuttingDownError());
     }
     await next();
   });
@@ -239,33 +298,17 @@ export async function createAgentServer(options: AgentServerOptions = {}): Promi
 
   // Bearer auth on everything but health and ready.
   app.use("*", async (c, next) => {
-    if (settings.apiKey === undefined) return next();
-    const header = c.req.header("authorization") ?? "";
-    const match = /^Bearer\s+(.+)$/i.exec(header.trim());
-    if (!match || !constantTimeEqual(match[1], settings.apiKey)) {
-      c.header("www-authenticate", 'Bearer realm="agentloop"');
-      return errorResponse(c, new HttpError(401, "a valid bearer token is required (Authorization: Bearer <AGENT_API_KEY>)", "authentication_error", "invalid_api_key"));
+    const denied = authorizationError(c.req.header("authorization"));
+    if (denied) {
+      c.header("www-authenticate", WWW_AUTHENTICATE);
+      return errorResponse(c, denied);
     }
     return next();
   });
 
-  app.use(
-    "*",
-    bodyLimit({
-      maxSize: bodyLimitBytes,
-      onError: (c) => errorResponse(c, new HttpError(413, `the request body is larger than ${bodyLimitBytes} bytes`, "invalid_request_error", "request_too_large")),
-    }),
-  );
+  app.use("*", bodyLimit({ maxSize: bodyLimitBytes, onError: (c) => errorResponse(c, requestTooLarge(bodyLimitBytes)) }));
 
-  const readJson = async (c: Context): Promise<unknown> => {
-    const text = await c.req.text();
-    if (text.trim() === "") throw badRequest("the request body is empty; send a JSON object", null, "invalid_json");
-    try {
-      return JSON.parse(text);
-    } catch (error) {
-      throw badRequest(`the request body is not valid JSON: ${(error as Error).message}`, null, "invalid_json");
-    }
-  };
+  const readJson = async (c: Context): Promise<unknown> => parseJsonText(await c.req.text());
 
   // The card lists the tools, so it waits for the MCP servers (bounded by the readiness timeout).
   const cardRoute = async (c: Context) => {
@@ -305,107 +348,132 @@ export async function createAgentServer(options: AgentServerOptions = {}): Promi
     return c.json({ agent: settings.name, events, total: events.length });
   });
 
-  app.post("/v1/chat/completions", async (c) => {
-    const request = parseChatRequest(await readJson(c), c.req.header("x-session-id"));
-    const sessionId = request.sessionId ?? `session_${randomUUID()}`;
-    // With a session, its log is the history; a stateless OpenAI client sends the history itself.
-    const history = request.sessionId === undefined && request.history.length > 0 ? request.history : undefined;
-    const model = request.model ?? settings.name;
-    c.header("x-session-id", sessionId);
-    if (request.stream) return streamCompletion(c, request, sessionId, history, model);
-    const disconnect = c.req.raw.signal;
-    const result = await track(runAgent({ input: request.input, sessionId, history, delegated: request.delegated, signal: disconnect }));
-    if (result.state === "FAILED" || result.state === "ABORTED") throw httpErrorOfRun(result.error ?? new AgentLoopError("aborted", result.reason));
-    const text = result.text !== "" ? result.text : result.reason;
-    return c.json({
-      id: `chatcmpl-${result.runId}`,
-      object: "chat.completion",
-      created: Math.floor(Date.now() / 1000),
-      model,
-      session_id: sessionId,
-      choices: [{ index: 0, message: { role: "assistant", content: text }, finish_reason: result.state === "COMPLETED" ? "stop" : "length" }],
-      usage: { prompt_tokens: result.usage.inputTokens, completion_tokens: result.usage.outputTokens, total_tokens: result.usage.totalTokens },
-    });
-  });
-
-  function streamCompletion(c: Context, request: ChatRequest, sessionId: string, history: Message[] | undefined, model: string): Response {
-    const id = `chatcmpl-${randomUUID()}`;
-    const created = Math.floor(Date.now() / 1000);
-    const encoder = new TextEncoder();
-    const disconnected = new AbortController();
-    c.req.raw.signal.addEventListener("abort", () => disconnected.abort("client disconnected"), { once: true });
-    const chunk = (delta: Record<string, unknown>, finishReason: string | null = null) =>
-      encoder.encode(`data: ${JSON.stringify({ id, object: "chat.completion.chunk", created, model, choices: [{ index: 0, delta, finish_reason: finishReason }] })}\n\n`);
-    const stream = new ReadableStream<Uint8Array>({
-      start(controller) {
-        let open = true;
-        const send = (bytes: Uint8Array) => {
-          if (!open) return;
-          try {
-            controller.enqueue(bytes);
-          } catch {
-            open = false;
-          }
-        };
-        send(chunk({ role: "assistant", content: "" }));
-        const work = runAgent({
-          input: request.input,
-          sessionId,
-          history,
-          delegated: request.delegated,
-          signal: disconnected.signal,
-          onEvent: (event) => {
-            if (event.type === "progress") {
-              const block = { type: "progress", step: event.step, max_steps: event.max_steps, action: event.action, target: event.target };
-              send(chunk({ content: JSON.stringify(block) }));
-            } else if (event.type === "text-delta" && event.delta !== "") {
-              send(chunk({ content: event.delta }));
-            }
-          },
-        })
-          .then((result) => {
-            if (result.state === "FAILED" || result.state === "ABORTED") {
-              // The answer did not finish: an error event instead of a finish chunk.
-              const failure = httpErrorOfRun(result.error ?? new AgentLoopError("aborted", result.reason));
-              send(encoder.encode(`data: ${JSON.stringify(failure.body())}\n\n`));
-            } else {
-              // A limit ended the run: say so when the model gave no answer text.
-              if (result.state !== "COMPLETED" && result.text === "") send(chunk({ content: result.reason }));
-              send(chunk({}, result.state === "COMPLETED" ? "stop" : "length"));
-              if (request.includeUsage) {
-                const usage = { prompt_tokens: result.usage.inputTokens, completion_tokens: result.usage.outputTokens, total_tokens: result.usage.totalTokens };
-                send(encoder.encode(`data: ${JSON.stringify({ id, object: "chat.completion.chunk", created, model, choices: [], usage })}\n\n`));
-              }
-            }
-            send(encoder.encode("data: [DONE]\n\n"));
-          })
-          .catch((error: unknown) => {
-            const failure = error instanceof HttpError ? error : httpErrorOfRun(error);
-            send(encoder.encode(`data: ${JSON.stringify(failure.body())}\n\n`));
-            send(encoder.encode("data: [DONE]\n\n"));
-          })
-          .finally(() => {
-            if (open) {
-              open = false;
-              try {
-                controller.close();
-              } catch {
-                // already closed by a cancel
-              }
-            }
-          });
-        track(work);
-      },
-      cancel() {
-        disconnected.abort("client disconnected");
-      },
-    });
-    return new Response(stream, {
-      headers: { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache", connection: "keep-alive", "x-session-id": sessionId },
-    });
+  /** Decides the session, the history and the model name of a validated request. */
+  function prepareChat(request: ChatRequest): PreparedChat {
+    return {
+      request,
+      sessionId: request.sessionId ?? `session_${randomUUID()}`,
+      // With a session, its log is the history; a stateless OpenAI client sends the history itself.
+      history: request.sessionId === undefined && request.history.length > 0 ? request.history : undefined,
+      model: request.model ?? settings.name,
+    };
   }
 
-  const a2a = createA2AHandler(card, ({ input, sessionId, signal, onEvent }) => track(runAgent({ input, sessionId, signal, onEvent })));
+  const runChat = (chat: PreparedChat, controller: RequestController, onEvent?: (event: LoopEvent) => void) =>
+    runAgent({ input: chat.request.input, sessionId: chat.sessionId, history: chat.history, delegated: chat.request.delegated, controller, onEvent });
+
+  /** The non-streamed answer; a failed or aborted run throws its `HttpError`. */
+  function completionBody(result: RunResult, chat: PreparedChat) {
+    if (result.state === "FAILED" || result.state === "ABORTED") throw httpErrorOfRun(result.error ?? new AgentLoopError("aborted", result.reason));
+    return {
+      id: `chatcmpl-${result.runId}`,
+      object: "chat.completion",
+      created: unixSeconds(),
+      model: chat.model,
+      session_id: chat.sessionId,
+      choices: [{ index: 0, message: { role: "assistant", content: result.text !== "" ? result.text : result.reason }, finish_reason: result.state === "COMPLETED" ? "stop" : "length" }],
+      usage: { prompt_tokens: result.usage.inputTokens, completion_tokens: result.usage.outputTokens, total_tokens: result.usage.totalTokens },
+    };
+  }
+
+  /**
+   * Streams one completion into `sink`: the role chunk, progress blocks, answer deltas, the finish
+   * chunk (or one error event), `[DONE]`, then ends the sink. Tracked for shutdown; never rejects.
+   */
+  function streamCompletion(sink: SseSink, chat: PreparedChat, controller: RequestController): Promise<void> {
+    const chunks = new ChatChunkEncoder(`chatcmpl-${randomUUID()}`, unixSeconds(), chat.model);
+    sink.write(chunks.role());
+    const work = runChat(chat, controller, (event) => {
+      if (event.type === "text-delta") {
+        if (event.delta !== "") sink.write(chunks.content(event.delta));
+      } else if (event.type === "progress") {
+        const block = { type: "progress", step: event.step, max_steps: event.max_steps, action: event.action, target: event.target };
+        sink.write(chunks.content(JSON.stringify(block)));
+      }
+    })
+      .then((result) => {
+        if (result.state === "FAILED" || result.state === "ABORTED") {
+          // The answer did not finish: an error event instead of a finish chunk.
+          sink.write(ChatChunkEncoder.error(httpErrorOfRun(result.error ?? new AgentLoopError("aborted", result.reason)).body()));
+        } else {
+          // A limit ended the run: say so when the model gave no answer text.
+          if (result.state !== "COMPLETED" && result.text === "") sink.write(chunks.content(result.reason));
+          sink.write(chunks.finish(result.state === "COMPLETED" ? "stop" : "length"));
+          if (chat.request.includeUsage) {
+            sink.write(chunks.usage({ prompt_tokens: result.usage.inputTokens, completion_tokens: result.usage.outputTokens, total_tokens: result.usage.totalTokens }));
+          }
+        }
+        sink.write(ChatChunkEncoder.done);
+      })
+      .catch((error: unknown) => {
+        const failure = error instanceof HttpError ? error : httpErrorOfRun(error);
+        sink.write(ChatChunkEncoder.error(failure.body()));
+        sink.write(ChatChunkEncoder.done);
+      })
+      .finally(() => sink.end());
+    return track(work);
+  }
+
+  // The web-standard route (`AgentServer.fetch`, and any request not taken by `handleChatOnNode`).
+  app.post(CHAT_PATH, async (c) => {
+    const chat = prepareChat(parseChatRequest(await readJson(c), c.req.header("x-session-id")));
+    const controller = new RequestController();
+    if (chat.request.stream) {
+      const { sink, body } = webSseSink(() => controller.disconnect());
+      const unlink = onAbort(c.req.raw.signal, () => controller.disconnect());
+      void streamCompletion(sink, chat, controller).finally(unlink);
+      return new Response(body, { headers: sseHeaders(chat.sessionId) });
+    }
+    c.header("x-session-id", chat.sessionId);
+    const unlink = onAbort(c.req.raw.signal, () => controller.disconnect());
+    try {
+      return c.json(completionBody(await track(runChat(chat, controller)), chat));
+    } finally {
+      unlink();
+    }
+  });
+
+  /**
+   * The hot path: `POST /v1/chat/completions` straight on node:http, without web streams, a web
+   * `Request` or a Hono context. Same checks and answers as the Hono routes (draining, bearer auth,
+   * body limit, validation, errors); one abort controller per request. Never rejects.
+   */
+  async function handleChatOnNode(incoming: IncomingMessage, outgoing: ServerResponse): Promise<void> {
+    let headers: Record<string, string> = {};
+    try {
+      if (draining) return sendNodeJson(outgoing, 503, shuttingDownError().body(), { connection: "close" });
+      const denied = authorizationError(incoming.headers.authorization);
+      if (denied) return sendNodeJson(outgoing, 401, denied.body(), { "www-authenticate": WWW_AUTHENTICATE });
+      const declared = incoming.headers["content-length"];
+      if (declared !== undefined && Number.parseInt(declared, 10) > bodyLimitBytes) throw requestTooLarge(bodyLimitBytes);
+      const sessionHeader = incoming.headers["x-session-id"];
+      const body = parseJsonText(await readNodeBody(incoming, bodyLimitBytes));
+      const chat = prepareChat(parseChatRequest(body, Array.isArray(sessionHeader) ? sessionHeader.join(", ") : sessionHeader));
+      headers = { "x-session-id": chat.sessionId };
+      const controller = new RequestController();
+      outgoing.once("close", () => {
+        if (!outgoing.writableFinished) controller.disconnect();
+      });
+      if (outgoing.destroyed) controller.disconnect();
+      if (chat.request.stream) {
+        outgoing.writeHead(200, sseHeaders(chat.sessionId));
+        await streamCompletion(nodeSseSink(outgoing), chat, controller);
+        return;
+      }
+      const result = await track(runChat(chat, controller));
+      sendNodeJson(outgoing, 200, completionBody(result, chat), headers);
+    } catch (error) {
+      const failure = httpErrorOfRequest(error, "POST", CHAT_PATH);
+      // Over the limit mid-body: the rest is not read, so the connection cannot be reused.
+      sendNodeJson(outgoing, failure.status, failure.body(), failure.status === 413 ? { ...headers, connection: "close" } : headers);
+    }
+  }
+
+  const a2a = createA2AHandler(card, ({ input, sessionId, signal, onEvent }) => {
+    const controller = new RequestController();
+    const unlink = onAbort(signal, () => controller.disconnect(signal.reason));
+    return track(runAgent({ input, sessionId, controller, onEvent }).finally(unlink));
+  });
   const a2aRoute = async (c: Context) => {
     let body: unknown;
     try {
@@ -434,7 +502,14 @@ export async function createAgentServer(options: AgentServerOptions = {}): Promi
     },
     listen(port = options.port ?? settings.port, host = options.host ?? "0.0.0.0") {
       if (server) return Promise.reject(new Error("the server is already listening"));
-      const created = createAdaptorServer({ fetch: app.fetch, hostname: host }) as Server;
+      const honoListener = getRequestListener(app.fetch, { hostname: host });
+      const created = createServer((incoming, outgoing) => {
+        if (isChatRequest(incoming)) {
+          handleChatOnNode(incoming, outgoing).catch(() => outgoing.destroy());
+        } else {
+          void honoListener(incoming, outgoing);
+        }
+      });
       server = created;
       return new Promise<string>((resolve, reject) => {
         created.once("error", (error: NodeJS.ErrnoException) => {
@@ -472,11 +547,11 @@ export async function createAgentServer(options: AgentServerOptions = {}): Promi
           clearTimeout(timer);
           if (outcome === "timeout") {
             log(`[${settings.name}] shutdown grace period over: aborting ${active.size} request(s)`);
-            shutdown.abort("server shutting down");
+            abortEverything("server shutting down");
             await Promise.allSettled([...active]);
           }
         }
-        shutdown.abort("server shut down");
+        abortEverything("server shut down");
         server?.closeAllConnections();
         await stopped;
         await connecting;

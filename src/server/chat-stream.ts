@@ -1,0 +1,172 @@
+import type { IncomingMessage, ServerResponse } from "node:http";
+import { HttpError, type OpenAIErrorBody } from "./http-errors.js";
+
+/** The abort reason (and log note) of a run whose client went away. */
+export const CLIENT_DISCONNECTED = "client disconnected";
+
+/**
+ * The one abort controller of a request's run: the client going away (`disconnect`) or the
+ * server shutting down aborts it. `byClient` tells the log which of the two it was.
+ */
+export class RequestController extends AbortController {
+  byClient = false;
+
+  disconnect(reason: unknown = CLIENT_DISCONNECTED): void {
+    if (this.signal.aborted) return;
+    this.byClient = true;
+    this.abort(reason);
+  }
+}
+
+/**
+ * The `chat.completion.chunk` SSE events of one streamed completion. Each event is the exact text
+ * `JSON.stringify` gives for `{ id, object, created, model, choices: [{ index, delta, finish_reason }] }`,
+ * built from prefixes made once per stream: per chunk only the content is serialized.
+ */
+export class ChatChunkEncoder {
+  private readonly head: string;
+  private readonly deltaPrefix: string;
+
+  constructor(id: string, created: number, model: string) {
+    this.head = `data: {"id":${JSON.stringify(id)},"object":"chat.completion.chunk","created":${created},"model":${JSON.stringify(model)},"choices":`;
+    this.deltaPrefix = `${this.head}[{"index":0,"delta":`;
+  }
+
+  /** The first chunk: the assistant role with empty content. */
+  role(): string {
+    return `${this.deltaPrefix}{"role":"assistant","content":""},"finish_reason":null}]}\n\n`;
+  }
+
+  content(text: string): string {
+    return `${this.deltaPrefix}{"content":${JSON.stringify(text)}},"finish_reason":null}]}\n\n`;
+  }
+
+  finish(reason: "stop" | "length"): string {
+    return `${this.deltaPrefix}{},"finish_reason":"${reason}"}]}\n\n`;
+  }
+
+  /** `stream_options.include_usage`: no choices, the usage. */
+  usage(usage: { prompt_tokens: number; completion_tokens: number; total_tokens: number }): string {
+    return `${this.head}[],"usage":${JSON.stringify(usage)}}\n\n`;
+  }
+
+  static error(body: OpenAIErrorBody): string {
+    return `data: ${JSON.stringify(body)}\n\n`;
+  }
+
+  static readonly done = "data: [DONE]\n\n";
+}
+
+/** Where a streamed completion writes its events: the node response, or a web stream for `fetch`. */
+export interface SseSink {
+  write(text: string): void;
+  end(): void;
+}
+
+export const sseHeaders = (sessionId: string) => ({
+  "content-type": "text/event-stream; charset=utf-8",
+  "cache-control": "no-cache",
+  connection: "keep-alive",
+  "x-session-id": sessionId,
+});
+
+/** Writes straight to a node response; writes after the client left are dropped. */
+export function nodeSseSink(outgoing: ServerResponse): SseSink {
+  return {
+    write(text) {
+      if (!outgoing.writableEnded && !outgoing.destroyed) outgoing.write(text);
+    },
+    end() {
+      if (!outgoing.writableEnded && !outgoing.destroyed) outgoing.end();
+    },
+  };
+}
+
+const encoder = new TextEncoder();
+
+/** A web `ReadableStream` sink (the `fetch` handler); cancelling the stream calls `onCancel`. */
+export function webSseSink(onCancel: () => void): { sink: SseSink; body: ReadableStream<Uint8Array> } {
+  let controller!: ReadableStreamDefaultController<Uint8Array>;
+  let open = true;
+  const body = new ReadableStream<Uint8Array>({
+    start(started) {
+      controller = started;
+    },
+    cancel() {
+      open = false;
+      onCancel();
+    },
+  });
+  const sink: SseSink = {
+    write(text) {
+      if (!open) return;
+      try {
+        controller.enqueue(encoder.encode(text));
+      } catch {
+        open = false;
+      }
+    },
+    end() {
+      if (!open) return;
+      open = false;
+      try {
+        controller.close();
+      } catch {
+        // already closed by a cancel
+      }
+    },
+  };
+  return { sink, body };
+}
+
+/** Writes a JSON response on a node response (the shape and headers of Hono's `c.json`). */
+export function sendNodeJson(outgoing: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
+  if (outgoing.headersSent || outgoing.destroyed) return;
+  const text = JSON.stringify(body);
+  outgoing.writeHead(status, { "content-type": "application/json", "content-length": Buffer.byteLength(text), ...headers });
+  outgoing.end(text);
+}
+
+/**
+ * Reads a request body as UTF-8 text straight from the node request, counting bytes as they
+ * arrive: over `limitBytes` it stops and rejects with 413 (the rest is discarded).
+ */
+export function readNodeBody(incoming: IncomingMessage, limitBytes: number): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const cleanup = () => {
+      incoming.off("data", onData);
+      incoming.off("end", onEnd);
+      incoming.off("error", onFailure);
+      incoming.off("close", onFailure);
+    };
+    const onData = (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > limitBytes) {
+        cleanup();
+        incoming.resume(); // discard the rest
+        reject(requestTooLarge(limitBytes));
+        return;
+      }
+      chunks.push(chunk);
+    };
+    const onEnd = () => {
+      cleanup();
+      const text = chunks.length === 1 ? chunks[0].toString("utf8") : Buffer.concat(chunks, size).toString("utf8");
+      // Like Request.text(): a UTF-8 byte order mark is not part of the text.
+      resolve(text.charCodeAt(0) === 0xfeff ? text.slice(1) : text);
+    };
+    const onFailure = () => {
+      cleanup();
+      reject(new HttpError(400, "the connection closed before the request body was complete", "invalid_request_error", "incomplete_body"));
+    };
+    incoming.on("data", onData);
+    incoming.on("end", onEnd);
+    incoming.on("error", onFailure);
+    incoming.on("close", onFailure);
+  });
+}
+
+export const requestTooLarge = (limitBytes: number) =>
+  new HttpError(413, `the request body is larger than ${limitBytes} bytes`, "invalid_request_error", "request_too_large");
