@@ -229,7 +229,7 @@ export class SqlMemoryStore implements MemoryStore {
     if (this.lanes.length === 0) {
       return this.run(async () => {
         await this.maybePrune();
-        return (await this.database.transaction((tx) => this.writeGroup(tx, [{ sessionId, events: prepared }])))[0];
+        return (await this.writeGroup([{ sessionId, events: prepared }]))[0];
       });
     }
     return new Promise<MemoryEvent[]>((resolve, reject) => {
@@ -258,15 +258,15 @@ export class SqlMemoryStore implements MemoryStore {
   }
 
   /**
-   * Commits a group in one transaction and settles each member's promise only after the commit.
-   * When the group fails, its members are written again one by one, in order, so one bad append
-   * gets its own error and cannot fail the others.
+   * Writes a group and settles each member's promise only after it is committed. When the group
+   * fails, its members are written again one by one, in order, so one bad append gets its own
+   * error and cannot fail the others.
    */
   private async commitGroup(group: PendingAppend[]): Promise<void> {
     try {
       const stored = await this.run(async () => {
         await this.maybePrune();
-        return this.database.transaction((tx) => this.writeGroup(tx, group));
+        return this.writeGroup(group);
       });
       for (const [index, member] of group.entries()) member.resolve(stored[index]);
       return;
@@ -278,7 +278,7 @@ export class SqlMemoryStore implements MemoryStore {
     }
     for (const member of group) {
       try {
-        member.resolve((await this.run(() => this.database.transaction((tx) => this.writeGroup(tx, [member]))))[0]);
+        member.resolve((await this.run(() => this.writeGroup([member])))[0]);
       } catch (error) {
         member.reject(error);
       }
@@ -286,13 +286,17 @@ export class SqlMemoryStore implements MemoryStore {
   }
 
   /**
-   * Writes the appends of a group (in arrival order) in the caller's transaction and returns each
-   * one's stored events. The upsert of the session rows takes their row locks until commit:
-   * concurrent appenders to one session (another lane, another replica) queue there, so seqs are
-   * gap-free and in commit order. Rows are locked in session id order, so two groups sharing
-   * sessions (two replicas) cannot deadlock.
+   * Writes the appends of a group (in arrival order) and returns each one's stored events.
+   *
+   * One statement, so one implicit transaction: all of the group or nothing. It upserts the session
+   * rows, which takes their row locks until commit: concurrent appenders to one session (another
+   * lane, another replica) wait there, so seqs are gap-free and in commit order; rows are locked
+   * in session id order, so two groups sharing sessions (two replicas) cannot deadlock. In the
+   * same statement it inserts the events (their seqs computed from the new `last_seq`), skipping
+   * any the session's event limit would trim at once, and deletes the session's events the limit
+   * now trims.
    */
-  private async writeGroup(tx: SqlExecutor, group: ReadonlyArray<Pick<PendingAppend, "sessionId" | "events">>): Promise<MemoryEvent[][]> {
+  private async writeGroup(group: ReadonlyArray<Pick<PendingAppend, "sessionId" | "events">>): Promise<MemoryEvent[][]> {
     const now = new Date().toISOString();
     // Per session: events in the group, and the rank of its last append (its place in "least recently updated").
     const sessions = new Map<string, { count: number; rank: number; lastSeq: number; inserted: boolean }>();
@@ -303,34 +307,53 @@ export class SqlMemoryStore implements MemoryStore {
         entry.rank = index;
       } else sessions.set(member.sessionId, { count: member.events.length, rank: index, lastSeq: 0, inserted: false });
     });
-    let rows: Array<Record<string, unknown>>;
+    // Each event's distance from its session's last event in the group: its seq is last_seq - back.
+    const rows: Array<Record<string, unknown>> = [];
+    const after = new Map<string, number>();
+    for (let index = group.length - 1; index >= 0; index--) {
+      const { sessionId, events } = group[index];
+      let back = after.get(sessionId) ?? 0;
+      for (let position = events.length - 1; position >= 0; position--) rows.push({ ...events[position], back: back++ });
+      after.set(sessionId, back);
+    }
+    rows.reverse();
+    const eventsJson = JSON.stringify(rows.map((row, ordinal) => ({ ordinal, ...row })));
+    let upsert: string;
+    let params: unknown[];
     if (sessions.size === 1) {
       const [[sessionId, { count }]] = sessions;
-      rows = await tx.query(
-        `INSERT INTO ${this.sessions} (session_id, created_at, updated_at, activity, last_seq, metadata)
-         VALUES ($1, $2, $2, nextval('${this.activity}'), $3, '{}'::jsonb)
-         ON CONFLICT (session_id) DO UPDATE
-           SET last_seq = ${this.sessions}.last_seq + $3, updated_at = $2, activity = nextval('${this.activity}')
-         RETURNING session_id, last_seq, (xmax = 0) AS inserted`,
-        [sessionId, now, count],
-      );
+      upsert = `INSERT INTO ${this.sessions} AS s (session_id, created_at, updated_at, activity, last_seq, metadata)
+         VALUES ($4, $2, $2, nextval('${this.activity}'), $5, '{}'::jsonb)
+         ON CONFLICT (session_id) DO UPDATE SET last_seq = s.last_seq + $5, updated_at = $2, activity = nextval('${this.activity}')`;
+      params = [eventsJson, now, this.limits.maxEventsPerSession, sessionId, count];
     } else {
       // Activity values (the update order) follow the order of each session's last append, while
       // the rows are locked in session id order.
       const ranked = [...sessions].sort((a, b) => a[1].rank - b[1].rank).map(([sessionId, entry], rank) => ({ session_id: sessionId, count: entry.count, rank: rank + 1 }));
-      rows = await tx.query(
-        `WITH activity AS MATERIALIZED (
-           SELECT value, row_number() OVER (ORDER BY value) AS rank FROM (SELECT nextval('${this.activity}') AS value FROM generate_series(1, $3::int)) v)
-         INSERT INTO ${this.sessions} AS s (session_id, created_at, updated_at, activity, last_seq, metadata)
+      upsert = `INSERT INTO ${this.sessions} AS s (session_id, created_at, updated_at, activity, last_seq, metadata)
          SELECT r.session_id, $2, $2, a.value, r.count, '{}'::jsonb
-         FROM jsonb_to_recordset($1::jsonb) AS r(session_id text, count bigint, rank bigint) JOIN activity a ON a.rank = r.rank
+         FROM jsonb_to_recordset($4::jsonb) AS r(session_id text, count bigint, rank bigint) JOIN activity a ON a.rank = r.rank
          ORDER BY r.session_id
-         ON CONFLICT (session_id) DO UPDATE SET last_seq = s.last_seq + EXCLUDED.last_seq, updated_at = EXCLUDED.updated_at, activity = EXCLUDED.activity
-         RETURNING session_id, last_seq, (xmax = 0) AS inserted`,
-        [JSON.stringify(ranked), now, ranked.length],
-      );
+         ON CONFLICT (session_id) DO UPDATE SET last_seq = s.last_seq + EXCLUDED.last_seq, updated_at = EXCLUDED.updated_at, activity = EXCLUDED.activity`;
+      params = [eventsJson, now, this.limits.maxEventsPerSession, JSON.stringify(ranked), ranked.length];
     }
-    for (const row of rows) {
+    // The events' serial id follows arrival order (latestEvents orders by it). The DELETE sees the
+    // rows as they were before this statement, so it trims older events and never the new ones.
+    const result = await this.database.query(
+      `WITH ${sessions.size === 1 ? "" : `activity AS MATERIALIZED (SELECT value, row_number() OVER (ORDER BY value) AS rank FROM (SELECT nextval('${this.activity}') AS value FROM generate_series(1, $5::int)) v),`}
+       upserted AS (${upsert} RETURNING session_id, last_seq, (xmax = 0) AS inserted),
+       written AS (
+         INSERT INTO ${this.events_} (session_id, seq, event_id, timestamp, event_type, content, metadata)
+         SELECT r.session_id, u.last_seq - r.back, r.event_id, r.timestamp, r.event_type, r.content, r.metadata
+         FROM jsonb_to_recordset($1::jsonb) AS r(ordinal bigint, session_id text, back bigint, event_id text, timestamp timestamptz, event_type text, content jsonb, metadata jsonb)
+         JOIN upserted u ON u.session_id = r.session_id
+         WHERE r.back < $3
+         ORDER BY r.ordinal),
+       trimmed AS (DELETE FROM ${this.events_} e USING upserted u WHERE e.session_id = u.session_id AND e.seq <= u.last_seq - $3)
+       SELECT session_id, last_seq, inserted FROM upserted`,
+      params,
+    );
+    for (const row of result) {
       const entry = sessions.get(String(row.session_id))!;
       entry.lastSeq = Number(row.last_seq);
       entry.inserted = row.inserted === true;
@@ -343,28 +366,11 @@ export class SqlMemoryStore implements MemoryStore {
       nextSeq.set(member.sessionId, seq);
       return events;
     });
-    // The serial id follows arrival order (latestEvents orders by it).
-    await tx.query(
-      `INSERT INTO ${this.events_} (session_id, seq, event_id, timestamp, event_type, content, metadata)
-       SELECT r.session_id, r.seq, r.event_id, r.timestamp, r.event_type, r.content, r.metadata
-       FROM jsonb_to_recordset($1::jsonb) AS r(ordinal bigint, session_id text, seq bigint, event_id text, timestamp timestamptz, event_type text, content jsonb, metadata jsonb)
-       ORDER BY r.ordinal`,
-      [JSON.stringify(stored.flat().map((event, ordinal) => ({ ordinal, ...event })))],
-    );
-    const trims = [...sessions]
-      .filter(([, entry]) => entry.lastSeq > this.limits.maxEventsPerSession)
-      .map(([sessionId, entry]) => ({ session_id: sessionId, below: entry.lastSeq - this.limits.maxEventsPerSession }));
-    if (trims.length > 0) {
-      await tx.query(
-        `DELETE FROM ${this.events_} e USING jsonb_to_recordset($1::jsonb) AS r(session_id text, below bigint)
-         WHERE e.session_id = r.session_id AND e.seq <= r.below`,
-        [JSON.stringify(trims)],
-      );
-    }
     if ([...sessions.values()].some((entry) => entry.inserted)) {
-      // Never evicts the group's most recently updated session (the last one sequential appends would have made).
-      const newest = group[group.length - 1].sessionId;
-      await this.evict(tx, newest);
+      // A new session may push the count over maxSessions. Done after the events are committed:
+      // if it fails (or the process dies first), the events stand and the next new session evicts.
+      // Never the group's most recently updated session (the last one sequential appends would have made).
+      await this.evict(this.database, group[group.length - 1].sessionId).catch(() => {});
     }
     return stored;
   }

@@ -26,13 +26,15 @@ after(async () => {
   await dropSchemas();
 });
 
-/** The embedded database behind a `SqlDatabase` that counts the write transactions it runs. */
+/** The embedded database behind a `SqlDatabase` that counts the statements writing events (each its own transaction). */
 function countingDatabase(db: PGlite): SqlDatabase & { transactions: number } {
   const counting = {
     transactions: 0,
-    query: async (text: string, params?: unknown[]) => (await db.query<Record<string, unknown>>(text, params)).rows,
+    query: async (text: string, params?: unknown[]) => {
+      if (/INSERT INTO "\w+"\.agentloop_events/.test(text)) counting.transactions++;
+      return (await db.query<Record<string, unknown>>(text, params)).rows;
+    },
     transaction<T>(fn: Parameters<SqlDatabase["transaction"]>[0]): Promise<T> {
-      counting.transactions++;
       return db.transaction((tx) => fn({ query: async (text, params) => (await tx.query<Record<string, unknown>>(text, params)).rows })) as Promise<T>;
     },
     close: async () => {},
