@@ -107,6 +107,18 @@ function toSession(row: Record<string, unknown>): SessionInfo {
   };
 }
 
+/**
+ * Whether a failure is a statement's own (bad data, a constraint, a limit: SQLSTATE classes 22,
+ * 23, 42, 54...) rather than the database being unusable: no SQLSTATE (connection lost, pool
+ * closed) or classes 08 connection, 28 authorization, 3D database, 53 resources, 57 operator
+ * intervention, 58 system.
+ */
+function isStatementError(error: unknown): boolean {
+  const cause = AgentLoopError.isInstance(error) ? (error as { cause?: unknown }).cause : error;
+  const code = (cause as { code?: unknown } | undefined)?.code;
+  return typeof code === "string" && /^[0-9A-Z]{5}$/.test(code) && !["08", "28", "3D", "53", "57", "58"].includes(code.slice(0, 2));
+}
+
 /** The lane of a session: a stable hash of its id (FNV-1a). */
 function laneOf(sessionId: string, lanes: number): number {
   let hash = 0x811c9dc5;
@@ -271,16 +283,22 @@ export class SqlMemoryStore implements MemoryStore {
       for (const [index, member] of group.entries()) member.resolve(stored[index]);
       return;
     } catch (error) {
-      if (group.length === 1) {
-        group[0].reject(error);
+      // Only a statement error can come from one member's data; when the database itself is
+      // unusable (connection lost, out of resources) each member would just fail again, slowly.
+      if (group.length === 1 || !isStatementError(error)) {
+        for (const member of group) member.reject(error);
         return;
       }
     }
-    for (const member of group) {
+    for (const [index, member] of group.entries()) {
       try {
         member.resolve((await this.run(() => this.writeGroup([member])))[0]);
       } catch (error) {
         member.reject(error);
+        if (!isStatementError(error)) {
+          for (const rest of group.slice(index + 1)) rest.reject(error);
+          return;
+        }
       }
     }
   }

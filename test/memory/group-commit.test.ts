@@ -2,6 +2,7 @@
 // write transaction runs are written together in the next one, each keeping its own outcome.
 import assert from "node:assert/strict";
 import { mkdtempSync, rmSync } from "node:fs";
+import { type AddressInfo, createServer, connect as netConnect, type Socket } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
@@ -205,6 +206,46 @@ for (const [name, open] of openers) {
     });
   });
 }
+
+describe("group commit: postgres unreachable", () => {
+  it("a group fails as a whole at once, without retrying each member, when the connection is lost", async () => {
+    const target = new URL(postgresUrl());
+    let refuse = false;
+    let attempts = 0;
+    const sockets = new Set<Socket>();
+    // A TCP proxy to the server that can cut every connection and refuse new ones.
+    const proxy = createServer((client) => {
+      client.on("error", () => {});
+      if (refuse) {
+        attempts++;
+        client.destroy();
+        return;
+      }
+      const upstream = netConnect(Number(target.port || 5432), target.hostname);
+      upstream.on("error", () => {});
+      client.pipe(upstream).pipe(client);
+      sockets.add(client).add(upstream);
+    });
+    await new Promise<void>((resolve) => proxy.listen(0, "127.0.0.1", resolve));
+    const viaProxy = new URL(postgresUrl());
+    viaProxy.hostname = "127.0.0.1";
+    viaProxy.port = String((proxy.address() as AddressInfo).port);
+    const store = await openPostgresStore({ url: viaProxy.toString(), schema: uniqueSchema("down"), poolSize: 2, groupCommit: { lanes: 1 } });
+    try {
+      refuse = true;
+      for (const socket of sockets) socket.destroy();
+      const results = await Promise.allSettled(Array.from({ length: 10 }, (_, index) => store.append(`d${index}`, [{ event_type: "x" }])));
+      for (const result of results) {
+        assert.equal(result.status, "rejected");
+        assert.ok(AgentLoopError.isInstance((result as PromiseRejectedResult).reason));
+      }
+      assert.ok(attempts <= 2, `${attempts} connection attempts for one group of 10 appends`);
+    } finally {
+      await store.close();
+      await new Promise((resolve) => proxy.close(resolve));
+    }
+  });
+});
 
 describe("group commit: options", () => {
   it("groupCommit: false writes one transaction per append", async () => {
