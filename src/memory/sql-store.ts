@@ -247,8 +247,7 @@ export class SqlMemoryStore implements MemoryStore {
     return new Promise<MemoryEvent[]>((resolve, reject) => {
       const lane = this.lanes.length === 1 ? this.lanes[0] : this.lanes[laneOf(sessionId, this.lanes.length)];
       lane.pending.push({ sessionId, events: prepared, resolve, reject });
-      // Started on a microtask: appends made in the same tick (Promise.all) join the first group.
-      lane.running ??= Promise.resolve().then(() => this.drain(lane));
+      lane.running ??= this.drain(lane);
     });
   }
 
@@ -256,6 +255,10 @@ export class SqlMemoryStore implements MemoryStore {
   private async drain(lane: WriteLane): Promise<void> {
     try {
       while (lane.pending.length > 0) {
+        // Each group starts after the current turn of the event loop: appends made by the timers
+        // and I/O callbacks of this turn join it. PGlite runs statements on this very thread, so
+        // without the wait no other append could arrive while one is written.
+        await new Promise((resolve) => setImmediate(resolve));
         let size = 0;
         let count = 0;
         while (count < lane.pending.length && (count === 0 || size + lane.pending[count].events.length <= MAX_GROUP_EVENTS)) {
