@@ -119,7 +119,7 @@ export class Agent {
     }
     const runId = `run_${randomUUID()}`;
     const fail = (error: unknown) => this.failedResult(runId, error);
-    return new Run(runId, (control) => this.execute(control, input, options), fail, options.signal);
+    return new Run(runId, (control) => this.execute(control, input, options), fail, options.signal, options.onEvent);
   }
 
   /** The model for one run: a fresh copy when the model offers one, wrapped in a text protocol if asked. */

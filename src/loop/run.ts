@@ -38,6 +38,8 @@ export class Run implements AsyncIterable<LoopEvent>, PromiseLike<RunResult> {
   private readonly steering: string[] = [];
   private readonly followUps: string[] = [];
   private observers: Array<{ observer: RunObserver; chain: Promise<void> }> = [];
+  /** The caller's synchronous listener (`RunOptions.onEvent`). */
+  private readonly onEvent?: (event: LoopEvent) => void;
   /** The run-end event, once emitted: nothing is logged after it. */
   private ending?: Extract<LoopEvent, { type: "run-end" }>;
   private runInfo?: RunInfo;
@@ -47,8 +49,10 @@ export class Run implements AsyncIterable<LoopEvent>, PromiseLike<RunResult> {
     execute: (control: RunControl) => Promise<RunResult>,
     fail: (error: unknown) => RunResult,
     signal?: AbortSignal,
+    onEvent?: (event: LoopEvent) => void,
   ) {
     this.id = id;
+    this.onEvent = onEvent;
     // Removed when the run ends: one caller signal may serve many runs.
     const disposeSignal = onAbort(signal, () => this.controller.abort(signal?.reason));
     const control = this.control();
@@ -133,6 +137,18 @@ export class Run implements AsyncIterable<LoopEvent>, PromiseLike<RunResult> {
         if (event.type === "run-end") this.ending = event;
         this.log.push(event);
         this.notify();
+        if (this.onEvent) {
+          try {
+            this.onEvent(event);
+          } catch (error) {
+            // Like an observer's: reported on the stream, never a crash of the run.
+            if (event.type !== "error" && !this.ending) {
+              const message = error instanceof Error ? error.message : String(error);
+              this.log.push({ type: "error", runId: this.id, error: new AgentLoopError("unknown", `onEvent failed: ${message}`, { cause: error }), fatal: false });
+              this.notify();
+            }
+          }
+        }
         for (const entry of this.observers) {
           entry.chain = entry.chain
             .then(() => entry.observer.onEvent(event, this.runInfo!))

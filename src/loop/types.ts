@@ -116,6 +116,9 @@ export interface RunOptions {
   parentRunId?: string;
   /** Set by sub-agent tools: the parent's tool call that runs this agent (tracing nests under it). */
   parentToolCallId?: string;
+  /** Called synchronously with every event as it is emitted: the cheapest way to consume a run
+   * (no async iteration). An exception it throws becomes a non-fatal `error` event. */
+  onEvent?: (event: LoopEvent) => void;
   /** Services handed to tools through their context (instrumentation uses it for trace context). */
   services?: Record<string, unknown>;
 }

@@ -1,4 +1,4 @@
-import { sleep } from "../abort.js";
+import { onAbort } from "../abort.js";
 import { abortError } from "../errors.js";
 import type { Usage } from "../usage.js";
 import type { Model, ModelEvent, ModelRequest } from "./model.js";
@@ -116,42 +116,57 @@ export class ScriptedModel implements Model {
     const { content, toolCalls } = parseScriptEntry(entry);
     const delay = this.options.chunkDelayMs ?? 0;
     const aborted = () => signal?.aborted === true;
+    // One abort listener per stream, not one per chunk: it cuts the current pause short.
+    let wake: (() => void) | undefined;
+    const unlink = delay > 0 ? onAbort(signal, () => wake?.()) : () => undefined;
+    const pause = () =>
+      new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, delay);
+        wake = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+      });
 
-    yield { type: "response-start", model: this.modelId };
-    if (aborted()) return yield { type: "error", error: abortError(signal) };
-    let output = "";
-    // Tool calls are announced first, as OpenAI-style streams do, so the turn is known to be a
-    // tool turn from its first chunk; the entry's content is then commentary.
-    const calls = toolCalls.map((call) => ({
-      id: call.id ?? `call_${++this.callCounter}_${Math.random().toString(36).slice(2, 8)}`,
-      name: call.name,
-      args: typeof call.arguments === "string" ? call.arguments : JSON.stringify(call.arguments ?? {}),
-    }));
-    for (const call of calls) yield { type: "tool-call-start", id: call.id, name: call.name };
-    if (content) {
-      yield { type: "text-start", id: "text-0" };
-      for (const chunk of wordChunks(content)) {
-        if (delay > 0) await sleep(delay, signal);
-        if (aborted()) return yield { type: "error", error: abortError(signal) };
-        output += chunk;
-        yield { type: "text-delta", id: "text-0", delta: chunk };
-      }
-      yield { type: "text-end", id: "text-0" };
-    }
-    for (const call of calls) {
-      if (delay > 0) await sleep(delay, signal);
+    try {
+      yield { type: "response-start", model: this.modelId };
       if (aborted()) return yield { type: "error", error: abortError(signal) };
-      output += call.name + call.args;
-      yield { type: "tool-call-delta", id: call.id, delta: call.args };
-      yield { type: "tool-call-end", id: call.id, name: call.name, arguments: call.args };
+      let output = "";
+      // Tool calls are announced first, as OpenAI-style streams do, so the turn is known to be a
+      // tool turn from its first chunk; the entry's content is then commentary.
+      const calls = toolCalls.map((call) => ({
+        id: call.id ?? `call_${++this.callCounter}_${Math.random().toString(36).slice(2, 8)}`,
+        name: call.name,
+        args: typeof call.arguments === "string" ? call.arguments : JSON.stringify(call.arguments ?? {}),
+      }));
+      for (const call of calls) yield { type: "tool-call-start", id: call.id, name: call.name };
+      if (content) {
+        yield { type: "text-start", id: "text-0" };
+        for (const chunk of wordChunks(content)) {
+          if (delay > 0) await pause();
+          if (aborted()) return yield { type: "error", error: abortError(signal) };
+          output += chunk;
+          yield { type: "text-delta", id: "text-0", delta: chunk };
+        }
+        yield { type: "text-end", id: "text-0" };
+      }
+      for (const call of calls) {
+        if (delay > 0) await pause();
+        if (aborted()) return yield { type: "error", error: abortError(signal) };
+        output += call.name + call.args;
+        yield { type: "tool-call-delta", id: call.id, delta: call.args };
+        yield { type: "tool-call-end", id: call.id, name: call.name, arguments: call.args };
+      }
+      const usage: Usage = { inputTokens: estimateTokens(requestText(request)), outputTokens: estimateTokens(output), totalTokens: 0 };
+      usage.totalTokens = usage.inputTokens + usage.outputTokens;
+      yield { type: "usage", usage };
+      yield {
+        type: "finish",
+        reason: toolCalls.length > 0 ? { unified: "tool-calls", raw: "tool_calls" } : { unified: "stop", raw: "stop" },
+      };
+    } finally {
+      unlink();
     }
-    const usage: Usage = { inputTokens: estimateTokens(requestText(request)), outputTokens: estimateTokens(output), totalTokens: 0 };
-    usage.totalTokens = usage.inputTokens + usage.outputTokens;
-    yield { type: "usage", usage };
-    yield {
-      type: "finish",
-      reason: toolCalls.length > 0 ? { unified: "tool-calls", raw: "tool_calls" } : { unified: "stop", raw: "stop" },
-    };
   }
 }
 

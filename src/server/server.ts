@@ -246,8 +246,7 @@ export async function createAgentServer(options: AgentServerOptions = {}): Promi
         .append(request.sessionId, [{ event_type: "task_delegation_received", content: request.input, metadata: { source: "task-delegation" } }])
         .catch((error: unknown) => log(`[${settings.name}] could not record task_delegation_received in ${request.sessionId}: ${(error as Error).message}`));
     }
-    const run = built.agent.run(request.input, { sessionId: request.sessionId, signal, history: request.history });
-    for await (const event of run) request.onEvent?.(event);
+    const run = built.agent.run(request.input, { sessionId: request.sessionId, signal, history: request.history, onEvent: request.onEvent });
     const result = await run;
     const reason = result.state === "ABORTED" && request.controller.byClient ? `${result.reason} (client disconnected)` : result.reason;
     log(`[${settings.name}] run ${result.runId} session ${request.sessionId} ${result.state}: ${reason}`);

@@ -260,3 +260,19 @@ test('toolCallMode "auto" falls back to string mode once and remembers it for th
   assert.equal((await agent.run("two")).text, "plain answer");
   assert.deepEqual(nativeRequests, [1], "only the first request tried native tools");
 });
+
+test("onEvent receives every event synchronously, in order; a throwing listener is a non-fatal error event", async () => {
+  const seen: string[] = [];
+  const run = new Agent({ model: new ScriptedModel([calls(["wait", {}]), "done"]), tools: [waitingTool("wait", 0).tool] }).run("go", {
+    onEvent: (event) => {
+      seen.push(event.type);
+      if (event.type === "tool-start") throw new Error("listener bug");
+    },
+  });
+  const result = await run;
+  assert.equal(result.state, "COMPLETED");
+  assert.deepEqual(seen, run.events.filter((event) => event.type !== "error").map((event) => event.type));
+  const [error] = ofType(run.events, "error");
+  assert.equal(error.fatal, false);
+  assert.match(error.error.message, /onEvent failed: listener bug/);
+});
