@@ -1,9 +1,8 @@
-import { a2aAgentTool } from "../a2a/index.js";
 import { kaosAgentTool } from "../agents/index.js";
 import { AgentLoopError } from "../errors.js";
 import { Agent } from "../loop/agent.js";
 import type { RunObserver, SessionMemory } from "../loop/types.js";
-import { McpToolset } from "../mcp/index.js";
+import type { McpToolset } from "../mcp/index.js";
 import type { Model } from "../model/model.js";
 import { ScriptedModel } from "../model/scripted.js";
 import { compatibleBaseURL, resolveModel } from "../providers/index.js";
@@ -84,7 +83,7 @@ async function baseModelOfSettings(settings: AgentSettings, env: NodeJS.ProcessE
   );
 }
 
-function mcpToolsetOf(server: McpServerSetting): McpToolset {
+function mcpToolsetOf(server: McpServerSetting, McpToolset: typeof import("../mcp/index.js").McpToolset): McpToolset {
   try {
     // KAOS exposes MCP tools under their own names, so no server prefix.
     const naming = { prefix: false as const };
@@ -121,7 +120,9 @@ const reasonOf = (error: unknown) => (error instanceof Error ? error.message : S
 export async function prepareAgentRuntime(settings: AgentSettings, options: BuildAgentOptions = {}): Promise<PreparedAgentRuntime> {
   const env = options.env ?? process.env;
   const model = options.model ?? (await modelOfSettings(settings, env));
-  const toolsets = settings.mcpServers.map(mcpToolsetOf);
+  // The MCP and A2A SDKs load only for agents that use them (a plain agent server stays small).
+  const mcp = settings.mcpServers.length > 0 ? await import("../mcp/index.js") : undefined;
+  const toolsets = settings.mcpServers.map((server) => mcpToolsetOf(server, mcp!.McpToolset));
   const timeoutMs = options.readyTimeoutMs ?? 10_000;
   const close = async () => {
     await Promise.allSettled(toolsets.map((toolset) => toolset.close()));
@@ -141,6 +142,7 @@ export async function prepareAgentRuntime(settings: AgentSettings, options: Buil
     const peerTools = await Promise.all(
       settings.subAgents.map(async (peer): Promise<Tool<any>> => {
         if (peer.protocol === "a2a") {
+          const { a2aAgentTool } = await import("../a2a/index.js");
           const tool = await a2aAgentTool({ cardUrl: peer.cardUrl, name: peer.name });
           await withTimeout((inner) => fetchCard(peer.cardUrl, inner), timeoutMs, signal).catch((error) =>
             unavailable.push({ kind: "agent", name: peer.name, reason: reasonOf(error) }),
