@@ -12,10 +12,23 @@ const CACHE = fileURLToPath(new URL("../node_modules/.cache/agentloop-bench/", i
  */
 async function bundle(entry: string): Promise<string> {
   const { build } = await import("esbuild");
-  const name = entry.split("/").pop()!.replace(/\.ts$/, ".mjs");
-  const outfile = `${CACHE}${name}`;
-  await build({ entryPoints: [entry], outfile, bundle: true, platform: "node", format: "esm", target: "node20", packages: "external", logLevel: "error" });
-  return outfile;
+  const name = entry.split("/").pop()!.replace(/\.ts$/, "");
+  // Code splitting keeps every dynamic import() lazy (its own chunk), as in the compiled package,
+  // so modules the program loads only on demand do not count in its RSS.
+  const outdir = `${CACHE}${name}`;
+  await build({
+    entryPoints: [entry],
+    outdir,
+    bundle: true,
+    splitting: true,
+    platform: "node",
+    format: "esm",
+    target: "node20",
+    packages: "external",
+    outExtension: { ".js": ".mjs" },
+    logLevel: "error",
+  });
+  return `${outdir}/${name}.mjs`;
 }
 
 export interface ChildHandle {
