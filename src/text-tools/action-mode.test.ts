@@ -3,7 +3,7 @@ import { describe, it } from "node:test";
 import { AgentLoopError } from "../errors.js";
 import { Agent } from "../loop/agent.js";
 import type { LoopEvent } from "../loop/events.js";
-import type { Model, ModelEvent, ModelRequest } from "../model/model.js";
+import type { Model, } from "../model/model.js";
 import { ScriptedModel } from "../model/scripted.js";
 import { defineTool } from "../tools/tool.js";
 import {
@@ -15,30 +15,9 @@ import {
   parseAction,
   TOOLS_INSTRUCTIONS,
 } from "./index.js";
+import { streamEvents as collect, observedScript } from "../../test/support.js";
 
 delete process.env.DEBUG_MOCK_RESPONSES;
-
-/** A ScriptedModel whose per-run copy stays reachable, to inspect the requests it got. */
-function observedScript(entries: string[], options?: { chunkDelayMs?: number }) {
-  const scripted = new ScriptedModel(entries, options);
-  const holder: { current?: ScriptedModel } = {};
-  const model: Model = {
-    provider: scripted.provider,
-    modelId: scripted.modelId,
-    stream: (request) => (holder.current ??= scripted.forRun()).stream(request),
-    forRun() {
-      holder.current = scripted.forRun();
-      return holder.current;
-    },
-  };
-  return { model, holder };
-}
-
-async function collect(model: Model, request: ModelRequest): Promise<ModelEvent[]> {
-  const events: ModelEvent[] = [];
-  for await (const event of model.stream(request)) events.push(event);
-  return events;
-}
 
 const echoTool = () => {
   const calls: unknown[] = [];

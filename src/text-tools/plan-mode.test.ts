@@ -3,33 +3,13 @@ import { describe, it } from "node:test";
 import { AgentLoopError } from "../errors.js";
 import { Agent } from "../loop/agent.js";
 import type { LoopEvent } from "../loop/events.js";
-import type { Model, ModelEvent, ModelRequest } from "../model/model.js";
+import type { Model, } from "../model/model.js";
 import { ScriptedModel } from "../model/scripted.js";
 import { defineTool } from "../tools/tool.js";
 import { PLAN_FINAL_RESPONSE_PROMPT, parsePlan, planToolCalling } from "./index.js";
+import { streamEvents as collect, observedScript } from "../../test/support.js";
 
 delete process.env.DEBUG_MOCK_RESPONSES;
-
-function observedScript(entries: string[]) {
-  const scripted = new ScriptedModel(entries);
-  const holder: { current?: ScriptedModel } = {};
-  const model: Model = {
-    provider: scripted.provider,
-    modelId: scripted.modelId,
-    stream: (request) => (holder.current ??= scripted.forRun()).stream(request),
-    forRun() {
-      holder.current = scripted.forRun();
-      return holder.current;
-    },
-  };
-  return { model, holder };
-}
-
-async function collect(model: Model, request: ModelRequest): Promise<ModelEvent[]> {
-  const events: ModelEvent[] = [];
-  for await (const event of model.stream(request)) events.push(event);
-  return events;
-}
 
 const plan = (status: "continue" | "done", tools: Array<{ id: string; tool: string; args?: object; needs?: string[] }>, action = "working") =>
   JSON.stringify({ status, action, tools, reasoning: "because" });

@@ -8,6 +8,7 @@ import type { Model, ModelEvent, ModelRequest, ToolDefinition } from "../model/m
 import { ScriptedModel } from "../model/scripted.js";
 import { defineTool } from "../tools/tool.js";
 import { parseStringToolCalls, stringToolCalling } from "./index.js";
+import { streamEvents as collect } from "../../test/support.js";
 
 delete process.env.DEBUG_MOCK_RESPONSES;
 
@@ -33,12 +34,6 @@ class ChunkedTextModel implements Model {
     yield { type: "usage", usage: { inputTokens: 10, outputTokens: 5, totalTokens: 15 } };
     yield { type: "finish", reason: { unified: "stop", raw: "stop" } };
   }
-}
-
-async function collect(model: Model, request: ModelRequest): Promise<ModelEvent[]> {
-  const events: ModelEvent[] = [];
-  for await (const event of model.stream(request)) events.push(event);
-  return events;
 }
 
 const weatherTool: ToolDefinition = {

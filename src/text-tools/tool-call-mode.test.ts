@@ -4,11 +4,12 @@ import type { AddressInfo } from "node:net";
 import { after, before, describe, it } from "node:test";
 import { AgentLoopError } from "../errors.js";
 import { Agent } from "../loop/agent.js";
-import type { Model, ModelEvent, ModelRequest } from "../model/model.js";
+import type { Model, } from "../model/model.js";
 import { ScriptedModel } from "../model/scripted.js";
 import { openaiChat } from "../providers/openai/chat.js";
 import { defineTool } from "../tools/tool.js";
 import { isToolsUnsupportedError, parseToolCallMode, TOOL_CALL_MODES, toolCallModeFromEnv, withToolCallMode } from "./index.js";
+import { streamEvents as collect } from "../../test/support.js";
 
 delete process.env.DEBUG_MOCK_RESPONSES;
 
@@ -87,12 +88,6 @@ function weatherAgent(model: Model, executed: string[]) {
       }),
     ],
   });
-}
-
-async function collect(model: Model, request: ModelRequest): Promise<ModelEvent[]> {
-  const events: ModelEvent[] = [];
-  for await (const event of model.stream(request)) events.push(event);
-  return events;
 }
 
 describe("withToolCallMode auto against a server without native tools", () => {

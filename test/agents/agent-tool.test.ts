@@ -6,14 +6,9 @@ import { Agent } from "../../src/loop/agent.js";
 import type { LoopEvent } from "../../src/loop/events.js";
 import type { Model, ModelEvent } from "../../src/model/model.js";
 import { ScriptedModel } from "../../src/model/scripted.js";
+import { collectAll as collect } from "../support.js";
 
 const call = (name: string, args: unknown, id = "call_1") => JSON.stringify({ tool_calls: [{ id, name, arguments: args }] });
-
-async function collect(run: AsyncIterable<LoopEvent>): Promise<LoopEvent[]> {
-  const events: LoopEvent[] = [];
-  for await (const event of run) events.push(event);
-  return events;
-}
 
 const toolEnd = (events: LoopEvent[]) => events.find((event) => event.type === "tool-end") as Extract<LoopEvent, { type: "tool-end" }>;
 

@@ -5,15 +5,10 @@ import { Agent } from "../../src/loop/agent.js";
 import type { LoopEvent } from "../../src/loop/events.js";
 import type { DelegateTarget, RunInfo } from "../../src/loop/types.js";
 import { ScriptedModel } from "../../src/model/scripted.js";
+import { collectAll as collect } from "../support.js";
 
 const call = (name: string, args: unknown, id = "call_1") => JSON.stringify({ tool_calls: [{ id, name, arguments: args }] });
 const delegate = (agent: string, task: string, id = "call_1") => call(`delegate_to_${agent}`, { task }, id);
-
-async function collect(run: AsyncIterable<LoopEvent>): Promise<LoopEvent[]> {
-  const events: LoopEvent[] = [];
-  for await (const event of run) events.push(event);
-  return events;
-}
 
 /** A target that forwards to an agent built later (to make cycles). */
 function lazyTarget(name: string, get: () => Agent): DelegateTarget {

@@ -6,6 +6,7 @@ import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import type { Message } from "../../src/messages.js";
 import { type Model, type ModelEvent, type ModelRequest, type ToolDefinition, generate } from "../../src/model/model.js";
+import { streamEvents as collect } from "../support.js";
 
 export interface ConformanceToolCall {
   id: string;
@@ -53,12 +54,6 @@ export const conformanceTools: ToolDefinition[] = [
     parameters: { type: "object", properties: { start: { type: "string" }, nights: { type: "number" } } },
   },
 ];
-
-async function collect(model: Model, request: ModelRequest): Promise<ModelEvent[]> {
-  const events: ModelEvent[] = [];
-  for await (const event of model.stream(request)) events.push(event);
-  return events;
-}
 
 function baseRequest(content: string): ModelRequest {
   return {
