@@ -1,5 +1,6 @@
 // Runs the shared model conformance suite against every adapter (through a local server that
 // speaks the provider's wire format) and against the scripted model.
+import OpenAI from "openai";
 import { ScriptedModel } from "../../src/model/scripted.js";
 import { anthropic } from "../../src/providers/anthropic/index.js";
 import { openaiChat, openaiResponses } from "../../src/providers/openai/index.js";
@@ -83,6 +84,19 @@ runModelConformance(
   serverHarness("openai chat (streaming)", chatFrames, (url) => openaiChat("test-model", { baseURL: `${url}/v1`, apiKey: "test-key", retry: noRetry })),
 );
 
+// The same adapter with the official SDK client under it, and with a WHATWG fetch instead of node:http.
+runModelConformance(
+  serverHarness("openai chat through the openai SDK client", chatFrames, (url) =>
+    openaiChat("test-model", { client: new OpenAI({ baseURL: `${url}/v1`, apiKey: "test-key", maxRetries: 0 }), retry: noRetry }),
+  ),
+);
+
+runModelConformance(
+  serverHarness("openai chat on fetch", chatFrames, (url) =>
+    openaiChat("test-model", { baseURL: `${url}/v1`, apiKey: "test-key", retry: noRetry, fetch: globalThis.fetch }),
+  ),
+);
+
 runModelConformance(
   serverHarness("openai responses", responsesFrames, (url) =>
     openaiResponses("test-model", { baseURL: openaiBase({ url } as never), apiKey: "test-key", retry: noRetry }),
@@ -98,6 +112,12 @@ runModelConformance(
 runModelConformance(
   jsonHarness("openai chat (stream: false)", chatBody, (url) =>
     openaiChat("test-model", { baseURL: `${url}/v1`, apiKey: "test-key", retry: noRetry, stream: false }),
+  ),
+);
+
+runModelConformance(
+  jsonHarness("openai chat (stream: false) through the openai SDK client", chatBody, (url) =>
+    openaiChat("test-model", { client: new OpenAI({ baseURL: `${url}/v1`, apiKey: "test-key", maxRetries: 0 }), retry: noRetry, stream: false }),
   ),
 );
 

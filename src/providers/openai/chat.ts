@@ -1,16 +1,19 @@
 /**
  * OpenAI Chat Completions adapter, for OpenAI and every OpenAI-compatible server (Ollama, vLLM,
- * llama.cpp, LM Studio, Groq, ...), on the official `openai` SDK.
+ * llama.cpp, LM Studio, Groq, ...). It speaks the wire directly (`../http.ts`: node:http on
+ * keep-alive sockets, SSE through `eventsource-parser`), the hot path of every agent loop; pass an
+ * official `openai` SDK client as `client` to send the same requests through the SDK instead.
  *
  * Wire format of a tool round (Prompty §9.4): one assistant message with
  * `tool_calls: [{id, type: "function", function: {name, arguments}}]`, then one
  * `{role: "tool", tool_call_id, content}` message per result.
  */
-import OpenAI from "openai";
+import type OpenAI from "openai";
 import type { Message } from "../../messages.js";
 import type { FinishReason, ModelEvent, ModelRequest, ToolChoice, UnifiedFinishReason } from "../../model/model.js";
 import type { Usage } from "../../usage.js";
 import { incompleteStreamError } from "../errors.js";
+import { StreamedError, isJsonResponse, post, readText, serverSentEvents } from "../http.js";
 import {
   type AdapterOptions,
   AdapterModel,
@@ -18,6 +21,7 @@ import {
   refusalError,
   tokenUsage,
   type CallContext,
+  type ClientSettings,
   contentText,
   imageUrl,
   objectSchema,
@@ -33,8 +37,37 @@ export interface OpenAIChatOptions extends AdapterOptions {
   includeUsage?: boolean;
   /** Field for the output token limit. Default `max_completion_tokens` on api.openai.com, `max_tokens` elsewhere. */
   maxTokensField?: "max_tokens" | "max_completion_tokens";
-  /** A preconfigured client (its retries should be off: `maxRetries: 0`). */
+  /**
+   * An official `openai` SDK client to send the requests through (Azure, a custom auth setup).
+   * Its retries should be off (`maxRetries: 0`): the adapter's `retry` is the policy. Default:
+   * none; the adapter speaks HTTP itself, which costs a third of the SDK's CPU per call.
+   */
   client?: OpenAI;
+  /** A WHATWG `fetch` for the direct path instead of node:http (a proxy agent, another runtime). */
+  fetch?: typeof globalThis.fetch;
+}
+
+/** The direct path's settings: where to POST and with which headers. */
+class ChatEndpoint {
+  readonly url: string;
+  readonly headers: Record<string, string>;
+  constructor(
+    settings: ClientSettings,
+    env: Record<string, string | undefined>,
+    readonly fetch: typeof globalThis.fetch | undefined,
+  ) {
+    this.url = `${settings.baseURL.replace(/\/+$/, "")}/chat/completions`;
+    const headers: Record<string, string> = {
+      "content-type": "application/json",
+      authorization: `Bearer ${settings.apiKey}`,
+      "user-agent": "agentloop",
+    };
+    // The SDK's environment conventions for OpenAI organizations and projects.
+    if (env.OPENAI_ORG_ID) headers["openai-organization"] = env.OPENAI_ORG_ID;
+    if (env.OPENAI_PROJECT_ID) headers["openai-project"] = env.OPENAI_PROJECT_ID;
+    for (const [name, value] of Object.entries(settings.defaultHeaders ?? {})) headers[name.toLowerCase()] = value;
+    this.headers = headers;
+  }
 }
 
 /** Reads a Chat Completions usage object, including cached and reasoning tokens. */
@@ -250,9 +283,9 @@ export function chatMessages(messages: readonly Message[], names: ToolNameMap, s
   return out;
 }
 
-export class OpenAIChatModel extends AdapterModel<OpenAI, OpenAIChatOptions> {
+export class OpenAIChatModel extends AdapterModel<OpenAI | ChatEndpoint, OpenAIChatOptions> {
   constructor(modelId: string, options: OpenAIChatOptions = {}) {
-    super(modelId, options, openaiConnection("openai"), (settings) => new OpenAI(settings));
+    super(modelId, options, openaiConnection("openai"), (settings) => new ChatEndpoint(settings, options.env ?? process.env, options.fetch));
   }
 
   private body(request: ModelRequest, names: ToolNameMap): Record<string, unknown> {
@@ -280,22 +313,52 @@ export class OpenAIChatModel extends AdapterModel<OpenAI, OpenAIChatOptions> {
   protected async *call(request: ModelRequest, { names, signal }: CallContext): AsyncGenerator<ModelEvent> {
     const mapper = new ChatStreamMapper(this.provider, names);
     const body = this.body(request, names);
-    const client = this.connection.client;
-    if (this.options.stream === false) {
-      const completion = await client.chat.completions.create({ ...body, stream: false } as unknown as OpenAI.Chat.ChatCompletionCreateParamsNonStreaming, {
-        signal,
-      });
-      yield* mapper.chunk(completionChunk(completion as unknown as CompletionLike));
-    } else {
-      const streamBody: Record<string, unknown> = { ...body, stream: true };
-      if (this.options.includeUsage !== false) streamBody.stream_options = { include_usage: true };
-      const stream = await client.chat.completions.create(streamBody as unknown as OpenAI.Chat.ChatCompletionCreateParamsStreaming, { signal });
-      for await (const chunk of stream) yield* mapper.chunk(chunk as unknown as ChunkLike);
+    const streaming = this.options.stream !== false;
+    body.stream = streaming;
+    if (streaming) {
+      if (this.options.includeUsage !== false) body.stream_options = { include_usage: true };
     }
-    // The SDK may end the stream quietly on abort: `adapterStream` then ends it with `aborted`.
+    const client = this.connection.client;
+    const chunks = client instanceof ChatEndpoint ? this.direct(client, body, streaming, signal) : sdkChunks(client, body, streaming, signal);
+    for await (const chunk of chunks) yield* mapper.chunk(chunk);
+    // A stream may end quietly on abort: `adapterStream` then ends it with `aborted`.
     if (signal.aborted) return;
     yield* mapper.end();
   }
+
+  /** The chunks of one call on the direct path; a JSON body (asked for, or sent anyway) is one chunk. */
+  private async *direct(endpoint: ChatEndpoint, body: Record<string, unknown>, streaming: boolean, signal: AbortSignal): AsyncGenerator<ChunkLike> {
+    const headers = streaming ? { ...endpoint.headers, accept: "text/event-stream" } : endpoint.headers;
+    const common = { url: endpoint.url, headers, body: JSON.stringify(body), signal, timeoutMs: this.options.timeoutMs, fetch: endpoint.fetch };
+    if (!streaming) {
+      const { value } = await post({ ...common, json: true });
+      yield completionChunk(value as CompletionLike);
+      return;
+    }
+    const { response } = await post(common);
+    if (isJsonResponse(response)) {
+      yield completionChunk(JSON.parse(await readText(response.body)) as CompletionLike);
+      return;
+    }
+    for await (const event of serverSentEvents(response.body)) {
+      // Read on past [DONE] to the end, so the keep-alive socket goes back to the pool.
+      if (event.data === "[DONE]") continue;
+      const chunk = JSON.parse(event.data) as ChunkLike & { error?: unknown };
+      if (chunk.error) throw new StreamedError(chunk.error);
+      yield chunk;
+    }
+  }
+}
+
+/** The chunks of one call through an official SDK client. */
+async function* sdkChunks(client: OpenAI, body: Record<string, unknown>, streaming: boolean, signal: AbortSignal): AsyncGenerator<ChunkLike> {
+  if (!streaming) {
+    const completion = await client.chat.completions.create(body as unknown as OpenAI.Chat.ChatCompletionCreateParamsNonStreaming, { signal });
+    yield completionChunk(completion as unknown as CompletionLike);
+    return;
+  }
+  const stream = await client.chat.completions.create(body as unknown as OpenAI.Chat.ChatCompletionCreateParamsStreaming, { signal });
+  yield* stream as AsyncIterable<ChunkLike>;
 }
 
 interface CompletionLike {

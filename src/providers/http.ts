@@ -1,0 +1,197 @@
+/**
+ * The HTTP under the adapters' direct path: one POST with a JSON body, answered by a JSON body or
+ * by Server-Sent Events (parsed with `eventsource-parser`).
+ *
+ * By default it speaks node:http(s) on keep-alive sockets: per model call that costs about half
+ * the CPU of the global `fetch` and a third of an SDK call, which is most of an agent loop's own
+ * cost per turn (bench/README.md, scenario 1). `fetch` in the options swaps in any WHATWG fetch
+ * (a proxy agent, a test double, another runtime). Failures throw what `toAgentLoopError` maps:
+ * `HttpStatusError` (status, headers, parsed error body), a `TimeoutError`, node's network errors
+ * (`ECONNREFUSED`, `ECONNRESET`, ...), an `AbortError`.
+ */
+import { Agent as HttpAgent, type IncomingHttpHeaders, type IncomingMessage, request as httpRequest } from "node:http";
+import { Agent as HttpsAgent, request as httpsRequest } from "node:https";
+import { createBrotliDecompress, createGunzip, createInflate } from "node:zlib";
+import { createParser, type EventSourceMessage } from "eventsource-parser";
+
+/** What a response is read through: its status, headers and body bytes. */
+export interface HttpResponse {
+  status: number;
+  /** Lower-case header names (node) or a `Headers` object (fetch). */
+  headers: IncomingHttpHeaders | Headers;
+  body: AsyncIterable<Uint8Array>;
+}
+
+export interface PostOptions {
+  url: string;
+  headers: Record<string, string>;
+  body: string;
+  signal: AbortSignal;
+  /** Milliseconds until the response headers (streaming) or the whole body (`json: true`) must have arrived. */
+  timeoutMs?: number;
+  /** A WHATWG `fetch` to use instead of node:http. */
+  fetch?: typeof globalThis.fetch;
+}
+
+/** A response with a status outside 2xx: carries what error mapping reads (like the SDKs' errors). */
+export class HttpStatusError extends Error {
+  override readonly name = "HttpStatusError";
+  constructor(
+    readonly status: number,
+    readonly headers: IncomingHttpHeaders | Headers,
+    /** The parsed JSON error body, or undefined when the body was not JSON. */
+    readonly error: unknown,
+    detail: string,
+  ) {
+    super(detail);
+  }
+}
+
+/** The error a request that outlived its timeout fails with (`toAgentLoopError` maps it to `timeout`). */
+export function timeoutError(timeoutMs: number): Error {
+  const error = new Error(`the request timed out after ${timeoutMs} ms`);
+  error.name = "TimeoutError";
+  return error;
+}
+
+const agents = { http: new HttpAgent({ keepAlive: true }), https: new HttpsAgent({ keepAlive: true }) };
+
+/**
+ * POSTs `body` and resolves with a 2xx response; a non-2xx response is read and thrown as an
+ * `HttpStatusError`. With `json: true` resolves with the parsed body instead. Aborting `signal`
+ * destroys the request (and the response stream being read).
+ */
+export async function post(options: PostOptions & { json: true }): Promise<{ response: HttpResponse; value: unknown }>;
+export async function post(options: PostOptions & { json?: false }): Promise<{ response: HttpResponse }>;
+export async function post(options: PostOptions & { json?: boolean }): Promise<{ response: HttpResponse; value?: unknown }> {
+  let timedOut: Error | undefined;
+  let cancel: (error: Error) => void = () => undefined;
+  const { timeoutMs } = options;
+  const timer =
+    timeoutMs !== undefined && timeoutMs > 0
+      ? setTimeout(() => {
+          timedOut = timeoutError(timeoutMs);
+          cancel(timedOut);
+        }, timeoutMs)
+      : undefined;
+  const onCancel = (cancelRequest: (error: Error) => void) => {
+    cancel = cancelRequest;
+  };
+  try {
+    const response = options.fetch ? await fetchPost(options, onCancel) : await nodePost(options, onCancel);
+    if (response.status < 200 || response.status > 299) throw await statusError(response);
+    if (!options.json) return { response };
+    return { response, value: JSON.parse(await readText(response.body)) };
+  } catch (error) {
+    // A socket destroyed by the timer fails with whatever node says; the timeout is the cause.
+    throw timedOut ?? error;
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** Each Server-Sent Event of a response, in order. */
+export async function* serverSentEvents(body: AsyncIterable<Uint8Array>): AsyncGenerator<EventSourceMessage> {
+  const decoder = new TextDecoder();
+  let ready: EventSourceMessage[] = [];
+  const parser = createParser({ onEvent: (event) => void ready.push(event) });
+  for await (const bytes of body) {
+    parser.feed(decoder.decode(bytes, { stream: true }));
+    if (ready.length === 0) continue;
+    const events = ready;
+    ready = [];
+    yield* events;
+  }
+  // A last event not followed by a blank line still counts (as in the SDKs' decoders).
+  parser.feed(`${decoder.decode()}\n\n`);
+  yield* ready;
+}
+
+/** True when a response is JSON (a server that ignores `stream: true` answers with a body). */
+export function isJsonResponse(response: HttpResponse): boolean {
+  return /\bjson\b/i.test(headerValue(response.headers, "content-type") ?? "");
+}
+
+/** Reads a whole body as text. */
+export async function readText(body: AsyncIterable<Uint8Array>): Promise<string> {
+  const chunks: Uint8Array[] = [];
+  for await (const chunk of body) chunks.push(chunk);
+  return Buffer.concat(chunks).toString("utf8");
+}
+
+function headerValue(headers: IncomingHttpHeaders | Headers, name: string): string | undefined {
+  if (typeof (headers as Headers).get === "function") return (headers as Headers).get(name) ?? undefined;
+  const value = (headers as IncomingHttpHeaders)[name];
+  return Array.isArray(value) ? value.join(", ") : value;
+}
+
+type OnCancel = (cancel: (error: Error) => void) => void;
+
+function nodePost(options: PostOptions, onCancel: OnCancel): Promise<HttpResponse> {
+  const url = new URL(options.url);
+  const https = url.protocol === "https:";
+  const headers = { ...options.headers, "content-length": String(Buffer.byteLength(options.body)) };
+  return new Promise<HttpResponse>((resolve, reject) => {
+    const request = (https ? httpsRequest : httpRequest)(
+      url,
+      { method: "POST", headers, agent: https ? agents.https : agents.http, signal: options.signal },
+      (message) => resolve({ status: message.statusCode ?? 0, headers: message.headers, body: decoded(message) }),
+    );
+    onCancel((error) => request.destroy(error));
+    request.on("error", reject);
+    request.end(options.body);
+  });
+}
+
+/** The body bytes, decompressed if the server compressed them although we did not ask. */
+function decoded(message: IncomingMessage): AsyncIterable<Uint8Array> {
+  const encoding = (message.headers["content-encoding"] ?? "").trim().toLowerCase();
+  if (encoding === "" || encoding === "identity") return message;
+  const decompressor = encoding === "gzip" || encoding === "x-gzip" ? createGunzip() : encoding === "deflate" ? createInflate() : encoding === "br" ? createBrotliDecompress() : undefined;
+  if (!decompressor) return message;
+  message.on("error", (error) => decompressor.destroy(error));
+  return message.pipe(decompressor);
+}
+
+async function fetchPost(options: PostOptions, onCancel: OnCancel): Promise<HttpResponse> {
+  const controller = new AbortController();
+  onCancel((error) => controller.abort(error));
+  const signal = AbortSignal.any([options.signal, controller.signal]);
+  const response = await options.fetch!(options.url, { method: "POST", headers: options.headers, body: options.body, signal });
+  const body = response.body ?? emptyBody();
+  return { status: response.status, headers: response.headers, body: body as unknown as AsyncIterable<Uint8Array> };
+}
+
+async function* emptyBody(): AsyncGenerator<Uint8Array> {}
+
+async function statusError(response: HttpResponse): Promise<HttpStatusError> {
+  let text = "";
+  try {
+    text = await readText(response.body);
+  } catch {
+    // the status says enough
+  }
+  let parsed: unknown;
+  try {
+    parsed = text ? JSON.parse(text) : undefined;
+  } catch {
+    parsed = undefined;
+  }
+  const detail = parsed === undefined ? text.trim().slice(0, 500) || `HTTP ${response.status}` : errorMessage(parsed) ?? text.slice(0, 500);
+  return new HttpStatusError(response.status, response.headers, parsed, detail);
+}
+
+function errorMessage(body: unknown): string | undefined {
+  if (!body || typeof body !== "object") return undefined;
+  const record = body as Record<string, unknown>;
+  const inner = record.error && typeof record.error === "object" ? (record.error as Record<string, unknown>) : record;
+  return typeof inner.message === "string" ? inner.message : typeof record.error === "string" ? record.error : undefined;
+}
+
+/** An error object a provider sent inside a stream (`data: {"error": {...}}`), thrown for error mapping. */
+export class StreamedError extends Error {
+  override readonly name = "StreamedError";
+  constructor(readonly error: unknown) {
+    super(errorMessage({ error }) ?? JSON.stringify(error));
+  }
+}

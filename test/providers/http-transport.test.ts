@@ -1,0 +1,223 @@
+// The Chat Completions adapter's direct HTTP path (src/providers/http.ts) against real servers on
+// 127.0.0.1: keep-alive sockets, headers, compressed bodies, a JSON answer to a stream request,
+// timeouts while the body is still coming, non-JSON error bodies, a custom fetch.
+import assert from "node:assert/strict";
+import { type IncomingMessage, type ServerResponse, createServer } from "node:http";
+import type { AddressInfo } from "node:net";
+import { describe, test } from "node:test";
+import { gzipSync } from "node:zlib";
+import type { AgentLoopError } from "../../src/errors.js";
+import type { Model, ModelEvent } from "../../src/model/model.js";
+import { openaiChat } from "../../src/providers/openai/index.js";
+import { chatBody, chatFrames } from "./wire-scripts.js";
+
+interface RawServer {
+  url: string;
+  connections: number;
+  requests: Array<{ headers: IncomingMessage["headers"]; body: any }>;
+  close(): Promise<void>;
+}
+
+/** A node:http server that counts TCP connections and answers every request with `answer`. */
+async function rawServer(answer: (request: IncomingMessage, response: ServerResponse, index: number) => void): Promise<RawServer> {
+  const state: RawServer = { url: "", connections: 0, requests: [], close: async () => undefined };
+  const server = createServer(async (request, response) => {
+    const chunks: Buffer[] = [];
+    for await (const chunk of request) chunks.push(chunk as Buffer);
+    state.requests.push({ headers: request.headers, body: JSON.parse(Buffer.concat(chunks).toString("utf8")) });
+    answer(request, response, state.requests.length - 1);
+  });
+  server.on("connection", () => state.connections++);
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  state.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  state.close = () =>
+    new Promise<void>((resolve) => {
+      server.closeAllConnections();
+      server.close(() => resolve());
+    });
+  return state;
+}
+
+async function collect(model: Model): Promise<ModelEvent[]> {
+  const events: ModelEvent[] = [];
+  for await (const event of model.stream({ messages: [{ role: "user", content: "hi" }] })) events.push(event);
+  return events;
+}
+
+const text = (events: ModelEvent[]) => events.map((event) => (event.type === "text-delta" ? event.delta : "")).join("");
+const last = (events: ModelEvent[]) => events[events.length - 1];
+const errorOf = (events: ModelEvent[]) => {
+  const event = last(events);
+  assert.equal(event.type, "error", `expected an error event last, got ${JSON.stringify(event)}`);
+  return (event as { error: AgentLoopError }).error;
+};
+
+const streamFrames = (response: ServerResponse, frames: readonly string[]) => {
+  response.writeHead(200, { "content-type": "text/event-stream" });
+  response.end(frames.join(""));
+};
+
+describe("openai chat: the direct HTTP path", () => {
+  test("consecutive calls reuse one keep-alive connection (streaming and JSON)", async () => {
+    const server = await rawServer((_request, response, index) => {
+      if (index < 3) return streamFrames(response, chatFrames({ text: `answer ${index}` }));
+      response.writeHead(200, { "content-type": "application/json" });
+      response.end(JSON.stringify(chatBody({ text: `answer ${index}` })));
+    });
+    try {
+      const streaming = openaiChat("m", { baseURL: `${server.url}/v1`, apiKey: "k" });
+      const json = openaiChat("m", { baseURL: `${server.url}/v1`, apiKey: "k", stream: false });
+      for (let index = 0; index < 3; index++) assert.equal(text(await collect(streaming)), `answer ${index}`);
+      for (let index = 3; index < 6; index++) assert.equal(text(await collect(json)), `answer ${index}`);
+      assert.equal(server.requests.length, 6);
+      assert.equal(server.connections, 1, "all six calls on one socket");
+    } finally {
+      await server.close();
+    }
+  });
+
+  test("headers: bearer key, event-stream accept, organization and project from env, caller headers win case-insensitively", async () => {
+    const server = await rawServer((_request, response) => streamFrames(response, chatFrames({ text: "ok" })));
+    try {
+      const env = { OPENAI_ORG_ID: "org-1", OPENAI_PROJECT_ID: "proj-1" };
+      await collect(openaiChat("m", { baseURL: `${server.url}/v1`, apiKey: "sk-test", env }));
+      await collect(openaiChat("m", { baseURL: `${server.url}/v1/`, apiKey: "sk-test", headers: { Authorization: "Token custom", "X-Extra": "1" } }));
+      const [first, second] = server.requests.map((request) => request.headers);
+      assert.equal(first.authorization, "Bearer sk-test");
+      assert.equal(first.accept, "text/event-stream");
+      assert.equal(first["content-type"], "application/json");
+      assert.equal(first["openai-organization"], "org-1");
+      assert.equal(first["openai-project"], "proj-1");
+      assert.equal(second.authorization, "Token custom", "one authorization header, the caller's");
+      assert.equal(second["x-extra"], "1");
+      assert.equal(second["openai-organization"], undefined);
+      assert.equal(server.requests[1].body.stream, true);
+    } finally {
+      await server.close();
+    }
+  });
+
+  test("a gzip-compressed stream is decompressed", async () => {
+    const server = await rawServer((_request, response) => {
+      response.writeHead(200, { "content-type": "text/event-stream", "content-encoding": "gzip" });
+      response.end(gzipSync(chatFrames({ text: "compressed but fine" }).join("")));
+    });
+    try {
+      const events = await collect(openaiChat("m", { baseURL: `${server.url}/v1`, apiKey: "k" }));
+      assert.equal(text(events), "compressed but fine");
+      assert.equal(last(events).type, "finish");
+    } finally {
+      await server.close();
+    }
+  });
+
+  test("a server that answers a stream request with a JSON body gives the same events", async () => {
+    const server = await rawServer((_request, response) => {
+      response.writeHead(200, { "content-type": "application/json; charset=utf-8" });
+      response.end(JSON.stringify(chatBody({ text: "not streamed", toolCalls: [{ id: "call_1", name: "lookup", arguments: { q: 1 } }] })));
+    });
+    try {
+      const events = await collect(openaiChat("m", { baseURL: `${server.url}/v1`, apiKey: "k" }));
+      assert.equal(text(events), "not streamed");
+      const end = events.find((event) => event.type === "tool-call-end");
+      assert.deepEqual(end, { type: "tool-call-end", id: "call_1", name: "lookup", arguments: '{"q":1}' });
+      assert.equal(last(events).type, "finish");
+    } finally {
+      await server.close();
+    }
+  });
+
+  test("timeoutMs covers a JSON body that starts but never finishes", async () => {
+    const server = await rawServer((_request, response) => {
+      response.writeHead(200, { "content-type": "application/json" });
+      response.write('{"id":"chatcmpl-1","choices":[');
+    });
+    try {
+      const started = Date.now();
+      const events = await collect(openaiChat("m", { baseURL: `${server.url}/v1`, apiKey: "k", stream: false, timeoutMs: 150, retry: { maxRetries: 0 } }));
+      const error = errorOf(events);
+      assert.equal(error.kind, "timeout");
+      assert.match(error.message, /timed out/);
+      assert.ok(Date.now() - started < 2000);
+    } finally {
+      await server.close();
+    }
+  });
+
+  test("a streamed answer may take longer than timeoutMs once it has started", async () => {
+    const frames = chatFrames({ text: "slow but steady words" });
+    const server = await rawServer((_request, response) => {
+      response.writeHead(200, { "content-type": "text/event-stream" });
+      let index = 0;
+      const timer = setInterval(() => {
+        if (index === frames.length) {
+          clearInterval(timer);
+          response.end();
+        } else response.write(frames[index++]);
+      }, 30);
+      response.on("close", () => clearInterval(timer));
+    });
+    try {
+      const events = await collect(openaiChat("m", { baseURL: `${server.url}/v1`, apiKey: "k", timeoutMs: 100, retry: { maxRetries: 0 } }));
+      assert.equal(text(events), "slow but steady words");
+      assert.equal(last(events).type, "finish");
+    } finally {
+      await server.close();
+    }
+  });
+
+  test("a non-JSON error body (a proxy's 502 page) is a retryable server error quoting the body", async () => {
+    const server = await rawServer((_request, response, index) => {
+      if (index === 0) {
+        response.writeHead(502, { "content-type": "text/html" });
+        response.end("<html>Bad Gateway</html>");
+      } else streamFrames(response, chatFrames({ text: "second try" }));
+    });
+    try {
+      const retries: string[] = [];
+      const events = await collect(
+        openaiChat("m", { baseURL: `${server.url}/v1`, apiKey: "k", retry: { initialDelayMs: 5, onRetry: ({ error }) => retries.push(`${error.kind} ${error.status} ${error.message}`) } }),
+      );
+      assert.equal(text(events), "second try");
+      assert.equal(retries.length, 1);
+      assert.match(retries[0], /^server 502 .*Bad Gateway/);
+    } finally {
+      await server.close();
+    }
+  });
+
+  test("fetch: a caller's fetch carries every request", async () => {
+    const server = await rawServer((_request, response) => streamFrames(response, chatFrames({ text: "via fetch" })));
+    try {
+      const urls: string[] = [];
+      const countingFetch: typeof fetch = (input, init) => {
+        urls.push(String(input));
+        return fetch(input, init);
+      };
+      const events = await collect(openaiChat("m", { baseURL: `${server.url}/v1`, apiKey: "k", fetch: countingFetch }));
+      assert.equal(text(events), "via fetch");
+      assert.deepEqual(urls, [`${server.url}/v1/chat/completions`]);
+    } finally {
+      await server.close();
+    }
+  });
+
+  test("fetch: a 401 still names the variable, and a timeout is a timeout", async () => {
+    const server = await rawServer((_request, response, index) => {
+      if (index === 0) {
+        response.writeHead(401, { "content-type": "application/json" });
+        response.end(JSON.stringify({ error: { message: "Incorrect API key provided", type: "invalid_request_error", code: "invalid_api_key" } }));
+      }
+      // the second request never gets an answer
+    });
+    try {
+      const unauthorized = errorOf(await collect(openaiChat("m", { baseURL: `${server.url}/v1`, apiKey: "k", fetch })));
+      assert.equal(unauthorized.kind, "authentication");
+      assert.match(unauthorized.message, /OPENAI_API_KEY/);
+      const timedOut = errorOf(await collect(openaiChat("m", { baseURL: `${server.url}/v1`, apiKey: "k", fetch, timeoutMs: 100, retry: { maxRetries: 0 } })));
+      assert.equal(timedOut.kind, "timeout");
+    } finally {
+      await server.close();
+    }
+  });
+});
