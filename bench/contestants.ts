@@ -7,7 +7,7 @@
 import { createOpenAICompatible } from "@ai-sdk/openai-compatible";
 import { OpenAIProvider, Agent as OpenAIAgent, run as openaiAgentsRun, setTracingDisabled, tool as openaiAgentsTool } from "@openai/agents";
 import { generateText, jsonSchema, stepCountIs, streamText, tool as aiTool } from "ai";
-import { createParser } from "eventsource-parser";
+import { Agent as HttpAgent, type IncomingMessage, request as httpRequest } from "node:http";
 import OpenAI from "openai";
 import type { ChatCompletionMessageParam, ChatCompletionTool } from "openai/resources/chat/completions";
 import { Agent, defineTool } from "../src/index.js";
@@ -66,12 +66,12 @@ export interface ConversationHooks {
 /** Plays the conversation once; resolves with the final answer text. */
 export type Conversation = (hooks?: ConversationHooks) => Promise<string>;
 
-export type ContestantRole = "floor" | "baseline" | "agentloop" | "agentloop-variant" | "peer";
+export type ContestantRole = "floor" | "floor-variant" | "baseline" | "agentloop" | "agentloop-variant" | "peer";
 
 export interface Contestant {
   name: string;
-  /** `floor`: hand-written fetch; `baseline`: bare loop on the official SDK; `agentloop-variant`: a
-   * bench-only what-if; `peer`: another framework. */
+  /** `floor`: hand-written fetch; `floor-variant`: the same on node:http; `baseline`: bare loop on
+   * the official SDK; `agentloop-variant`: agentloop configured otherwise; `peer`: another framework. */
   role: ContestantRole;
   prepare(setup: ConversationSetup): Promise<Conversation>;
 }
@@ -154,6 +154,72 @@ export const rawFetch: Contestant = {
   },
 };
 
+/**
+ * The floor on node:http instead of fetch (keep-alive agent, the same hand-written SSE reader):
+ * the cheapest HTTP a Node program has. agentloop's adapter speaks node:http, so agentloop minus
+ * this row is the loop's own cost on the same transport.
+ */
+export const rawHttp: Contestant = {
+  name: "raw-http",
+  role: "floor-variant",
+  async prepare(setup) {
+    const url = new URL(`${setup.baseURL}/chat/completions`);
+    const agent = new HttpAgent({ keepAlive: true });
+    const headers = { "content-type": "application/json", authorization: `Bearer ${API_KEY}` };
+    const tools = openaiTools(setup.tool);
+    const post = (body: string) =>
+      new Promise<IncomingMessage>((resolve, reject) => {
+        const request = httpRequest(url, { method: "POST", agent, headers: { ...headers, "content-length": Buffer.byteLength(body) } }, resolve);
+        request.on("error", reject);
+        request.end(body);
+      });
+    return async (hooks) => {
+      const messages: ChatCompletionMessageParam[] = [
+        { role: "system", content: SYSTEM_PROMPT },
+        { role: "user", content: USER_INPUT },
+      ];
+      for (let turn = 0; turn < setup.maxTurns; turn++) {
+        const response = await post(JSON.stringify({ model: setup.model, messages, tools, stream: setup.stream }));
+        response.setEncoding("utf8");
+        if (response.statusCode !== 200) throw new Error(`raw-http: HTTP ${response.statusCode}`);
+        let content = "";
+        const calls: WireToolCall[] = [];
+        if (setup.stream) {
+          let buffer = "";
+          for await (const text of response as AsyncIterable<string>) {
+            buffer += text;
+            let end: number;
+            while ((end = buffer.indexOf("\n\n")) !== -1) {
+              const event = buffer.slice(0, end);
+              buffer = buffer.slice(end + 2);
+              if (!event.startsWith("data: ")) continue;
+              const data = event.slice(6);
+              if (data === "[DONE]") continue;
+              const delta = (JSON.parse(data) as { choices: Array<{ delta: any }> }).choices[0]?.delta;
+              if (!delta) continue;
+              if (delta.content) {
+                content += delta.content;
+                hooks?.onTextDelta?.(delta.content);
+              }
+              if (delta.tool_calls) for (const call of delta.tool_calls) addDelta(calls, call);
+            }
+          }
+        } else {
+          let text = "";
+          for await (const piece of response as AsyncIterable<string>) text += piece;
+          const message = (JSON.parse(text) as { choices: Array<{ message: { content: string | null; tool_calls?: WireToolCall[] } }> }).choices[0].message;
+          content = message.content ?? "";
+          if (message.tool_calls) calls.push(...message.tool_calls);
+        }
+        if (calls.length === 0) return content;
+        messages.push({ role: "assistant", content: content || null, tool_calls: calls });
+        await executeCalls(setup.tool, calls, messages);
+      }
+      throw new Error(`raw-http: no final answer within ${setup.maxTurns} model calls`);
+    };
+  },
+};
+
 /** A bare loop on the official `openai` SDK: what you write without a framework. */
 export const openaiSdk: Contestant = {
   name: "openai-sdk",
@@ -195,7 +261,26 @@ export const openaiSdk: Contestant = {
   },
 };
 
-/** agentloop: the core `Agent` on the openai-chat adapter. */
+function benchTool(tool: BenchTool) {
+  return defineTool({
+    name: tool.name,
+    description: tool.description,
+    parameters: tool.parameters,
+    execute: (args) => tool.execute(args as unknown as LookupArguments),
+  });
+}
+
+function agentloopConversation(name: string, agent: Agent): Conversation {
+  return async (hooks) => {
+    const run = agent.run(USER_INPUT);
+    if (hooks?.onTextDelta) for await (const delta of run.textStream()) hooks.onTextDelta(delta);
+    const result = await run;
+    if (result.state !== "COMPLETED") throw new Error(`${name}: run ended ${result.state}: ${result.reason} ${result.error?.message ?? ""}`);
+    return result.text;
+  };
+}
+
+/** agentloop: the core `Agent` on the openai-chat adapter, as a user writes it. */
 export const agentloop: Contestant = {
   name: "agentloop",
   role: "agentloop",
@@ -204,87 +289,30 @@ export const agentloop: Contestant = {
       name: "bench",
       instructions: SYSTEM_PROMPT,
       model: openaiChat(setup.model, { baseURL: setup.baseURL, apiKey: API_KEY, stream: setup.stream }),
-      tools: [
-        defineTool({
-          name: setup.tool.name,
-          description: setup.tool.description,
-          parameters: setup.tool.parameters,
-          execute: (args) => setup.tool.execute(args as unknown as LookupArguments),
-        }),
-      ],
+      tools: [benchTool(setup.tool)],
       maxTurns: setup.maxTurns,
     });
-    return async (hooks) => {
-      const run = agent.run(USER_INPUT);
-      if (hooks?.onTextDelta) for await (const delta of run.textStream()) hooks.onTextDelta(delta);
-      const result = await run;
-      if (result.state !== "COMPLETED") throw new Error(`agentloop: run ended ${result.state}: ${result.reason} ${result.error?.message ?? ""}`);
-      return result.text;
-    };
+    return agentloopConversation("agentloop", agent);
   },
 };
 
 /**
- * A what-if, not a product path: the same agentloop adapter and loop, but the adapter's `client`
- * is a lean stand-in for the `openai` SDK (`fetch`, `JSON.stringify`, `eventsource-parser`), so
- * the table shows what the SDK under the adapter costs. Speaks only what the adapter uses:
- * `chat.completions.create(body, { signal })`.
+ * agentloop with the official `openai` SDK under its adapter (`client: new OpenAI(...)`, the
+ * adapter's opt-in SDK path): the same loop, to show what the SDK costs per call.
  */
-function leanOpenAIClient(baseURL: string, apiKey: string): OpenAI {
-  const url = `${baseURL}/chat/completions`;
-  const headers = { "content-type": "application/json", authorization: `Bearer ${apiKey}` };
-  async function create(body: Record<string, unknown>, options: { signal?: AbortSignal } = {}): Promise<unknown> {
-    const response = await fetch(url, { method: "POST", headers, body: JSON.stringify(body), signal: options.signal });
-    if (!response.ok) throw new Error(`lean client: HTTP ${response.status}: ${await response.text()}`);
-    if (body.stream !== true) return response.json();
-    const stream = response.body as unknown as AsyncIterable<Uint8Array>;
-    return (async function* () {
-      const decoder = new TextDecoder();
-      let chunks: unknown[] = [];
-      const parser = createParser({
-        onEvent(event) {
-          if (event.data !== "[DONE]") chunks.push(JSON.parse(event.data));
-        },
-      });
-      for await (const bytes of stream) {
-        parser.feed(decoder.decode(bytes, { stream: true }));
-        if (chunks.length > 0) {
-          const ready = chunks;
-          chunks = [];
-          yield* ready;
-        }
-      }
-    })();
-  }
-  return { chat: { completions: { create } } } as unknown as OpenAI;
-}
-
-/** agentloop with the lean stand-in client under its adapter (see `leanOpenAIClient`). */
-export const agentloopLean: Contestant = {
-  name: "agentloop-lean",
+export const agentloopSdk: Contestant = {
+  name: "agentloop-sdk",
   role: "agentloop-variant",
   async prepare(setup) {
+    const client = new OpenAI({ baseURL: setup.baseURL, apiKey: API_KEY, maxRetries: 0 });
     const agent = new Agent({
       name: "bench",
       instructions: SYSTEM_PROMPT,
-      model: openaiChat(setup.model, { baseURL: setup.baseURL, client: leanOpenAIClient(setup.baseURL, API_KEY), stream: setup.stream }),
-      tools: [
-        defineTool({
-          name: setup.tool.name,
-          description: setup.tool.description,
-          parameters: setup.tool.parameters,
-          execute: (args) => setup.tool.execute(args as unknown as LookupArguments),
-        }),
-      ],
+      model: openaiChat(setup.model, { client, stream: setup.stream }),
+      tools: [benchTool(setup.tool)],
       maxTurns: setup.maxTurns,
     });
-    return async (hooks) => {
-      const run = agent.run(USER_INPUT);
-      if (hooks?.onTextDelta) for await (const delta of run.textStream()) hooks.onTextDelta(delta);
-      const result = await run;
-      if (result.state !== "COMPLETED") throw new Error(`agentloop-lean: run ended ${result.state}: ${result.reason} ${result.error?.message ?? ""}`);
-      return result.text;
-    };
+    return agentloopConversation("agentloop-sdk", agent);
   },
 };
 
@@ -353,4 +381,4 @@ export const openaiAgents: Contestant = {
   },
 };
 
-export const allContestants: readonly Contestant[] = [rawFetch, openaiSdk, agentloop, agentloopLean, vercelAi, openaiAgents];
+export const allContestants: readonly Contestant[] = [rawFetch, rawHttp, openaiSdk, agentloop, agentloopSdk, vercelAi, openaiAgents];

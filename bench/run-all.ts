@@ -21,7 +21,7 @@ const SCENARIOS = [
   { id: "memory", file: "scenario-memory.ts" },
 ] as const;
 
-const COLUMNS = ["raw-fetch", "openai-sdk", "agentloop", "agentloop-lean", "vercel-ai", "openai-agents"] as const;
+const COLUMNS = ["raw-fetch", "raw-http", "openai-sdk", "agentloop", "agentloop-sdk", "vercel-ai", "openai-agents"] as const;
 const PEERS = ["vercel-ai", "openai-agents"];
 const README_START = "<!-- last-run:start -->";
 const README_END = "<!-- last-run:end -->";
@@ -41,17 +41,19 @@ function parseArguments(argv: readonly string[]) {
 
 function summaryTable(rows: readonly SummaryRow[]): string {
   return markdownTable(
-    ["scenario", "metric", "floor", ...COLUMNS.slice(1), "agentloop ÷ floor", "agentloop ÷ fastest peer", "target", "met"],
+    ["scenario", "metric", "floor", ...COLUMNS.slice(1), "agentloop ÷ floor", "agentloop ÷ raw-http", "agentloop ÷ fastest peer", "target", "met"],
     rows.map((row) => {
       const value = (name: string) => row.values[name];
       const agent = value("agentloop");
       const floor = value("raw-fetch");
+      const rawHttp = value("raw-http");
       const peers = PEERS.map(value).filter((entry): entry is number => entry !== undefined);
       return [
         row.scenario,
         row.metric,
         ...COLUMNS.map((name) => (value(name) === undefined ? "" : format(value(name)))),
         agent !== undefined && floor !== undefined ? format(agent / floor, 2) : "",
+        agent !== undefined && rawHttp !== undefined ? format(agent / rawHttp, 2) : "",
         agent !== undefined && peers.length > 0 ? format(agent / Math.min(...peers), 2) : "",
         row.target ?? "",
         row.met === undefined ? "" : row.met ? "yes" : "**no**",
