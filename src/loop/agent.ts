@@ -10,7 +10,7 @@ import { jsonSchemaOf, warmValidators } from "../tools/validate.js";
 import { type Usage, addUsage, emptyUsage } from "../usage.js";
 import { hideBoundParameters } from "./bindings.js";
 import type { RunResult, TerminalState } from "./events.js";
-import { callSignature, detectLoop } from "./loop-detection.js";
+import { callSignature, detectLoop, signatureName } from "./loop-detection.js";
 import { Run, type RunControl } from "./run.js";
 import type { AgentConfig, RunInfo, RunOptions } from "./types.js";
 import { cancelledResults, runWave } from "./wave.js";
@@ -337,12 +337,15 @@ export class Agent {
     const options = this.config.loopDetection;
     if (options === false) return undefined;
     const window = options?.window ?? DEFAULT_LOOP_WINDOW;
-    for (const outcome of outcomes) context.signatures.push(callSignature(outcome.call.name, outcome.arguments));
-    const pattern = detectLoop(context.signatures, window);
+    const signatures = context.signatures;
+    for (const outcome of outcomes) signatures.push(callSignature(outcome.call.name, outcome.arguments));
+    // Only the last `window` signatures matter: a long run keeps at most two windows of them.
+    if (signatures.length >= 2 * window) signatures.splice(0, signatures.length - window);
+    const pattern = detectLoop(signatures, window);
     if (!pattern) return undefined;
     context.signatures = []; // a new warning needs a new full window of repetition
     const warnings = ++context.loopWarnings;
-    const names = pattern.map((signature) => signature.split("#")[0]);
+    const names = pattern.map(signatureName);
     const message =
       `[agentloop] Loop detected: the last ${window} tool calls repeat the pattern ${names.join(" → ")}. ` +
       "The results will not change. Try a different approach, or answer with what you have.";

@@ -98,3 +98,16 @@ test("different arguments are not a loop", async () => {
   const events = await eventsOf(run);
   assert.equal(ofType(events, "loop-warning").length, 0);
 });
+
+test("loop detection after a long varied stretch: the warning comes exactly when the window fills, arguments differing only in key order count as the same call", async () => {
+  const varied = Array.from({ length: 25 }, (_, index) => calls(["wait", { value: index }]));
+  // Same arguments, keys in a different order each time: still one repeating call.
+  const repeated = Array.from({ length: 4 }, (_, index) => calls(["wait", index % 2 ? { value: "same", note: "n" } : { note: "n", value: "same" }]));
+  const model = new ScriptedModel([...varied, ...repeated, "done"]);
+  const run = new Agent({ model, tools: [tool()], maxTurns: 40, loopDetection: { window: 4 } }).run("go");
+  const events = await eventsOf(run);
+  const warnings = ofType(events, "loop-warning");
+  assert.equal(warnings.length, 1);
+  assert.deepEqual(warnings[0].pattern, ["wait"]);
+  assert.ok(events.indexOf(warnings[0]) > events.indexOf(ofType(events, "tool-end")[28]), "after the 29th call, the 4th repetition");
+});

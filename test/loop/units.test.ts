@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { callSignature, detectLoop } from "../../src/loop/loop-detection.js";
+import { callSignature, detectLoop, signatureName } from "../../src/loop/loop-detection.js";
 import { parseToolArguments, truncateOutput } from "../../src/index.js";
 
 test("parseToolArguments: plain, fenced, inside prose, braces in strings, trailing commas, never {} for garbage", () => {
@@ -37,4 +37,13 @@ test("detectLoop finds periods 1, 2 and 3 over the whole window, and nothing oth
   assert.equal(detectLoop(seq("a", 9)), undefined, "needs a full window");
   assert.equal(callSignature("f", { a: 1, b: 2 }), callSignature("f", { b: 2, a: 1 }));
   assert.notEqual(callSignature("f", { a: 1 }), callSignature("f", { a: 2 }));
+});
+
+test("callSignature is exact (no hash): names and arguments with # or NUL never collide, the name is recovered", () => {
+  assert.equal(callSignature("f", { b: { d: 1, c: [2, { y: 1, x: 0 }] }, a: "s" }), callSignature("f", { a: "s", b: { c: [2, { x: 0, y: 1 }], d: 1 } }));
+  assert.notEqual(callSignature("a#b", { c: 1 }), callSignature("a", "b#c"));
+  assert.notEqual(callSignature("a\u0000b", {}), callSignature("a", "b\u0000"));
+  assert.notEqual(callSignature("f", { a: "1" }), callSignature("f", { a: 1 }));
+  assert.notEqual(callSignature("f", [1, 2]), callSignature("f", { 0: 1, 1: 2 }));
+  for (const name of ["plain", "with#hash", "nul\u0000inside"]) assert.equal(signatureName(callSignature(name, { text: "x\u0000#y" })), name);
 });
