@@ -24,7 +24,10 @@ export interface AdapterOptions {
   providerName?: string;
   /** Extra HTTP headers on every request. */
   headers?: Record<string, string>;
-  /** Per-request timeout in milliseconds (default: the SDK's, 10 minutes). */
+  /**
+   * Per-request timeout in milliseconds (default 10 minutes): until a stream's response headers,
+   * until the whole body of a non-streaming request (the SDKs: until the response headers).
+   */
   timeoutMs?: number;
   /** Retry policy (the SDK's own retries are always off). */
   retry?: RetryOptions;
@@ -271,6 +274,9 @@ export function objectSchema(parameters: JsonSchema | undefined): JsonSchema {
   if (parameters && typeof parameters === "object" && parameters.type !== undefined) return parameters;
   return { type: "object", properties: {}, ...(parameters ?? {}) };
 }
+
+/** The default of `timeoutMs`, as in the SDKs. */
+export const defaultTimeoutMs = 600_000;
 
 /** The connection defaults of both OpenAI adapters. */
 export function openaiConnection(provider: string): ConnectionDefaults {

@@ -23,6 +23,7 @@ import {
   type CallContext,
   type ClientSettings,
   contentText,
+  defaultTimeoutMs,
   imageUrl,
   objectSchema,
   openaiConnection,
@@ -329,7 +330,7 @@ export class OpenAIChatModel extends AdapterModel<OpenAI | ChatEndpoint, OpenAIC
   /** The chunks of one call on the direct path; a JSON body (asked for, or sent anyway) is one chunk. */
   private async *direct(endpoint: ChatEndpoint, body: Record<string, unknown>, streaming: boolean, signal: AbortSignal): AsyncGenerator<ChunkLike> {
     const headers = streaming ? { ...endpoint.headers, accept: "text/event-stream" } : endpoint.headers;
-    const common = { url: endpoint.url, headers, body: JSON.stringify(body), signal, timeoutMs: this.options.timeoutMs, fetch: endpoint.fetch };
+    const common = { url: endpoint.url, headers, body: JSON.stringify(body), signal, timeoutMs: this.options.timeoutMs ?? defaultTimeoutMs, fetch: endpoint.fetch };
     if (!streaming) {
       const { value } = await post({ ...common, json: true });
       yield completionChunk(value as CompletionLike);
