@@ -413,7 +413,8 @@ function abortReason(signal: AbortSignal, fallback = "aborted"): string {
  * Streams one model call into an accumulator, forwarding text and reasoning deltas as they arrive.
  * Text in a turn already known to call tools is commentary, not answer text. Reading stops at the
  * stream's `finish` or `error`; a stream that ends without either was cut off. A model that ignores
- * the abort signal cannot hang the loop: each read races the signal.
+ * the abort signal cannot hang the loop: the whole read races the signal once (not every event),
+ * and whatever the model yields after the abort is dropped.
  */
 async function streamTurn(
   model: Model,
@@ -423,39 +424,72 @@ async function streamTurn(
   const accumulator = new ResponseAccumulator();
   const signal = request.signal;
   let iterator: AsyncIterator<ModelEvent> | undefined;
-  let dispose = () => {};
-  const aborted = new Promise<"aborted">((resolve) => {
-    dispose = onAbort(signal, () => resolve("aborted"));
-  });
-  let toolTurn = false;
-  let ended = false;
-  try {
-    iterator = model.stream(request)[Symbol.asyncIterator]();
-    while (!ended) {
-      const next = await Promise.race([iterator.next(), aborted]);
-      if (next === "aborted") {
-        accumulator.add({ type: "error", error: new AgentLoopError("aborted", abortReason(signal!).slice("aborted: ".length)) });
-        break;
+  /** The read is over (the stream ended, failed or was cut off): a later abort changes nothing. */
+  let finished = false;
+  /** The signal fired before the read was over: the reader stops and drops what still arrives. */
+  let stopped = false;
+  const read = async (): Promise<void> => {
+    let toolTurn = false;
+    try {
+      iterator = model.stream(request)[Symbol.asyncIterator]();
+      for (;;) {
+        const next = await iterator.next();
+        if (stopped) return;
+        if (next.done) {
+          if (signal?.aborted) accumulator.add({ type: "error", error: abortedError(signal) });
+          else accumulator.add({ type: "error", error: new AgentLoopError("network", `the ${model.provider} stream ended without a finish event (connection dropped?)`) });
+          return;
+        }
+        const event = next.value;
+        accumulator.add(event);
+        if (event.type === "text-delta") forward(event.delta, toolTurn ? "commentary-delta" : "text-delta");
+        else if (event.type === "reasoning-delta") forward(event.delta, "reasoning-delta");
+        else if (event.type === "tool-call-start" || event.type === "tool-call-end") toolTurn = true;
+        else if (event.type === "finish" || event.type === "error") break;
       }
-      if (next.done) {
-        if (signal?.aborted) accumulator.add({ type: "error", error: new AgentLoopError("aborted", abortReason(signal).slice("aborted: ".length)) });
-        else accumulator.add({ type: "error", error: new AgentLoopError("network", `the ${model.provider} stream ended without a finish event (connection dropped?)`) });
-        return accumulator.response();
-      }
-      const event = next.value;
-      accumulator.add(event);
-      if (event.type === "text-delta") forward(event.delta, toolTurn ? "commentary-delta" : "text-delta");
-      else if (event.type === "reasoning-delta") forward(event.delta, "reasoning-delta");
-      else if (event.type === "tool-call-start" || event.type === "tool-call-end") toolTurn = true;
-      else if (event.type === "finish" || event.type === "error") ended = true;
+      // Done reading (finished or failed): let the model release its connection.
+      release(iterator);
+    } catch (error) {
+      // The contract says a model stream never throws; a broken one still must not crash the run.
+      if (!stopped) accumulator.add({ type: "error", error: AgentLoopError.from(error) });
+    } finally {
+      finished = true;
     }
-    // Done reading (finished, failed or aborted): let the model release its connection.
-    void Promise.resolve(iterator.return?.())?.catch(() => undefined);
-  } catch (error) {
-    // The contract says a model stream never throws; a broken one still must not crash the run.
-    accumulator.add({ type: "error", error: AgentLoopError.from(error) });
+  };
+  if (!signal) {
+    await read();
+    return accumulator.response();
+  }
+  let abortRead = () => {};
+  const aborted = new Promise<void>((resolve) => {
+    abortRead = resolve;
+  });
+  const dispose = onAbort(signal, () => {
+    if (finished) return;
+    stopped = true;
+    abortRead();
+  });
+  try {
+    await Promise.race([read(), aborted]);
   } finally {
     dispose();
   }
+  if (stopped) {
+    accumulator.add({ type: "error", error: abortedError(signal) });
+    release(iterator);
+  }
   return accumulator.response();
+}
+
+function abortedError(signal: AbortSignal): AgentLoopError {
+  return new AgentLoopError("aborted", abortReason(signal).slice("aborted: ".length));
+}
+
+/** Lets a model release its connection; a failing `return` is not the loop's problem. */
+function release(iterator: AsyncIterator<ModelEvent> | undefined): void {
+  try {
+    void Promise.resolve(iterator?.return?.()).catch(() => undefined);
+  } catch {
+    // A `return` that throws at once is as harmless as one that rejects.
+  }
 }

@@ -3,7 +3,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { sleep } from "../../src/abort.js";
-import { Agent, type AgentConfig, defineTool, type LoopEvent, type Model, type Run, ScriptedModel, type ToolResultMessage } from "../../src/index.js";
+import { Agent, type AgentConfig, defineTool, type LoopEvent, type Model, type Run, ScriptedModel, textOf, type ToolResultMessage } from "../../src/index.js";
 import type { Instrumentation } from "../../src/loop/types.js";
 import { calls, eventsOf, ofType, waitingTool } from "./helpers.js";
 import { assertRunInvariants, within } from "./review-helpers.js";
@@ -231,3 +231,66 @@ test("events after run-end never appear, even when the consumer is slow", async 
   assert.equal(events.at(-1)?.type, "run-end");
   assert.deepEqual(events, run.events);
 });
+
+test("a model that ignores its signal and keeps streaming: abort ends the run, nothing it says afterwards reaches the events or the transcript", async () => {
+  let yielded = 0;
+  const chatty: Model = {
+    provider: "chatty",
+    modelId: "c",
+    async *stream() {
+      yield { type: "text-start", id: "t" };
+      // Without a pause: whatever the loop does not drop after the abort would show at once.
+      while (yielded < 500) {
+        yielded++;
+        yield { type: "text-delta", id: "t", delta: "x" };
+      }
+      await new Promise(() => undefined);
+    },
+  };
+  const run = new Agent({ model: chatty }).run("go");
+  let deltasAtAbort = -1;
+  for await (const event of run) {
+    if (event.type === "text-delta" && deltasAtAbort === -1 && yielded >= 3) {
+      deltasAtAbort = ofType(run.events, "text-delta").length;
+      run.abort("enough");
+    }
+  }
+  const { result, events } = await finish(run, 500);
+  assert.equal(result.state, "ABORTED");
+  assert.equal(result.reason, "aborted: enough");
+  assert.equal(ofType(events, "text-delta").length, deltasAtAbort, "no delta after the abort");
+  const said = result.messages.filter((message) => message.role === "assistant");
+  assert.ok(said.length <= 1);
+  assert.ok((said[0] ? textOf(said[0]).length : 0) <= deltasAtAbort, "the transcript holds only what came before the abort");
+});
+
+test("a model whose iterator return() throws at once: the run still ends normally", async () => {
+  const events: ModelEventLike[] = [
+    { type: "text-start", id: "t" },
+    { type: "text-delta", id: "t", delta: "done" },
+    { type: "text-end", id: "t" },
+    { type: "finish", reason: { unified: "stop" } },
+  ];
+  const model: Model = {
+    provider: "odd",
+    modelId: "o",
+    stream() {
+      let index = 0;
+      return {
+        [Symbol.asyncIterator]() {
+          return {
+            next: async () => (index < events.length ? { done: false, value: events[index++] as never } : { done: true, value: undefined }),
+            return: () => {
+              throw new Error("return is broken");
+            },
+          };
+        },
+      };
+    },
+  };
+  const { result } = await finish(new Agent({ model }).run("go"));
+  assert.equal(result.state, "COMPLETED");
+  assert.equal(result.text, "done");
+});
+
+type ModelEventLike = { type: string; [key: string]: unknown };
