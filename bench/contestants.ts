@@ -101,6 +101,33 @@ function addDelta(calls: WireToolCall[], delta: { index: number; id?: string; fu
   if (delta.function?.arguments) call.function.arguments += delta.function.arguments;
 }
 
+/** The floors' hand-written SSE reader: feed it text, it collects the answer and the tool calls. */
+function sseAnswer(calls: WireToolCall[], hooks: ConversationHooks | undefined) {
+  let buffer = "";
+  let content = "";
+  return {
+    feed(text: string): void {
+      buffer += text;
+      let end: number;
+      while ((end = buffer.indexOf("\n\n")) !== -1) {
+        const event = buffer.slice(0, end);
+        buffer = buffer.slice(end + 2);
+        if (!event.startsWith("data: ")) continue;
+        const data = event.slice(6);
+        if (data === "[DONE]") continue;
+        const delta = (JSON.parse(data) as { choices: Array<{ delta: any }> }).choices[0]?.delta;
+        if (!delta) continue;
+        if (delta.content) {
+          content += delta.content;
+          hooks?.onTextDelta?.(delta.content);
+        }
+        if (delta.tool_calls) for (const call of delta.tool_calls) addDelta(calls, call);
+      }
+    },
+    content: () => content,
+  };
+}
+
 /** The floor: `fetch`, `JSON.stringify`, and a hand-written SSE reader. Nothing else. */
 export const rawFetch: Contestant = {
   name: "raw-fetch",
@@ -121,25 +148,9 @@ export const rawFetch: Contestant = {
         let content = "";
         const calls: WireToolCall[] = [];
         if (setup.stream) {
-          let buffer = "";
-          for await (const bytes of response.body as unknown as AsyncIterable<Uint8Array>) {
-            buffer += decoder.decode(bytes, { stream: true });
-            let end: number;
-            while ((end = buffer.indexOf("\n\n")) !== -1) {
-              const event = buffer.slice(0, end);
-              buffer = buffer.slice(end + 2);
-              if (!event.startsWith("data: ")) continue;
-              const data = event.slice(6);
-              if (data === "[DONE]") continue;
-              const delta = (JSON.parse(data) as { choices: Array<{ delta: any }> }).choices[0]?.delta;
-              if (!delta) continue;
-              if (delta.content) {
-                content += delta.content;
-                hooks?.onTextDelta?.(delta.content);
-              }
-              if (delta.tool_calls) for (const call of delta.tool_calls) addDelta(calls, call);
-            }
-          }
+          const answer = sseAnswer(calls, hooks);
+          for await (const bytes of response.body as unknown as AsyncIterable<Uint8Array>) answer.feed(decoder.decode(bytes, { stream: true }));
+          content = answer.content();
         } else {
           const message = ((await response.json()) as { choices: Array<{ message: { content: string | null; tool_calls?: WireToolCall[] } }> }).choices[0].message;
           content = message.content ?? "";
@@ -185,25 +196,9 @@ export const rawHttp: Contestant = {
         let content = "";
         const calls: WireToolCall[] = [];
         if (setup.stream) {
-          let buffer = "";
-          for await (const text of response as AsyncIterable<string>) {
-            buffer += text;
-            let end: number;
-            while ((end = buffer.indexOf("\n\n")) !== -1) {
-              const event = buffer.slice(0, end);
-              buffer = buffer.slice(end + 2);
-              if (!event.startsWith("data: ")) continue;
-              const data = event.slice(6);
-              if (data === "[DONE]") continue;
-              const delta = (JSON.parse(data) as { choices: Array<{ delta: any }> }).choices[0]?.delta;
-              if (!delta) continue;
-              if (delta.content) {
-                content += delta.content;
-                hooks?.onTextDelta?.(delta.content);
-              }
-              if (delta.tool_calls) for (const call of delta.tool_calls) addDelta(calls, call);
-            }
-          }
+          const answer = sseAnswer(calls, hooks);
+          for await (const text of response as AsyncIterable<string>) answer.feed(text);
+          content = answer.content();
         } else {
           let text = "";
           for await (const piece of response as AsyncIterable<string>) text += piece;
