@@ -38,6 +38,15 @@ async function rawServer(answer: (request: IncomingMessage, response: ServerResp
   return state;
 }
 
+async function withRawServer(answer: Parameters<typeof rawServer>[0], body: (server: RawServer) => Promise<void>): Promise<void> {
+  const server = await rawServer(answer);
+  try {
+    await body(server);
+  } finally {
+    await server.close();
+  }
+}
+
 async function collect(model: Model): Promise<ModelEvent[]> {
   const events: ModelEvent[] = [];
   for await (const event of model.stream({ messages: [{ role: "user", content: "hi" }] })) events.push(event);
@@ -59,26 +68,22 @@ const streamFrames = (response: ServerResponse, frames: readonly string[]) => {
 
 describe("openai chat: the direct HTTP path", () => {
   test("consecutive calls reuse one keep-alive connection (streaming and JSON)", async () => {
-    const server = await rawServer((_request, response, index) => {
+    await withRawServer((_request, response, index) => {
       if (index < 3) return streamFrames(response, chatFrames({ text: `answer ${index}` }));
       response.writeHead(200, { "content-type": "application/json" });
       response.end(JSON.stringify(chatBody({ text: `answer ${index}` })));
-    });
-    try {
+    }, async (server) => {
       const streaming = openaiChat("m", { baseURL: `${server.url}/v1`, apiKey: "k" });
       const json = openaiChat("m", { baseURL: `${server.url}/v1`, apiKey: "k", stream: false });
       for (let index = 0; index < 3; index++) assert.equal(text(await collect(streaming)), `answer ${index}`);
       for (let index = 3; index < 6; index++) assert.equal(text(await collect(json)), `answer ${index}`);
       assert.equal(server.requests.length, 6);
       assert.equal(server.connections, 1, "all six calls on one socket");
-    } finally {
-      await server.close();
-    }
+    });
   });
 
   test("headers: bearer key, event-stream accept, organization and project from env, caller headers win case-insensitively", async () => {
-    const server = await rawServer((_request, response) => streamFrames(response, chatFrames({ text: "ok" })));
-    try {
+    await withRawServer((_request, response) => streamFrames(response, chatFrames({ text: "ok" })), async (server) => {
       const env = { OPENAI_ORG_ID: "org-1", OPENAI_PROJECT_ID: "proj-1" };
       await collect(openaiChat("m", { baseURL: `${server.url}/v1`, apiKey: "sk-test", env }));
       await collect(openaiChat("m", { baseURL: `${server.url}/v1/`, apiKey: "sk-test", headers: { Authorization: "Token custom", "X-Extra": "1" } }));
@@ -92,61 +97,50 @@ describe("openai chat: the direct HTTP path", () => {
       assert.equal(second["x-extra"], "1");
       assert.equal(second["openai-organization"], undefined);
       assert.equal(server.requests[1].body.stream, true);
-    } finally {
-      await server.close();
-    }
+    });
   });
 
   test("a gzip-compressed stream is decompressed", async () => {
-    const server = await rawServer((_request, response) => {
+    await withRawServer((_request, response) => {
       response.writeHead(200, { "content-type": "text/event-stream", "content-encoding": "gzip" });
       response.end(gzipSync(chatFrames({ text: "compressed but fine" }).join("")));
-    });
-    try {
+    }, async (server) => {
       const events = await collect(openaiChat("m", { baseURL: `${server.url}/v1`, apiKey: "k" }));
       assert.equal(text(events), "compressed but fine");
       assert.equal(last(events).type, "finish");
-    } finally {
-      await server.close();
-    }
+    });
   });
 
   test("a server that answers a stream request with a JSON body gives the same events", async () => {
-    const server = await rawServer((_request, response) => {
+    await withRawServer((_request, response) => {
       response.writeHead(200, { "content-type": "application/json; charset=utf-8" });
       response.end(JSON.stringify(chatBody({ text: "not streamed", toolCalls: [{ id: "call_1", name: "lookup", arguments: { q: 1 } }] })));
-    });
-    try {
+    }, async (server) => {
       const events = await collect(openaiChat("m", { baseURL: `${server.url}/v1`, apiKey: "k" }));
       assert.equal(text(events), "not streamed");
       const end = events.find((event) => event.type === "tool-call-end");
       assert.deepEqual(end, { type: "tool-call-end", id: "call_1", name: "lookup", arguments: '{"q":1}' });
       assert.equal(last(events).type, "finish");
-    } finally {
-      await server.close();
-    }
+    });
   });
 
   test("timeoutMs covers a JSON body that starts but never finishes", async () => {
-    const server = await rawServer((_request, response) => {
+    await withRawServer((_request, response) => {
       response.writeHead(200, { "content-type": "application/json" });
       response.write('{"id":"chatcmpl-1","choices":[');
-    });
-    try {
+    }, async (server) => {
       const started = Date.now();
       const events = await collect(openaiChat("m", { baseURL: `${server.url}/v1`, apiKey: "k", stream: false, timeoutMs: 150, retry: { maxRetries: 0 } }));
       const error = errorOf(events);
       assert.equal(error.kind, "timeout");
       assert.match(error.message, /timed out/);
       assert.ok(Date.now() - started < 2000);
-    } finally {
-      await server.close();
-    }
+    });
   });
 
   test("a streamed answer may take longer than timeoutMs once it has started", async () => {
     const frames = chatFrames({ text: "slow but steady words" });
-    const server = await rawServer((_request, response) => {
+    await withRawServer((_request, response) => {
       response.writeHead(200, { "content-type": "text/event-stream" });
       let index = 0;
       const timer = setInterval(() => {
@@ -156,24 +150,20 @@ describe("openai chat: the direct HTTP path", () => {
         } else response.write(frames[index++]);
       }, 30);
       response.on("close", () => clearInterval(timer));
-    });
-    try {
+    }, async (server) => {
       const events = await collect(openaiChat("m", { baseURL: `${server.url}/v1`, apiKey: "k", timeoutMs: 100, retry: { maxRetries: 0 } }));
       assert.equal(text(events), "slow but steady words");
       assert.equal(last(events).type, "finish");
-    } finally {
-      await server.close();
-    }
+    });
   });
 
   test("a non-JSON error body (a proxy's 502 page) is a retryable server error quoting the body", async () => {
-    const server = await rawServer((_request, response, index) => {
+    await withRawServer((_request, response, index) => {
       if (index === 0) {
         response.writeHead(502, { "content-type": "text/html" });
         response.end("<html>Bad Gateway</html>");
       } else streamFrames(response, chatFrames({ text: "second try" }));
-    });
-    try {
+    }, async (server) => {
       const retries: string[] = [];
       const events = await collect(
         openaiChat("m", { baseURL: `${server.url}/v1`, apiKey: "k", retry: { initialDelayMs: 5, onRetry: ({ error }) => retries.push(`${error.kind} ${error.status} ${error.message}`) } }),
@@ -181,14 +171,11 @@ describe("openai chat: the direct HTTP path", () => {
       assert.equal(text(events), "second try");
       assert.equal(retries.length, 1);
       assert.match(retries[0], /^server 502 .*Bad Gateway/);
-    } finally {
-      await server.close();
-    }
+    });
   });
 
   test("fetch: a caller's fetch carries every request", async () => {
-    const server = await rawServer((_request, response) => streamFrames(response, chatFrames({ text: "via fetch" })));
-    try {
+    await withRawServer((_request, response) => streamFrames(response, chatFrames({ text: "via fetch" })), async (server) => {
       const urls: string[] = [];
       const countingFetch: typeof fetch = (input, init) => {
         urls.push(String(input));
@@ -197,27 +184,22 @@ describe("openai chat: the direct HTTP path", () => {
       const events = await collect(openaiChat("m", { baseURL: `${server.url}/v1`, apiKey: "k", fetch: countingFetch }));
       assert.equal(text(events), "via fetch");
       assert.deepEqual(urls, [`${server.url}/v1/chat/completions`]);
-    } finally {
-      await server.close();
-    }
+    });
   });
 
   test("fetch: a 401 still names the variable, and a timeout is a timeout", async () => {
-    const server = await rawServer((_request, response, index) => {
+    await withRawServer((_request, response, index) => {
       if (index === 0) {
         response.writeHead(401, { "content-type": "application/json" });
         response.end(JSON.stringify({ error: { message: "Incorrect API key provided", type: "invalid_request_error", code: "invalid_api_key" } }));
       }
       // the second request never gets an answer
-    });
-    try {
+    }, async (server) => {
       const unauthorized = errorOf(await collect(openaiChat("m", { baseURL: `${server.url}/v1`, apiKey: "k", fetch })));
       assert.equal(unauthorized.kind, "authentication");
       assert.match(unauthorized.message, /OPENAI_API_KEY/);
       const timedOut = errorOf(await collect(openaiChat("m", { baseURL: `${server.url}/v1`, apiKey: "k", fetch, timeoutMs: 100, retry: { maxRetries: 0 } })));
       assert.equal(timedOut.kind, "timeout");
-    } finally {
-      await server.close();
-    }
+    });
   });
 });
