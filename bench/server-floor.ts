@@ -23,8 +23,14 @@ const server = createServer((request, response) => {
       `data: ${JSON.stringify({ id, object: "chat.completion.chunk", created, model, choices: [{ index: 0, delta, finish_reason: finishReason }] })}\n\n`;
     response.writeHead(200, { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache" });
     response.write(chunk({ role: "assistant", content: "" }));
+    // Paced like the scripted model: chunk k is due k × chunkDelayMs after the stream started.
+    const started = performance.now();
+    let due = 0;
     for (const piece of pieces) {
-      if (chunkDelayMs > 0) await sleep(chunkDelayMs);
+      if (chunkDelayMs > 0) {
+        due += chunkDelayMs;
+        await sleep(Math.max(0, Math.round(started + due - performance.now())));
+      }
       response.write(chunk({ content: piece }));
     }
     response.write(chunk({}, "stop"));

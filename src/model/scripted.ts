@@ -10,7 +10,13 @@ export const MAX_RECORDED_REQUESTS = 1000;
 export const NO_MORE_MOCK_RESPONSES = "[no more mock responses]";
 
 export interface ScriptedModelOptions {
-  /** Delay before each streamed chunk, to make streaming (and aborting it) observable. */
+  /**
+   * Pacing of the streamed chunks, to make streaming (and aborting it) observable: chunk k (from 1)
+   * is due `k × chunkDelayMs` after the stream started, like a model that produces tokens at its own
+   * rate whether or not the reader keeps up. A reader that falls behind gets the chunks that are
+   * already due at once (one timer turn apart, so an abort still lands between them); time spent
+   * handling a chunk does not push the later ones back.
+   */
   chunkDelayMs?: number;
   modelId?: string;
 }
@@ -119,9 +125,13 @@ export class ScriptedModel implements Model {
     // One abort listener per stream, not one per chunk: it cuts the current pause short.
     let wake: (() => void) | undefined;
     const unlink = delay > 0 ? onAbort(signal, () => wake?.()) : () => undefined;
+    const started = performance.now();
+    let due = 0;
+    // Waits until the next chunk is due (deadlines from the start, so waits never add up drift).
     const pause = () =>
       new Promise<void>((resolve) => {
-        const timer = setTimeout(resolve, delay);
+        due += delay;
+        const timer = setTimeout(resolve, Math.max(0, Math.round(started + due - performance.now())));
         wake = () => {
           clearTimeout(timer);
           resolve();
