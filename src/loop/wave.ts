@@ -3,7 +3,7 @@ import { abortError } from "../errors.js";
 import type { ImagePart, Message, TextPart, ToolCallPart, ToolResultMessage } from "../messages.js";
 import { parseToolArguments } from "../tools/parse-arguments.js";
 import type { Tool, ToolContext, TruncationOptions } from "../tools/tool.js";
-import { validateArguments } from "../tools/validate.js";
+import { type Validation, validateArguments, validateArgumentsNow, validatorReady } from "../tools/validate.js";
 import { applyBindings } from "./bindings.js";
 import type { LoopEvent, ToolErrorKind } from "./events.js";
 import { truncateOutput } from "./truncate.js";
@@ -74,35 +74,81 @@ function normalizeOutput(output: unknown): Settled {
   return { content: JSON.stringify(output) ?? String(output), isError: false, structured: output };
 }
 
-/** Prepare: find the tool, read and bind the arguments, validate them. Throws ToolFailure. */
-async function prepare(call: ToolCallPart, settings: WaveSettings): Promise<{ tool: Tool<any>; args: Record<string, unknown> }> {
-  const tool = settings.tools.get(call.name);
-  if (!tool) {
-    const names = [...settings.tools.keys()];
-    throw new ToolFailure("unknown_tool", `Unknown tool: ${call.name}. Available tools: ${names.length ? names.join(", ") : "(none)"}`);
-  }
-  const parsed = parseToolArguments(call.arguments);
-  if (!parsed.ok) throw new ToolFailure("invalid_arguments", `Invalid arguments for tool ${call.name}: ${parsed.error}`);
-  const bound = applyBindings(parsed.value, tool.bindings, settings.inputs);
-  const validation = await validateArguments(tool, bound);
-  if (!validation.ok) throw new ToolFailure("schema", `Invalid arguments for tool ${call.name}: ${validation.error}`);
-  return { tool, args: validation.value };
+/** One call on its way through prepare → execute → finalize. */
+interface CallState {
+  call: ToolCallPart;
+  tool: Tool<any> | undefined;
+  action: "tool_call" | "delegate";
+  started: number;
+  /** Parsed (and bound) arguments once prepared; the raw text until then. */
+  args: unknown;
+  /** Once the call has settled (finished, timed out, cancelled), a tool still running is ignored. */
+  settled: boolean;
 }
 
-/** Execute one call with its timeout and the run's abort signal; never throws. */
-async function execute(call: ToolCallPart, tool: Tool<any>, args: Record<string, unknown>, settings: WaveSettings): Promise<Settled> {
-  const timeoutMs = tool.timeoutMs ?? settings.toolTimeoutMs;
-  // Without a timeout the call uses the run's signal as is: no per-call controller on the hot path.
-  let signal = settings.signal;
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  let unlink = () => {};
-  if (timeoutMs) {
-    const controller = new AbortController();
-    unlink = onAbort(settings.signal, () => controller.abort(settings.signal.reason));
-    timer = setTimeout(() => controller.abort(new ToolFailure("timeout", `Tool ${call.name} timed out after ${timeoutMs} ms`)), timeoutMs);
-    signal = controller.signal;
+/** Emits the call's progress block and starts its clock. */
+function begin(call: ToolCallPart, settings: WaveSettings): CallState {
+  const tool = settings.tools.get(call.name);
+  const action = tool?.action ?? "tool_call";
+  // The seeds' progress block names the agent for a delegation ("worker"), the tool otherwise.
+  const target = action === "delegate" ? call.name.replace(/^delegate_to_/, "") : call.name;
+  settings.emit({ type: "progress", step: settings.step, max_steps: settings.maxSteps, action, target, runId: settings.run.runId, toolCallId: call.id });
+  return { call, tool, action, started: performance.now(), args: call.arguments, settled: false };
+}
+
+function emitStart(state: CallState, settings: WaveSettings): void {
+  const { call, tool } = state;
+  settings.emit({ type: "tool-start", runId: settings.run.runId, step: settings.step, toolCallId: call.id, name: call.name, arguments: state.args, kind: tool?.kind, action: state.action });
+}
+
+function cancelled(settings: WaveSettings): Settled {
+  return { content: `Cancelled: ${abortError(settings.signal).message}`, isError: true, errorKind: "cancelled" };
+}
+
+function failed(kind: ToolErrorKind, message: string): Settled {
+  return { content: message, isError: true, errorKind: kind };
+}
+
+/** A tool's exception as its result. */
+function thrown(error: unknown, settings: WaveSettings): Settled {
+  if (error instanceof ToolFailure) return failed(error.kind, error.message);
+  if (settings.signal.aborted) return cancelled(settings);
+  const message = error instanceof Error ? `${error.name === "Error" ? "Error" : error.name}: ${error.message}` : `Error: ${String(error)}`;
+  return failed("threw", message);
+}
+
+/**
+ * Prepare: find the tool, read and bind the arguments, validate them. `undefined` when the call
+ * may run (its arguments are in `state.args`), its result when it may not. Synchronous once the
+ * tool's validator is compiled; never rejects.
+ */
+function prepare(state: CallState, settings: WaveSettings): Settled | undefined | Promise<Settled | undefined> {
+  const { call, tool } = state;
+  try {
+    if (settings.signal.aborted) return cancelled(settings);
+    if (!tool) {
+      const names = [...settings.tools.keys()];
+      return failed("unknown_tool", `Unknown tool: ${call.name}. Available tools: ${names.length ? names.join(", ") : "(none)"}`);
+    }
+    const parsed = parseToolArguments(call.arguments);
+    if (!parsed.ok) return failed("invalid_arguments", `Invalid arguments for tool ${call.name}: ${parsed.error}`);
+    const bound = applyBindings(parsed.value, tool.bindings, settings.inputs);
+    const validation = validateArgumentsNow(tool, bound);
+    const validated = (result: Validation): Settled | undefined => {
+      if (!result.ok) return failed("schema", `Invalid arguments for tool ${call.name}: ${result.error}`);
+      state.args = result.value;
+      return undefined;
+    };
+    if (validation) return validated(validation);
+    return validateArguments(tool, bound).then(validated, (error: unknown) => failed("threw", String(error)));
+  } catch (error) {
+    return failed("threw", String(error));
   }
-  const context: ToolContext = {
+}
+
+function toolContext(state: CallState, settings: WaveSettings, signal: AbortSignal): ToolContext {
+  const { call } = state;
+  return {
     signal,
     runId: settings.run.runId,
     toolCallId: call.id,
@@ -113,96 +159,104 @@ async function execute(call: ToolCallPart, tool: Tool<any>, args: Record<string,
     agentPath: settings.agentPath,
     services: settings.services,
     messages: settings.messages,
-    // Once the call has settled (finished, timed out, cancelled), a tool still running is ignored.
     progress: (data) => {
-      if (!settled) settings.emit({ type: "tool-progress", runId: settings.run.runId, toolCallId: call.id, name: call.name, data });
+      if (!state.settled) settings.emit({ type: "tool-progress", runId: settings.run.runId, toolCallId: call.id, name: call.name, data });
     },
     nested: (agent, event) => {
-      if (!settled) settings.emit({ type: "nested", runId: settings.run.runId, toolCallId: call.id, agent, event });
+      if (!state.settled) settings.emit({ type: "nested", runId: settings.run.runId, toolCallId: call.id, agent, event });
     },
   };
-  let settled = false;
-  let dispose = () => {};
+}
+
+/**
+ * Execute one prepared call with the run's abort signal (and its timeout); never throws. A tool
+ * that answers synchronously settles at once, without a promise; one that returns a promise races
+ * the signal, so a tool that ignores it cannot hold the wave.
+ */
+function execute(state: CallState, settings: WaveSettings): Settled | Promise<Settled> {
+  const tool = state.tool!;
+  const timeoutMs = tool.timeoutMs ?? settings.toolTimeoutMs;
+  if (timeoutMs) return executeWithTimeout(state, settings, timeoutMs);
+  const signal = settings.signal;
+  // A tool earlier in the wave may have aborted the run: the rest do not start.
+  if (signal.aborted) {
+    state.settled = true;
+    return cancelled(settings);
+  }
+  // Listening before the tool runs: an abort while it runs cancels the call, even one the tool
+  // reacts to first (by resolving in its own abort listener).
+  let aborted = false;
+  let stop: ((reason: ToolFailure) => void) | undefined;
+  const dispose = onAbort(signal, () => {
+    aborted = true;
+    stop?.(cancelFailure(settings));
+  });
+  let output: unknown;
   try {
-    // A tool that ignores its signal cannot hold the wave: the race ends when the signal fires.
-    const work = Promise.resolve().then(() => tool.execute(args, context));
-    const stopped = new Promise<never>((_, reject) => {
-      dispose = onAbort(signal, () =>
-        reject(signal.reason instanceof ToolFailure ? signal.reason : new ToolFailure("cancelled", `Cancelled: ${abortError(settings.signal).message}`)),
-      );
-    });
+    output = tool.execute(state.args, toolContext(state, settings, signal));
+    if (aborted || !isThenable(output)) {
+      state.settled = true;
+      dispose();
+      return aborted ? cancelled(settings) : normalizeOutput(output);
+    }
+  } catch (error) {
+    state.settled = true;
+    dispose();
+    return thrown(error, settings);
+  }
+  const stopped = new Promise<never>((_, reject) => {
+    stop = reject;
+  });
+  return settle(output, stopped, state, settings, dispose);
+}
+
+function cancelFailure(settings: WaveSettings): ToolFailure {
+  return new ToolFailure("cancelled", `Cancelled: ${abortError(settings.signal).message}`);
+}
+
+/** With a timeout the call gets its own signal, aborted by the run's or by the timer. */
+function executeWithTimeout(state: CallState, settings: WaveSettings, timeoutMs: number): Promise<Settled> {
+  const { call, tool } = state;
+  const controller = new AbortController();
+  const unlink = onAbort(settings.signal, () => controller.abort(settings.signal.reason));
+  const timer = setTimeout(() => controller.abort(new ToolFailure("timeout", `Tool ${call.name} timed out after ${timeoutMs} ms`)), timeoutMs);
+  const signal = controller.signal;
+  const context = toolContext(state, settings, signal);
+  const work = Promise.resolve().then(() => tool!.execute(state.args, context));
+  let dispose = () => {};
+  const stopped = new Promise<never>((_, reject) => {
+    dispose = onAbort(signal, () => reject(signal.reason instanceof ToolFailure ? signal.reason : cancelFailure(settings)));
+  });
+  return settle(work, stopped, state, settings, () => {
+    clearTimeout(timer);
+    unlink();
+    dispose();
+  });
+}
+
+/** The tool's promise against the call's stop (abort or timeout); settles the call and cleans up either way. */
+async function settle(output: PromiseLike<unknown>, stopped: Promise<never>, state: CallState, settings: WaveSettings, cleanup: () => void): Promise<Settled> {
+  try {
+    const work = Promise.resolve(output);
     work.catch(() => undefined);
     stopped.catch(() => undefined);
     return normalizeOutput(await Promise.race([work, stopped]));
   } catch (error) {
-    if (error instanceof ToolFailure) return { content: error.message, isError: true, errorKind: error.kind };
-    if (settings.signal.aborted) return { content: `Cancelled: ${abortError(settings.signal).message}`, isError: true, errorKind: "cancelled" };
-    const message = error instanceof Error ? `${error.name === "Error" ? "Error" : error.name}: ${error.message}` : `Error: ${String(error)}`;
-    return { content: message, isError: true, errorKind: "threw" };
+    return thrown(error, settings);
   } finally {
-    settled = true;
-    clearTimeout(timer);
-    unlink();
-    dispose();
+    state.settled = true;
+    cleanup();
   }
 }
 
-/** Runs one call through prepare → execute → finalize, emitting its events. Never throws. */
-async function runCall(call: ToolCallPart, settings: WaveSettings): Promise<CallOutcome> {
+function isThenable(value: unknown): value is PromiseLike<unknown> {
+  return typeof value === "object" && value !== null && typeof (value as { then?: unknown }).then === "function";
+}
+
+/** Finalize: the result the model sees (truncated) and the call's closing events. */
+function finish(state: CallState, settled: Settled, output: string, settings: WaveSettings): CallOutcome {
+  const { call, tool } = state;
   const { run, step, emit } = settings;
-  const tool = settings.tools.get(call.name);
-  const action = tool?.action ?? "tool_call";
-  // The seeds' progress block names the agent for a delegation ("worker"), the tool otherwise.
-  const target = action === "delegate" ? call.name.replace(/^delegate_to_/, "") : call.name;
-  emit({ type: "progress", step, max_steps: settings.maxSteps, action, target, runId: run.runId, toolCallId: call.id });
-  const started = performance.now();
-  let args: unknown = call.arguments;
-  let startEmitted = false;
-  const emitStart = () => {
-    if (startEmitted) return;
-    startEmitted = true;
-    emit({ type: "tool-start", runId: run.runId, step, toolCallId: call.id, name: call.name, arguments: args, kind: tool?.kind, action });
-  };
-  type Outcome = ToolCallOutcome & { settled: Settled };
-  const outcomeOf = (settled: Settled): Outcome => ({ isError: settled.isError, errorKind: settled.errorKind, output: plainText(settled.content), settled });
-  let finished: Outcome | undefined;
-  const body = async (): Promise<Outcome> => {
-    let settled: Settled;
-    if (settings.signal.aborted) {
-      emitStart();
-      settled = { content: `Cancelled: ${abortError(settings.signal).message}`, isError: true, errorKind: "cancelled" };
-    } else {
-      try {
-        const prepared = await prepare(call, settings);
-        args = prepared.args;
-        emitStart();
-        settled = await execute(call, prepared.tool, prepared.args, settings);
-      } catch (error) {
-        const failure = error instanceof ToolFailure ? error : new ToolFailure("threw", String(error));
-        emitStart();
-        settled = { content: failure.message, isError: true, errorKind: failure.kind };
-      }
-    }
-    finished = outcomeOf(settled);
-    return finished;
-  };
-  let outcome: Outcome;
-  if (settings.instrumentation) {
-    try {
-      outcome = (await settings.instrumentation.toolCall(
-        { ...run, toolCallId: call.id, toolName: call.name, kind: tool?.kind, arguments: args, services: settings.services },
-        body,
-      )) as Outcome;
-    } catch (error) {
-      // A broken wrapper (a tracer) must not cost the call: keep its result if it ran, else report it.
-      emitStart();
-      const message = error instanceof Error ? error.message : String(error);
-      outcome = finished ?? outcomeOf({ content: `Error: instrumentation failed: ${message}`, isError: true, errorKind: "threw" });
-    }
-  } else {
-    outcome = await body();
-  }
-  const { settled } = outcome;
   const limits = tool?.truncation ?? settings.truncation;
   let truncated = false;
   let content = settled.content;
@@ -221,7 +275,7 @@ async function runCall(call: ToolCallPart, settings: WaveSettings): Promise<Call
   const result: ToolResultMessage = { role: "tool", toolCallId: call.id, toolName: call.name, content };
   if (settled.isError) {
     result.isError = true;
-    emit({ type: "tool-error", runId: run.runId, toolCallId: call.id, name: call.name, kind: settled.errorKind ?? "threw", message: outcome.output });
+    emit({ type: "tool-error", runId: run.runId, toolCallId: call.id, name: call.name, kind: settled.errorKind ?? "threw", message: output });
   }
   emit({
     type: "tool-end",
@@ -229,16 +283,93 @@ async function runCall(call: ToolCallPart, settings: WaveSettings): Promise<Call
     step,
     toolCallId: call.id,
     name: call.name,
-    action,
-    output: outcome.output,
+    action: state.action,
+    output,
     result,
     isError: settled.isError,
     errorKind: settled.errorKind,
     truncated,
-    durationMs: Math.round((performance.now() - started) * 100) / 100,
+    durationMs: Math.round((performance.now() - state.started) * 100) / 100,
     structured: settled.structured,
   });
-  return { call, arguments: args, result };
+  return { call, arguments: state.args, result };
+}
+
+/** Runs one call through prepare → execute → finalize, emitting its events. Never throws. */
+async function runCall(call: ToolCallPart, settings: WaveSettings): Promise<CallOutcome> {
+  const state = begin(call, settings);
+  let startEmitted = false;
+  const start = () => {
+    if (startEmitted) return;
+    startEmitted = true;
+    emitStart(state, settings);
+  };
+  type Outcome = ToolCallOutcome & { settled: Settled };
+  const outcomeOf = (settled: Settled): Outcome => ({ isError: settled.isError, errorKind: settled.errorKind, output: plainText(settled.content), settled });
+  let finished: Outcome | undefined;
+  const body = async (): Promise<Outcome> => {
+    let settled = await prepare(state, settings);
+    start();
+    if (!settled) {
+      // One turn later, so the calls started alongside announce themselves before this one runs.
+      await undefined;
+      settled = await execute(state, settings);
+    }
+    finished = outcomeOf(settled);
+    return finished;
+  };
+  let outcome: Outcome;
+  if (settings.instrumentation) {
+    try {
+      outcome = (await settings.instrumentation.toolCall(
+        { ...settings.run, toolCallId: call.id, toolName: call.name, kind: state.tool?.kind, arguments: state.args, services: settings.services },
+        body,
+      )) as Outcome;
+    } catch (error) {
+      // A broken wrapper (a tracer) must not cost the call: keep its result if it ran, else report it.
+      start();
+      const message = error instanceof Error ? error.message : String(error);
+      outcome = finished ?? outcomeOf({ content: `Error: instrumentation failed: ${message}`, isError: true, errorKind: "threw" });
+    }
+  } else {
+    outcome = await body();
+  }
+  return finish(state, outcome.settled, outcome.output, settings);
+}
+
+/**
+ * A group whose calls all run at once, without instrumentation: every progress block, then every
+ * tool-start, then every call starts, then each finishes as it settles. Calls that settle
+ * synchronously (answers, failed preparation) cost no promise at all.
+ */
+async function runAtOnce(group: ToolCallPart[], settings: WaveSettings): Promise<CallOutcome[]> {
+  const states = group.map((call) => begin(call, settings));
+  // Validators compile in the background from the agent's construction; an early wave may wait for them.
+  let compiling: Array<Promise<unknown>> | undefined;
+  for (const state of states) {
+    const ready = state.tool && validatorReady(state.tool);
+    if (ready) (compiling ??= []).push(ready);
+  }
+  if (compiling) await Promise.all(compiling);
+  let prepared: Array<Settled | undefined | Promise<Settled | undefined>> = states.map((state) => prepare(state, settings));
+  if (prepared.some((entry) => entry instanceof Promise)) prepared = await Promise.all(prepared);
+  for (const state of states) emitStart(state, settings);
+  const settling = states.map((state, index) => (prepared[index] as Settled | undefined) ?? execute(state, settings));
+  const outcomes = new Array<CallOutcome>(states.length);
+  let pending: Array<Promise<void>> | undefined;
+  for (let index = 0; index < states.length; index++) {
+    const entry = settling[index];
+    const state = states[index];
+    if (entry instanceof Promise) {
+      (pending ??= []).push(
+        entry.then((settled) => {
+          outcomes[index] = finish(state, settled, plainText(settled.content), settings);
+        }),
+      );
+    } else outcomes[index] = finish(state, entry, plainText(entry.content), settings);
+  }
+  if (pending) await Promise.all(pending);
+  return outcomes;
 }
 
 /** Runs `tasks` with at most `limit` in flight; results in input order. */
@@ -267,9 +398,11 @@ export async function runWave(calls: ToolCallPart[], settings: WaveSettings): Pr
     if (sequential || !last || (last.length === 1 && settings.tools.get(last[0].name)?.sequential)) groups.push([call]);
     else last.push(call);
   }
+  if (groups.length === 1 && !settings.instrumentation && settings.concurrency >= calls.length) return runAtOnce(calls, settings);
   const outcomes: CallOutcome[] = [];
   for (const group of groups) {
-    outcomes.push(...(await pooled(group.map((call) => () => runCall(call, settings)), settings.concurrency)));
+    if (!settings.instrumentation && settings.concurrency >= group.length) outcomes.push(...(await runAtOnce(group, settings)));
+    else outcomes.push(...(await pooled(group.map((call) => () => runCall(call, settings)), settings.concurrency)));
   }
   return outcomes;
 }

@@ -1,5 +1,5 @@
 import type { JsonSchema } from "../model/model.js";
-import { isZodSchema, type Tool } from "./tool.js";
+import { isZodSchema, type Tool, type ZodLikeSchema } from "./tool.js";
 
 export type Validation = { ok: true; value: Record<string, unknown> } | { ok: false; error: string };
 type Validator = (value: Record<string, unknown>) => Validation;
@@ -38,29 +38,54 @@ function describe(errors: AjvError[]): string {
     .join("; ");
 }
 
+/** Compiled validators by schema object, once compiled: the hot path reads them synchronously. */
+const ready = new WeakMap<object, Validator>();
+
 function schemaValidator(schema: JsonSchema): Promise<Validator> {
   let validator = compiled.get(schema);
   if (!validator) {
     validator = loadAjv().then((ajv) => {
       const { $schema: _ignored, ...rest } = schema;
       const check = ajv.compile(rest);
-      return (value) => (check(value) ? { ok: true, value } : { ok: false, error: describe((check.errors ?? []) as AjvError[]) });
+      const validate: Validator = (value) => (check(value) ? { ok: true, value } : { ok: false, error: describe((check.errors ?? []) as AjvError[]) });
+      ready.set(schema, validate);
+      return validate;
     });
     compiled.set(schema, validator);
   }
   return validator;
 }
 
+function zodValidation(schema: ZodLikeSchema, value: Record<string, unknown>): Validation {
+  const result = schema.safeParse(value);
+  if (result.success) return { ok: true, value: result.data as Record<string, unknown> };
+  const issues = result.error.issues.map((issue) => `field "${issue.path.map(String).join(".") || "(arguments)"}" ${issue.message}`);
+  return { ok: false, error: issues.join("; ") };
+}
+
 /** Validates arguments against the tool's schema, naming each failing field. */
 export async function validateArguments(tool: Tool<any>, value: Record<string, unknown>): Promise<Validation> {
   const schema = tool.parameters;
-  if (isZodSchema(schema)) {
-    const result = schema.safeParse(value);
-    if (result.success) return { ok: true, value: result.data as Record<string, unknown> };
-    const issues = result.error.issues.map((issue) => `field "${issue.path.map(String).join(".") || "(arguments)"}" ${issue.message}`);
-    return { ok: false, error: issues.join("; ") };
-  }
+  if (isZodSchema(schema)) return zodValidation(schema, value);
   return (await schemaValidator(schema))(value);
+}
+
+/**
+ * The same check without waiting: the validation, or `undefined` while the tool's JSON Schema is
+ * still being compiled (then use {@link validateArguments}, or await {@link validatorReady}).
+ */
+export function validateArgumentsNow(tool: Tool<any>, value: Record<string, unknown>): Validation | undefined {
+  const schema = tool.parameters;
+  if (isZodSchema(schema)) return zodValidation(schema, value);
+  return ready.get(schema)?.(value);
+}
+
+/** Resolves once the tool's validator is compiled; `undefined` when it already is (or needs none). */
+export function validatorReady(tool: Tool<any>): Promise<unknown> | undefined {
+  const schema = tool.parameters;
+  // Not an object: nothing to compile; the validation itself reports the broken tool.
+  if (typeof schema !== "object" || schema === null || isZodSchema(schema) || ready.has(schema)) return undefined;
+  return schemaValidator(schema).catch(() => undefined);
 }
 
 /** The JSON Schema the model sees for a tool (zod schemas converted, `$schema` dropped). */

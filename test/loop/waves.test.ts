@@ -187,3 +187,105 @@ test("JSON Schema formats are validated: a malformed date goes back to the model
   assert.equal(bad.isError, true);
   assert.match(String(bad.content), /field "night" must match format "date"/);
 });
+
+test("a wave's events: every progress block, then every tool-start in call order, then the ends, whatever fails or answers synchronously", async () => {
+  const sync = defineTool({ name: "sync", description: "", parameters: { type: "object", properties: { n: { type: "integer" } }, required: ["n"] }, execute: (args) => `n=${args.n}` });
+  const { tool: slow } = waitingTool("slow", 5);
+  const script = [calls(["slow", {}, "a"], ["nope", {}, "b"], ["sync", { n: "x" }, "c"], ["sync", { n: 1 }, "d"], ["sync", "{not json", "e"]), "done"];
+  const run = new Agent({ model: new ScriptedModel(script), tools: [sync, slow] }).run("go");
+  const events = await eventsOf(run);
+  const wave = events.filter((event) => event.type === "progress" || event.type === "tool-start" || event.type === "tool-end");
+  const order = wave.map((event) => `${event.type}:${"toolCallId" in event ? event.toolCallId : ""}`);
+  const ids = ["a", "b", "c", "d", "e"];
+  assert.deepEqual(order.slice(0, 10), [...ids.map((id) => `progress:${id}`), ...ids.map((id) => `tool-start:${id}`)]);
+  assert.equal(order.at(-1), "tool-end:a", "the slow call ends last");
+  const ends = ofType(events, "tool-end");
+  assert.deepEqual(
+    ends.map((event) => [event.toolCallId, event.errorKind ?? "ok"]),
+    [["b", "unknown_tool"], ["c", "schema"], ["d", "ok"], ["e", "invalid_arguments"], ["a", "ok"]],
+  );
+  assert.deepEqual(toolResults((await run).messages).map((message) => message.toolCallId), ["a", "b", "c", "d", "e"]);
+});
+
+test("a tool that aborts the run while answering synchronously: its result and the rest of the wave are Cancelled, the rest never runs", async () => {
+  const ran: string[] = [];
+  let run!: ReturnType<Agent["run"]>;
+  const tool = defineTool({
+    name: "t",
+    description: "",
+    parameters: { type: "object", properties: { id: { type: "string" } } },
+    execute: (args) => {
+      ran.push(String(args.id));
+      if (args.id === "b") run.abort("stop here");
+      return "fine";
+    },
+  });
+  const model = new ScriptedModel([calls(["t", { id: "a" }, "a"], ["t", { id: "b" }, "b"], ["t", { id: "c" }, "c"]), "never"]);
+  run = new Agent({ model, tools: [tool] }).run("go");
+  const result = await run;
+  assert.equal(result.state, "ABORTED");
+  assert.deepEqual(ran, ["a", "b"], "the call after the abort did not run");
+  assert.deepEqual(
+    toolResults(result.messages).map((message) => [message.toolCallId, message.content, message.isError ?? false]),
+    [["a", "fine", false], ["b", "Cancelled: stop here", true], ["c", "Cancelled: stop here", true]],
+  );
+  assert.equal(model.requests.length, 1);
+});
+
+test("a tool may return any thenable; progress reported after a call answered is ignored", async () => {
+  let late: (() => void) | undefined;
+  const thenable = defineTool({
+    name: "thenable",
+    description: "",
+    parameters: { type: "object" },
+    // A thenable that is not a Promise; it reports for the synchronous call below while the wave still runs.
+    execute: () => {
+      const thenable = {
+        // biome-ignore lint/suspicious/noThenProperty: a thenable that is not a Promise is the point
+        then: (resolve: (value: string) => void) =>
+          setTimeout(() => {
+            late?.();
+            resolve("from a thenable");
+          }, 2),
+      };
+      return thenable as unknown as Promise<string>;
+    },
+  });
+  const chatty = defineTool({
+    name: "chatty",
+    description: "",
+    parameters: { type: "object" },
+    execute: (_args, context) => {
+      context.progress({ step: "before" });
+      late = () => context.progress({ step: "after" });
+      return "answered";
+    },
+  });
+  const run = new Agent({ model: new ScriptedModel([calls(["thenable", {}, "a"], ["chatty", {}, "b"]), "done"]), tools: [thenable, chatty] }).run("go");
+  const events = await eventsOf(run);
+  const result = await run;
+  assert.deepEqual(toolResults(result.messages).map((message) => message.content), ["from a thenable", "answered"]);
+  assert.ok(late, "the synchronous tool ran");
+  assert.deepEqual(ofType(events, "tool-progress").map((event) => event.data), [{ step: "before" }]);
+});
+
+test("a tool that resolves in its own abort listener is still Cancelled, whether the abort comes while it starts or later", async () => {
+  for (const when of ["while starting", "later"]) {
+    let run!: ReturnType<Agent["run"]>;
+    const tool = defineTool({
+      name: "listener",
+      description: "",
+      parameters: { type: "object" },
+      execute: (_args, context) =>
+        new Promise<string>((resolve) => {
+          context.signal.addEventListener("abort", () => resolve("stopped"));
+          if (when === "later") setTimeout(() => run.abort("user stop"), 1);
+          else run.abort("user stop");
+        }),
+    });
+    run = new Agent({ model: new ScriptedModel([calls(["listener", {}, "a"]), "never"]), tools: [tool] }).run("go");
+    const result = await run;
+    assert.equal(result.state, "ABORTED", when);
+    assert.deepEqual(toolResults(result.messages).map((message) => message.content), ["Cancelled: user stop"], when);
+  }
+});
