@@ -71,6 +71,11 @@ export function parseToolArguments(raw: string | undefined | null): ParsedArgume
   const text = (raw ?? "").trim();
   // An empty argument string is a call without arguments, not unreadable arguments.
   if (text === "") return { ok: true, value: {} };
+  // The common case first: plain JSON of an object (the list below starts with the same attempt).
+  const plain = tryJson(text);
+  if (plain && typeof plain.value === "object" && plain.value !== null && !Array.isArray(plain.value)) {
+    return { ok: true, value: plain.value as Record<string, unknown> };
+  }
   let nonObject: unknown;
   for (const candidate of candidates(text)) {
     for (const attempt of [candidate, dropTrailingCommas(candidate)]) {
