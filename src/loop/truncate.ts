@@ -12,12 +12,23 @@ function cut(kept: string[], removed: number, unit: string, limit: number, mode:
   return mode === "tail" ? `${marker}${join}${kept[0]}` : `${kept[0]}${join}${marker}${join}${kept[1]}`;
 }
 
+/** Whether `text` has more than `limit` lines, counted without splitting it. */
+function moreLinesThan(text: string, limit: number): boolean {
+  // n characters hold at most n line breaks, so at most n + 1 lines.
+  if (!(text.length >= limit)) return false;
+  let lines = 1;
+  for (let index = text.indexOf("\n"); lines <= limit && index !== -1; index = text.indexOf("\n", index + 1)) lines++;
+  return lines > limit;
+}
+
 /**
  * Shortens a tool's output before it reaches the model: characters first, then lines.
  * `head_tail` keeps the start and the end, `tail` keeps the end; a marker says what was removed and why.
  */
 export function truncateOutput(output: string, toolName: string, options: TruncationOptions = {}): Truncated {
   const { maxChars, maxLines, mode } = { ...DEFAULT_TRUNCATION, ...options };
+  // Most outputs are short: within both limits they are returned as they are, without splitting.
+  if (!(output.length > maxChars) && !moreLinesThan(output, maxLines)) return { text: output, truncated: false };
   let text = output;
   let truncated = false;
   if (text.length > maxChars) {

@@ -27,6 +27,17 @@ test("truncateOutput leaves short output alone and marks what it removes", () =>
   assert.equal(lines.text, '1\n[agentloop: 4 lines removed from the output of "t" (limit 2 lines, mode head_tail); the full output is in the tool-end event]\n6');
 });
 
+test("truncateOutput at the limits: exactly maxChars or maxLines is kept whole, one more is cut", () => {
+  assert.deepEqual(truncateOutput("abcd", "t", { maxChars: 4 }), { text: "abcd", truncated: false });
+  assert.equal(truncateOutput("abcde", "t", { maxChars: 4 }).truncated, true);
+  assert.deepEqual(truncateOutput("1\n2\n3", "t", { maxLines: 3 }), { text: "1\n2\n3", truncated: false });
+  assert.equal(truncateOutput("1\n2\n3\n", "t", { maxLines: 3 }).truncated, true, "a trailing line break starts a fourth (empty) line");
+  assert.deepEqual(truncateOutput("\n\n", "t", { maxLines: 3 }), { text: "\n\n", truncated: false });
+  assert.equal(truncateOutput("x".repeat(20_001), "t").truncated, true);
+  assert.equal(truncateOutput("\n".repeat(1_000), "t").truncated, true, "1001 lines by default");
+  assert.equal(truncateOutput("\n".repeat(999), "t").truncated, false);
+});
+
 test("detectLoop finds periods 1, 2 and 3 over the whole window, and nothing otherwise", () => {
   const seq = (pattern: string, length: number) => Array.from({ length }, (_, index) => pattern[index % pattern.length]);
   assert.deepEqual(detectLoop(seq("a", 10)), ["a"]);
