@@ -123,6 +123,8 @@ export class Run implements AsyncIterable<LoopEvent>, PromiseLike<RunResult> {
   }
 
   private notify(): void {
+    // Called for every event: nothing to allocate when no iterator waits.
+    if (this.wake.length === 0) return;
     const waiting = this.wake;
     this.wake = [];
     for (const resolve of waiting) resolve();
@@ -171,6 +173,7 @@ export class Run implements AsyncIterable<LoopEvent>, PromiseLike<RunResult> {
         this.observers = observers.map((observer) => ({ observer, chain: Promise.resolve() }));
       },
       flushObservers: async () => {
+        if (this.observers.length === 0) return;
         const all = Promise.all(this.observers.map((entry) => entry.chain));
         // After an abort, observers get a short grace period, so a stuck one cannot hold the run.
         let dispose = () => {};

@@ -85,7 +85,10 @@ export interface ModelResponse {
  */
 export class ResponseAccumulator {
   private readonly parts: AssistantPart[] = [];
-  private readonly open = new Map<string, AssistantPart>();
+  // Open parts by id, one map per kind (ids of different kinds may coincide).
+  private readonly openText = new Map<string, AssistantPart>();
+  private readonly openReasoning = new Map<string, AssistantPart>();
+  private readonly openCalls = new Map<string, AssistantPart>();
   usage: Usage = emptyUsage();
   private sawUsage = false;
   finishReason: FinishReason = { unified: "other" };
@@ -97,49 +100,49 @@ export class ResponseAccumulator {
       case "response-start":
         break;
       case "text-start":
-        this.begin(`t:${event.id}`, { type: "text", text: "" });
+        this.begin(this.openText, event.id, { type: "text", text: "" });
         break;
       case "text-delta": {
-        const part = this.ensure(`t:${event.id}`, () => ({ type: "text", text: "" }));
+        const part = this.openText.get(event.id) ?? this.begin(this.openText, event.id, { type: "text", text: "" });
         if (part.type === "text") part.text += event.delta;
         break;
       }
       case "text-end": {
-        const part = this.open.get(`t:${event.id}`);
+        const part = this.openText.get(event.id);
         if (part && event.providerData) part.providerData = event.providerData;
-        this.open.delete(`t:${event.id}`);
+        this.openText.delete(event.id);
         break;
       }
       case "reasoning-start":
-        this.begin(`r:${event.id}`, { type: "reasoning", text: "" });
+        this.begin(this.openReasoning, event.id, { type: "reasoning", text: "" });
         break;
       case "reasoning-delta": {
-        const part = this.ensure(`r:${event.id}`, () => ({ type: "reasoning", text: "" }));
+        const part = this.openReasoning.get(event.id) ?? this.begin(this.openReasoning, event.id, { type: "reasoning", text: "" });
         if (part.type === "reasoning") part.text += event.delta;
         break;
       }
       case "reasoning-end": {
-        const part = this.ensure(`r:${event.id}`, () => ({ type: "reasoning", text: "" }));
+        const part = this.openReasoning.get(event.id) ?? this.begin(this.openReasoning, event.id, { type: "reasoning", text: "" });
         if (event.providerData) part.providerData = event.providerData;
-        this.open.delete(`r:${event.id}`);
+        this.openReasoning.delete(event.id);
         break;
       }
       case "tool-call-start":
-        this.begin(`c:${event.id}`, { type: "tool-call", id: event.id, name: event.name, arguments: "" });
+        this.begin(this.openCalls, event.id, { type: "tool-call", id: event.id, name: event.name, arguments: "" });
         break;
       case "tool-call-delta": {
-        const part = this.open.get(`c:${event.id}`);
+        const part = this.openCalls.get(event.id);
         if (part?.type === "tool-call") part.arguments += event.delta;
         break;
       }
       case "tool-call-end": {
-        const part = this.ensure(`c:${event.id}`, () => ({ type: "tool-call", id: event.id, name: event.name, arguments: "" }));
+        const part = this.openCalls.get(event.id) ?? this.begin(this.openCalls, event.id, { type: "tool-call", id: event.id, name: event.name, arguments: "" });
         if (part.type === "tool-call") {
           part.name = event.name;
           part.arguments = event.arguments;
           if (event.providerData) part.providerData = event.providerData;
         }
-        this.open.delete(`c:${event.id}`);
+        this.openCalls.delete(event.id);
         break;
       }
       case "usage":
@@ -168,14 +171,10 @@ export class ResponseAccumulator {
     return { message, finishReason: this.finishReason, usage: this.usage, error: this.error };
   }
 
-  private begin(key: string, part: AssistantPart): AssistantPart {
+  private begin(open: Map<string, AssistantPart>, id: string, part: AssistantPart): AssistantPart {
     this.parts.push(part);
-    this.open.set(key, part);
+    open.set(id, part);
     return part;
-  }
-
-  private ensure(key: string, make: () => AssistantPart): AssistantPart {
-    return this.open.get(key) ?? this.begin(key, make());
   }
 }
 
