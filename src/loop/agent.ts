@@ -46,6 +46,9 @@ interface RunContext {
   signatures: string[];
   loopWarnings: number;
   services: Record<string, unknown>;
+  /** The same for every wave of the run. */
+  inputs: Record<string, unknown>;
+  agentPath: readonly string[];
 }
 
 /**
@@ -161,6 +164,8 @@ export class Agent {
       signatures: [],
       loopWarnings: 0,
       services: options.services ?? {},
+      inputs: options.inputs ?? {},
+      agentPath: [...(options.agentPath ?? []), this.name],
     };
     const body = async () => {
       let outcome: Outcome;
@@ -249,13 +254,13 @@ export class Agent {
         step: rounds,
         maxSteps: config.maxToolRounds ?? maxTurns,
         tools: this.tools,
-        inputs: context.options.inputs ?? {},
+        inputs: context.inputs,
         signal: control.signal,
         concurrency: config.concurrency ?? Number.POSITIVE_INFINITY,
         toolTimeoutMs: config.toolTimeoutMs,
         truncation: config.truncation,
         depth: context.options.depth ?? 0,
-        agentPath: [...(context.options.agentPath ?? []), this.name],
+        agentPath: context.agentPath,
         services: context.services,
         messages,
         instrumentation: config.instrumentation,
