@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import { onAbort } from "../abort.js";
 import { delegateTool } from "../agents/local.js";
 import { AgentLoopError } from "../errors.js";
-import { type Message, textOf, toolCallsOf, type ToolCallPart } from "../messages.js";
+import { type AssistantPart, type Message, textOf, toolCallsOf, type ToolCallPart } from "../messages.js";
 import { type Model, type ModelRequest, type ModelEvent, type ModelResponse, ResponseAccumulator, type ToolDefinition } from "../model/model.js";
 import { scriptedModelFromEnv } from "../model/scripted.js";
 import type { Tool } from "../tools/tool.js";
@@ -293,9 +293,10 @@ export class Agent {
       ? await instrumentation.modelCall({ ...info, turn, toolNames: tools.map((tool) => tool.name) }, call)
       : await call();
     // An interrupted response can leave empty parts; providers reject empty text blocks.
-    response.message.content = response.message.content.filter(
-      (part) => part.type === "tool-call" || part.text !== "" || part.providerData !== undefined,
-    );
+    const keep = (part: AssistantPart) => part.type === "tool-call" || part.text !== "" || part.providerData !== undefined;
+    let toolCalls = 0;
+    for (const part of response.message.content) if (part.type === "tool-call") toolCalls++;
+    if (!response.message.content.every(keep)) response.message.content = response.message.content.filter(keep);
     if (response.message.content.length > 0) messages.push(response.message);
     context.usage = addUsage(context.usage, response.usage);
     control.emit({ type: "usage", runId: control.id, turn, usage: response.usage, total: context.usage });
@@ -306,7 +307,7 @@ export class Agent {
       message: response.message,
       finishReason: response.finishReason,
       usage: response.usage,
-      toolCalls: toolCallsOf(response.message).length,
+      toolCalls,
     });
     return response;
   }
