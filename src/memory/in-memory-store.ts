@@ -36,7 +36,8 @@ interface StoredSession {
 function deepFreeze<T>(value: T): T {
   if (typeof value === "object" && value !== null && !Object.isFrozen(value)) {
     Object.freeze(value);
-    for (const key of Object.keys(value)) deepFreeze((value as Record<string, unknown>)[key]);
+    // JSON data (a private copy): own enumerable properties only, so for...in needs no Object.keys array.
+    for (const key in value) deepFreeze((value as Record<string, unknown>)[key]);
   }
   return value;
 }
@@ -91,7 +92,11 @@ export class InMemoryStore implements MemoryStore {
       session = this.create(sessionId, {}, now);
     }
     // prepareEvent made private JSON copies of content and metadata: freezing them touches nothing of the caller's.
-    const stored = prepared.map((event) => ({ event: deepFreeze({ ...event, seq: ++session.info.last_seq }), order: ++this.order }));
+    const stored = prepared.map((event) => {
+      // prepareEvent made a fresh object: `seq` goes last, as in the MemoryEvent shape.
+      (event as MemoryEvent).seq = ++session.info.last_seq;
+      return { event: deepFreeze(event as MemoryEvent), order: ++this.order };
+    });
     session.events.push(...stored);
     session.info.updated_at = now;
     const excess = session.events.length - this.limits.maxEventsPerSession;

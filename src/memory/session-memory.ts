@@ -43,6 +43,18 @@ interface RunState {
   recordedAnswer?: string;
 }
 
+/** Loop events that leave nothing in the log (deltas, usage, progress): `onEvent` returns at once for them. */
+const notRecorded: ReadonlySet<LoopEvent["type"]> = new Set<LoopEvent["type"]>([
+  "text-delta",
+  "reasoning-delta",
+  "commentary-delta",
+  "progress",
+  "tool-progress",
+  "tool-error",
+  "usage",
+  "nested",
+]);
+
 function activeSpanIds(): TraceIds | undefined {
   const context = trace.getActiveSpan()?.spanContext();
   return context && isSpanContextValid(context) ? { traceId: context.traceId, spanId: context.spanId } : undefined;
@@ -73,11 +85,23 @@ export function sessionMemory(store: MemoryStore, options: SessionMemoryOptions 
   if (Number.isNaN(contextLimit) || contextLimit < 0) throw new TypeError(`memory: contextLimit must be a non-negative number, got ${contextLimit}`);
   const traceIds = options.traceIds ?? activeSpanIds;
   const runs = new Map<string, RunState>();
+  /** The ids of the runs in progress, by session (what `loadHistory` leaves out), without a scan of every run. */
+  const activeRuns = new Map<string, Set<string>>();
   // One write queue per session: a session's events are written in order, sessions do not wait for each other.
   const queues = new Map<string, Promise<void>>();
 
+  const appendNow = (sessionId: string, events: NewMemoryEvent[]): Promise<unknown> => {
+    try {
+      return Promise.resolve(store.append(sessionId, events));
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  };
+
   const write = (sessionId: string, events: NewMemoryEvent[]): Promise<void> => {
-    const next = (queues.get(sessionId) ?? Promise.resolve()).then(() => store.append(sessionId, events));
+    // Nothing queued for the session (the usual case: the loop waits for each event's write): append at once.
+    const previous = queues.get(sessionId);
+    const next = previous ? previous.then(() => store.append(sessionId, events)) : appendNow(sessionId, events);
     // The queue continues after a failure; the caller still sees it.
     const tail = next.then(
       () => {},
@@ -91,7 +115,8 @@ export function sessionMemory(store: MemoryStore, options: SessionMemoryOptions 
   };
 
   const eventsFor = (event: LoopEvent, run: RunInfo, state: RunState): NewMemoryEvent[] => {
-    const timestamp = new Date().toISOString();
+    // A Date, not its ISO text: the store writes it as ISO 8601 without parsing text back.
+    const timestamp = new Date();
     const ids = traceIds(event, run);
     const metadata = (extra: MemoryEventMetadata): MemoryEventMetadata => ({
       run_id: run.runId,
@@ -219,28 +244,38 @@ export function sessionMemory(store: MemoryStore, options: SessionMemoryOptions 
     store,
     contextLimit,
     onEvent(event: LoopEvent, run: RunInfo): Promise<void> | undefined {
+      // Most events of a run (one per streamed chunk) are not stored: they cost nothing here.
+      if (notRecorded.has(event.type)) return undefined;
       let state = runs.get(event.runId);
       if (!state) {
         const sessionId = run.sessionId ?? (event.type === "run-start" ? event.sessionId : undefined);
         if (!sessionId || (run.depth > 0 && !options.recordNestedRuns)) return undefined;
         state = { sessionId, turn: 0, rawArguments: new Map(), assistantText: "" };
         runs.set(event.runId, state);
+        const active = activeRuns.get(sessionId);
+        if (active) active.add(event.runId);
+        else activeRuns.set(sessionId, new Set([event.runId]));
       }
       const sessionId = state.sessionId;
-      if (event.type === "run-end") runs.delete(event.runId);
+      if (event.type === "run-end") {
+        runs.delete(event.runId);
+        const active = activeRuns.get(sessionId);
+        if (active?.delete(event.runId) && active.size === 0) activeRuns.delete(sessionId);
+      }
+      if (event.type === "turn-start") {
+        state.turn = event.turn;
+        return undefined;
+      }
       const events = eventsFor(event, run, state);
       return events.length > 0 ? write(sessionId, events) : undefined;
     },
     async loadHistory(sessionId: string): Promise<Message[]> {
       await queues.get(sessionId);
       // Events of runs still in progress here (the run asking for its history) are not history yet.
-      const active = new Set<string>();
-      for (const [runId, state] of runs) if (state.sessionId === sessionId) active.add(runId);
+      const running = activeRuns.get(sessionId);
+      const active = running ? new Set(running) : undefined;
       const events = await store.events(sessionId);
-      return historyFromEvents(
-        events.filter((event) => !active.has(String(event.metadata?.run_id))),
-        { contextLimit },
-      );
+      return historyFromEvents(active ? events.filter((event) => !active.has(String(event.metadata?.run_id))) : events, { contextLimit });
     },
     async flush(): Promise<void> {
       await Promise.all(queues.values());

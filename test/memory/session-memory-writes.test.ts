@@ -1,0 +1,137 @@
+// Edges of the per-event writer behind the server and the CLI (`sessionMemory`): the write path
+// skips the queue when nothing is queued, a store that throws synchronously is still reported,
+// and the history leaves out exactly the runs still in progress in that session.
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import { Agent, type LoopEvent, ScriptedModel } from "../../src/index.js";
+import type { RunInfo } from "../../src/loop/types.js";
+import { InMemoryStore, type MemoryEvent, type MemoryStore, type NewMemoryEvent, sessionMemory } from "../../src/memory/index.js";
+
+const info = (runId: string, sessionId: string): RunInfo => ({ runId, agentName: "a", model: new ScriptedModel([]), sessionId, depth: 0 });
+
+/** The events one completed run leaves: run-start, the user message, the answer turn, run-end. */
+async function recordRun(memory: ReturnType<typeof sessionMemory>, runId: string, sessionId: string, input: string, answer: string, end = true) {
+  const run = info(runId, sessionId);
+  await memory.onEvent({ type: "run-start", runId, agent: "a", model: "scripted:x", input, sessionId, timestamp: Date.now() } as LoopEvent, run);
+  await memory.onEvent({ type: "user-message", runId, content: input, followUp: false }, run);
+  await memory.onEvent({ type: "turn-start", runId, turn: 1 }, run);
+  await memory.onEvent({ type: "text-delta", runId, turn: 1, delta: answer }, run);
+  await memory.onEvent(
+    {
+      type: "turn-end",
+      runId,
+      turn: 1,
+      message: { role: "assistant", content: [{ type: "text", text: answer }] },
+      finishReason: { unified: "stop", raw: "stop" },
+      usage: { inputTokens: 1, outputTokens: 1, totalTokens: 2 },
+      toolCalls: 0,
+    },
+    run,
+  );
+  if (!end) return;
+  const result = { runId, state: "COMPLETED", reason: "done", text: answer, messages: [], newMessages: [], usage: { inputTokens: 1, outputTokens: 1, totalTokens: 2 }, turns: 1, toolRounds: 0, toolCalls: 0 };
+  await memory.onEvent({ type: "run-end", runId, state: "COMPLETED", reason: "done", result } as LoopEvent, run);
+}
+
+describe("sessionMemory writes", () => {
+  it("the history leaves out the runs in progress in that session only, and includes them once they end", async () => {
+    const store = new InMemoryStore();
+    const memory = sessionMemory(store);
+    await recordRun(memory, "r0", "s", "first question", "first answer");
+    // r1 in session s and r2 in session t are still going.
+    await recordRun(memory, "r1", "s", "second question", "second answer", false);
+    await recordRun(memory, "r2", "t", "other question", "other answer", false);
+    assert.deepEqual(await memory.loadHistory("s"), [
+      { role: "user", content: "first question" },
+      { role: "assistant", content: [{ type: "text", text: "first answer" }] },
+    ]);
+    assert.deepEqual(await memory.loadHistory("t"), []);
+    const result = { runId: "r1", state: "COMPLETED", reason: "done", text: "second answer", messages: [], newMessages: [], usage: { inputTokens: 1, outputTokens: 1, totalTokens: 2 }, turns: 1, toolRounds: 0, toolCalls: 0 };
+    await memory.onEvent({ type: "run-end", runId: "r1", state: "COMPLETED", reason: "done", result } as LoopEvent, info("r1", "s"));
+    assert.equal((await memory.loadHistory("s")).length, 4);
+    assert.deepEqual(await memory.loadHistory("t"), [], "r2 is still in progress");
+  });
+
+  it("stores nothing for deltas and turn starts; recorded events carry ISO 8601 timestamps of when they happened", async () => {
+    const store = new InMemoryStore();
+    const memory = sessionMemory(store);
+    const before = Date.now();
+    await recordRun(memory, "r0", "s", "question", "answer");
+    const events = await store.events("s");
+    assert.deepEqual(
+      events.map((event) => event.event_type),
+      ["run_started", "user_message", "agent_response", "run_ended"],
+    );
+    for (const event of events) {
+      assert.match(event.timestamp, /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/);
+      const time = Date.parse(event.timestamp);
+      assert.ok(time >= before - 1 && time <= Date.now() + 1, `timestamp ${event.timestamp} is the time of the event`);
+    }
+    assert.equal(events[2].metadata.turn, 1);
+  });
+
+  it("a store whose append throws synchronously: the write is reported, the run completes, later writes go through", async () => {
+    const inner = new InMemoryStore();
+    let thrown = 0;
+    const brittle: MemoryStore = Object.assign(Object.create(inner) as MemoryStore, {
+      append(id: string, events: readonly NewMemoryEvent[]): Promise<MemoryEvent[]> {
+        if (events.some((event) => event.event_type === "user_message")) {
+          thrown++;
+          throw new Error("synchronous failure");
+        }
+        return inner.append(id, events);
+      },
+    });
+    const run = new Agent({ model: new ScriptedModel(["fine"]), memory: sessionMemory(brittle) }).run("hello", { sessionId: "s" });
+    const errors: string[] = [];
+    for await (const event of run) if (event.type === "error") errors.push(event.error.message);
+    assert.equal((await run).state, "COMPLETED");
+    assert.equal(thrown, 1);
+    assert.equal(errors.length, 1);
+    assert.match(errors[0], /synchronous failure/);
+    assert.deepEqual(
+      (await inner.events("s")).map((event) => event.event_type),
+      ["run_started", "agent_response", "run_ended"],
+    );
+  });
+
+  it("a write queued behind a slow one for the same session waits for it; another session does not", async () => {
+    const inner = new InMemoryStore();
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const gated: MemoryStore = Object.assign(Object.create(inner) as MemoryStore, {
+      async append(id: string, events: readonly NewMemoryEvent[]): Promise<MemoryEvent[]> {
+        if (events[0]?.content === "slow") await gate;
+        return inner.append(id, events);
+      },
+    });
+    const memory = sessionMemory(gated);
+    const slow = memory.onEvent({ type: "user-message", runId: "r1", content: "slow", followUp: false }, info("r1", "s"));
+    const queued = memory.onEvent({ type: "user-message", runId: "r1", content: "after", followUp: true }, info("r1", "s"));
+    await memory.onEvent({ type: "user-message", runId: "r2", content: "other", followUp: false }, info("r2", "t"));
+    assert.deepEqual((await inner.events("t")).map((event) => event.content), ["other"]);
+    assert.deepEqual(await inner.events("s"), [], "both writes of session s wait for the slow one");
+    release();
+    await Promise.all([slow, queued]);
+    assert.deepEqual((await inner.events("s")).map((event) => event.content), ["slow", "after"]);
+  });
+});
+
+describe("InMemoryStore events", () => {
+  it("are deeply frozen, with the MemoryEvent fields in order and seq last", async () => {
+    const store = new InMemoryStore();
+    const content = { nested: { list: [1, { deep: true }] } };
+    const [event] = await store.append("s", [{ event_type: "tool_result", content, metadata: { usage: { total: 2 } } }]);
+    assert.deepEqual(Object.keys(event), ["event_id", "session_id", "timestamp", "event_type", "content", "metadata", "seq"]);
+    assert.equal(event.seq, 1);
+    const stored = event.content as typeof content;
+    assert.ok(Object.isFrozen(event) && Object.isFrozen(stored.nested.list[1]) && Object.isFrozen(event.metadata.usage));
+    assert.throws(() => {
+      (stored.nested.list[1] as { deep: boolean }).deep = false;
+    }, TypeError);
+    content.nested.list.push(3);
+    assert.equal(((await store.events("s"))[0].content as typeof content).nested.list.length, 2, "the caller's object is not the stored one");
+  });
+});
