@@ -168,46 +168,87 @@ function toolContext(state: CallState, settings: WaveSettings, signal: AbortSign
   };
 }
 
+/** A call running on the run's own signal (no timeout of its own). */
+interface Running {
+  state: CallState;
+  context: ToolContext;
+  /** The run aborted after this call was set to start. */
+  aborted: boolean;
+  /** Ends the call's race, once its tool has returned a promise. */
+  stop?: (reason: ToolFailure) => void;
+}
+
 /**
- * Execute one prepared call with the run's abort signal (and its timeout); never throws. A tool
- * that answers synchronously settles at once, without a promise; one that returns a promise races
- * the signal, so a tool that ignores it cannot hold the wave.
+ * Execute prepared calls (`null` entries are not run); never throws. Tools start back to back, in
+ * order, after one abort listener for all of them: an abort while they run cancels them, even a
+ * tool that reacts first (by resolving in its own listener). A tool that answers synchronously
+ * settles at once, without a promise; one that returns a promise races the signal, so a tool that
+ * ignores it cannot hold the wave. A call with a timeout gets a signal of its own.
  */
-function execute(state: CallState, settings: WaveSettings): Settled | Promise<Settled> {
-  const tool = state.tool!;
-  const timeoutMs = tool.timeoutMs ?? settings.toolTimeoutMs;
-  if (timeoutMs) return executeWithTimeout(state, settings, timeoutMs);
+function executeAll(states: Array<CallState | null>, settings: WaveSettings): Array<Settled | Promise<Settled> | undefined> {
   const signal = settings.signal;
-  // A tool earlier in the wave may have aborted the run: the rest do not start.
-  if (signal.aborted) {
-    state.settled = true;
-    return cancelled(settings);
+  const results = new Array<Settled | Promise<Settled> | undefined>(states.length);
+  const running: Running[] = [];
+  for (const state of states) {
+    // Contexts first, so the tools start as close together as they can.
+    if (state && !(state.tool!.timeoutMs ?? settings.toolTimeoutMs)) running.push({ state, context: toolContext(state, settings, signal), aborted: false });
   }
-  // Listening before the tool runs: an abort while it runs cancels the call, even one the tool
-  // reacts to first (by resolving in its own abort listener).
-  let aborted = false;
-  let stop: ((reason: ToolFailure) => void) | undefined;
-  const dispose = onAbort(signal, () => {
-    aborted = true;
-    stop?.(cancelFailure(settings));
-  });
-  let output: unknown;
-  try {
-    output = tool.execute(state.args, toolContext(state, settings, signal));
-    if (aborted || !isThenable(output)) {
-      state.settled = true;
-      dispose();
-      return aborted ? cancelled(settings) : normalizeOutput(output);
+  // One listener for the whole group: a wave of many calls adds one, not one per call.
+  let unlink = () => {};
+  if (running.length > 0) {
+    unlink = onAbort(signal, () => {
+      for (const entry of running) {
+        entry.aborted = true;
+        entry.stop?.(cancelFailure(settings));
+      }
+    });
+  }
+  const races: Array<{ index: number; entry: Running; output: PromiseLike<unknown> }> = [];
+  let next = 0;
+  for (let index = 0; index < states.length; index++) {
+    const state = states[index];
+    if (!state) continue;
+    const timeoutMs = state.tool!.timeoutMs ?? settings.toolTimeoutMs;
+    if (timeoutMs) {
+      results[index] = executeWithTimeout(state, settings, timeoutMs);
+      continue;
     }
-  } catch (error) {
-    state.settled = true;
-    dispose();
-    return thrown(error, settings);
+    const entry = running[next++];
+    // A tool earlier in the wave may have aborted the run: the rest do not start.
+    if (entry.aborted) {
+      state.settled = true;
+      results[index] = cancelled(settings);
+      continue;
+    }
+    try {
+      const output = state.tool!.execute(state.args, entry.context);
+      if (entry.aborted || !isThenable(output)) {
+        state.settled = true;
+        results[index] = entry.aborted ? cancelled(settings) : normalizeOutput(output);
+      } else races.push({ index, entry, output });
+    } catch (error) {
+      state.settled = true;
+      results[index] = thrown(error, settings);
+    }
   }
-  const stopped = new Promise<never>((_, reject) => {
-    stop = reject;
-  });
-  return settle(output, stopped, state, settings, dispose);
+  // The listener stays until the last promise of the group settled.
+  let open = races.length;
+  if (open === 0) unlink();
+  for (const { index, entry, output } of races) {
+    const stopped = new Promise<never>((_, reject) => {
+      entry.stop = reject;
+      if (entry.aborted) reject(cancelFailure(settings));
+    });
+    results[index] = settle(output, stopped, entry.state, settings, () => {
+      if (--open === 0) unlink();
+    });
+  }
+  return results;
+}
+
+/** One prepared call (the instrumented and the pooled path). */
+function execute(state: CallState, settings: WaveSettings): Settled | Promise<Settled> {
+  return executeAll([state], settings)[0]!;
 }
 
 function cancelFailure(settings: WaveSettings): ToolFailure {
@@ -354,7 +395,11 @@ async function runAtOnce(group: ToolCallPart[], settings: WaveSettings): Promise
   let prepared: Array<Settled | undefined | Promise<Settled | undefined>> = states.map((state) => prepare(state, settings));
   if (prepared.some((entry) => entry instanceof Promise)) prepared = await Promise.all(prepared);
   for (const state of states) emitStart(state, settings);
-  const settling = states.map((state, index) => (prepared[index] as Settled | undefined) ?? execute(state, settings));
+  const executed = executeAll(
+    states.map((state, index) => (prepared[index] ? null : state)),
+    settings,
+  );
+  const settling = states.map((_, index) => (prepared[index] as Settled | undefined) ?? executed[index]!);
   const outcomes = new Array<CallOutcome>(states.length);
   let pending: Array<Promise<void>> | undefined;
   for (let index = 0; index < states.length; index++) {

@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
+import { getEventListeners } from "node:events";
 import { z } from "zod";
 import { Agent, defineTool, ScriptedModel, type ToolResultMessage } from "../../src/index.js";
 import { calls, eventsOf, ofType, waitingTool } from "./helpers.js";
@@ -287,5 +288,32 @@ test("a tool that resolves in its own abort listener is still Cancelled, whether
     const result = await run;
     assert.equal(result.state, "ABORTED", when);
     assert.deepEqual(toolResults(result.messages).map((message) => message.content), ["Cancelled: user stop"], when);
+  }
+});
+
+test("a wave of 16 concurrent calls adds one abort listener to the run's signal, not one per call (no MaxListenersExceededWarning)", async () => {
+  const warnings: string[] = [];
+  const onWarning = (warning: Error) => warnings.push(warning.name);
+  process.on("warning", onWarning);
+  try {
+    const seen: number[] = [];
+    const tool = defineTool({
+      name: "wait",
+      description: "",
+      parameters: { type: "object" },
+      execute: async (_args, context) => {
+        seen.push(getEventListeners(context.signal, "abort").length);
+        await new Promise((resolve) => setTimeout(resolve, 2));
+        return "ok";
+      },
+    });
+    const script = [calls(...Array.from({ length: 16 }, (_, index) => ["wait", {}, `c${index}`] as [string, unknown, string])), "done"];
+    const result = await new Agent({ model: new ScriptedModel(script), tools: [tool] }).run("go");
+    assert.equal(result.state, "COMPLETED");
+    assert.deepEqual(seen, Array(16).fill(1));
+    await new Promise((resolve) => setImmediate(resolve));
+    assert.deepEqual(warnings, []);
+  } finally {
+    process.off("warning", onWarning);
   }
 });
