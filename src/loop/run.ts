@@ -119,7 +119,17 @@ export class Run implements AsyncIterable<LoopEvent>, PromiseLike<RunResult> {
 
   /** The text deltas of the run as they arrive. */
   async *textStream(): AsyncGenerator<string> {
-    for await (const event of this) if (event.type === "text-delta") yield event.delta;
+    // Reads the log itself rather than the event iterator: one generator, and no step for the
+    // events that are not answer text.
+    let cursor = 0;
+    for (;;) {
+      while (cursor < this.log.length) {
+        const event = this.log[cursor++];
+        if (event.type === "text-delta") yield event.delta;
+      }
+      if (this.finished) return;
+      await new Promise<void>((resolve) => this.wake.push(resolve));
+    }
   }
 
   private notify(): void {
