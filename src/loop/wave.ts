@@ -134,16 +134,21 @@ function prepare(state: CallState, settings: WaveSettings): Settled | undefined 
     if (!parsed.ok) return failed("invalid_arguments", `Invalid arguments for tool ${call.name}: ${parsed.error}`);
     const bound = applyBindings(parsed.value, tool.bindings, settings.inputs);
     const validation = validateArgumentsNow(tool, bound);
-    const validated = (result: Validation): Settled | undefined => {
-      if (!result.ok) return failed("schema", `Invalid arguments for tool ${call.name}: ${result.error}`);
-      state.args = result.value;
-      return undefined;
-    };
-    if (validation) return validated(validation);
-    return validateArguments(tool, bound).then(validated, (error: unknown) => failed("threw", String(error)));
+    if (validation) return validated(state, validation);
+    return validateArguments(tool, bound).then(
+      (result) => validated(state, result),
+      (error: unknown) => failed("threw", String(error)),
+    );
   } catch (error) {
     return failed("threw", String(error));
   }
+}
+
+/** The end of preparation: the validated arguments, or the schema failure as the call's result. */
+function validated(state: CallState, result: Validation): Settled | undefined {
+  if (!result.ok) return failed("schema", `Invalid arguments for tool ${state.call.name}: ${result.error}`);
+  state.args = result.value;
+  return undefined;
 }
 
 function toolContext(state: CallState, settings: WaveSettings, signal: AbortSignal): ToolContext {
