@@ -113,70 +113,154 @@ export class ScriptedModel implements Model {
     return this.entries.length - this.cursor;
   }
 
-  async *stream(request: ModelRequest): AsyncGenerator<ModelEvent> {
+  stream(request: ModelRequest): AsyncIterableIterator<ModelEvent> {
+    return new ScriptedStream(this, request);
+  }
+
+  /** The next script entry as the events of one response (the stream's first `next()` takes it). */
+  takeResponse(request: ModelRequest): ScriptedStep[] {
     this.requests.push(request);
     // Bounded: a long-lived scripted model (a server on DEBUG_MOCK_RESPONSES) must not grow forever.
     if (this.requests.length > MAX_RECORDED_REQUESTS) this.requests.splice(0, this.requests.length - MAX_RECORDED_REQUESTS);
-    const signal = request.signal;
     const entry = this.cursor < this.entries.length ? this.entries[this.cursor++] : NO_MORE_MOCK_RESPONSES;
     const { content, toolCalls } = parseScriptEntry(entry);
-    const delay = this.options.chunkDelayMs ?? 0;
-    const aborted = () => signal?.aborted === true;
-    // One abort listener per stream, not one per chunk: it cuts the current pause short.
-    let wake: (() => void) | undefined;
-    const unlink = delay > 0 ? onAbort(signal, () => wake?.()) : () => undefined;
-    const started = performance.now();
-    let due = 0;
-    // Waits until the next chunk is due (deadlines from the start, so waits never add up drift).
-    const pause = () =>
-      new Promise<void>((resolve) => {
-        due += delay;
-        const timer = setTimeout(resolve, Math.max(0, Math.round(started + due - performance.now())));
-        wake = () => {
-          clearTimeout(timer);
-          resolve();
-        };
-      });
-
-    try {
-      yield { type: "response-start", model: this.modelId };
-      if (aborted()) return yield { type: "error", error: abortError(signal) };
-      let output = "";
-      // Tool calls are announced first, as OpenAI-style streams do, so the turn is known to be a
-      // tool turn from its first chunk; the entry's content is then commentary.
-      const calls = toolCalls.map((call) => ({
-        id: call.id ?? `call_${++this.callCounter}_${Math.random().toString(36).slice(2, 8)}`,
-        name: call.name,
-        args: typeof call.arguments === "string" ? call.arguments : JSON.stringify(call.arguments ?? {}),
-      }));
-      for (const call of calls) yield { type: "tool-call-start", id: call.id, name: call.name };
-      if (content) {
-        yield { type: "text-start", id: "text-0" };
-        for (const chunk of wordChunks(content)) {
-          if (delay > 0) await pause();
-          if (aborted()) return yield { type: "error", error: abortError(signal) };
-          output += chunk;
-          yield { type: "text-delta", id: "text-0", delta: chunk };
-        }
-        yield { type: "text-end", id: "text-0" };
+    const paced = (this.options.chunkDelayMs ?? 0) > 0;
+    const steps: ScriptedStep[] = [{ event: { type: "response-start", model: this.modelId }, paced: false, checkAbort: false }];
+    let output = "";
+    // Tool calls are announced first, as OpenAI-style streams do, so the turn is known to be a
+    // tool turn from its first chunk; the entry's content is then commentary.
+    const calls = toolCalls.map((call) => ({
+      id: call.id ?? `call_${++this.callCounter}_${Math.random().toString(36).slice(2, 8)}`,
+      name: call.name,
+      args: typeof call.arguments === "string" ? call.arguments : JSON.stringify(call.arguments ?? {}),
+    }));
+    for (const call of calls) steps.push({ event: { type: "tool-call-start", id: call.id, name: call.name }, paced: false, checkAbort: false });
+    if (content) {
+      steps.push({ event: { type: "text-start", id: "text-0" }, paced: false, checkAbort: false });
+      for (const chunk of wordChunks(content)) {
+        output += chunk;
+        steps.push({ event: { type: "text-delta", id: "text-0", delta: chunk }, paced, checkAbort: true });
       }
-      for (const call of calls) {
-        if (delay > 0) await pause();
-        if (aborted()) return yield { type: "error", error: abortError(signal) };
-        output += call.name + call.args;
-        yield { type: "tool-call-delta", id: call.id, delta: call.args };
-        yield { type: "tool-call-end", id: call.id, name: call.name, arguments: call.args };
-      }
-      const usage: Usage = { inputTokens: estimateTokens(requestText(request)), outputTokens: estimateTokens(output), totalTokens: 0 };
-      usage.totalTokens = usage.inputTokens + usage.outputTokens;
-      yield { type: "usage", usage };
-      yield {
-        type: "finish",
-        reason: toolCalls.length > 0 ? { unified: "tool-calls", raw: "tool_calls" } : { unified: "stop", raw: "stop" },
-      };
-    } finally {
-      unlink();
+      steps.push({ event: { type: "text-end", id: "text-0" }, paced: false, checkAbort: false });
     }
+    for (const call of calls) {
+      output += call.name + call.args;
+      steps.push({ event: { type: "tool-call-delta", id: call.id, delta: call.args }, paced, checkAbort: true });
+      steps.push({ event: { type: "tool-call-end", id: call.id, name: call.name, arguments: call.args }, paced: false, checkAbort: false });
+    }
+    const usage: Usage = { inputTokens: estimateTokens(requestText(request)), outputTokens: estimateTokens(output), totalTokens: 0 };
+    usage.totalTokens = usage.inputTokens + usage.outputTokens;
+    steps.push({ event: { type: "usage", usage }, paced: false, checkAbort: false });
+    steps.push({
+      event: { type: "finish", reason: toolCalls.length > 0 ? { unified: "tool-calls", raw: "tool_calls" } : { unified: "stop", raw: "stop" } },
+      paced: false,
+      checkAbort: false,
+    });
+    // The stream checks the signal once after response-start, before anything else.
+    if (steps.length > 1) steps[1].checkAbort = true;
+    return steps;
+  }
+
+  /** Milliseconds between paced chunks. */
+  get chunkDelayMs(): number {
+    return this.options.chunkDelayMs ?? 0;
+  }
+}
+
+/** One event of a scripted response: `paced` waits for its deadline first; `checkAbort` ends the stream there if the signal fired. */
+interface ScriptedStep {
+  event: ModelEvent;
+  paced: boolean;
+  checkAbort: boolean;
+}
+
+const DONE: IteratorReturnResult<undefined> = Object.freeze({ done: true, value: undefined });
+
+/**
+ * One scripted response as an async iterator, written by hand rather than as an async generator:
+ * a paced chunk costs one timer and one promise, and an unpaced event a resolved promise. Paced
+ * chunk k (from 1) is due `k × chunkDelayMs` after the first `next()`. An abort cuts the current
+ * wait short and ends the stream with an `aborted` error event; `return()` ends it at once.
+ */
+class ScriptedStream implements AsyncIterableIterator<ModelEvent> {
+  private steps?: ScriptedStep[];
+  private index = 0;
+  private finished = false;
+  private started = 0;
+  private due = 0;
+  private timer?: ReturnType<typeof setTimeout>;
+  /** The pending paced `next()`: its step and how to settle it. */
+  private waiting?: { step: ScriptedStep; resolve: (result: IteratorResult<ModelEvent>) => void; settled: Promise<IteratorResult<ModelEvent>> };
+  private unlink: () => void = () => undefined;
+
+  constructor(
+    private readonly model: ScriptedModel,
+    private readonly request: ModelRequest,
+  ) {}
+
+  [Symbol.asyncIterator](): this {
+    return this;
+  }
+
+  next(): Promise<IteratorResult<ModelEvent>> {
+    // A `next()` while one is pending waits its turn, as an async generator's would.
+    if (this.waiting) return this.waiting.settled.then(() => this.next());
+    if (this.finished) return Promise.resolve(DONE);
+    if (!this.steps) {
+      this.steps = this.model.takeResponse(this.request);
+      this.started = performance.now();
+      // One abort listener per stream, not one per chunk: it cuts the current wait short.
+      if (this.model.chunkDelayMs > 0) this.unlink = onAbort(this.request.signal, () => this.wake());
+    }
+    const step = this.steps[this.index++];
+    if (step.paced) this.due += this.model.chunkDelayMs;
+    // Already aborted: no wait for the deadline.
+    if (!step.paced || this.request.signal?.aborted) return Promise.resolve(this.result(step));
+    let resolve!: (result: IteratorResult<ModelEvent>) => void;
+    const settled = new Promise<IteratorResult<ModelEvent>>((settle) => {
+      resolve = settle;
+    });
+    this.waiting = { step, resolve, settled };
+    this.timer = setTimeout(this.onDue, Math.max(0, Math.round(this.started + this.due - performance.now())));
+    return settled;
+  }
+
+  return(): Promise<IteratorResult<ModelEvent>> {
+    this.end();
+    return Promise.resolve(DONE);
+  }
+
+  private readonly onDue = (): void => {
+    const waiting = this.waiting;
+    this.waiting = undefined;
+    this.timer = undefined;
+    waiting?.resolve(this.result(waiting.step));
+  };
+
+  /** The signal fired: a pending wait ends now (its step then reports the abort). */
+  private wake(): void {
+    if (this.timer !== undefined) clearTimeout(this.timer);
+    this.onDue();
+  }
+
+  private result(step: ScriptedStep): IteratorResult<ModelEvent> {
+    const signal = this.request.signal;
+    if (step.checkAbort && signal?.aborted) {
+      this.end();
+      return { done: false, value: { type: "error", error: abortError(signal) } };
+    }
+    if (step.event.type === "finish") this.end();
+    return { done: false, value: step.event };
+  }
+
+  private end(): void {
+    this.finished = true;
+    if (this.timer !== undefined) clearTimeout(this.timer);
+    this.timer = undefined;
+    const waiting = this.waiting;
+    this.waiting = undefined;
+    waiting?.resolve(DONE);
+    this.unlink();
   }
 }
 

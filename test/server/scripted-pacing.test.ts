@@ -51,3 +51,37 @@ test("an abort while the reader is behind still stops the stream before the next
   assert.equal(deltas.length, 2);
   assert.equal(lastType, "error:aborted");
 });
+
+test("return() while a chunk is pending ends the stream: the pending next() resolves done, later ones too", async () => {
+  const iterator = new ScriptedModel(["a b c"], { chunkDelayMs: 1000 }).stream({ messages: [] })[Symbol.asyncIterator]();
+  assert.equal((await iterator.next()).value?.type, "response-start");
+  assert.equal((await iterator.next()).value?.type, "text-start");
+  const pending = iterator.next(); // waits 1 s for "a "
+  const started = performance.now();
+  assert.deepEqual(await iterator.return?.(), { done: true, value: undefined });
+  assert.deepEqual(await pending, { done: true, value: undefined });
+  assert.ok(performance.now() - started < 500, "return() does not wait for the chunk");
+  assert.deepEqual(await iterator.next(), { done: true, value: undefined });
+});
+
+test("next() called again before the pending one settles gets the following event, in order", async () => {
+  const iterator = new ScriptedModel(["a b"], { chunkDelayMs: 5 }).stream({ messages: [] })[Symbol.asyncIterator]();
+  const results = await Promise.all(Array.from({ length: 8 }, () => iterator.next()));
+  assert.deepEqual(
+    results.map((result) => (result.done ? "done" : result.value.type === "text-delta" ? `delta:${result.value.delta}` : result.value.type)),
+    ["response-start", "text-start", "delta:a ", "delta:b", "text-end", "usage", "finish", "done"],
+  );
+});
+
+test("a signal aborted before a paced chunk ends the stream without waiting for its deadline", async () => {
+  const controller = new AbortController();
+  const iterator = new ScriptedModel(["a b c"], { chunkDelayMs: 1000 }).stream({ messages: [], signal: controller.signal })[Symbol.asyncIterator]();
+  assert.equal((await iterator.next()).value?.type, "response-start");
+  assert.equal((await iterator.next()).value?.type, "text-start");
+  controller.abort();
+  const started = performance.now();
+  const next = await iterator.next();
+  assert.ok(!next.done && next.value.type === "error" && next.value.error.kind === "aborted");
+  assert.ok(performance.now() - started < 500);
+  assert.deepEqual(await iterator.next(), { done: true, value: undefined });
+});
