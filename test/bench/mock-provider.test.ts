@@ -124,7 +124,9 @@ describe("bench mock provider", () => {
     assert.equal(text, "one two three");
     // 100 ms pauses separate the words; the first word came with the headers, not after a pause.
     assert.ok(arrivals[0] < 80, `first token ${arrivals[0]} ms after the headers`);
-    assert.ok(arrivals[2] - arrivals[0] >= 180, `first token at ${arrivals[0]} ms, last at ${arrivals[2]} ms`);
+    // Two 100 ms pauses before the last word; a client slowed by a busy machine may read the first
+    // word late (the pause already running), so only one whole pause is certain.
+    assert.ok(arrivals[2] - arrivals[0] >= 100, `first token at ${arrivals[0]} ms, last at ${arrivals[2]} ms`);
   });
 
   test("unknown models, bad bodies and unknown routes get OpenAI-style errors and are counted", async () => {
