@@ -26,6 +26,14 @@ export interface EmbeddedStoreOptions extends SqlStoreOptions {
 
 class DirectoryInUse extends AgentLoopError {}
 
+/**
+ * PGlite's start parameters with a 32 MB buffer cache instead of PostgreSQL's 128 MB: the cache
+ * lives in the WASM heap, which never shrinks, and an event log's working set is far smaller.
+ * Measured (open store, 1200 single appends, 10,000 batched, loads of 10,000): ~100 MB less RSS
+ * (~450 -> ~350 MB), appends and loads as fast or faster. Durability is unchanged (a cache setting).
+ */
+const START_PARAMS = [...PGlite.defaultStartParams, "-c", "shared_buffers=32MB"];
+
 const LOCK_FILE = "agentloop.lock";
 /** Directories this process has open: two PGlite instances on one directory would corrupt it. */
 const openPaths = new Set<string>();
@@ -136,7 +144,7 @@ async function openSnapshot(directory: string, options: EmbeddedStoreOptions): P
   };
   try {
     copy = snapshotOf(directory);
-    db = await PGlite.create(copy);
+    db = await PGlite.create(copy, { startParams: START_PARAMS });
     return await SqlMemoryStore.open("embedded", pgliteDatabase(db, cleanup), options);
   } catch (error) {
     await cleanup();
@@ -168,7 +176,7 @@ export async function openEmbeddedStore(options: EmbeddedStoreOptions = {}): Pro
   }
   let db: PGlite;
   try {
-    db = await PGlite.create(directory);
+    db = await PGlite.create(directory, { startParams: START_PARAMS });
   } catch (error) {
     unlock();
     throw new AgentLoopError("configuration", `memory: cannot open the embedded store at ${directory}: ${(error as Error)?.message ?? String(error)}`, {
