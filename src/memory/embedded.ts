@@ -154,6 +154,30 @@ async function openSnapshot(directory: string, options: EmbeddedStoreOptions): P
   }
 }
 
+/**
+ * Creates the database files of a new store in a child process. PGlite initializes a directory
+ * with initdb and a second PGlite instance, each with a WASM heap of its own: in this process they
+ * stay resident (~400-500 MB) until some later full GC, and even a worker thread's freed heaps are
+ * not all returned to the system. The store then opens the initialized directory like an existing one.
+ */
+async function initializeInChildProcess(directory: string): Promise<void> {
+  const { execFile } = await import("node:child_process");
+  const code = `import(process.env.AGENTLOOP_PGLITE_MODULE)
+  .then(async ({ PGlite }) => (await PGlite.create(process.env.AGENTLOOP_PGLITE_DIRECTORY, { startParams: JSON.parse(process.env.AGENTLOOP_PGLITE_START_PARAMS) })).close())
+  .catch((error) => { process.stderr.write(error instanceof Error ? error.message : JSON.stringify(error) ?? String(error)); process.exitCode = 1; });`;
+  const env = {
+    ...process.env,
+    AGENTLOOP_PGLITE_MODULE: import.meta.resolve("@electric-sql/pglite"),
+    AGENTLOOP_PGLITE_DIRECTORY: directory,
+    AGENTLOOP_PGLITE_START_PARAMS: JSON.stringify(START_PARAMS),
+  };
+  await new Promise<void>((resolve, reject) => {
+    execFile(process.execPath, ["-e", code], { env, maxBuffer: 1024 * 1024 }, (error, _stdout, stderr) =>
+      error ? reject(new Error(stderr.trim() || error.message)) : resolve(),
+    );
+  });
+}
+
 /** Opens (creating if needed) the embedded store. Rejects with a `configuration` error when the directory is in use. */
 export async function openEmbeddedStore(options: EmbeddedStoreOptions = {}): Promise<SqlMemoryStore> {
   if (options.database) {
@@ -176,6 +200,7 @@ export async function openEmbeddedStore(options: EmbeddedStoreOptions = {}): Pro
   }
   let db: PGlite;
   try {
+    if (!existsSync(join(directory, "PG_VERSION"))) await initializeInChildProcess(directory);
     db = await PGlite.create(directory, { startParams: START_PARAMS });
   } catch (error) {
     unlock();
