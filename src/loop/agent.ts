@@ -1,5 +1,4 @@
 import { randomUUID } from "node:crypto";
-import { onAbort } from "../abort.js";
 import { delegateTool } from "../agents/local.js";
 import { AgentLoopError } from "../errors.js";
 import { type AssistantPart, type Message, textOf, toolCallsOf, type ToolCallPart } from "../messages.js";
@@ -264,6 +263,7 @@ export class Agent {
         services: context.services,
         messages,
         instrumentation: config.instrumentation,
+        onAbort: control.onAbort,
         emit: control.emit,
       });
       messages.push(...outcomes.map((outcome) => outcome.result));
@@ -287,16 +287,13 @@ export class Agent {
       options: this.config.modelOptions,
       signal: control.signal,
     };
-    const call = () => streamTurn(info.model, request, (delta, type) => control.emit({ type, runId: control.id, turn, delta }));
     const instrumentation = this.config.instrumentation;
     const response = instrumentation
-      ? await instrumentation.modelCall({ ...info, turn, toolNames: tools.map((tool) => tool.name) }, call)
-      : await call();
-    // An interrupted response can leave empty parts; providers reject empty text blocks.
-    const keep = (part: AssistantPart) => part.type === "tool-call" || part.text !== "" || part.providerData !== undefined;
+      ? await instrumentation.modelCall({ ...info, turn, toolNames: tools.map((tool) => tool.name) }, () => streamModel(context, request, turn))
+      : await streamModel(context, request, turn);
     let toolCalls = 0;
     for (const part of response.message.content) if (part.type === "tool-call") toolCalls++;
-    if (!response.message.content.every(keep)) response.message.content = response.message.content.filter(keep);
+    if (!response.message.content.every(keepPart)) response.message.content = response.message.content.filter(keepPart);
     if (response.message.content.length > 0) messages.push(response.message);
     context.usage = addUsage(context.usage, response.usage);
     control.emit({ type: "usage", runId: control.id, turn, usage: response.usage, total: context.usage });
@@ -425,22 +422,64 @@ function abortReason(signal: AbortSignal, fallback = "aborted"): string {
 async function streamTurn(
   model: Model,
   request: ModelRequest,
-  forward: (delta: string, kind: "text-delta" | "commentary-delta" | "reasoning-delta") => void,
+  onRunAbort: RunControl["onAbort"],
+  forward: Forward,
 ): Promise<ModelResponse> {
-  const accumulator = new ResponseAccumulator();
+  const reader = new TurnReader(model, request, forward);
   const signal = request.signal;
-  let iterator: AsyncIterator<ModelEvent> | undefined;
+  if (!signal) {
+    await reader.read();
+    return reader.accumulator.response();
+  }
+  let abortRead: () => void = noop;
+  const aborted = new Promise<void>((resolve) => {
+    abortRead = resolve;
+  });
+  // The run's own listener list: request.signal is the run's signal.
+  const dispose = onRunAbort(() => {
+    if (reader.finished) return;
+    reader.stopped = true;
+    abortRead();
+  });
+  try {
+    await Promise.race([reader.read(), aborted]);
+  } finally {
+    dispose();
+  }
+  if (reader.stopped) {
+    reader.accumulator.add({ type: "error", error: abortedError(signal) });
+    release(reader.iterator);
+  }
+  return reader.accumulator.response();
+}
+
+type Forward = (delta: string, kind: "text-delta" | "commentary-delta" | "reasoning-delta") => void;
+
+/** One model call being read (see `streamTurn`); a class, so no closure is made per call. */
+class TurnReader {
+  readonly accumulator = new ResponseAccumulator();
+  iterator?: AsyncIterator<ModelEvent>;
   /** The read is over (the stream ended, failed or was cut off): a later abort changes nothing. */
-  let finished = false;
+  finished = false;
   /** The signal fired before the read was over: the reader stops and drops what still arrives. */
-  let stopped = false;
-  const read = async (): Promise<void> => {
+  stopped = false;
+
+  constructor(
+    private readonly model: Model,
+    private readonly request: ModelRequest,
+    private readonly forward: Forward,
+  ) {}
+
+  async read(): Promise<void> {
+    const { accumulator, forward, model } = this;
+    const signal = this.request.signal;
     let toolTurn = false;
     try {
-      iterator = model.stream(request)[Symbol.asyncIterator]();
+      const iterator = model.stream(this.request)[Symbol.asyncIterator]();
+      this.iterator = iterator;
       for (;;) {
         const next = await iterator.next();
-        if (stopped) return;
+        if (this.stopped) return;
         if (next.done) {
           if (signal?.aborted) accumulator.add({ type: "error", error: abortedError(signal) });
           else accumulator.add({ type: "error", error: new AgentLoopError("network", `the ${model.provider} stream ended without a finish event (connection dropped?)`) });
@@ -457,34 +496,24 @@ async function streamTurn(
       release(iterator);
     } catch (error) {
       // The contract says a model stream never throws; a broken one still must not crash the run.
-      if (!stopped) accumulator.add({ type: "error", error: AgentLoopError.from(error) });
+      if (!this.stopped) accumulator.add({ type: "error", error: AgentLoopError.from(error) });
     } finally {
-      finished = true;
+      this.finished = true;
     }
-  };
-  if (!signal) {
-    await read();
-    return accumulator.response();
   }
-  let abortRead = () => {};
-  const aborted = new Promise<void>((resolve) => {
-    abortRead = resolve;
-  });
-  const dispose = onAbort(signal, () => {
-    if (finished) return;
-    stopped = true;
-    abortRead();
-  });
-  try {
-    await Promise.race([read(), aborted]);
-  } finally {
-    dispose();
-  }
-  if (stopped) {
-    accumulator.add({ type: "error", error: abortedError(signal) });
-    release(iterator);
-  }
-  return accumulator.response();
+}
+
+function noop(): void {}
+
+/** An interrupted response can leave empty parts; providers reject empty text blocks. */
+function keepPart(part: AssistantPart): boolean {
+  return part.type === "tool-call" || part.text !== "" || part.providerData !== undefined;
+}
+
+/** One model call of the run, its deltas emitted as loop events. */
+function streamModel(context: RunContext, request: ModelRequest, turn: number): Promise<ModelResponse> {
+  const { control, info } = context;
+  return streamTurn(info.model, request, control.onAbort, (delta, type) => control.emit({ type, runId: control.id, turn, delta }));
 }
 
 function abortedError(signal: AbortSignal): AgentLoopError {

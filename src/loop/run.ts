@@ -20,6 +20,12 @@ export interface RunControl {
   observe(observers: RunObserver[], info: RunInfo): void;
   /** Resolves when every observer has handled every event emitted so far. */
   flushObservers(): Promise<void>;
+  /**
+   * Runs `listener` once when the run aborts (at once if it has), right after the signal's own
+   * listeners, without an EventTarget registration: cheap enough for every model and tool call.
+   * Returns the function that removes it. Listeners must not throw.
+   */
+  onAbort(listener: () => void): () => void;
 }
 
 /**
@@ -43,6 +49,8 @@ export class Run implements AsyncIterable<LoopEvent>, PromiseLike<RunResult> {
   /** The run-end event, once emitted: nothing is logged after it. */
   private ending?: Extract<LoopEvent, { type: "run-end" }>;
   private runInfo?: RunInfo;
+  /** The loop's own abort listeners (`RunControl.onAbort`). */
+  private abortListeners: Array<() => void> = [];
 
   constructor(
     id: string,
@@ -54,7 +62,7 @@ export class Run implements AsyncIterable<LoopEvent>, PromiseLike<RunResult> {
     this.id = id;
     this.onEvent = onEvent;
     // Removed when the run ends: one caller signal may serve many runs.
-    const disposeSignal = onAbort(signal, () => this.controller.abort(signal?.reason));
+    const disposeSignal = onAbort(signal, () => this.abortRun(signal?.reason));
     const control = this.control();
     // Started on the next microtask so callers can attach iterators first; never rejects.
     this.result = Promise.resolve()
@@ -97,7 +105,15 @@ export class Run implements AsyncIterable<LoopEvent>, PromiseLike<RunResult> {
 
   /** Aborts the run: the model stream and running tools receive the signal; the run ends ABORTED. */
   abort(reason: unknown = "aborted by the caller"): void {
-    if (!this.controller.signal.aborted) this.controller.abort(reason);
+    this.abortRun(reason);
+  }
+
+  private abortRun(reason: unknown): void {
+    if (this.controller.signal.aborted) return;
+    this.controller.abort(reason);
+    const listeners = this.abortListeners;
+    this.abortListeners = [];
+    for (const listener of listeners) listener();
   }
 
   // biome-ignore lint/suspicious/noThenProperty: a Run is deliberately awaitable
@@ -175,6 +191,20 @@ export class Run implements AsyncIterable<LoopEvent>, PromiseLike<RunResult> {
       },
       setState: (state) => {
         this.currentState = state;
+      },
+      onAbort: (listener) => {
+        if (this.controller.signal.aborted) {
+          listener();
+          return () => undefined;
+        }
+        this.abortListeners.push(listener);
+        return () => {
+          const listeners = this.abortListeners;
+          const index = listeners.lastIndexOf(listener);
+          // Usually the last one (one model call or one wave at a time): pop keeps the array's storage.
+          if (index === listeners.length - 1) listeners.pop();
+          else if (index !== -1) listeners.splice(index, 1);
+        };
       },
       takeSteering: () => this.steering.splice(0),
       takeFollowUp: () => this.followUps.shift(),

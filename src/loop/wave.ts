@@ -24,6 +24,8 @@ export interface WaveSettings {
   services: Record<string, unknown>;
   messages: readonly Message[];
   instrumentation?: Instrumentation;
+  /** Abort listeners for `signal` without an EventTarget registration (the run's); else `onAbort`. */
+  onAbort?: (listener: () => void) => () => void;
   emit(event: LoopEvent): void;
 }
 
@@ -164,13 +166,31 @@ function toolContext(state: CallState, settings: WaveSettings, signal: AbortSign
     agentPath: settings.agentPath,
     services: settings.services,
     messages: settings.messages,
-    progress: (data) => {
-      if (!state.settled) settings.emit({ type: "tool-progress", runId: settings.run.runId, toolCallId: call.id, name: call.name, data });
-    },
-    nested: (agent, event) => {
-      if (!state.settled) settings.emit({ type: "nested", runId: settings.run.runId, toolCallId: call.id, agent, event });
-    },
+    progress: progressOf(state, settings),
+    nested: nestedOf(state, settings),
   };
+}
+
+// Made by functions, so the closures stay anonymous (no name defined on each under a keepNames build).
+function progressOf(state: CallState, settings: WaveSettings): ToolContext["progress"] {
+  return (data) => {
+    if (!state.settled) settings.emit({ type: "tool-progress", runId: settings.run.runId, toolCallId: state.call.id, name: state.call.name, data });
+  };
+}
+
+function nestedOf(state: CallState, settings: WaveSettings): ToolContext["nested"] {
+  return (agent, event) => {
+    if (!state.settled) settings.emit({ type: "nested", runId: settings.run.runId, toolCallId: state.call.id, agent, event });
+  };
+}
+
+function noop(): void {}
+
+function abortAll(running: Running[], settings: WaveSettings): void {
+  for (const entry of running) {
+    entry.aborted = true;
+    entry.stop?.(cancelFailure(settings));
+  }
 }
 
 /** A call running on the run's own signal (no timeout of its own). */
@@ -199,14 +219,9 @@ function executeAll(states: Array<CallState | null>, settings: WaveSettings): Ar
     if (state && !(state.tool!.timeoutMs ?? settings.toolTimeoutMs)) running.push({ state, context: toolContext(state, settings, signal), aborted: false });
   }
   // One listener for the whole group: a wave of many calls adds one, not one per call.
-  let unlink = () => {};
+  let unlink: () => void = noop;
   if (running.length > 0) {
-    unlink = onAbort(signal, () => {
-      for (const entry of running) {
-        entry.aborted = true;
-        entry.stop?.(cancelFailure(settings));
-      }
-    });
+    unlink = settings.onAbort ? settings.onAbort(() => abortAll(running, settings)) : onAbort(signal, () => abortAll(running, settings));
   }
   const races: Array<{ index: number; entry: Running; output: PromiseLike<unknown> }> = [];
   let next = 0;
@@ -244,9 +259,16 @@ function executeAll(states: Array<CallState | null>, settings: WaveSettings): Ar
       entry.stop = reject;
       if (entry.aborted) reject(cancelFailure(settings));
     });
-    results[index] = settle(output, stopped, entry.state, settings, () => {
-      if (--open === 0) unlink();
-    });
+    results[index] = settle(
+      output,
+      stopped,
+      entry.state,
+      settings,
+      () => {
+        if (--open === 0) unlink();
+      },
+      entry,
+    );
   }
   return results;
 }
@@ -281,12 +303,23 @@ function executeWithTimeout(state: CallState, settings: WaveSettings, timeoutMs:
 }
 
 /** The tool's promise against the call's stop (abort or timeout); settles the call and cleans up either way. */
-async function settle(output: PromiseLike<unknown>, stopped: Promise<never>, state: CallState, settings: WaveSettings, cleanup: () => void): Promise<Settled> {
+async function settle(
+  output: PromiseLike<unknown>,
+  stopped: Promise<never>,
+  state: CallState,
+  settings: WaveSettings,
+  cleanup: () => void,
+  running?: Running,
+): Promise<Settled> {
   try {
     const work = Promise.resolve(output);
     work.catch(() => undefined);
     stopped.catch(() => undefined);
-    return normalizeOutput(await Promise.race([work, stopped]));
+    const value = await Promise.race([work, stopped]);
+    // The run's listeners run after the signal's: a tool that resolved in its own abort listener
+    // won the race, but the call was still aborted while it ran.
+    if (running?.aborted) return cancelled(settings);
+    return normalizeOutput(value);
   } catch (error) {
     return thrown(error, settings);
   } finally {

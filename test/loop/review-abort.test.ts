@@ -294,3 +294,36 @@ test("a model whose iterator return() throws at once: the run still ends normall
 });
 
 type ModelEventLike = { type: string; [key: string]: unknown };
+
+test("the caller's signal (RunOptions.signal) stops a stuck model and a stuck tool as run.abort does", async () => {
+  const stuckModel: Model = {
+    provider: "stuck",
+    modelId: "forever",
+    async *stream() {
+      yield { type: "text-start", id: "t" };
+      await new Promise(() => undefined);
+    },
+  };
+  const controller = new AbortController();
+  setTimeout(() => controller.abort("caller stop"), 5);
+  const first = await within(new Agent({ model: stuckModel }).run("go", { signal: controller.signal }), 1_000);
+  assert.notEqual(first, "timeout");
+  if (first !== "timeout") assert.equal(first.reason, "aborted: caller stop");
+
+  const stubborn = defineTool({ name: "stubborn", description: "", parameters: { type: "object" }, execute: () => new Promise(() => undefined) });
+  const second = new AbortController();
+  const model = new ScriptedModel([calls(["stubborn", {}, "s1"], ["stubborn", {}, "s2"]), "never"]);
+  setTimeout(() => second.abort("caller stop"), 5);
+  const result = await within(new Agent({ model, tools: [stubborn] }).run("go", { signal: second.signal }), 1_000);
+  assert.notEqual(result, "timeout");
+  if (result === "timeout") return;
+  assert.equal(result.state, "ABORTED");
+  const results = result.messages.filter((message): message is ToolResultMessage => message.role === "tool");
+  assert.deepEqual(results.map((message) => message.content), ["Cancelled: caller stop", "Cancelled: caller stop"]);
+
+  const already = new AbortController();
+  already.abort("before start");
+  const early = await new Agent({ model: stuckModel }).run("go", { signal: already.signal });
+  assert.equal(early.state, "ABORTED");
+  assert.equal(early.reason, "aborted: before start");
+});
