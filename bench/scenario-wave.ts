@@ -1,6 +1,7 @@
 // Scenario 2: one wave of 16 tool calls that each take 50 ms. The wave's wall time runs from the
 // first tool starting to the next model request leaving the process: dispatch, the slowest
 // tool, collecting the results and building the next request.
+import { subscribe, unsubscribe } from "node:diagnostics_channel";
 import { type Contestant, allContestants, lookupTool } from "./contestants.js";
 import {
   type BenchOptions,
@@ -24,13 +25,12 @@ const FINAL_TEXT = "Sixteen values, all in.";
 export async function runWaveScenario(options: BenchOptions, contestants: readonly Contestant[] = allContestants): Promise<ScenarioReport> {
   const machine = machineInfo();
   const provider = await spawnMockProvider({ scripts: { wave: { toolTurns: 1, toolsPerTurn: WAVE_SIZE, finalText: FINAL_TEXT } } });
-  // Every contestant's HTTP client captures the global fetch when it is built (after this).
-  const originalFetch = globalThis.fetch;
+  // Requests are timestamped as node creates them: fetch (undici) and node:http each publish one
+  // diagnostics-channel message per request, whatever client library sits on top.
   let requestTimes: number[] = [];
-  globalThis.fetch = (input, init) => {
-    requestTimes.push(performance.now());
-    return originalFetch(input, init);
-  };
+  const onRequest = () => void requestTimes.push(performance.now());
+  const channels = ["undici:request:create", "http.client.request.start"];
+  for (const channel of channels) subscribe(channel, onRequest);
   const waves = new Map<string, { wall: number[]; startSpread: number[] }>();
   try {
     let starts: number[] = [];
@@ -68,7 +68,7 @@ export async function runWaveScenario(options: BenchOptions, contestants: readon
     const stats = await provider.stats();
     if (stats.errors > 0) throw new Error(`mock provider answered ${stats.errors} requests with errors: ${stats.lastError}`);
   } finally {
-    globalThis.fetch = originalFetch;
+    for (const channel of channels) unsubscribe(channel, onRequest);
     await provider.close();
   }
   const medians = Object.fromEntries([...waves].map(([name, record]) => [name, spread(record.wall).median]));
@@ -98,7 +98,7 @@ export async function runWaveScenario(options: BenchOptions, contestants: readon
       },
     ],
     notes: [
-      "Wave wall time: from the first tool call starting to the next model request being sent (a wrapper around the global fetch timestamps requests).",
+      "Wave wall time: from the first tool call starting to the next model request being sent (timestamped when node creates the request: the `undici:request:create` and `http.client.request.start` diagnostics channels).",
       "Streaming responses; the 16 calls arrive in one model response.",
     ],
   };
