@@ -23,7 +23,8 @@ export interface HttpResponse {
 }
 
 export interface PostOptions {
-  url: string;
+  /** Where to POST: a URL, or a target made once with `postTarget` (no URL parsing per request). */
+  url: string | PostTarget;
   headers: Record<string, string>;
   body: string;
   signal: AbortSignal;
@@ -55,6 +56,22 @@ export function timeoutError(timeoutMs: number): Error {
 }
 
 const agents = { http: new HttpAgent({ keepAlive: true }), https: new HttpsAgent({ keepAlive: true }) };
+
+/** A URL parsed once for node:http (and kept as text for fetch). */
+export interface PostTarget {
+  href: string;
+  https: boolean;
+  hostname: string;
+  port: string;
+  path: string;
+}
+
+export function postTarget(url: string): PostTarget {
+  const parsed = new URL(url);
+  // node:http wants a bare IPv6 address, without the brackets of the URL form.
+  const hostname = parsed.hostname.startsWith("[") ? parsed.hostname.slice(1, -1) : parsed.hostname;
+  return { href: parsed.href, https: parsed.protocol === "https:", hostname, port: parsed.port, path: `${parsed.pathname}${parsed.search}` };
+}
 
 /**
  * POSTs `body` and resolves with a 2xx response; a non-2xx response is read and thrown as an
@@ -90,22 +107,34 @@ export async function post(options: PostOptions & { json?: boolean }): Promise<{
   }
 }
 
-/** Each Server-Sent Event of a response, in order. */
-export async function* serverSentEvents(body: AsyncIterable<Uint8Array>): AsyncGenerator<EventSourceMessage> {
-  const decoder = new TextDecoder();
-  let ready: EventSourceMessage[] = [];
-  const parser = createParser({ onEvent: (event) => void ready.push(event) });
-  for await (const bytes of body) {
-    parser.feed(decoder.decode(bytes, { stream: true }));
-    if (ready.length === 0) continue;
-    const events = ready;
-    ready = [];
-    yield* events;
+/**
+ * Reads Server-Sent Events from body bytes: `feed` returns the events each piece completes, `end`
+ * the last one when the body stops without a blank line (as the SDKs' decoders count it).
+ */
+export class ServerSentEvents {
+  private readonly decoder = new TextDecoder();
+  private ready: EventSourceMessage[] = [];
+  private readonly parser = createParser({ onEvent: (event) => void this.ready.push(event) });
+
+  feed(bytes: Uint8Array): EventSourceMessage[] {
+    this.parser.feed(this.decoder.decode(bytes, { stream: true }));
+    return this.take();
   }
-  // A last event not followed by a blank line still counts (as in the SDKs' decoders).
-  parser.feed(`${decoder.decode()}\n\n`);
-  yield* ready;
+
+  end(): EventSourceMessage[] {
+    this.parser.feed(`${this.decoder.decode()}\n\n`);
+    return this.take();
+  }
+
+  private take(): EventSourceMessage[] {
+    if (this.ready.length === 0) return noEvents;
+    const events = this.ready;
+    this.ready = [];
+    return events;
+  }
 }
+
+const noEvents: EventSourceMessage[] = [];
 
 /** True when a response is JSON (a server that ignores `stream: true` answers with a body). */
 export function isJsonResponse(response: HttpResponse): boolean {
@@ -128,13 +157,12 @@ function headerValue(headers: IncomingHttpHeaders | Headers, name: string): stri
 type OnCancel = (cancel: (error: Error) => void) => void;
 
 function nodePost(options: PostOptions, onCancel: OnCancel): Promise<HttpResponse> {
-  const url = new URL(options.url);
-  const https = url.protocol === "https:";
+  const target = typeof options.url === "string" ? postTarget(options.url) : options.url;
   const headers = { ...options.headers, "content-length": String(Buffer.byteLength(options.body)) };
+  const { https, hostname, port, path } = target;
   return new Promise<HttpResponse>((resolve, reject) => {
     const request = (https ? httpsRequest : httpRequest)(
-      url,
-      { method: "POST", headers, agent: https ? agents.https : agents.http, signal: options.signal },
+      { method: "POST", hostname, port, path, headers, agent: https ? agents.https : agents.http, signal: options.signal },
       (message) => resolve({ status: message.statusCode ?? 0, headers: message.headers, body: decoded(message) }),
     );
     onCancel((error) => request.destroy(error));
@@ -157,7 +185,8 @@ async function fetchPost(options: PostOptions, onCancel: OnCancel): Promise<Http
   const controller = new AbortController();
   onCancel((error) => controller.abort(error));
   const signal = AbortSignal.any([options.signal, controller.signal]);
-  const response = await options.fetch!(options.url, { method: "POST", headers: options.headers, body: options.body, signal });
+  const url = typeof options.url === "string" ? options.url : options.url.href;
+  const response = await options.fetch!(url, { method: "POST", headers: options.headers, body: options.body, signal });
   const body = response.body ?? emptyBody();
   return { status: response.status, headers: response.headers, body: body as unknown as AsyncIterable<Uint8Array> };
 }

@@ -122,9 +122,13 @@ export function adapterStream(
   request: ModelRequest,
   retry: RetryOptions | undefined,
   call: (context: CallContext) => AsyncIterable<ModelEvent>,
+  ownSignal = true,
 ): AsyncIterable<ModelEvent> {
-  return retryingStream(() => adapterCall(connection, request, call), retry, request.signal);
+  return retryingStream(() => adapterCall(connection, request, call, ownSignal), retry, request.signal);
 }
+
+/** The signal of a request that has none: it never aborts. */
+const neverAborted = new AbortController().signal;
 
 /**
  * The base of the built-in adapters: it resolves the connection at construction (configuration
@@ -147,7 +151,16 @@ export abstract class AdapterModel<Client, Options extends AdapterOptions & { cl
   }
 
   stream(request: ModelRequest): AsyncIterable<ModelEvent> {
-    return adapterStream(this.connection, request, this.options.retry, (context) => this.call(request, context));
+    return adapterStream(this.connection, request, this.options.retry, (context) => this.call(request, context), this.needsOwnSignal());
+  }
+
+  /**
+   * Whether each call needs a signal of its own (true by default): the SDKs never remove the abort
+   * listener they add, so the run's signal must not reach them. A client that removes its
+   * listeners (node:http does) gets the request's signal as it is.
+   */
+  protected needsOwnSignal(): boolean {
+    return true;
   }
 
   /** One call to the provider: its events, up to a `finish` or an `error`. May throw. */
@@ -158,6 +171,7 @@ async function* adapterCall(
   connection: { provider: string; apiKeyEnvVar: string },
   request: ModelRequest,
   call: (context: CallContext) => AsyncIterable<ModelEvent>,
+  ownSignal: boolean,
 ): AsyncGenerator<ModelEvent> {
   const signal = request.signal;
   if (signal?.aborted) {
@@ -167,11 +181,16 @@ async function* adapterCall(
   // The SDKs add an abort listener to the signal they are given and never remove it. The loop
   // hands one run-long signal to every turn, so each call gets its own signal, unlinked when it
   // ends: no listener pile-up (and no MaxListenersExceededWarning) over long runs.
-  const callAbort = new AbortController();
-  const unlink = onAbort(signal, () => callAbort.abort(signal?.reason));
+  let callSignal = signal ?? neverAborted;
+  let unlink: () => void = () => undefined;
+  if (ownSignal) {
+    const callAbort = new AbortController();
+    unlink = onAbort(signal, () => callAbort.abort(signal?.reason));
+    callSignal = callAbort.signal;
+  }
   try {
     const names = ToolNameMap.forRequest(request.tools, request.messages);
-    for await (const event of call({ names, signal: callAbort.signal })) {
+    for await (const event of call({ names, signal: callSignal })) {
       yield event;
       if (isTerminal(event)) return;
     }

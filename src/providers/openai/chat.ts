@@ -13,7 +13,8 @@ import type { Message } from "../../messages.js";
 import type { FinishReason, ModelEvent, ModelRequest, ToolChoice, UnifiedFinishReason } from "../../model/model.js";
 import type { Usage } from "../../usage.js";
 import { incompleteStreamError } from "../errors.js";
-import { StreamedError, isJsonResponse, post, readText, serverSentEvents } from "../http.js";
+import type { EventSourceMessage } from "eventsource-parser";
+import { type PostTarget, ServerSentEvents, StreamedError, isJsonResponse, post, postTarget, readText } from "../http.js";
 import {
   type AdapterOptions,
   AdapterModel,
@@ -50,14 +51,15 @@ export interface OpenAIChatOptions extends AdapterOptions {
 
 /** The direct path's settings: where to POST and with which headers. */
 class ChatEndpoint {
-  readonly url: string;
+  readonly target: PostTarget;
   readonly headers: Record<string, string>;
+  readonly streamHeaders: Record<string, string>;
   constructor(
     settings: ClientSettings,
     env: Record<string, string | undefined>,
     readonly fetch: typeof globalThis.fetch | undefined,
   ) {
-    this.url = `${settings.baseURL.replace(/\/+$/, "")}/chat/completions`;
+    this.target = postTarget(`${settings.baseURL.replace(/\/+$/, "")}/chat/completions`);
     const headers: Record<string, string> = {
       "content-type": "application/json",
       authorization: `Bearer ${settings.apiKey}`,
@@ -68,6 +70,7 @@ class ChatEndpoint {
     if (env.OPENAI_PROJECT_ID) headers["openai-project"] = env.OPENAI_PROJECT_ID;
     for (const [name, value] of Object.entries(settings.defaultHeaders ?? {})) headers[name.toLowerCase()] = value;
     this.headers = headers;
+    this.streamHeaders = { ...headers, accept: "text/event-stream" };
   }
 }
 
@@ -131,7 +134,10 @@ interface PendingCall {
   started: boolean;
 }
 
-/** Folds Chat Completions chunks into model events. A non-streaming body goes through it as one chunk. */
+/**
+ * Folds Chat Completions chunks into model events, appended to `out` (no generator per chunk). A
+ * non-streaming body goes through it as one chunk.
+ */
 class ChatStreamMapper {
   private started = false;
   private textOpen = false;
@@ -146,10 +152,10 @@ class ChatStreamMapper {
     private readonly names: ToolNameMap,
   ) {}
 
-  *chunk(chunk: ChunkLike): Generator<ModelEvent> {
+  chunk(chunk: ChunkLike, out: ModelEvent[]): void {
     if (!this.started) {
       this.started = true;
-      yield { type: "response-start", id: chunk.id || undefined, model: chunk.model || undefined };
+      out.push({ type: "response-start", id: chunk.id || undefined, model: chunk.model || undefined });
     }
     const usage = chatUsage(chunk.usage);
     if (usage) this.usage = usage;
@@ -160,27 +166,26 @@ class ChatStreamMapper {
       if (typeof reasoning === "string" && reasoning.length > 0) {
         if (!this.reasoningOpen) {
           this.reasoningOpen = true;
-          yield { type: "reasoning-start", id: "reasoning-0" };
+          out.push({ type: "reasoning-start", id: "reasoning-0" });
         }
-        yield { type: "reasoning-delta", id: "reasoning-0", delta: reasoning };
+        out.push({ type: "reasoning-delta", id: "reasoning-0", delta: reasoning });
       }
       if (typeof delta.content === "string" && delta.content.length > 0) {
-        yield* this.closeReasoning();
+        this.closeReasoning(out);
         if (!this.textOpen) {
           this.textOpen = true;
-          yield { type: "text-start", id: "text-0" };
+          out.push({ type: "text-start", id: "text-0" });
         }
-        yield { type: "text-delta", id: "text-0", delta: delta.content };
+        out.push({ type: "text-delta", id: "text-0", delta: delta.content });
       }
       if (typeof delta.refusal === "string") this.refusal += delta.refusal;
-      let position = 0;
-      for (const call of delta.tool_calls ?? []) yield* this.toolCallDelta(call, position++);
+      if (delta.tool_calls) for (let position = 0; position < delta.tool_calls.length; position++) this.toolCallDelta(delta.tool_calls[position], position, out);
       if (choice.finish_reason) this.finishRaw = choice.finish_reason;
     }
   }
 
   /** Deltas accumulate by index: id and name come with the first chunk, arguments are appended. */
-  private *toolCallDelta(call: ToolCallDeltaLike, position: number): Generator<ModelEvent> {
+  private toolCallDelta(call: ToolCallDeltaLike, position: number, out: ModelEvent[]): void {
     const index = call.index ?? position;
     let pending = this.calls.get(index);
     if (!pending) {
@@ -191,45 +196,45 @@ class ChatStreamMapper {
     const argumentsDelta = call.function?.arguments ?? "";
     pending.arguments += argumentsDelta;
     if (!pending.started && pending.name) {
-      yield* this.closeReasoning();
+      this.closeReasoning(out);
       pending.started = true;
-      yield { type: "tool-call-start", id: pending.id, name: this.names.fromProviderName(pending.name) };
-      if (pending.arguments) yield { type: "tool-call-delta", id: pending.id, delta: pending.arguments };
+      out.push({ type: "tool-call-start", id: pending.id, name: this.names.fromProviderName(pending.name) });
+      if (pending.arguments) out.push({ type: "tool-call-delta", id: pending.id, delta: pending.arguments });
     } else if (pending.started && argumentsDelta) {
-      yield { type: "tool-call-delta", id: pending.id, delta: argumentsDelta };
+      out.push({ type: "tool-call-delta", id: pending.id, delta: argumentsDelta });
     }
   }
 
-  private *closeReasoning(): Generator<ModelEvent> {
+  private closeReasoning(out: ModelEvent[]): void {
     if (this.reasoningOpen) {
       this.reasoningOpen = false;
-      yield { type: "reasoning-end", id: "reasoning-0" };
+      out.push({ type: "reasoning-end", id: "reasoning-0" });
     }
   }
 
-  *end(): Generator<ModelEvent> {
-    yield* this.closeReasoning();
+  end(out: ModelEvent[]): void {
+    this.closeReasoning(out);
     if (this.textOpen) {
       this.textOpen = false;
-      yield { type: "text-end", id: "text-0" };
+      out.push({ type: "text-end", id: "text-0" });
     }
     const calls = [...this.calls.entries()].sort(([a], [b]) => a - b).map(([, call]) => call);
     for (const call of calls) {
       const name = this.names.fromProviderName(call.name);
-      if (!call.started) yield { type: "tool-call-start", id: call.id, name };
-      yield { type: "tool-call-end", id: call.id, name, arguments: call.arguments || "{}" };
+      if (!call.started) out.push({ type: "tool-call-start", id: call.id, name });
+      out.push({ type: "tool-call-end", id: call.id, name, arguments: call.arguments || "{}" });
     }
     if (this.refusal) {
-      yield { type: "error", error: refusalError(this.provider, `: ${this.refusal}`) };
+      out.push({ type: "error", error: refusalError(this.provider, `: ${this.refusal}`) });
       return;
     }
     if (this.finishRaw === undefined) {
-      yield { type: "error", error: incompleteStreamError(this.provider) };
+      out.push({ type: "error", error: incompleteStreamError(this.provider) });
       return;
     }
     const reason: FinishReason = { unified: unifiedFinish(this.finishRaw, calls.length > 0), raw: this.finishRaw };
-    if (this.usage) yield { type: "usage", usage: this.usage };
-    yield { type: "finish", reason, usage: this.usage };
+    if (this.usage) out.push({ type: "usage", usage: this.usage });
+    out.push({ type: "finish", reason, usage: this.usage });
   }
 }
 
@@ -311,44 +316,79 @@ export class OpenAIChatModel extends AdapterModel<OpenAI | ChatEndpoint, OpenAIC
     return Object.assign(body, providerOptionsFor(request, ["openai", this.provider]));
   }
 
+  protected override needsOwnSignal(): boolean {
+    // node:http removes its abort listener when a request ends; the SDK does not.
+    return !(this.connection.client instanceof ChatEndpoint);
+  }
+
   protected async *call(request: ModelRequest, { names, signal }: CallContext): AsyncGenerator<ModelEvent> {
     const mapper = new ChatStreamMapper(this.provider, names);
     const body = this.body(request, names);
     const streaming = this.options.stream !== false;
     body.stream = streaming;
-    if (streaming) {
-      if (this.options.includeUsage !== false) body.stream_options = { include_usage: true };
-    }
+    if (streaming && this.options.includeUsage !== false) body.stream_options = { include_usage: true };
     const client = this.connection.client;
-    const chunks = client instanceof ChatEndpoint ? this.direct(client, body, streaming, signal) : sdkChunks(client, body, streaming, signal);
-    for await (const chunk of chunks) yield* mapper.chunk(chunk);
+    const out: ModelEvent[] = [];
+    if (!(client instanceof ChatEndpoint)) {
+      for await (const chunk of sdkChunks(client, body, streaming, signal)) {
+        mapper.chunk(chunk, out);
+        yield* drain(out);
+      }
+    } else {
+      // The direct path, in this one generator: each piece of the body is parsed and mapped here.
+      const headers = streaming ? client.streamHeaders : client.headers;
+      const common = { url: client.target, headers, body: JSON.stringify(body), signal, timeoutMs: this.options.timeoutMs ?? defaultTimeoutMs, fetch: client.fetch };
+      if (!streaming) {
+        mapper.chunk(completionChunk((await post({ ...common, json: true })).value as CompletionLike), out);
+      } else {
+        const { response } = await post(common);
+        if (isJsonResponse(response)) mapper.chunk(completionChunk(JSON.parse(await readText(response.body)) as CompletionLike), out);
+        else {
+          const events = new ServerSentEvents();
+          for await (const bytes of response.body) {
+            const failure = mapSse(events.feed(bytes), mapper, out);
+            // What came before a bad event still reaches the caller, then the failure.
+            if (out.length > 0) yield* drain(out);
+            if (failure) throw failure.error;
+          }
+          const failure = mapSse(events.end(), mapper, out);
+          if (failure) {
+            yield* drain(out);
+            throw failure.error;
+          }
+        }
+      }
+      yield* drain(out);
+    }
     // A stream may end quietly on abort: `adapterStream` then ends it with `aborted`.
     if (signal.aborted) return;
-    yield* mapper.end();
+    mapper.end(out);
+    yield* drain(out);
   }
+}
 
-  /** The chunks of one call on the direct path; a JSON body (asked for, or sent anyway) is one chunk. */
-  private async *direct(endpoint: ChatEndpoint, body: Record<string, unknown>, streaming: boolean, signal: AbortSignal): AsyncGenerator<ChunkLike> {
-    const headers = streaming ? { ...endpoint.headers, accept: "text/event-stream" } : endpoint.headers;
-    const common = { url: endpoint.url, headers, body: JSON.stringify(body), signal, timeoutMs: this.options.timeoutMs ?? defaultTimeoutMs, fetch: endpoint.fetch };
-    if (!streaming) {
-      const { value } = await post({ ...common, json: true });
-      yield completionChunk(value as CompletionLike);
-      return;
+/**
+ * Maps SSE events of a Chat Completions stream into `out` (`[DONE]` is skipped), up to the first
+ * that fails: malformed JSON, or an error object the server sent. Returns that failure.
+ */
+function mapSse(events: readonly EventSourceMessage[], mapper: ChatStreamMapper, out: ModelEvent[]): { error: unknown } | undefined {
+  try {
+    for (const { data } of events) {
+      if (data === "[DONE]") continue;
+      const chunk = JSON.parse(data) as ChunkLike & { error?: unknown };
+      if (chunk.error) return { error: new StreamedError(chunk.error) };
+      mapper.chunk(chunk, out);
     }
-    const { response } = await post(common);
-    if (isJsonResponse(response)) {
-      yield completionChunk(JSON.parse(await readText(response.body)) as CompletionLike);
-      return;
-    }
-    for await (const event of serverSentEvents(response.body)) {
-      // Read on past [DONE] to the end, so the keep-alive socket goes back to the pool.
-      if (event.data === "[DONE]") continue;
-      const chunk = JSON.parse(event.data) as ChunkLike & { error?: unknown };
-      if (chunk.error) throw new StreamedError(chunk.error);
-      yield chunk;
-    }
+  } catch (error) {
+    return { error };
   }
+  return undefined;
+}
+
+/** The events collected so far, emptying the list. */
+function* drain(out: ModelEvent[]): Generator<ModelEvent> {
+  for (let index = 0; index < out.length; index++) yield out[index];
+  out.length = 0;
 }
 
 /** The chunks of one call through an official SDK client. */
