@@ -23,7 +23,7 @@ import { SERVER_ANSWER } from "./server-answer.js";
 
 const CONCURRENCY = 200;
 const TARGET_ADDED_P99_MS = 20;
-/** Both servers pace their stream like a model (40 chunks/s): this long before each of the answer's 21 chunks. */
+/** Both servers pace their stream like a model (40 chunks/s): chunk k of the answer's 21 is due k × this after the stream started. */
 const CHUNK_DELAY_MS = 25;
 
 interface ServerProcess {
@@ -233,9 +233,9 @@ export async function runServerScenario(options: BenchOptions): Promise<Scenario
     ],
     notes: [
       `${CONCURRENCY} clients each send ${perClient} streaming chats back to back (${measuredRounds} rounds per server, in rotating order); latency is request start to the end of the stream, checked against the scripted answer.`,
-      `agentloop serve: \`startAgentServer\` on the scripted model (one answer of 21 word chunks, ${CHUNK_DELAY_MS} ms before each, like a model streaming) with the in-process memory store (memory stores: scenario 6); the "memory off" variant records nothing, to show what recording costs; the "embedded" variant uses the store \`agentloop serve\` defaults to (PGlite in a temporary directory). Floor: node:http parsing the body and streaming the same chunks with the same pacing. In the summary the floor sits in the raw-fetch column.`,
+      `agentloop serve: \`startAgentServer\` on the scripted model (one answer of 21 word chunks, chunk k due k × ${CHUNK_DELAY_MS} ms after the stream started, like a model's token stream: time spent on a chunk does not push the later ones back) with the in-process memory store (memory stores: scenario 6); the "memory off" variant records nothing, to show what recording costs; the "embedded" variant uses the store \`agentloop serve\` defaults to (PGlite in a temporary directory). Floor: node:http parsing the body and streaming the same chunks with the same pacing (the same deadlines). In the summary the floor sits in the raw-fetch column.`,
       "Both servers run as bundled JavaScript (esbuild) without a TypeScript loader, so RSS is the server's own.",
-      "The load generator shares the 2 cores with the server, so absolute latencies include client time; the added latency compares like with like.",
+      "The load generator (node:http with keep-alive, a new pool of 200 connections per round) shares the 2 cores with the server, so absolute latencies include client time; the added latency compares like with like. The clients start together, so the first request of each waits behind the others' setup: that first wave holds the p99.",
     ],
   };
 }
