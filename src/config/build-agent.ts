@@ -1,7 +1,7 @@
 import { kaosAgentTool } from "../agents/index.js";
 import { AgentLoopError } from "../errors.js";
 import { Agent } from "../loop/agent.js";
-import type { RunObserver, SessionMemory } from "../loop/types.js";
+import type { RunObserver, SessionMemory, Toolset } from "../loop/types.js";
 import type { McpToolset } from "../mcp/index.js";
 import type { Model } from "../model/model.js";
 import { ScriptedModel } from "../model/scripted.js";
@@ -22,8 +22,8 @@ export interface AgentRuntime {
   /** The agent (`agent.run(input, { sessionId, signal })`). */
   agent: Agent;
   settings: AgentSettings;
-  /** Every tool the agent can call (MCP tools and `delegate_to_<name>` tools included). */
-  tools: Array<{ name: string; description: string }>;
+  /** Every tool the agent can call now (MCP tools and `delegate_to_<name>` tools included); follows the MCP servers' tool list changes. */
+  readonly tools: Array<{ name: string; description: string }>;
   /** MCP servers and peer agents that did not answer in time (their tools are left out). */
   unavailable: UnavailableDependency[];
   /** Closes MCP connections. */
@@ -129,10 +129,12 @@ export async function prepareAgentRuntime(settings: AgentSettings, options: Buil
   };
   const connect = async (signal?: AbortSignal): Promise<AgentRuntime> => {
     const unavailable: UnavailableDependency[] = [];
-    const mcpTools = await Promise.all(
-      toolsets.map(async (toolset) => {
+    // Connected toolsets go to the agent as toolsets, so it follows their tools/list_changed.
+    const mcpToolsets = await Promise.all(
+      toolsets.map(async (toolset): Promise<McpToolset[]> => {
         try {
-          return await withTimeout(() => toolset.tools(), timeoutMs, signal);
+          await withTimeout(() => toolset.tools(), timeoutMs, signal);
+          return [toolset];
         } catch (error) {
           unavailable.push({ kind: "mcp", name: toolset.name, reason: reasonOf(error) });
           return [];
@@ -155,7 +157,7 @@ export async function prepareAgentRuntime(settings: AgentSettings, options: Buil
         return kaosAgentTool({ name: peer.name, url: peer.url });
       }),
     );
-    const tools: Tool<any>[] = [...(options.tools ?? []), ...mcpTools.flat(), ...peerTools];
+    const tools: Array<Tool<any> | Toolset> = [...(options.tools ?? []), ...mcpToolsets.flat(), ...peerTools];
     let agent: Agent;
     try {
       agent = new Agent({
@@ -172,10 +174,18 @@ export async function prepareAgentRuntime(settings: AgentSettings, options: Buil
       await close();
       throw new AgentLoopError("configuration", `agent "${settings.name}": ${reasonOf(error)}`, { cause: error });
     }
+    let toolList = agent.currentTools().map(({ name, description }) => ({ name, description }));
     return {
       agent,
       settings,
-      tools: tools.map((tool) => ({ name: tool.name, description: tool.description })),
+      get tools() {
+        try {
+          toolList = agent.currentTools().map(({ name, description }) => ({ name, description }));
+        } catch {
+          // A server's change clashed with another tool's name: runs fail naming it; keep the last good list here.
+        }
+        return toolList;
+      },
       unavailable,
       close,
     };

@@ -11,7 +11,7 @@ import { hideBoundParameters } from "./bindings.js";
 import type { RunResult, TerminalState } from "./events.js";
 import { callSignature, detectLoop, signatureName } from "./loop-detection.js";
 import { Run, type RunControl } from "./run.js";
-import type { AgentConfig, RunInfo, RunOptions } from "./types.js";
+import type { AgentConfig, RunInfo, RunOptions, Toolset } from "./types.js";
 import { cancelledResults, runWave } from "./wave.js";
 
 const DEFAULT_MAX_TURNS = 10;
@@ -58,8 +58,14 @@ export class Agent {
   readonly description: string;
   readonly config: Readonly<AgentConfig>;
   readonly model: Model;
-  private readonly tools = new Map<string, Tool<any>>();
+  /** The tools by name; replaced (never changed in place) when a toolset's tools change. */
+  private tools = new Map<string, Tool<any>>();
   private definitions?: ToolDefinition[];
+  /** Tools and toolsets in config order, then the delegate tools. */
+  private readonly sources: Array<Tool<any> | Toolset> = [];
+  /** The toolsets among `sources`, and the `toolsVersion` of each that `tools` reflects. */
+  private readonly toolsets: Toolset[] = [];
+  private readonly toolsetVersions: number[] = [];
   private wrappedModel?: Model;
 
   constructor(config: AgentConfig) {
@@ -93,19 +99,79 @@ export class Agent {
     this.model = model;
     this.name = config.name ?? "agent";
     this.description = config.description ?? "";
-    const tools = [...(config.tools ?? []), ...(config.subAgents ?? []).map((agent) => delegateTool(agent, { maxDepth: config.maxDelegationDepth }))];
-    for (const tool of tools) {
-      if (!tool || typeof tool.name !== "string" || typeof tool.execute !== "function") {
-        throw new TypeError(`Agent config: every tool needs a name and an execute function (got ${JSON.stringify(tool?.name)})`);
+    const sources = [...(config.tools ?? []), ...(config.subAgents ?? []).map((agent) => delegateTool(agent, { maxDepth: config.maxDelegationDepth }))];
+    for (const source of sources) {
+      if (isToolset(source)) {
+        this.toolsets.push(source);
+        this.toolsetVersions.push(source.toolsVersion);
+      } else if (!source || typeof source.name !== "string" || typeof source.execute !== "function") {
+        throw new TypeError(
+          `Agent config: every tool needs a name and an execute function, every toolset a numeric toolsVersion and a loadedTools array (got ${JSON.stringify((source as { name?: unknown } | undefined)?.name)})`,
+        );
       }
-      if (this.tools.has(tool.name)) throw new TypeError(`Agent config: two tools are named "${tool.name}"`);
-      this.tools.set(tool.name, tool);
+      this.sources.push(source);
     }
+    const error = this.collectTools(this.tools);
+    if (error) throw new TypeError(`Agent config: ${error}`);
     warmValidators(this.tools.values());
   }
 
-  /** The tools the model sees, bound parameters hidden. */
+  /** The tools the model sees, bound parameters hidden. Throws when a toolset's change made two tools share a name. */
   toolDefinitions(): ToolDefinition[] {
+    const error = this.syncTools();
+    if (error) throw error;
+    return this.currentDefinitions();
+  }
+
+  /** The tools the agent can call now (toolsets' current tools included). Throws like `toolDefinitions`. */
+  currentTools(): Tool<any>[] {
+    const error = this.syncTools();
+    if (error) throw error;
+    return [...this.tools.values()];
+  }
+
+  /**
+   * Takes in the tools of toolsets whose version changed since last seen: one integer comparison per
+   * toolset when nothing changed. A duplicate name is returned as an error (the tools stay as they
+   * were, and the next call checks again).
+   */
+  private syncTools(): AgentLoopError | undefined {
+    const { toolsets, toolsetVersions } = this;
+    let changed = false;
+    for (let index = 0; index < toolsets.length; index++) {
+      if (toolsets[index]!.toolsVersion !== toolsetVersions[index]) changed = true;
+    }
+    if (!changed) return undefined;
+    const versions = toolsets.map((toolset) => toolset.toolsVersion);
+    const tools = new Map<string, Tool<any>>();
+    const error = this.collectTools(tools);
+    if (error) return new AgentLoopError("configuration", `agent "${this.name}": ${error}`);
+    for (let index = 0; index < versions.length; index++) toolsetVersions[index] = versions[index]!;
+    this.tools = tools;
+    this.definitions = undefined;
+    warmValidators(tools.values());
+    return undefined;
+  }
+
+  /** Fills `into` from the sources (toolsets as they are now); returns the problem, if any. */
+  private collectTools(into: Map<string, Tool<any>>): string | undefined {
+    for (const source of this.sources) {
+      // Sources were sorted when the agent was built: a tool has an execute function, a toolset not.
+      const tools = typeof (source as Tool<any>).execute === "function" ? [source as Tool<any>] : (source as Toolset).loadedTools;
+      for (const tool of tools) {
+        const from = source === tool ? "" : ` (from toolset ${JSON.stringify(source.name ?? "unnamed")})`;
+        if (!tool || typeof tool.name !== "string" || typeof tool.execute !== "function") {
+          return `every tool needs a name and an execute function (got ${JSON.stringify(tool?.name)}${from})`;
+        }
+        if (into.has(tool.name)) return `two tools are named "${tool.name}"${from}`;
+        into.set(tool.name, tool);
+      }
+    }
+    return undefined;
+  }
+
+  /** The definitions of the tools as last synced. */
+  private currentDefinitions(): ToolDefinition[] {
     this.definitions ??= [...this.tools.values()].map((tool) => ({
       name: tool.name,
       description: tool.description,
@@ -228,6 +294,8 @@ export class Agent {
         return this.limit(context, "TOKEN_BUDGET", `token budget (${config.maxTokens}) used: ${context.usage.totalTokens} tokens`);
       }
       turns++;
+      const toolsFailure = this.syncToolsForRun(context);
+      if (toolsFailure) return toolsFailure;
       const response = await this.callModel(context);
       if (response.error) return this.modelFailed(context, response);
       const calls = toolCallsOf(response.message);
@@ -244,6 +312,13 @@ export class Agent {
         messages.push(...cancelledResults(calls, "the tool-call budget would be exceeded"));
         const reason = `tool-call budget (${config.maxToolCalls}) would be exceeded: ${context.toolCalls} used, ${calls.length} requested`;
         return this.limit(context, "TOOL_BUDGET", reason);
+      }
+      // The wave runs the tools as they are now: a call to a tool that left its toolset since the
+      // model answered gets the usual "Unknown tool" error result.
+      const waveToolsFailure = this.syncToolsForRun(context);
+      if (waveToolsFailure) {
+        messages.push(...cancelledResults(calls, waveToolsFailure.reason));
+        return waveToolsFailure;
       }
       rounds++;
       context.toolRounds++;
@@ -279,7 +354,7 @@ export class Agent {
     const { control, info, messages } = context;
     const turn = ++context.turns;
     control.emit({ type: "turn-start", runId: control.id, turn });
-    const tools = this.toolDefinitions();
+    const tools = this.currentDefinitions();
     const request: ModelRequest = {
       messages: [...messages],
       tools: tools.length ? tools : undefined,
@@ -309,6 +384,14 @@ export class Agent {
     return response;
   }
 
+  /** Syncs the toolsets' tools; a change that made two tools share a name fails the run. */
+  private syncToolsForRun(context: RunContext): Outcome | undefined {
+    const error = this.syncTools();
+    if (!error) return undefined;
+    context.control.emit({ type: "error", runId: context.control.id, error, fatal: true });
+    return { state: "FAILED", reason: error.message, error };
+  }
+
   private modelFailed(context: RunContext, response: ModelResponse): Outcome {
     const error = response.error!;
     // Complete tool calls of an interrupted response get results, so the transcript stays valid.
@@ -328,6 +411,8 @@ export class Agent {
       role: "user",
       content: `[agentloop] The run reached a limit (${reason}). Do not call tools; answer now with what you have.`,
     });
+    const toolsFailure = this.syncToolsForRun(context);
+    if (toolsFailure) return toolsFailure;
     const response = await this.callModel(context, "none");
     if (response.error) return this.modelFailed(context, response);
     const calls = toolCallsOf(response.message);
@@ -504,6 +589,17 @@ class TurnReader {
 }
 
 function noop(): void {}
+
+/** A toolset (tools that can change) rather than a tool: it has a version and no execute function. */
+function isToolset(source: Tool<any> | Toolset): source is Toolset {
+  return (
+    typeof source === "object" &&
+    source !== null &&
+    typeof (source as Tool<any>).execute !== "function" &&
+    typeof (source as Toolset).toolsVersion === "number" &&
+    Array.isArray((source as Toolset).loadedTools)
+  );
+}
 
 /** An interrupted response can leave empty parts; providers reject empty text blocks. */
 function keepPart(part: AssistantPart): boolean {

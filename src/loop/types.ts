@@ -61,7 +61,8 @@ export interface AgentConfig {
   instructions?: string;
   /** The model. `DEBUG_MOCK_RESPONSES` in the environment replaces it with the scripted model. */
   model: Model;
-  tools?: Tool[];
+  /** Tools, and toolsets whose tools can change while the agent lives (an MCP toolset). */
+  tools?: Array<Tool<any> | Toolset>;
   /** Agents this agent may delegate to: each becomes a tool `delegate_to_<name>` (see `agentloop/agents`). */
   subAgents?: DelegateTarget[];
   /** Deepest nested delegation allowed through `subAgents` (default 3). */
@@ -94,6 +95,20 @@ export interface AgentConfig {
   observers?: RunObserver[];
   instrumentation?: Instrumentation;
   memory?: SessionMemory;
+}
+
+/**
+ * A set of tools that can change while an agent uses it (`McpToolset` and `McpToolsetGroup` of
+ * `agentloop/mcp` are toolsets). The agent compares `toolsVersion` with the one it last saw once per
+ * model call and before each wave, and reads `loadedTools` again only when it changed.
+ */
+export interface Toolset {
+  /** Shown in errors about the toolset's tools. */
+  readonly name?: string;
+  /** Changes whenever `loadedTools` changes (a counter that only grows). */
+  readonly toolsVersion: number;
+  /** The tools now. Read only after `toolsVersion` changed; the agent copies what it needs. */
+  readonly loadedTools: readonly Tool<any>[];
 }
 
 /** What a sub-agent must offer to be delegated to (an `Agent` satisfies it). */

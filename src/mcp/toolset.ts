@@ -67,6 +67,7 @@ export class McpToolset {
   /** Bumped on every (re)connection and on close, so callbacks of an old connection are ignored. */
   private generation = 0;
   private readonly exposed: Tool[] = [];
+  private version = 0;
   private serverTools: McpToolDescription[] = [];
 
   constructor(config: McpServerConfig) {
@@ -93,6 +94,15 @@ export class McpToolset {
   /** The exposed tools as last listed (empty before the first connection). */
   get loadedTools(): Tool[] {
     return this.exposed;
+  }
+
+  /**
+   * Grows by one each time the tool list is (re)loaded: on connecting, reconnecting, `refreshTools()`
+   * and `notifications/tools/list_changed`. An `Agent` given this toolset in `tools` re-reads
+   * `loadedTools` when it changed, so its model sees the server's current tools.
+   */
+  get toolsVersion(): number {
+    return this.version;
   }
 
   /** The server-side descriptions of the exposed tools (after `allowedTools`). */
@@ -345,6 +355,7 @@ export class McpToolset {
     // Tools that can only run as MCP tasks cannot be called with a plain tools/call.
     this.serverTools = listed.filter((tool) => isAllowed(tool.name) && tool.execution?.taskSupport !== "required");
     this.exposed.splice(0, this.exposed.length, ...this.serverTools.map((tool) => this.toTool(tool)));
+    this.version++;
   }
 
   private toTool(description: McpToolDescription): Tool {
@@ -395,6 +406,23 @@ export class McpToolsetGroup {
   /** Every server's exposed tools, in config order (a snapshot). */
   get tools(): Tool[] {
     return this.toolsets.flatMap((toolset) => toolset.loadedTools);
+  }
+
+  /** The servers' names, for error messages. */
+  get name(): string {
+    return this.toolsets.map((toolset) => toolset.name).join(", ");
+  }
+
+  /** Every server's exposed tools, in config order (a snapshot); the same as `tools`. */
+  get loadedTools(): Tool[] {
+    return this.tools;
+  }
+
+  /** Changes when any server's tool list is reloaded (the sum of their `toolsVersion`s, which only grow). */
+  get toolsVersion(): number {
+    let sum = 0;
+    for (const toolset of this.toolsets) sum += toolset.toolsVersion;
+    return sum;
   }
 
   get(name: string): McpToolset | undefined {
