@@ -11,7 +11,7 @@ import { hideBoundParameters } from "./bindings.js";
 import type { RunResult, TerminalState } from "./events.js";
 import { callSignature, detectLoop, signatureName } from "./loop-detection.js";
 import { Run, type RunControl } from "./run.js";
-import type { AgentConfig, RunInfo, RunOptions, Toolset } from "./types.js";
+import type { AgentConfig, RunInfo, RunOptions, SessionMemory, Toolset } from "./types.js";
 import { cancelledResults, runWave } from "./wave.js";
 
 const DEFAULT_MAX_TURNS = 10;
@@ -264,7 +264,9 @@ export class Agent {
       sessionId: options.sessionId,
       timestamp: Date.now(),
     });
-    const history = this.config.memory && options.sessionId ? await this.config.memory.loadHistory(options.sessionId) : [];
+    const history = this.config.memory && options.sessionId ? await loadHistory(this.config.memory, options.sessionId, control) : [];
+    // Aborted while the store loaded: the run ends now, with nothing of the history in it.
+    if (history === undefined) return { state: "ABORTED", reason: abortReason(control.signal) };
     if (this.config.instructions) messages.push({ role: "system", content: this.config.instructions });
     messages.push(...history, ...(options.history ?? []));
     context.firstNew = messages.length;
@@ -589,6 +591,26 @@ class TurnReader {
 }
 
 function noop(): void {}
+
+/**
+ * The session's history, raced with the run's abort: a slow store cannot hold an aborted run.
+ * Undefined when the run was aborted first; the load may still finish in the background and its
+ * result is dropped (a failing load after the abort is ignored too).
+ */
+async function loadHistory(memory: SessionMemory, sessionId: string, control: RunControl): Promise<Message[] | undefined> {
+  if (control.signal.aborted) return undefined;
+  let abortLoad: () => void = noop;
+  const aborted = new Promise<undefined>((resolve) => {
+    abortLoad = () => resolve(undefined);
+  });
+  const dispose = control.onAbort(abortLoad);
+  try {
+    const history = await Promise.race([memory.loadHistory(sessionId), aborted]);
+    return control.signal.aborted ? undefined : history;
+  } finally {
+    dispose();
+  }
+}
 
 /** A toolset (tools that can change) rather than a tool: it has a version and no execute function. */
 function isToolset(source: Tool<any> | Toolset): source is Toolset {
