@@ -43,7 +43,10 @@ export class Run implements AsyncIterable<LoopEvent>, PromiseLike<RunResult> {
   private readonly controller = new AbortController();
   private readonly steering: string[] = [];
   private readonly followUps: string[] = [];
-  private observers: Array<{ observer: RunObserver; chain: Promise<void> }> = [];
+  private observers: ObserverEntry[] = [];
+  /** Events waiting to be handed to the observers, in order (more than one only when an observer emits). */
+  private readonly toObserve: LoopEvent[] = [];
+  private observing = false;
   /** The caller's synchronous listener (`RunOptions.onEvent`). */
   private readonly onEvent?: (event: LoopEvent) => void;
   /** The run-end event, once emitted: nothing is logged after it. */
@@ -148,6 +151,58 @@ export class Run implements AsyncIterable<LoopEvent>, PromiseLike<RunResult> {
     }
   }
 
+  /**
+   * Hands `event` to every observer, in emit order for each. An observer with nothing in flight is
+   * called at once; only one that returned a promise makes the next events wait for it (no promise
+   * and no microtask per event for observers that ignore most events, as memory does). An event
+   * emitted while observers handle another (an observer that aborts the run) waits its turn.
+   */
+  private observe(event: LoopEvent): void {
+    this.toObserve.push(event);
+    if (this.observing) return;
+    this.observing = true;
+    try {
+      for (let next = this.toObserve.shift(); next !== undefined; next = this.toObserve.shift()) {
+        for (const entry of this.observers) this.deliver(entry, next);
+      }
+    } finally {
+      this.observing = false;
+    }
+  }
+
+  private deliver(entry: ObserverEntry, event: LoopEvent): void {
+    if (entry.pending === 0) {
+      const settled = this.callObserver(entry.observer, event);
+      if (!settled) return;
+      entry.pending++;
+      entry.chain = settled.then(() => void entry.pending--);
+      return;
+    }
+    entry.pending++;
+    entry.chain = entry.chain.then(() => this.callObserver(entry.observer, event)).then(() => void entry.pending--);
+  }
+
+  /** Calls one observer; returns a promise (that never rejects) only when it answered with one. */
+  private callObserver(observer: RunObserver, event: LoopEvent): Promise<void> | undefined {
+    try {
+      const result = observer.onEvent(event, this.runInfo!);
+      if (result && typeof (result as PromiseLike<void>).then === "function") {
+        return Promise.resolve(result).then(undefined, (error: unknown) => this.observerFailed(event, error));
+      }
+    } catch (error) {
+      this.observerFailed(event, error);
+    }
+    return undefined;
+  }
+
+  /** An observer failure is reported on the event stream but never stops the run. */
+  private observerFailed(event: LoopEvent, error: unknown): void {
+    if (event.type === "error" || this.ending) return;
+    const message = error instanceof Error ? error.message : String(error);
+    this.log.push({ type: "error", runId: this.id, error: observerError(message, error), fatal: false });
+    this.notify();
+  }
+
   private notify(): void {
     // Called for every event: nothing to allocate when no iterator waits.
     if (this.wake.length === 0) return;
@@ -177,17 +232,7 @@ export class Run implements AsyncIterable<LoopEvent>, PromiseLike<RunResult> {
             }
           }
         }
-        for (const entry of this.observers) {
-          entry.chain = entry.chain
-            .then(() => entry.observer.onEvent(event, this.runInfo!))
-            .catch((error: unknown) => {
-              // An observer failure is reported on the event stream but never stops the run.
-              if (event.type === "error" || this.ending) return;
-              const message = error instanceof Error ? error.message : String(error);
-              this.log.push({ type: "error", runId: this.id, error: observerError(message, error), fatal: false });
-              this.notify();
-            });
-        }
+        if (this.observers.length > 0) this.observe(event);
       },
       setState: (state) => {
         this.currentState = state;
@@ -210,7 +255,7 @@ export class Run implements AsyncIterable<LoopEvent>, PromiseLike<RunResult> {
       takeFollowUp: () => this.followUps.shift(),
       observe: (observers, info) => {
         this.runInfo = info;
-        this.observers = observers.map((observer) => ({ observer, chain: Promise.resolve() }));
+        this.observers = observers.map((observer) => ({ observer, chain: Promise.resolve(), pending: 0 }));
       },
       flushObservers: async () => {
         if (this.observers.length === 0) return;
@@ -230,6 +275,14 @@ export class Run implements AsyncIterable<LoopEvent>, PromiseLike<RunResult> {
   }
 }
 
+
+interface ObserverEntry {
+  observer: RunObserver;
+  /** Settles when every event handed to this observer so far was handled. */
+  chain: Promise<void>;
+  /** Events handed over whose promise has not settled yet. */
+  pending: number;
+}
 
 function observerError(message: string, cause: unknown): AgentLoopError {
   return new AgentLoopError("unknown", `observer failed: ${message}`, { cause });

@@ -216,6 +216,37 @@ test("an observer that fails is reported as a non-fatal error event; the run sti
   assert.match(errors[0].error.message, /observer failed: disk full/);
 });
 
+test("observers get every event in emit order, sync or async, even when one aborts the run from inside onEvent", async () => {
+  const entry = JSON.stringify({ tool_calls: [{ name: "wait", arguments: {} }] });
+  const sync: string[] = [];
+  const slow: string[] = [];
+  let run: ReturnType<Agent["run"]> | undefined;
+  const observers = [
+    {
+      onEvent: (event: LoopEvent) => {
+        sync.push(event.type);
+        // Aborting from inside onEvent: the events the abort leads to still arrive in order.
+        if (event.type === "tool-start") run!.abort("stop from an observer");
+      },
+    },
+    {
+      onEvent: (event: LoopEvent) => {
+        slow.push(event.type);
+        // Every third event answers with a promise: the next ones must wait for it.
+        if (slow.length % 3 === 0) return new Promise<void>((resolve) => setTimeout(resolve, 2));
+        return undefined;
+      },
+    },
+  ];
+  run = new Agent({ model: new ScriptedModel([entry, "never"]), tools: [waitingTool("wait", 1000).tool], observers }).run("go");
+  const result = await run;
+  assert.equal(result.state, "ABORTED");
+  const emitted = run.events.map((event) => event.type);
+  assert.deepEqual(sync, emitted, "the synchronous observer sees the events in emit order");
+  assert.deepEqual(slow, emitted, "an observer that sometimes awaits sees the same order, and all of them before the result");
+  assert.equal(sync.at(-1), "run-end");
+});
+
 test("bad configuration fails at construction with a message naming the setting", () => {
   const model = new ScriptedModel([]);
   assert.throws(() => new Agent({ model, maxTurns: 0 }), /maxTurns must be a positive integer, got 0/);
