@@ -133,3 +133,23 @@ test("McpToolsetGroup is a toolset too: its version follows every server's list"
     await group.close();
   }
 });
+
+test("an agent built from settings (agentloop serve) follows its MCP servers' tool lists, and so does runtime.tools", async () => {
+  const { buildAgentRuntime } = await import("../../src/config/build-agent.js");
+  const { settingsFrom } = await import("../../src/config/settings.js");
+  const settings = settingsFrom({ name: "live", mcpServers: [{ name: "dynamic", command: process.execPath, args: [dynamicServerPath] }] }, {});
+  const model = new ScriptedModel([calls({ id: "c1", name: "add-tool", arguments: { name: "greet" } }), "added"]);
+  const runtime = await buildAgentRuntime(settings, { model, env: {} });
+  try {
+    assert.deepEqual(runtime.unavailable, []);
+    assert.deepEqual(runtime.tools.map((tool) => tool.name).sort(), ["add-tool", "remove-tool"]);
+    assert.equal((await runtime.agent.run("add greet")).state, "COMPLETED");
+    await waitFor(() => runtime.tools.some((tool) => tool.name === "greet"), 5000, "runtime.tools to list greet");
+    // The same agent's next run: its first model call (the scripted model restarts per run) lists greet.
+    await runtime.agent.run("again");
+    assert.deepEqual(toolNames(model.requests[0]!), ["add-tool", "remove-tool"]);
+    assert.deepEqual(toolNames(model.requests[2]!), ["add-tool", "greet", "remove-tool"]);
+  } finally {
+    await runtime.close();
+  }
+});
