@@ -68,6 +68,7 @@ export type {
   RunOptions,
   SessionMemory,
   ToolCallOutcome,
+  Toolset,
 } from "./loop/types.js";
 export { Agent } from "./loop/agent.js";
 export { Run } from "./loop/run.js";
