@@ -12,6 +12,8 @@ export interface BenchOptions {
   quick: boolean;
   /** Where to write the JSON report (`run-all.ts` sets it). */
   jsonPath?: string;
+  /** Scenario 1: all contestants in this one process instead of a process each (`--shared-process`). */
+  sharedProcess?: boolean;
 }
 
 export function parseBenchOptions(argv: readonly string[] = process.argv.slice(2)): BenchOptions {
@@ -19,10 +21,11 @@ export function parseBenchOptions(argv: readonly string[] = process.argv.slice(2
   for (let index = 0; index < argv.length; index++) {
     const argument = argv[index];
     if (argument === "--quick") options.quick = true;
+    else if (argument === "--shared-process") options.sharedProcess = true;
     else if (argument === "--json") {
       options.jsonPath = argv[++index];
       if (!options.jsonPath) throw new Error("--json needs a file path");
-    } else throw new Error(`unknown option ${argument} (expected --quick or --json <file>)`);
+    } else throw new Error(`unknown option ${argument} (expected --quick, --shared-process or --json <file>)`);
   }
   return options;
 }
@@ -103,6 +106,8 @@ export interface Entrant {
   name: string;
   /** One repetition. Must check its own output and throw when it is wrong. */
   run(): Promise<void>;
+  /** One measured repetition, when the entrant measures itself (in a process of its own: isolated.ts). */
+  measured?(): Promise<Sample>;
 }
 
 /**
@@ -116,6 +121,10 @@ export async function alternate(entrants: readonly Entrant[], options: { warmup:
   for (let round = 0; round < options.repetitions; round++) {
     for (let offset = 0; offset < entrants.length; offset++) {
       const entrant = entrants[(round + offset) % entrants.length];
+      if (entrant.measured) {
+        samples.get(entrant.name)!.push(await entrant.measured());
+        continue;
+      }
       collectGarbage();
       // Let the collector's background sweeping finish before the clock starts.
       await new Promise((resolve) => setTimeout(resolve, 5));

@@ -3,6 +3,8 @@
 import { type Contestant, allContestants, lookupTool } from "./contestants.js";
 import {
   type BenchOptions,
+  type Entrant,
+  type Sample,
   type ScenarioReport,
   type SummaryRow,
   alternate,
@@ -15,6 +17,7 @@ import {
   publish,
   spread,
 } from "./harness.js";
+import { type IsolatedEntrant, isolatedEntrant } from "./isolated.js";
 import { DEFAULT_FINAL_TEXT, spawnMockProvider } from "./mock-provider.js";
 
 const TOOL_TURNS = 10;
@@ -32,25 +35,48 @@ export async function runLoopScenario(options: BenchOptions, contestants: readon
   try {
     for (const stream of [false, true]) {
       const mode = stream ? "streaming" : "JSON";
-      let toolCalls = 0;
-      const tool = lookupTool((args) => {
-        toolCalls++;
-        return `value ${args.n}.${args.i}`;
-      });
-      const entrants = [];
-      for (const contestant of contestants) {
-        const conversation = await contestant.prepare({ baseURL: provider.baseURL, model: "loop-10", stream, maxTurns: MODEL_CALLS + 5, tool });
-        entrants.push({
-          name: contestant.name,
-          async run() {
-            toolCalls = 0;
-            const text = await conversation();
-            if (text !== DEFAULT_FINAL_TEXT) throw new Error(`${contestant.name} (${mode}): wrong final text ${JSON.stringify(text)}`);
-            if (toolCalls !== TOOL_TURNS) throw new Error(`${contestant.name} (${mode}): ${toolCalls} tool calls, expected ${TOOL_TURNS}`);
-          },
+      // Each contestant in a process of its own (see isolated.ts), unless --shared-process.
+      const entrants: Entrant[] = [];
+      const workers: IsolatedEntrant[] = [];
+      if (options.sharedProcess) {
+        let toolCalls = 0;
+        const tool = lookupTool((args) => {
+          toolCalls++;
+          return `value ${args.n}.${args.i}`;
         });
+        for (const contestant of contestants) {
+          const conversation = await contestant.prepare({ baseURL: provider.baseURL, model: "loop-10", stream, maxTurns: MODEL_CALLS + 5, tool });
+          entrants.push({
+            name: contestant.name,
+            async run() {
+              toolCalls = 0;
+              const text = await conversation();
+              if (text !== DEFAULT_FINAL_TEXT) throw new Error(`${contestant.name} (${mode}): wrong final text ${JSON.stringify(text)}`);
+              if (toolCalls !== TOOL_TURNS) throw new Error(`${contestant.name} (${mode}): ${toolCalls} tool calls, expected ${TOOL_TURNS}`);
+            },
+          });
+        }
+      } else {
+        for (const contestant of contestants) {
+          const worker = await isolatedEntrant({
+            contestant: contestant.name,
+            baseURL: provider.baseURL,
+            model: "loop-10",
+            stream,
+            maxTurns: MODEL_CALLS + 5,
+            toolCalls: TOOL_TURNS,
+            finalText: DEFAULT_FINAL_TEXT,
+          });
+          workers.push(worker);
+          entrants.push(worker);
+        }
       }
-      const samples = await alternate(entrants, { warmup, repetitions });
+      let samples: Map<string, Sample[]>;
+      try {
+        samples = await alternate(entrants, { warmup, repetitions });
+      } finally {
+        await Promise.all(workers.map((worker) => worker.close()));
+      }
       const stats = new Map(
         [...samples].map(([name, list]) => [
           name,
