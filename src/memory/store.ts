@@ -204,9 +204,60 @@ function withoutNul(value: string): string {
   return value.includes("\u0000") ? value.replaceAll("\u0000", "\uFFFD") : value;
 }
 
-/** A JSON copy of a value (what every store gives back), with NUL characters replaced. */
+/**
+ * A JSON copy of a value (what every store gives back), with NUL characters replaced. Plain data
+ * (strings, finite numbers, booleans, null, arrays and plain objects of them, as most events are)
+ * is copied directly; anything else (a Date, a class instance, a function such as a toJSON,
+ * undefined or non-finite values, deep nesting) takes the JSON round trip, whose result the direct
+ * copy matches for plain data.
+ */
 export function jsonCopy(value: unknown, what: string): unknown {
   if (value === undefined) return null;
+  const copy = plainCopy(value, 0);
+  return copy === notPlain ? jsonRoundTrip(value, what) : copy;
+}
+
+const notPlain = Symbol("not plain data");
+
+function plainCopy(value: unknown, depth: number): unknown {
+  switch (typeof value) {
+    case "string":
+      return withoutNul(value);
+    case "number":
+      // JSON writes -0 as 0.
+      return Number.isFinite(value) ? (value === 0 ? 0 : value) : notPlain;
+    case "boolean":
+      return value;
+    case "object": {
+      if (value === null) return null;
+      if (depth > 32) return notPlain;
+      if (Array.isArray(value)) {
+        const array: unknown[] = new Array(value.length);
+        for (let index = 0; index < value.length; index++) {
+          const item = plainCopy(value[index], depth + 1);
+          if (item === notPlain) return notPlain;
+          array[index] = item;
+        }
+        return array;
+      }
+      if (Object.getPrototypeOf(value) !== Object.prototype) return notPlain;
+      const object: Record<string, unknown> = {};
+      for (const key in value) {
+        if (!Object.hasOwn(value, key)) continue;
+        // Assigning "__proto__" would set the copy's prototype instead of a key.
+        if (key === "__proto__") return notPlain;
+        const item = plainCopy((value as Record<string, unknown>)[key], depth + 1);
+        if (item === notPlain) return notPlain;
+        object[withoutNul(key)] = item;
+      }
+      return object;
+    }
+    default:
+      return notPlain;
+  }
+}
+
+function jsonRoundTrip(value: unknown, what: string): unknown {
   let text: string | undefined;
   try {
     text = JSON.stringify(value);
