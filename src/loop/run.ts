@@ -158,10 +158,13 @@ export class Run implements AsyncIterable<LoopEvent>, PromiseLike<RunResult> {
    * emitted while observers handle another (an observer that aborts the run) waits its turn.
    */
   private observe(event: LoopEvent): void {
-    this.toObserve.push(event);
-    if (this.observing) return;
+    if (this.observing) {
+      this.toObserve.push(event);
+      return;
+    }
     this.observing = true;
     try {
+      for (const entry of this.observers) this.deliver(entry, event);
       for (let next = this.toObserve.shift(); next !== undefined; next = this.toObserve.shift()) {
         for (const entry of this.observers) this.deliver(entry, next);
       }
@@ -258,7 +261,8 @@ export class Run implements AsyncIterable<LoopEvent>, PromiseLike<RunResult> {
         this.observers = observers.map((observer) => ({ observer, chain: Promise.resolve(), pending: 0 }));
       },
       flushObservers: async () => {
-        if (this.observers.length === 0) return;
+        // Nothing in flight (no observer, or none answered with a promise still pending): done.
+        if (this.observers.every((entry) => entry.pending === 0)) return;
         const all = Promise.all(this.observers.map((entry) => entry.chain));
         // After an abort, observers get a short grace period, so a stuck one cannot hold the run.
         let dispose = () => {};
