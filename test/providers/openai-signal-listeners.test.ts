@@ -18,8 +18,13 @@ describe("openai-chat adapter and the run's abort signal", () => {
   });
   after(() => provider.close());
 
-  for (const stream of [true, false]) {
-    test(`15 tool turns pile no abort listeners onto the run's signal (${stream ? "streaming" : "JSON"})`, async () => {
+  for (const [stream, transport] of [
+    [true, "node:http"],
+    [false, "node:http"],
+    [true, "fetch"],
+    [false, "fetch"],
+  ] as const) {
+    test(`15 tool turns pile no abort listeners onto the run's signal (${stream ? "streaming" : "JSON"}, ${transport})`, async () => {
       // Node warns once a signal holds more than 10 abort listeners; before the fix every model
       // call of a run left one on the run's signal, so the 11th call printed this warning.
       const warnings: string[] = [];
@@ -28,7 +33,7 @@ describe("openai-chat adapter and the run's abort signal", () => {
       try {
         let calls = 0;
         const agent = new Agent({
-          model: openaiChat("fifteen-turns", { baseURL: provider.baseURL, apiKey: "test", stream }),
+          model: openaiChat("fifteen-turns", { baseURL: provider.baseURL, apiKey: "test", stream, fetch: transport === "fetch" ? globalThis.fetch : undefined }),
           tools: [defineTool({ name: "lookup", description: "Looks up.", parameters: { type: "object" }, execute: () => `value ${++calls}` })],
           maxTurns: 20,
         });

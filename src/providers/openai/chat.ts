@@ -317,8 +317,11 @@ export class OpenAIChatModel extends AdapterModel<OpenAI | ChatEndpoint, OpenAIC
   }
 
   protected override needsOwnSignal(): boolean {
-    // node:http removes its abort listener when a request ends; the SDK does not.
-    return !(this.connection.client instanceof ChatEndpoint);
+    // node:http removes its abort listener when a request ends. The SDK does not, and the fetch
+    // path links the signal into `AbortSignal.any` (whose dependants Node 20 never prunes): both
+    // get a signal per call, never the run-long one.
+    const client = this.connection.client;
+    return !(client instanceof ChatEndpoint) || client.fetch !== undefined;
   }
 
   protected async *call(request: ModelRequest, { names, signal }: CallContext): AsyncGenerator<ModelEvent> {
