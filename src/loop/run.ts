@@ -202,8 +202,13 @@ export class Run implements AsyncIterable<LoopEvent>, PromiseLike<RunResult> {
   private observerFailed(event: LoopEvent, error: unknown): void {
     if (event.type === "error" || this.ending) return;
     const message = error instanceof Error ? error.message : String(error);
-    this.log.push({ type: "error", runId: this.id, error: observerError(message, error), fatal: false });
+    const report: LoopEvent = { type: "error", runId: this.id, error: observerError(message, error), fatal: false };
+    this.log.push(report);
     this.notify();
+    // The caller's listener sees it too (its own failure here is not reported again).
+    try {
+      this.onEvent?.(report);
+    } catch {}
   }
 
   private notify(): void {

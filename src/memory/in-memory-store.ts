@@ -75,6 +75,11 @@ export class InMemoryStore implements MemoryStore {
   }
 
   async append(sessionId: string, events: readonly NewMemoryEvent[]): Promise<MemoryEvent[]> {
+    return this.appendSync(sessionId, events);
+  }
+
+  /** `append`, synchronously: throws where `append` rejects. */
+  appendSync(sessionId: string, events: readonly NewMemoryEvent[]): MemoryEvent[] {
     this.check();
     checkSessionId(sessionId);
     if (!Array.isArray(events)) throw new TypeError("memory: append expects an array of events");

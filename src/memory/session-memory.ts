@@ -7,6 +7,7 @@ import type { LoopEvent } from "../loop/events.js";
 import type { RunInfo, SessionMemory } from "../loop/types.js";
 import { type Message, textOf } from "../messages.js";
 import { DEFAULT_CONTEXT_LIMIT, historyFromEvents } from "./history.js";
+import { InMemoryStore } from "./in-memory-store.js";
 import type { MemoryEventMetadata, MemoryStore, NewMemoryEvent } from "./store.js";
 
 export interface TraceIds {
@@ -98,11 +99,22 @@ export function sessionMemory(store: MemoryStore, options: SessionMemoryOptions 
     }
   };
 
-  const write = (sessionId: string, events: NewMemoryEvent[]): Promise<void> => {
-    // Nothing queued for the session (the usual case: the loop waits for each event's write): append at once.
+  // The in-process store writes synchronously: its events are recorded without a promise each.
+  // Only when `append` is its own: a subclass or wrapper that changes `append` is always called.
+  const appendSync = store instanceof InMemoryStore && store.append === InMemoryStore.prototype.append ? store.appendSync.bind(store) : undefined;
+
+  /** Writes in event order; undefined when the events are already written (a synchronous store with nothing queued). */
+  const write = (sessionId: string, events: NewMemoryEvent[]): Promise<void> | undefined => {
     const previous = queues.get(sessionId);
+    if (!previous && appendSync) {
+      try {
+        appendSync(sessionId, events);
+        return undefined;
+      } catch (error) {
+        return Promise.reject(error);
+      }
+    }
     const next = previous ? previous.then(() => store.append(sessionId, events)) : appendNow(sessionId, events);
-    // The queue continues after a failure; the caller still sees it.
     const tail = next.then(
       () => {},
       () => {},

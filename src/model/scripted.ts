@@ -27,6 +27,13 @@ interface ScriptedToolCall {
   arguments?: unknown;
 }
 
+/** One script entry, read: its text, its tool calls and the text's streamed chunks. */
+interface ParsedEntry {
+  content: string;
+  toolCalls: ScriptedToolCall[];
+  chunks: string[];
+}
+
 /**
  * Parses a script the way `DEBUG_MOCK_RESPONSES` is read: a JSON array of strings; a non-array
  * JSON value is wrapped in a list; text that is not JSON becomes a one-entry list of itself.
@@ -90,6 +97,8 @@ export class ScriptedModel implements Model {
   /** The requests received, by this model and by the per-run copies made from it (the last 1000). */
   readonly requests: ModelRequest[];
   private readonly entries: string[];
+  /** Each entry read once (`parseScriptEntry` and its word chunks), shared with the per-run copies. */
+  private readonly parsed: Array<ParsedEntry | undefined>;
   private cursor = 0;
   private callCounter = 0;
 
@@ -97,15 +106,27 @@ export class ScriptedModel implements Model {
     script: string | readonly string[],
     private readonly options: ScriptedModelOptions = {},
     requests: ModelRequest[] = [],
+    parsed?: Array<ParsedEntry | undefined>,
   ) {
     this.entries = typeof script === "string" ? parseMockResponses(script) : [...script];
     this.modelId = options.modelId ?? "scripted";
     this.requests = requests;
+    this.parsed = parsed ?? [];
   }
 
   /** A copy whose script starts again from the first entry (each run reads the script anew). */
   forRun(): ScriptedModel {
-    return new ScriptedModel(this.entries, this.options, this.requests);
+    return new ScriptedModel(this.entries, this.options, this.requests, this.parsed);
+  }
+
+  private entry(index: number): ParsedEntry {
+    let parsed = this.parsed[index];
+    if (!parsed) {
+      const { content, toolCalls } = parseScriptEntry(index < this.entries.length ? this.entries[index] : NO_MORE_MOCK_RESPONSES);
+      parsed = { content, toolCalls, chunks: content ? wordChunks(content) : [] };
+      this.parsed[index] = parsed;
+    }
+    return parsed;
   }
 
   /** How many script entries are left. */
@@ -122,8 +143,7 @@ export class ScriptedModel implements Model {
     this.requests.push(request);
     // Bounded: a long-lived scripted model (a server on DEBUG_MOCK_RESPONSES) must not grow forever.
     if (this.requests.length > MAX_RECORDED_REQUESTS) this.requests.splice(0, this.requests.length - MAX_RECORDED_REQUESTS);
-    const entry = this.cursor < this.entries.length ? this.entries[this.cursor++] : NO_MORE_MOCK_RESPONSES;
-    const { content, toolCalls } = parseScriptEntry(entry);
+    const { content, toolCalls, chunks } = this.entry(this.cursor < this.entries.length ? this.cursor++ : this.entries.length);
     const paced = (this.options.chunkDelayMs ?? 0) > 0;
     const steps: ScriptedStep[] = [{ event: { type: "response-start", model: this.modelId }, paced: false, checkAbort: false }];
     let output = "";
@@ -137,7 +157,7 @@ export class ScriptedModel implements Model {
     for (const call of calls) steps.push({ event: { type: "tool-call-start", id: call.id, name: call.name }, paced: false, checkAbort: false });
     if (content) {
       steps.push({ event: { type: "text-start", id: "text-0" }, paced: false, checkAbort: false });
-      for (const chunk of wordChunks(content)) {
+      for (const chunk of chunks) {
         output += chunk;
         steps.push({ event: { type: "text-delta", id: "text-0", delta: chunk }, paced, checkAbort: true });
       }

@@ -4,15 +4,50 @@ import { HttpError, type OpenAIErrorBody } from "./http-errors.js";
 /** The abort reason (and log note) of a run whose client went away. */
 export const CLIENT_DISCONNECTED = "client disconnected";
 
+/** What a request's controller stops once its run started (an agentloop `Run`). */
+export interface Abortable {
+  abort(reason?: unknown): void;
+}
+
 /**
- * The one abort controller of a request's run: the client going away (`disconnect`) or the
- * server shutting down aborts it. `byClient` tells the log which of the two it was.
+ * The abort switch of one request: the client going away (`disconnect`) or the server shutting
+ * down (`abort`) stops the request's run, or the run it is about to start. It is not an
+ * AbortController: the run's own controller is the only one a request needs (an AbortSignal costs
+ * several microseconds to make, and linking two costs a listener on each). `signal` makes one on
+ * demand, for work before the run that needs a signal (a PostgreSQL session lock).
+ * `byClient` tells the log which of the two it was.
  */
-export class RequestController extends AbortController {
+export class RequestController {
   byClient = false;
+  aborted = false;
+  reason: unknown;
+  private run?: Abortable;
+  private onDemand?: AbortController;
+
+  get signal(): AbortSignal {
+    if (!this.onDemand) {
+      this.onDemand = new AbortController();
+      if (this.aborted) this.onDemand.abort(this.reason);
+    }
+    return this.onDemand.signal;
+  }
+
+  /** The run this request started: aborted now if the request was, else when it is. */
+  attach(run: Abortable): void {
+    this.run = run;
+    if (this.aborted) run.abort(this.reason);
+  }
+
+  abort(reason: unknown): void {
+    if (this.aborted) return;
+    this.aborted = true;
+    this.reason = reason;
+    this.onDemand?.abort(reason);
+    this.run?.abort(reason);
+  }
 
   disconnect(reason: unknown = CLIENT_DISCONNECTED): void {
-    if (this.signal.aborted) return;
+    if (this.aborted) return;
     this.byClient = true;
     this.abort(reason);
   }

@@ -231,7 +231,7 @@ export async function createAgentServer(options: AgentServerOptions = {}): Promi
       try {
         // Replicas sharing a PostgreSQL store take turns on a session too (the queue covers this process).
         release = memory.handle ? await memory.store.lockSession?.(request.sessionId, controller.signal) : undefined;
-        return await runInSession(built, request, controller.signal);
+        return await runInSession(built, request);
       } finally {
         running.delete(controller);
         await release?.();
@@ -240,13 +240,15 @@ export async function createAgentServer(options: AgentServerOptions = {}): Promi
   }
 
   /** One run, the session to itself. */
-  async function runInSession(built: AgentRuntime, request: RunRequest, signal: AbortSignal): Promise<RunResult> {
+  async function runInSession(built: AgentRuntime, request: RunRequest): Promise<RunResult> {
     if (request.delegated && memory.handle) {
       await memory.store
         .append(request.sessionId, [{ event_type: "task_delegation_received", content: request.input, metadata: { source: "task-delegation" } }])
         .catch((error: unknown) => log(`[${settings.name}] could not record task_delegation_received in ${request.sessionId}: ${(error as Error).message}`));
     }
-    const run = built.agent.run(request.input, { sessionId: request.sessionId, signal, history: request.history, onEvent: request.onEvent });
+    const run = built.agent.run(request.input, { sessionId: request.sessionId, history: request.history, onEvent: request.onEvent });
+    // The run's own controller is the request's only one: a disconnect or the shutdown aborts the run.
+    request.controller.attach(run);
     const result = await run;
     const reason = result.state === "ABORTED" && request.controller.byClient ? `${result.reason} (client disconnected)` : result.reason;
     log(`[${settings.name}] run ${result.runId} session ${request.sessionId} ${result.state}: ${reason}`);

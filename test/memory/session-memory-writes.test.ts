@@ -95,6 +95,55 @@ describe("sessionMemory writes", () => {
     );
   });
 
+  it("the in-process store is written at once: each event is in the log when onEvent returns, without a promise", async () => {
+    const store = new InMemoryStore();
+    const memory = sessionMemory(store);
+    const run = info("r0", "s");
+    const returned = memory.onEvent({ type: "user-message", runId: "r0", content: "hello", followUp: false }, run);
+    assert.equal(returned, undefined);
+    assert.deepEqual(
+      (await store.events("s")).map((event) => event.content),
+      ["hello"],
+    );
+  });
+
+  it("the in-process store failing at once (closed mid-run): each failed write is reported on the run, which still completes", async () => {
+    const store = new InMemoryStore();
+    const shut = { name: "shut", description: "closes the store", parameters: { type: "object" }, execute: async () => (await store.close(), "closed") };
+    const model = new ScriptedModel(['{"tool_calls":[{"name":"shut","arguments":{}}]}', "fine"]);
+    const errors: string[] = [];
+    const result = await new Agent({ model, tools: [shut], memory: sessionMemory(store) }).run("hello", {
+      sessionId: "s",
+      onEvent: (event) => {
+        if (event.type === "error") errors.push(event.error.message);
+      },
+    });
+    assert.equal(result.state, "COMPLETED");
+    assert.equal(result.text, "fine");
+    // tool_result and agent_response could not be written, and say so (run_ended fails after
+    // run-end closed the event stream, so only the log misses it).
+    assert.equal(errors.length, 2);
+    for (const message of errors) assert.match(message, /closed/);
+  });
+
+  it("a subclass that overrides append is called for every write (no synchronous shortcut around it)", async () => {
+    const seen: string[] = [];
+    class CountingStore extends InMemoryStore {
+      override async append(sessionId: string, events: readonly NewMemoryEvent[]): Promise<MemoryEvent[]> {
+        for (const event of events) seen.push(event.event_type);
+        return super.append(sessionId, events);
+      }
+    }
+    const store = new CountingStore();
+    const result = await new Agent({ model: new ScriptedModel(["fine"]), memory: sessionMemory(store) }).run("hello", { sessionId: "s" });
+    assert.equal(result.state, "COMPLETED");
+    assert.deepEqual(seen, ["run_started", "user_message", "agent_response", "run_ended"]);
+    assert.deepEqual(
+      (await store.events("s")).map((event) => event.event_type),
+      seen,
+    );
+  });
+
   it("a write queued behind a slow one for the same session waits for it; another session does not", async () => {
     const inner = new InMemoryStore();
     let release!: () => void;
