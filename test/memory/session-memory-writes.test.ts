@@ -109,7 +109,12 @@ describe("sessionMemory writes", () => {
 
   it("the in-process store failing at once (closed mid-run): each failed write is reported on the run, which still completes", async () => {
     const store = new InMemoryStore();
-    const shut = { name: "shut", description: "closes the store", parameters: { type: "object" }, execute: async () => (await store.close(), "closed") };
+    const shut = {
+      name: "shut", description: "closes the store", parameters: { type: "object" }, execute: async () => {
+        await store.close();
+        return "closed";
+      },
+    };
     const model = new ScriptedModel(['{"tool_calls":[{"name":"shut","arguments":{}}]}', "fine"]);
     const errors: string[] = [];
     const result = await new Agent({ model, tools: [shut], memory: sessionMemory(store) }).run("hello", {
