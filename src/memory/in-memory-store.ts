@@ -4,6 +4,7 @@ import {
   checkSessionId,
   closedError,
   type EventQuery,
+  isoOf,
   jsonCopy,
   type LatestEventsQuery,
   type MemoryEvent,
@@ -87,7 +88,7 @@ export class InMemoryStore implements MemoryStore {
     const prepared = events.map((event) => prepareEvent(sessionId, event));
     this.prune();
     if (prepared.length === 0) return [];
-    const now = new Date().toISOString();
+    const now = isoOf(Date.now());
     let session = this.sessions.get(sessionId);
     if (session) {
       // Move to the end: most recently updated.
@@ -97,16 +98,16 @@ export class InMemoryStore implements MemoryStore {
       session = this.create(sessionId, {}, now);
     }
     // prepareEvent made private JSON copies of content and metadata: freezing them touches nothing of the caller's.
-    const stored = prepared.map((event) => {
+    const stored = prepared as MemoryEvent[];
+    for (const event of stored) {
       // prepareEvent made a fresh object: `seq` goes last, as in the MemoryEvent shape.
-      (event as MemoryEvent).seq = ++session.info.last_seq;
-      return { event: deepFreeze(event as MemoryEvent), order: ++this.order };
-    });
-    session.events.push(...stored);
+      event.seq = ++session.info.last_seq;
+      session.events.push({ event: deepFreeze(event), order: ++this.order });
+    }
     session.info.updated_at = now;
     const excess = session.events.length - this.limits.maxEventsPerSession;
     if (excess > 0) session.events.splice(0, excess);
-    return stored.map((entry) => entry.event);
+    return stored;
   }
 
   async events(sessionId: string, query: EventQuery = {}): Promise<MemoryEvent[]> {

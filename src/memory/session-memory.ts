@@ -130,12 +130,14 @@ export function sessionMemory(store: MemoryStore, options: SessionMemoryOptions 
     // A Date, not its ISO text: the store writes it as ISO 8601 without parsing text back.
     const timestamp = new Date();
     const ids = traceIds(event, run);
-    const metadata = (extra: MemoryEventMetadata): MemoryEventMetadata => ({
-      run_id: run.runId,
-      agent: run.agentName,
-      ...(ids ? { trace_id: ids.traceId, span_id: ids.spanId } : {}),
-      ...extra,
-    });
+    const metadata = (extra: MemoryEventMetadata): MemoryEventMetadata => {
+      const data: MemoryEventMetadata = { run_id: run.runId, agent: run.agentName };
+      if (ids) {
+        data.trace_id = ids.traceId;
+        data.span_id = ids.spanId;
+      }
+      return Object.assign(data, extra);
+    };
     switch (event.type) {
       case "run-start":
         return [

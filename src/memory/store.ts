@@ -269,11 +269,24 @@ function jsonRoundTrip(value: unknown, what: string): unknown {
   return JSON.parse(text.replaceAll("\\u0000", "\\ufffd"));
 }
 
+/** The last millisecond formatted, and its text: events written together mostly share one. */
+let lastMs = Number.NaN;
+let lastIso = "";
+
+/** The ISO 8601 text of a time in milliseconds (the same string again for the same millisecond). */
+export function isoOf(ms: number): string {
+  if (ms !== lastMs) {
+    lastIso = new Date(ms).toISOString();
+    lastMs = ms;
+  }
+  return lastIso;
+}
+
 function isoTimestamp(value: string | Date | undefined): string {
-  if (value === undefined) return new Date().toISOString();
-  const date = value instanceof Date ? value : new Date(value);
-  if (Number.isNaN(date.getTime())) throw new AgentLoopError("invalid_request", `memory: invalid event timestamp ${String(value)}`);
-  return date.toISOString();
+  if (value === undefined) return isoOf(Date.now());
+  const ms = value instanceof Date ? value.getTime() : new Date(value).getTime();
+  if (Number.isNaN(ms)) throw new AgentLoopError("invalid_request", `memory: invalid event timestamp ${String(value)}`);
+  return isoOf(ms);
 }
 
 /** Validates and normalizes one event before it is stored (everything but `seq`). */
