@@ -10,7 +10,19 @@ const CACHE = fileURLToPath(new URL("../node_modules/.cache/agentloop-bench/", i
  * the child runs without a TypeScript loader and its RSS is the program's own. Packages stay
  * external; the bundle lives under node_modules/.cache so they resolve as usual.
  */
-async function bundle(entry: string): Promise<string> {
+export function bundle(entry: string): Promise<string> {
+  // Once per entry and process: the contestants' workers share one bundle.
+  let built = bundles.get(entry);
+  if (!built) {
+    built = bundleOnce(entry);
+    bundles.set(entry, built);
+  }
+  return built;
+}
+
+const bundles = new Map<string, Promise<string>>();
+
+async function bundleOnce(entry: string): Promise<string> {
   const { build } = await import("esbuild");
   const name = entry.split("/").pop()!.replace(/\.ts$/, "");
   // Code splitting keeps every dynamic import() lazy (its own chunk), as in the compiled package,

@@ -8,6 +8,7 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
+import { bundle } from "./child-process.js";
 import type { Entrant, Sample } from "./harness.js";
 
 /** What a worker needs to build one contestant's conversation. */
@@ -28,8 +29,10 @@ export interface IsolatedEntrant extends Entrant {
 
 /** Starts a worker process for `setup.contestant` and prepares its conversation. */
 export async function isolatedEntrant(setup: WorkerSetup): Promise<IsolatedEntrant> {
-  const worker = fileURLToPath(new URL("./contestant-worker.ts", import.meta.url));
-  const child: ChildProcess = spawn(process.execPath, ["--expose-gc", "--import", "tsx", worker], { stdio: ["pipe", "pipe", "inherit"] });
+  // Plain JavaScript, as a user runs the compiled package: under tsx, our TypeScript (not the
+  // peers' JavaScript) would also carry its loader's helpers (`__name` on every function made).
+  const worker = await bundle(fileURLToPath(new URL("./contestant-worker.ts", import.meta.url)));
+  const child: ChildProcess = spawn(process.execPath, ["--expose-gc", worker], { stdio: ["pipe", "pipe", "inherit"] });
   const lines = createInterface({ input: child.stdout! })[Symbol.asyncIterator]();
   const exited = new Promise<never>((_resolve, reject) => child.once("exit", (code) => reject(new Error(`${setup.contestant}: worker exited (${code})`))));
   exited.catch(() => undefined);
