@@ -1,6 +1,13 @@
 // One contestant in a process of its own (see isolated.ts). Reads one JSON request per line on
-// stdin and answers one JSON line: `{"prepare": WorkerSetup}` → `{}`; `{"run": true}` → a measured
-// run `{ wallMs, cpuMs }` after a forced GC, or `{ error }`. Exits when stdin closes.
+// stdin and answers one JSON line: `{"prepare": WorkerSetup}` → `{}`; `{"run": true}` → one measured
+// sample `{ wallMs, cpuMs }`: `setup.batch` conversations back to back, or `{ error }`. Exits when
+// stdin closes.
+//
+// No forced GC before a sample: the process holds this contestant's garbage only, so the
+// collections its own allocations cause are its cost, and a batch of conversations takes its share
+// of them. (A forced full GC before every sample walks the whole heap and leaves the CPU caches
+// cold for the run that follows: that penalty, not the contestant's work, was up to 40% of a
+// small framework's figure.)
 import { createInterface } from "node:readline";
 import { allContestants, type Conversation, lookupTool } from "./contestants.js";
 import { collectGarbage, measure } from "./harness.js";
@@ -23,18 +30,20 @@ async function handle(request: { prepare?: WorkerSetup; run?: boolean }): Promis
     return {};
   }
   if (!conversation || !setup) throw new Error("run before prepare");
-  const { contestant, finalText } = setup;
+  const { contestant, finalText, batch } = setup;
   const play = conversation;
-  collectGarbage();
-  // Let the collector's background sweeping finish before the clock starts.
-  await new Promise((resolve) => setTimeout(resolve, 5));
+  const texts: string[] = [];
+  if (setup.forcedGc) {
+    collectGarbage();
+    // Let the collector's background sweeping finish before the clock starts.
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
   toolCalls = 0;
-  let text = "";
   const sample = await measure(async () => {
-    text = await play();
+    for (let index = 0; index < batch; index++) texts.push(await play());
   });
-  if (text !== finalText) throw new Error(`${contestant}: wrong final text ${JSON.stringify(text)}`);
-  if (toolCalls !== setup.toolCalls) throw new Error(`${contestant}: ${toolCalls} tool calls, expected ${setup.toolCalls}`);
+  for (const text of texts) if (text !== finalText) throw new Error(`${contestant}: wrong final text ${JSON.stringify(text)}`);
+  if (toolCalls !== setup.toolCalls * batch) throw new Error(`${contestant}: ${toolCalls} tool calls in ${batch} conversations, expected ${setup.toolCalls} each`);
   return sample;
 }
 

@@ -14,6 +14,8 @@ export interface BenchOptions {
   jsonPath?: string;
   /** Scenario 1: all contestants in this one process instead of a process each (`--shared-process`). */
   sharedProcess?: boolean;
+  /** Scenario 1 in worker processes: the earlier method, one conversation per sample after a forced full GC (`--forced-gc`). */
+  forcedGc?: boolean;
 }
 
 export function parseBenchOptions(argv: readonly string[] = process.argv.slice(2)): BenchOptions {
@@ -22,10 +24,11 @@ export function parseBenchOptions(argv: readonly string[] = process.argv.slice(2
     const argument = argv[index];
     if (argument === "--quick") options.quick = true;
     else if (argument === "--shared-process") options.sharedProcess = true;
+    else if (argument === "--forced-gc") options.forcedGc = true;
     else if (argument === "--json") {
       options.jsonPath = argv[++index];
       if (!options.jsonPath) throw new Error("--json needs a file path");
-    } else throw new Error(`unknown option ${argument} (expected --quick, --shared-process or --json <file>)`);
+    } else throw new Error(`unknown option ${argument} (expected --quick, --shared-process, --forced-gc or --json <file>)`);
   }
   return options;
 }

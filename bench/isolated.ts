@@ -21,6 +21,10 @@ export interface WorkerSetup {
   /** Tool calls one conversation must make, and its final text: checked on every run. */
   toolCalls: number;
   finalText: string;
+  /** Conversations per measured sample (back to back, no forced GC between or before them). */
+  batch: number;
+  /** The earlier method instead: a forced full GC (and a 5 ms pause) before each sample. */
+  forcedGc?: boolean;
 }
 
 export interface IsolatedEntrant extends Entrant {

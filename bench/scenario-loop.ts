@@ -23,6 +23,8 @@ import { DEFAULT_FINAL_TEXT, spawnMockProvider } from "./mock-provider.js";
 const TOOL_TURNS = 10;
 /** Ten tool-calling model calls and the final answer. */
 const MODEL_CALLS = TOOL_TURNS + 1;
+/** Conversations per measured sample in a worker process: each sample takes its share of the contestant's own GC. */
+const ISOLATED_BATCH = 5;
 const PEERS = (contestants: readonly Contestant[]) => contestants.filter((contestant) => contestant.role === "peer").map((contestant) => contestant.name);
 
 export async function runLoopScenario(options: BenchOptions, contestants: readonly Contestant[] = allContestants): Promise<ScenarioReport> {
@@ -30,6 +32,8 @@ export async function runLoopScenario(options: BenchOptions, contestants: readon
   const provider = await spawnMockProvider({ scripts: { "loop-10": { toolTurns: TOOL_TURNS } } });
   const warmup = options.quick ? 2 : 10;
   const repetitions = options.quick ? 5 : 40;
+  // --forced-gc measures the earlier way: one conversation per sample, after a forced full GC.
+  const batch = options.forcedGc ? 1 : ISOLATED_BATCH;
   const details: string[] = [];
   const summary: SummaryRow[] = [];
   try {
@@ -66,6 +70,8 @@ export async function runLoopScenario(options: BenchOptions, contestants: readon
             maxTurns: MODEL_CALLS + 5,
             toolCalls: TOOL_TURNS,
             finalText: DEFAULT_FINAL_TEXT,
+            batch,
+            forcedGc: options.forcedGc,
           });
           workers.push(worker);
           entrants.push(worker);
@@ -77,15 +83,14 @@ export async function runLoopScenario(options: BenchOptions, contestants: readon
       } finally {
         await Promise.all(workers.map((worker) => worker.close()));
       }
+      // A sample is one conversation (shared process) or a batch of them (a worker).
+      const calls = MODEL_CALLS * (options.sharedProcess ? 1 : batch);
       const stats = new Map(
-        [...samples].map(([name, list]) => [
-          name,
-          { wall: spread(list.map((sample) => sample.wallMs / MODEL_CALLS)), cpu: spread(list.map((sample) => sample.cpuMs / MODEL_CALLS)) },
-        ]),
+        [...samples].map(([name, list]) => [name, { wall: spread(list.map((sample) => sample.wallMs / calls)), cpu: spread(list.map((sample) => sample.cpuMs / calls)) }]),
       );
       const floor = stats.get("raw-fetch")!;
       details.push(
-        `### ${mode}: ${TOOL_TURNS} tool turns + final answer, per model call (${repetitions} runs, median (min–max))\n\n` +
+        `### ${mode}: ${TOOL_TURNS} tool turns + final answer, per model call (${repetitions} samples${options.sharedProcess || batch === 1 ? "" : ` of ${batch} conversations`}${options.forcedGc || options.sharedProcess ? ", each after a forced GC" : ""}, median (min–max))\n\n` +
           markdownTable(
             ["contestant", "wall ms / call", "CPU ms / call", "wall × floor", "CPU × floor", "CPU over floor ms"],
             contestants.map((contestant) => {
@@ -130,7 +135,7 @@ export async function runLoopScenario(options: BenchOptions, contestants: readon
     details,
     summary,
     notes: [
-      "Each run: 10 model calls that ask for one `lookup` call each, then the final answer (11 model calls); times are divided by 11.",
+      "Each conversation: 10 model calls that ask for one `lookup` call each, then the final answer (11 model calls). A sample is 5 conversations back to back in the contestant's own process (no forced GC: its own collections are part of its cost); times are divided by the model calls. With `--shared-process` or `--forced-gc` (the earlier method) a sample is one conversation after a forced full GC.",
       "CPU is this process only (the mock provider runs in a child process); wall includes the mock's time on localhost.",
     ],
   };
