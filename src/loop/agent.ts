@@ -264,7 +264,7 @@ export class Agent {
       sessionId: options.sessionId,
       timestamp: Date.now(),
     });
-    const history = this.config.memory && options.sessionId ? await loadHistory(this.config.memory, options.sessionId, control) : [];
+    const history = this.config.memory && options.sessionId && !options.newSession ? await loadHistory(this.config.memory, options.sessionId, control) : [];
     // Aborted while the store loaded: the run ends now, with nothing of the history in it.
     if (history === undefined) return { state: "ABORTED", reason: abortReason(control.signal) };
     if (this.config.instructions) messages.push({ role: "system", content: this.config.instructions });

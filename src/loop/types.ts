@@ -125,6 +125,12 @@ export interface RunOptions {
   /** Conversation to continue (after the system prompt). Appended to what memory loads. */
   history?: Message[];
   sessionId?: string;
+  /**
+   * The session is new (its id was just made): memory's `loadHistory` is not asked, the run still
+   * records its events. Saves a store read per run for callers that make the ids (the server does
+   * for a request without a session).
+   */
+  newSession?: boolean;
   /** Set by sub-agent tools: depth in the delegation chain and the agents above. */
   depth?: number;
   agentPath?: readonly string[];

@@ -212,6 +212,8 @@ export async function createAgentServer(options: AgentServerOptions = {}): Promi
     input: string;
     sessionId: string;
     history?: Message[];
+    /** The server made the session id for this request: there is no history to load. */
+    newSession?: boolean;
     delegated?: boolean;
     /** The request's one controller: the client leaving aborts it, and so does the shutdown. */
     controller: RequestController;
@@ -246,7 +248,7 @@ export async function createAgentServer(options: AgentServerOptions = {}): Promi
         .append(request.sessionId, [{ event_type: "task_delegation_received", content: request.input, metadata: { source: "task-delegation" } }])
         .catch((error: unknown) => log(`[${settings.name}] could not record task_delegation_received in ${request.sessionId}: ${(error as Error).message}`));
     }
-    const run = built.agent.run(request.input, { sessionId: request.sessionId, history: request.history, onEvent: request.onEvent });
+    const run = built.agent.run(request.input, { sessionId: request.sessionId, newSession: request.newSession, history: request.history, onEvent: request.onEvent });
     // The run's own controller is the request's only one: a disconnect or the shutdown aborts the run.
     request.controller.attach(run);
     const result = await run;
@@ -361,7 +363,16 @@ export async function createAgentServer(options: AgentServerOptions = {}): Promi
   }
 
   const runChat = (chat: PreparedChat, controller: RequestController, onEvent?: (event: LoopEvent) => void) =>
-    runAgent({ input: chat.request.input, sessionId: chat.sessionId, history: chat.history, delegated: chat.request.delegated, controller, onEvent });
+    runAgent({
+      input: chat.request.input,
+      sessionId: chat.sessionId,
+      // An id this server just made names an empty session (a delegation records its task first).
+      newSession: chat.request.sessionId === undefined && !chat.request.delegated,
+      history: chat.history,
+      delegated: chat.request.delegated,
+      controller,
+      onEvent,
+    });
 
   /** The non-streamed answer; a failed or aborted run throws its `HttpError`. */
   function completionBody(result: RunResult, chat: PreparedChat) {

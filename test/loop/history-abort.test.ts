@@ -101,3 +101,26 @@ test("a slow load that finishes before any abort is used as before; a failing lo
   assert.equal(failed.state, "FAILED");
   assert.match(failed.reason, /database is down/);
 });
+
+test("newSession: the store is not asked for history, the run still records its events; without it the history is loaded", async () => {
+  const { memory, events, loads } = slowMemory();
+  const model = new ScriptedModel(["fresh answer", "second answer"]);
+  const agent = new Agent({ model, memory });
+  const result = await agent.run("first", { sessionId: "new-1", newSession: true });
+  assert.equal(result.state, "COMPLETED");
+  assert.equal(loads.length, 0, "no history load for a new session");
+  assert.deepEqual(
+    model.requests[0].messages.map((message) => message.role),
+    ["user"],
+  );
+  assert.ok(events.some((event) => event.type === "run-end"), "the run's events reached memory");
+  // The same session again, not new: the loop asks the store first.
+  const again = agent.run("second", { sessionId: "new-1" });
+  while (loads.length === 0) await new Promise((resolve) => setImmediate(resolve));
+  loads[0].resolve(earlier);
+  assert.equal((await again).state, "COMPLETED");
+  assert.deepEqual(
+    model.requests.at(-1)?.messages.map((message) => message.role),
+    ["user", "assistant", "user"],
+  );
+});
