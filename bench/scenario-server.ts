@@ -164,7 +164,7 @@ export async function runServerScenario(options: BenchOptions): Promise<Scenario
   const rounds = new Map<string, Round[]>(servers.map((server) => [server.name, []]));
   const idleRss = new Map<string, number>();
   const perClient = options.quick ? 2 : 4;
-  const measuredRounds = options.quick ? 1 : 5;
+  const measuredRounds = options.quick ? 1 : 7;
   const warmUpRounds = options.quick ? 1 : 2;
   try {
     for (const server of servers) {
