@@ -65,26 +65,29 @@ export class Run implements AsyncIterable<LoopEvent>, PromiseLike<RunResult> {
     this.id = id;
     this.onEvent = onEvent;
     // Removed when the run ends: one caller signal may serve many runs.
-    const disposeSignal = onAbort(signal, () => this.abortRun(signal?.reason));
-    const control = this.control();
-    // Started on the next microtask so callers can attach iterators first; never rejects.
-    this.result = Promise.resolve()
-      .then(() => execute(control))
-      .catch((error: unknown) => {
-        // The loop reported its end already (a wrapper failed after it): that result stands.
-        if (this.ending) return this.ending.result;
-        // Last resort (the loop catches its own errors): still end the event stream with run-end.
-        const result = fail(error);
-        this.currentState = result.state;
-        this.log.push({ type: "error", runId: id, error: result.error!, fatal: true });
-        this.log.push({ type: "run-end", runId: id, state: result.state, reason: result.reason, result });
-        return result;
-      })
-      .finally(() => {
-        disposeSignal();
-        this.finished = true;
-        this.notify();
-      });
+    const disposeSignal = signal ? onAbort(signal, () => this.abortRun(signal.reason)) : undefined;
+    this.result = this.start(execute, fail, disposeSignal);
+  }
+
+  /** Runs the loop, started on the next microtask so callers can attach iterators first; never rejects. */
+  private async start(execute: (control: RunControl) => Promise<RunResult>, fail: (error: unknown) => RunResult, disposeSignal?: () => void): Promise<RunResult> {
+    try {
+      await undefined;
+      return await execute(this.control());
+    } catch (error) {
+      // The loop reported its end already (a wrapper failed after it): that result stands.
+      if (this.ending) return this.ending.result;
+      // Last resort (the loop catches its own errors): still end the event stream with run-end.
+      const result = fail(error);
+      this.currentState = result.state;
+      this.log.push({ type: "error", runId: this.id, error: result.error!, fatal: true });
+      this.log.push({ type: "run-end", runId: this.id, state: result.state, reason: result.reason, result });
+      return result;
+    } finally {
+      disposeSignal?.();
+      this.finished = true;
+      this.notify();
+    }
   }
 
   get state(): RunState {

@@ -198,7 +198,8 @@ export async function createAgentServer(options: AgentServerOptions = {}): Promi
   /** Tracks a request so shutdown can wait for it. */
   function track<T>(work: Promise<T>): Promise<T> {
     active.add(work);
-    void work.finally(() => active.delete(work)).catch(() => {});
+    const settled = () => void active.delete(work);
+    void work.then(settled, settled);
     return work;
   }
 
@@ -222,39 +223,37 @@ export async function createAgentServer(options: AgentServerOptions = {}): Promi
 
   /** Runs the agent for one input, after earlier requests on the same session finished. */
   function runAgent(request: RunRequest): Promise<RunResult> {
-    return sessions.run(request.sessionId, async () => {
-      const built = await agentOrFail();
-      const { controller } = request;
-      // Shutdown aborts the controllers in `running`: Node 20 never prunes AbortSignal.any's
-      // dependants, and a listener per request on the shutdown signal costs as much.
-      if (shutdown.signal.aborted) controller.abort(shutdown.signal.reason);
-      running.add(controller);
-      let release: (() => Promise<void>) | undefined;
-      try {
-        // Replicas sharing a PostgreSQL store take turns on a session too (the queue covers this process).
-        release = memory.handle ? await memory.store.lockSession?.(request.sessionId, controller.signal) : undefined;
-        return await runInSession(built, request);
-      } finally {
-        running.delete(controller);
-        await release?.();
-      }
-    });
+    return sessions.run(request.sessionId, () => runInSession(request));
   }
 
-  /** One run, the session to itself. */
-  async function runInSession(built: AgentRuntime, request: RunRequest): Promise<RunResult> {
-    if (request.delegated && memory.handle) {
-      await memory.store
-        .append(request.sessionId, [{ event_type: "task_delegation_received", content: request.input, metadata: { source: "task-delegation" } }])
-        .catch((error: unknown) => log(`[${settings.name}] could not record task_delegation_received in ${request.sessionId}: ${(error as Error).message}`));
+  /** One run, the session to itself (in this process, and across replicas on PostgreSQL). */
+  async function runInSession(request: RunRequest): Promise<RunResult> {
+    const built = runtime ?? (await agentOrFail());
+    const { controller } = request;
+    // Shutdown aborts the controllers in `running`: Node 20 never prunes AbortSignal.any's
+    // dependants, and a listener per request on the shutdown signal costs as much.
+    if (shutdown.signal.aborted) controller.abort(shutdown.signal.reason);
+    running.add(controller);
+    let release: (() => Promise<void>) | undefined;
+    try {
+      // Replicas sharing a PostgreSQL store take turns on a session too (the queue covers this process).
+      if (memory.handle && memory.store.lockSession) release = await memory.store.lockSession(request.sessionId, controller.signal);
+      if (request.delegated && memory.handle) {
+        await memory.store
+          .append(request.sessionId, [{ event_type: "task_delegation_received", content: request.input, metadata: { source: "task-delegation" } }])
+          .catch((error: unknown) => log(`[${settings.name}] could not record task_delegation_received in ${request.sessionId}: ${(error as Error).message}`));
+      }
+      const run = built.agent.run(request.input, { sessionId: request.sessionId, newSession: request.newSession, history: request.history, onEvent: request.onEvent });
+      // The run's own controller is the request's only one: a disconnect or the shutdown aborts the run.
+      controller.attach(run);
+      const result = await run;
+      const reason = result.state === "ABORTED" && controller.byClient ? `${result.reason} (client disconnected)` : result.reason;
+      log(`[${settings.name}] run ${result.runId} session ${request.sessionId} ${result.state}: ${reason}`);
+      return result;
+    } finally {
+      running.delete(controller);
+      if (release) await release();
     }
-    const run = built.agent.run(request.input, { sessionId: request.sessionId, newSession: request.newSession, history: request.history, onEvent: request.onEvent });
-    // The run's own controller is the request's only one: a disconnect or the shutdown aborts the run.
-    request.controller.attach(run);
-    const result = await run;
-    const reason = result.state === "ABORTED" && request.controller.byClient ? `${result.reason} (client disconnected)` : result.reason;
-    log(`[${settings.name}] run ${result.runId} session ${request.sessionId} ${result.state}: ${reason}`);
-    return result;
   }
 
   const app = new Hono();
@@ -393,37 +392,40 @@ export async function createAgentServer(options: AgentServerOptions = {}): Promi
    * chunk (or one error event), `[DONE]`, then ends the sink. Tracked for shutdown; never rejects.
    */
   function streamCompletion(sink: SseSink, chat: PreparedChat, controller: RequestController): Promise<void> {
+    return track(writeCompletion(sink, chat, controller));
+  }
+
+  async function writeCompletion(sink: SseSink, chat: PreparedChat, controller: RequestController): Promise<void> {
     const chunks = new ChatChunkEncoder(`chatcmpl-${randomUUID()}`, unixSeconds(), chat.model);
     sink.write(chunks.role());
-    const work = runChat(chat, controller, (event) => {
-      if (event.type === "text-delta") {
-        if (event.delta !== "") sink.write(chunks.content(event.delta));
-      } else if (event.type === "progress") {
-        const block = { type: "progress", step: event.step, max_steps: event.max_steps, action: event.action, target: event.target };
-        sink.write(chunks.content(JSON.stringify(block)));
-      }
-    })
-      .then((result) => {
-        if (result.state === "FAILED" || result.state === "ABORTED") {
-          // The answer did not finish: an error event instead of a finish chunk.
-          sink.write(ChatChunkEncoder.error(httpErrorOfRun(result.error ?? new AgentLoopError("aborted", result.reason)).body()));
-        } else {
-          // A limit ended the run: say so when the model gave no answer text.
-          if (result.state !== "COMPLETED" && result.text === "") sink.write(chunks.content(result.reason));
-          sink.write(chunks.finish(result.state === "COMPLETED" ? "stop" : "length"));
-          if (chat.request.includeUsage) {
-            sink.write(chunks.usage({ prompt_tokens: result.usage.inputTokens, completion_tokens: result.usage.outputTokens, total_tokens: result.usage.totalTokens }));
-          }
+    try {
+      const result = await runChat(chat, controller, (event) => {
+        if (event.type === "text-delta") {
+          if (event.delta !== "") sink.write(chunks.content(event.delta));
+        } else if (event.type === "progress") {
+          const block = { type: "progress", step: event.step, max_steps: event.max_steps, action: event.action, target: event.target };
+          sink.write(chunks.content(JSON.stringify(block)));
         }
-        sink.write(ChatChunkEncoder.done);
-      })
-      .catch((error: unknown) => {
-        const failure = error instanceof HttpError ? error : httpErrorOfRun(error);
-        sink.write(ChatChunkEncoder.error(failure.body()));
-        sink.write(ChatChunkEncoder.done);
-      })
-      .finally(() => sink.end());
-    return track(work);
+      });
+      if (result.state === "FAILED" || result.state === "ABORTED") {
+        // The answer did not finish: an error event instead of a finish chunk.
+        sink.write(ChatChunkEncoder.error(httpErrorOfRun(result.error ?? new AgentLoopError("aborted", result.reason)).body()));
+      } else {
+        // A limit ended the run: say so when the model gave no answer text.
+        if (result.state !== "COMPLETED" && result.text === "") sink.write(chunks.content(result.reason));
+        sink.write(chunks.finish(result.state === "COMPLETED" ? "stop" : "length"));
+        if (chat.request.includeUsage) {
+          sink.write(chunks.usage({ prompt_tokens: result.usage.inputTokens, completion_tokens: result.usage.outputTokens, total_tokens: result.usage.totalTokens }));
+        }
+      }
+      sink.write(ChatChunkEncoder.done);
+    } catch (error) {
+      const failure = error instanceof HttpError ? error : httpErrorOfRun(error);
+      sink.write(ChatChunkEncoder.error(failure.body()));
+      sink.write(ChatChunkEncoder.done);
+    } finally {
+      sink.end();
+    }
   }
 
   // The web-standard route (`AgentServer.fetch`, and any request not taken by `handleChatOnNode`).
@@ -469,7 +471,9 @@ export async function createAgentServer(options: AgentServerOptions = {}): Promi
       if (outgoing.destroyed) controller.disconnect();
       if (chat.request.stream) {
         outgoing.writeHead(200, sseHeaders(chat.sessionId));
-        await streamCompletion(nodeSseSink(outgoing), chat, controller);
+        // Not awaited: the stream is tracked for shutdown and never rejects, and this frame need
+        // not stay alive for the whole stream.
+        void streamCompletion(nodeSseSink(outgoing), chat, controller);
         return;
       }
       const result = await track(runChat(chat, controller));

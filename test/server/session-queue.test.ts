@@ -1,0 +1,46 @@
+// The per-session queue behind the server: one task at a time per session, sessions side by side.
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { SessionQueue } from "../../src/server/session-queue.js";
+
+const tick = () => new Promise((resolve) => setImmediate(resolve));
+
+test("a session's tasks run one after the other (a failure does not stop the next); other sessions run meanwhile; the queue empties", async () => {
+  const queue = new SessionQueue();
+  const order: string[] = [];
+  let releaseFirst!: () => void;
+  const first = queue.run("a", async () => {
+    order.push("a1 start");
+    await new Promise<void>((resolve) => {
+      releaseFirst = resolve;
+    });
+    order.push("a1 end");
+    throw new Error("first failed");
+  });
+  const second = queue.run("a", async () => {
+    order.push("a2");
+    return 2;
+  });
+  const other = queue.run("b", async () => {
+    order.push("b1");
+    return "b";
+  });
+  await tick();
+  assert.deepEqual(order, ["a1 start", "b1"], "a2 waits for a1; b1 does not");
+  assert.equal(await other, "b");
+  releaseFirst();
+  await assert.rejects(first, /first failed/);
+  assert.equal(await second, 2);
+  assert.deepEqual(order, ["a1 start", "b1", "a1 end", "a2"]);
+  await tick();
+  assert.equal(queue.size, 0);
+});
+
+test("a task that throws synchronously gives a rejected promise, and the session's next task still runs", async () => {
+  const queue = new SessionQueue();
+  const failing = queue.run("a", (() => {
+    throw new TypeError("sync failure");
+  }) as () => Promise<never>);
+  await assert.rejects(failing, /sync failure/);
+  assert.equal(await queue.run("a", async () => "next"), "next");
+});
