@@ -1,9 +1,20 @@
 // Starting the benchmark's helper processes (mock provider, servers) and reading their facts.
 import { type ChildProcess, spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 
-const CACHE = fileURLToPath(new URL("../node_modules/.cache/agentloop-bench/", import.meta.url));
+/**
+ * The bench folder. A bundled scenario (see `bundle`) runs from the cache folder, where its own
+ * URL says nothing about where the bench files are: `run-all.ts` tells it (`AGENTLOOP_BENCH_DIR`).
+ */
+const BENCH_DIR = process.env.AGENTLOOP_BENCH_DIR ?? fileURLToPath(new URL(".", import.meta.url));
+const CACHE = join(BENCH_DIR, "../node_modules/.cache/agentloop-bench/");
+
+/** The absolute path of a file of the bench folder. */
+export function benchFile(name: string): string {
+  return join(BENCH_DIR, name);
+}
 
 /**
  * Bundles a TypeScript entry point to plain JavaScript (esbuild, which tsx already brings), so
@@ -56,7 +67,7 @@ export interface ChildHandle {
  * The child must exit when its stdin closes, so it never outlives this process.
  */
 export async function startChild(entry: string, args: readonly string[] = [], env: Record<string, string> = {}): Promise<ChildHandle> {
-  const script = await bundle(fileURLToPath(new URL(entry, import.meta.url)));
+  const script = await bundle(benchFile(entry));
   const child: ChildProcess = spawn(process.execPath, [script, ...args], { stdio: ["pipe", "pipe", "inherit"], env: { ...process.env, ...env } });
   const port = await new Promise<number>((resolve, reject) => {
     let output = "";

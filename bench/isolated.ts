@@ -7,8 +7,7 @@
 // ruled out). In a process of its own each contestant runs as it would in an application.
 import { type ChildProcess, spawn } from "node:child_process";
 import { createInterface } from "node:readline";
-import { fileURLToPath } from "node:url";
-import { bundle } from "./child-process.js";
+import { benchFile, bundle } from "./child-process.js";
 import type { Entrant, Sample } from "./harness.js";
 
 /** What a worker needs to build one contestant's conversation. */
@@ -35,7 +34,7 @@ export interface IsolatedEntrant extends Entrant {
 export async function isolatedEntrant(setup: WorkerSetup): Promise<IsolatedEntrant> {
   // Plain JavaScript, as a user runs the compiled package: under tsx, our TypeScript (not the
   // peers' JavaScript) would also carry its loader's helpers (`__name` on every function made).
-  const worker = await bundle(fileURLToPath(new URL("./contestant-worker.ts", import.meta.url)));
+  const worker = await bundle(benchFile("contestant-worker.ts"));
   const child: ChildProcess = spawn(process.execPath, ["--expose-gc", worker], { stdio: ["pipe", "pipe", "inherit"] });
   const lines = createInterface({ input: child.stdout! })[Symbol.asyncIterator]();
   const exited = new Promise<never>((_resolve, reject) => child.once("exit", (code) => reject(new Error(`${setup.contestant}: worker exited (${code})`))));

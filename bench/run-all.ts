@@ -6,6 +6,7 @@
 //   npm run bench -- loop ttft             # only the scenarios whose id contains a filter
 //   npm run bench -- --update-readme       # also put the report into bench/README.md
 import { spawnSync } from "node:child_process";
+import { bundle } from "./child-process.js";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -62,7 +63,7 @@ function summaryTable(rows: readonly SummaryRow[]): string {
   );
 }
 
-function main(): number {
+async function main(): Promise<number> {
   const options = parseArguments(process.argv.slice(2));
   const selected = SCENARIOS.filter((scenario) => options.filters.length === 0 || options.filters.some((filter) => scenario.id.includes(filter)));
   const directory = mkdtempSync(join(tmpdir(), "agentloop-bench-"));
@@ -72,9 +73,13 @@ function main(): number {
   try {
     for (const scenario of selected) {
       const jsonPath = join(directory, `${scenario.id}.json`);
-      const script = fileURLToPath(new URL(scenario.file, import.meta.url));
-      const result = spawnSync(process.execPath, ["--expose-gc", "--import", "tsx", script, ...(options.quick ? ["--quick"] : []), "--json", jsonPath], {
+      // Each scenario runs as bundled JavaScript (esbuild, no TypeScript loader): agentloop is
+      // measured as the compiled package runs, like the peers' JavaScript (tsx would add its
+      // `__name` helpers to our functions only).
+      const script = await bundle(fileURLToPath(new URL(scenario.file, import.meta.url)));
+      const result = spawnSync(process.execPath, ["--expose-gc", script, ...(options.quick ? ["--quick"] : []), "--json", jsonPath], {
         stdio: "inherit",
+        env: { ...process.env, AGENTLOOP_BENCH_DIR: fileURLToPath(new URL(".", import.meta.url)) },
       });
       if (result.status !== 0) {
         failures.push(`${scenario.id} (exit ${result.status ?? result.signal})`);
@@ -124,4 +129,4 @@ function main(): number {
   return failures.length > 0 ? 1 : 0;
 }
 
-process.exitCode = main();
+process.exitCode = await main();
