@@ -139,7 +139,7 @@ export class ScriptedModel implements Model {
   }
 
   /** The next script entry as the events of one response (the stream's first `next()` takes it). */
-  takeResponse(request: ModelRequest): ScriptedStep[] {
+  takeResponse(request: ModelRequest): Array<ScriptedStep | ScriptedChunks> {
     this.requests.push(request);
     // Bounded: a long-lived scripted model (a server on DEBUG_MOCK_RESPONSES) must not grow forever.
     // shift(), not splice(0, n): V8 moves the start of the array for a shift (~0.05 µs) but
@@ -147,7 +147,7 @@ export class ScriptedModel implements Model {
     while (this.requests.length > MAX_RECORDED_REQUESTS) this.requests.shift();
     const { content, toolCalls, chunks } = this.entry(this.cursor < this.entries.length ? this.cursor++ : this.entries.length);
     const paced = (this.options.chunkDelayMs ?? 0) > 0;
-    const steps: ScriptedStep[] = [{ event: { type: "response-start", model: this.modelId }, paced: false, checkAbort: false }];
+    const steps: Array<ScriptedStep | ScriptedChunks> = [{ event: { type: "response-start", model: this.modelId }, paced: false, checkAbort: false }];
     let output = "";
     // Tool calls are announced first, as OpenAI-style streams do, so the turn is known to be a
     // tool turn from its first chunk; the entry's content is then commentary.
@@ -159,10 +159,9 @@ export class ScriptedModel implements Model {
     for (const call of calls) steps.push({ event: { type: "tool-call-start", id: call.id, name: call.name }, paced: false, checkAbort: false });
     if (content) {
       steps.push({ event: { type: "text-start", id: "text-0" }, paced: false, checkAbort: false });
-      for (const chunk of chunks) {
-        output += chunk;
-        steps.push({ event: { type: "text-delta", id: "text-0", delta: chunk }, paced, checkAbort: true });
-      }
+      // The deltas are made as they are reached: a long answer keeps no event per chunk alive.
+      output += content;
+      if (chunks.length > 0) steps.push({ chunks, paced });
       steps.push({ event: { type: "text-end", id: "text-0" }, paced: false, checkAbort: false });
     }
     for (const call of calls) {
@@ -179,7 +178,8 @@ export class ScriptedModel implements Model {
       checkAbort: false,
     });
     // The stream checks the signal once after response-start, before anything else.
-    if (steps.length > 1) steps[1].checkAbort = true;
+    // (Never a chunks step: text-start, a tool-call-start or usage comes first.)
+    if (steps.length > 1) (steps[1] as ScriptedStep).checkAbort = true;
     return steps;
   }
 
@@ -196,6 +196,12 @@ interface ScriptedStep {
   checkAbort: boolean;
 }
 
+/** The text deltas of a response, one `text-delta` step per chunk (each checks the abort). */
+interface ScriptedChunks {
+  chunks: readonly string[];
+  paced: boolean;
+}
+
 const DONE: IteratorReturnResult<undefined> = Object.freeze({ done: true, value: undefined });
 
 /**
@@ -205,8 +211,10 @@ const DONE: IteratorReturnResult<undefined> = Object.freeze({ done: true, value:
  * wait short and ends the stream with an `aborted` error event; `return()` ends it at once.
  */
 class ScriptedStream implements AsyncIterableIterator<ModelEvent> {
-  private steps?: ScriptedStep[];
+  private steps?: Array<ScriptedStep | ScriptedChunks>;
   private index = 0;
+  /** The next chunk of the `ScriptedChunks` step at `index`. */
+  private chunk = 0;
   private finished = false;
   private started = 0;
   private due = 0;
@@ -234,7 +242,7 @@ class ScriptedStream implements AsyncIterableIterator<ModelEvent> {
       // One abort listener per stream, not one per chunk: it cuts the current wait short.
       if (this.model.chunkDelayMs > 0) this.unlink = onAbort(this.request.signal, () => this.wake());
     }
-    const step = this.steps[this.index++];
+    const step = this.nextStep();
     if (step.paced) this.due += this.model.chunkDelayMs;
     // Already aborted: no wait for the deadline.
     if (!step.paced || this.request.signal?.aborted) return Promise.resolve(this.result(step));
@@ -250,6 +258,20 @@ class ScriptedStream implements AsyncIterableIterator<ModelEvent> {
   return(): Promise<IteratorResult<ModelEvent>> {
     this.end();
     return Promise.resolve(DONE);
+  }
+
+  private nextStep(): ScriptedStep {
+    const step = this.steps![this.index];
+    if (!("chunks" in step)) {
+      this.index++;
+      return step;
+    }
+    const delta = step.chunks[this.chunk++];
+    if (this.chunk === step.chunks.length) {
+      this.index++;
+      this.chunk = 0;
+    }
+    return { event: { type: "text-delta", id: "text-0", delta }, paced: step.paced, checkAbort: true };
   }
 
   private readonly onDue = (): void => {
