@@ -327,6 +327,7 @@ export async function createAgentServer(options: AgentServerOptions = {}): Promi
   );
 
   app.get("/memory/sessions", async (c) => {
+    await recorded();
     // KAOS lists session ids (least recently updated first); `agentloop sessions` shows the details.
     const ids = (await memory.store.listSessions()).map((session) => session.session_id);
     return c.json({ agent: settings.name, sessions: ids, total: ids.length });
@@ -341,8 +342,9 @@ export async function createAgentServer(options: AgentServerOptions = {}): Promi
       limit = Math.min(Number(limitParam), 1000);
     }
     let sessionId: string | undefined;
-    if (sessionParam !== undefined && sessionParam !== "") {
-      sessionId = validSessionId(sessionParam, "session_id");
+    if (sessionParam !== undefined && sessionParam !== "") sessionId = validSessionId(sessionParam, "session_id");
+    await recorded(sessionId);
+    if (sessionId !== undefined) {
       if (!(await memory.store.getSession(sessionId))) throw notFound(`session "${sessionId}" not found`, "session_not_found", "session_id");
     }
     const stored = sessionId ? await memory.store.events(sessionId, { limit }) : await memory.store.latestEvents({ limit });
@@ -395,18 +397,38 @@ export async function createAgentServer(options: AgentServerOptions = {}): Promi
     return track(writeCompletion(sink, chat, controller));
   }
 
+  /**
+   * Runs whose stream already ended (at `run-end`) while their memory writes still go on, by
+   * session: the memory endpoints wait for them, so a client that reads right after its stream
+   * ended sees everything the run recorded.
+   */
+  const recording = new Map<string, Set<Promise<unknown>>>();
+
+  function recordingUntil(sessionId: string, work: Promise<unknown>): void {
+    let runs = recording.get(sessionId);
+    if (!runs) recording.set(sessionId, (runs = new Set()));
+    runs.add(work);
+    const settled = () => {
+      runs.delete(work);
+      if (runs.size === 0 && recording.get(sessionId) === runs) recording.delete(sessionId);
+    };
+    void work.then(settled, settled);
+  }
+
+  /** Settles when the runs that ended in `sessionId` (in every session without one) finished recording. */
+  async function recorded(sessionId?: string): Promise<void> {
+    const runs = sessionId === undefined ? [...recording.values()].flatMap((set) => [...set]) : [...(recording.get(sessionId) ?? [])];
+    if (runs.length > 0) await Promise.allSettled(runs);
+  }
+
   async function writeCompletion(sink: SseSink, chat: PreparedChat, controller: RequestController): Promise<void> {
     const chunks = new ChatChunkEncoder(`chatcmpl-${randomUUID()}`, unixSeconds(), chat.model);
     sink.write(chunks.role());
-    try {
-      const result = await runChat(chat, controller, (event) => {
-        if (event.type === "text-delta") {
-          if (event.delta !== "") sink.write(chunks.content(event.delta));
-        } else if (event.type === "progress") {
-          const block = { type: "progress", step: event.step, max_steps: event.max_steps, action: event.action, target: event.target };
-          sink.write(chunks.content(JSON.stringify(block)));
-        }
-      });
+    let ended = false;
+    /** The stream's end: at the run's `run-end`, not after its memory writes (a SQL store's take a while). */
+    const finish = (result: RunResult) => {
+      if (ended) return;
+      ended = true;
       if (result.state === "FAILED" || result.state === "ABORTED") {
         // The answer did not finish: an error event instead of a finish chunk.
         sink.write(ChatChunkEncoder.error(httpErrorOfRun(result.error ?? new AgentLoopError("aborted", result.reason)).body()));
@@ -419,12 +441,31 @@ export async function createAgentServer(options: AgentServerOptions = {}): Promi
         }
       }
       sink.write(ChatChunkEncoder.done);
-    } catch (error) {
-      const failure = error instanceof HttpError ? error : httpErrorOfRun(error);
-      sink.write(ChatChunkEncoder.error(failure.body()));
-      sink.write(ChatChunkEncoder.done);
-    } finally {
       sink.end();
+    };
+    let work: Promise<RunResult> | undefined;
+    try {
+      work = runChat(chat, controller, (event) => {
+        if (event.type === "text-delta") {
+          if (event.delta !== "") sink.write(chunks.content(event.delta));
+        } else if (event.type === "progress") {
+          const block = { type: "progress", step: event.step, max_steps: event.max_steps, action: event.action, target: event.target };
+          sink.write(chunks.content(JSON.stringify(block)));
+        } else if (event.type === "run-end") {
+          finish(event.result);
+          if (work) recordingUntil(chat.sessionId, work);
+        }
+      });
+      // Normally ended at run-end already; this covers a run that ended without one.
+      finish(await work);
+    } catch (error) {
+      if (!ended) {
+        ended = true;
+        const failure = error instanceof HttpError ? error : httpErrorOfRun(error);
+        sink.write(ChatChunkEncoder.error(failure.body()));
+        sink.write(ChatChunkEncoder.done);
+        sink.end();
+      }
     }
   }
 
