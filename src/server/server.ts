@@ -453,7 +453,8 @@ export async function createAgentServer(options: AgentServerOptions = {}): Promi
           sink.write(chunks.content(JSON.stringify(block)));
         } else if (event.type === "run-end") {
           finish(event.result);
-          if (work) recordingUntil(chat.sessionId, work);
+          // Memory off: nothing is written after the run's end.
+          if (work && memory.handle) recordingUntil(chat.sessionId, work);
         }
       });
       // Normally ended at run-end already; this covers a run that ended without one.
