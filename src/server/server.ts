@@ -425,23 +425,27 @@ export async function createAgentServer(options: AgentServerOptions = {}): Promi
     const chunks = new ChatChunkEncoder(`chatcmpl-${randomUUID()}`, unixSeconds(), chat.model);
     sink.write(chunks.role());
     let ended = false;
-    /** The stream's end: at the run's `run-end`, not after its memory writes (a SQL store's take a while). */
-    const finish = (result: RunResult) => {
+    /** Writes the closing events and `[DONE]`, and ends the stream: once, at the run's `run-end` (not after its memory writes: a SQL store's take a while). */
+    const end = (closing: readonly string[]) => {
       if (ended) return;
       ended = true;
-      if (result.state === "FAILED" || result.state === "ABORTED") {
-        // The answer did not finish: an error event instead of a finish chunk.
-        sink.write(ChatChunkEncoder.error(httpErrorOfRun(result.error ?? new AgentLoopError("aborted", result.reason)).body()));
-      } else {
-        // A limit ended the run: say so when the model gave no answer text.
-        if (result.state !== "COMPLETED" && result.text === "") sink.write(chunks.content(result.reason));
-        sink.write(chunks.finish(result.state === "COMPLETED" ? "stop" : "length"));
-        if (chat.request.includeUsage) {
-          sink.write(chunks.usage({ prompt_tokens: result.usage.inputTokens, completion_tokens: result.usage.outputTokens, total_tokens: result.usage.totalTokens }));
-        }
-      }
+      for (const line of closing) sink.write(line);
       sink.write(ChatChunkEncoder.done);
       sink.end();
+    };
+    const closingOf = (result: RunResult): string[] => {
+      // The answer did not finish: an error event instead of a finish chunk.
+      if (result.state === "FAILED" || result.state === "ABORTED") {
+        return [ChatChunkEncoder.error(httpErrorOfRun(result.error ?? new AgentLoopError("aborted", result.reason)).body())];
+      }
+      const closing: string[] = [];
+      // A limit ended the run: say so when the model gave no answer text.
+      if (result.state !== "COMPLETED" && result.text === "") closing.push(chunks.content(result.reason));
+      closing.push(chunks.finish(result.state === "COMPLETED" ? "stop" : "length"));
+      if (chat.request.includeUsage) {
+        closing.push(chunks.usage({ prompt_tokens: result.usage.inputTokens, completion_tokens: result.usage.outputTokens, total_tokens: result.usage.totalTokens }));
+      }
+      return closing;
     };
     let work: Promise<RunResult> | undefined;
     try {
@@ -452,21 +456,16 @@ export async function createAgentServer(options: AgentServerOptions = {}): Promi
           const block = { type: "progress", step: event.step, max_steps: event.max_steps, action: event.action, target: event.target };
           sink.write(chunks.content(JSON.stringify(block)));
         } else if (event.type === "run-end") {
-          finish(event.result);
+          end(closingOf(event.result));
           // Memory off: nothing is written after the run's end.
           if (work && memory.handle) recordingUntil(chat.sessionId, work);
         }
       });
       // Normally ended at run-end already; this covers a run that ended without one.
-      finish(await work);
+      const result = await work;
+      if (!ended) end(closingOf(result));
     } catch (error) {
-      if (!ended) {
-        ended = true;
-        const failure = error instanceof HttpError ? error : httpErrorOfRun(error);
-        sink.write(ChatChunkEncoder.error(failure.body()));
-        sink.write(ChatChunkEncoder.done);
-        sink.end();
-      }
+      end([ChatChunkEncoder.error((error instanceof HttpError ? error : httpErrorOfRun(error)).body())]);
     }
   }
 

@@ -25,16 +25,21 @@ function gatedStore() {
   return { store, open, waiting: () => waiting };
 }
 
+/** One streamed chat in `session`; resolves with the whole SSE body. */
+async function streamChat(url: string, session: string, content: string): Promise<string> {
+  const response = await fetch(`${url}/v1/chat/completions`, {
+    method: "POST",
+    headers: { "content-type": "application/json", "x-session-id": session },
+    body: JSON.stringify({ model: "agent", stream: true, messages: [{ role: "user", content }] }),
+  });
+  return response.text();
+}
+
 test("the SSE stream ends at run-end while the store still writes; /memory/events then waits for the writes", async () => {
   const { store, open, waiting } = gatedStore();
   const test = await startTestServer({ DEBUG_MOCK_RESPONSES: script("All done.") }, { memory: store });
   try {
-    const response = await fetch(`${test.url}/v1/chat/completions`, {
-      method: "POST",
-      headers: { "content-type": "application/json", "x-session-id": "gated" },
-      body: JSON.stringify({ model: "agent", stream: true, messages: [{ role: "user", content: "finish up" }] }),
-    });
-    const body = await response.text();
+    const body = await streamChat(test.url, "gated", "finish up");
     assert.match(body, /"finish_reason":"stop"/);
     assert.ok(body.trimEnd().endsWith("data: [DONE]"));
     assert.equal(waiting(), 1, "the answer's write is still waiting on the store when the stream ended");
@@ -61,13 +66,8 @@ test("a read of another session is not held by one session's pending writes", as
   const { store, open } = gatedStore();
   const test = await startTestServer({ DEBUG_MOCK_RESPONSES: script("x") }, { memory: store });
   try {
-    // No run at all in this session yet, another one's writes are gated: the read is not held.
-    const response = await fetch(`${test.url}/v1/chat/completions`, {
-      method: "POST",
-      headers: { "content-type": "application/json", "x-session-id": "other" },
-      body: JSON.stringify({ model: "agent", stream: true, messages: [{ role: "user", content: "go" }] }),
-    });
-    await response.text();
+    // Session "other" has writes waiting at the gate; a read of another session is not held by them.
+    await streamChat(test.url, "other", "go");
     const started = performance.now();
     const result = await fetch(`${test.url}/memory/events?session_id=other-missing`);
     assert.equal(result.status, 404);
