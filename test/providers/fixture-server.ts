@@ -6,8 +6,8 @@ import { readFileSync } from "node:fs";
 import { type IncomingMessage, type ServerResponse, createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 
-/** The recorded streams, beside the repository (`../shared` in CI). */
-export const fixturesRoot = new URL("../../../shared/fixtures/provider-streams/", import.meta.url);
+/** The recorded provider streams, copied into the repository (see test/fixtures/provider-streams/README.md). */
+export const fixturesRoot = new URL("../fixtures/provider-streams/", import.meta.url);
 
 export type FixtureFolder = "openai-chat" | "openai-responses" | "anthropic-messages";
 

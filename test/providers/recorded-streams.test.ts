@@ -1,4 +1,4 @@
-// Replays the recorded real provider streams (../shared/fixtures/provider-streams) from a local
+// Replays the recorded real provider streams (test/fixtures/provider-streams) from a local
 // HTTP server through the official SDK adapters and checks the normalized events.
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
