@@ -1,6 +1,6 @@
 /** KAOS's memory endpoints: `GET /memory/sessions` and `GET /memory/events`. */
 import { Hono } from "hono";
-import { validSessionId } from "../chat-request.js";
+import { validSessionId } from "../session-id.js";
 import type { ServerContext } from "../context.js";
 import { badRequest, notFound } from "../http-errors.js";
 import { eventView } from "../memory.js";
