@@ -17,7 +17,8 @@ export interface ReadyStatus {
   status: "ready" | "starting" | "degraded" | "failed";
   name: string;
   timestamp: number;
-  unavailable?: UnavailableDependency[];
+  /** What is down: MCP servers and peers that did not answer, and the memory store once a write failed. */
+  unavailable?: Array<UnavailableDependency | { kind: "memory"; name: string; reason: string }>;
   error?: string;
 }
 

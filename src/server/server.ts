@@ -125,6 +125,13 @@ export async function createAgentServer(options: AgentServerOptions = {}): Promi
     },
   );
 
+  /** The readiness, degraded while the memory store's last writes failed. */
+  const currentReadyStatus = (): ReadyStatus => {
+    if (runs.storeFailure === undefined || readyStatus.status === "failed" || readyStatus.status === "starting") return readyStatus;
+    const down = { kind: "memory" as const, name: memory.store.kind, reason: `a write failed: ${runs.storeFailure}` };
+    return { ...readyStatus, status: "degraded", unavailable: [...(readyStatus.unavailable ?? []), down] };
+  };
+
   const context: ServerContext = {
     settings,
     log,
@@ -135,7 +142,7 @@ export async function createAgentServer(options: AgentServerOptions = {}): Promi
       return draining;
     },
     get readyStatus() {
-      return readyStatus;
+      return currentReadyStatus();
     },
     connecting,
     card: () =>
@@ -169,7 +176,7 @@ export async function createAgentServer(options: AgentServerOptions = {}): Promi
     },
     ready: async () => {
       await connecting;
-      return readyStatus;
+      return currentReadyStatus();
     },
     listen(port = options.port ?? settings.port, host = options.host ?? "0.0.0.0") {
       if (server) return Promise.reject(new Error("the server is already listening"));
