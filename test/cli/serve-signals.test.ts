@@ -79,7 +79,7 @@ describe("agentloop serve: a second SIGTERM during the drain", () => {
             events.map((event) => event.event_type),
             ["run_started", "user_message", "delegation_request", "delegation_response", "run_ended"],
           );
-          assert.equal((events.at(-1)?.content as { state: string }).state, "ABORTED");
+          assert.equal((events[events.length - 1].content as { state: string }).state, "ABORTED");
         } finally {
           await store.close();
         }
