@@ -199,8 +199,10 @@ export function chatCompletionRoutes(server: ServerContext): ChatCompletionRoute
       sendNodeJson(outgoing, 200, completionBody(result, chat), headers);
     } catch (error) {
       const failure = server.httpErrorOfRequest(error, "POST", CHAT_PATH);
-      // Over the limit mid-body: the rest is not read, so the connection cannot be reused.
-      sendNodeJson(outgoing, failure.status, failure.body(), failure.status === 413 ? { ...headers, connection: "close" } : headers);
+      // Over the limit (413): answered at once, and the connection stays open while node reads and
+      // discards the rest of the body (bounded by the server's request timeout). Closing it on the
+      // unread body would make the kernel reset it, and the client would lose the 413.
+      sendNodeJson(outgoing, failure.status, failure.body(), headers);
     }
   }
 
