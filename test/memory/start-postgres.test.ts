@@ -33,7 +33,7 @@ describe("scripts/start-postgres.sh", () => {
   it("three callers at once on a fresh port: one server starts, all three print its URL, and it works", async () => {
     const port = await freePort();
     const dir = `/tmp/agentloop-pg-${port}`;
-    const env = { ...process.env, AGENTLOOP_PG_PORT: String(port) };
+    const env: NodeJS.ProcessEnv = { ...process.env, AGENTLOOP_PG_PORT: String(port) };
     delete env.AGENTLOOP_PG_DIR;
     try {
       const results = await Promise.allSettled([1, 2, 3].map(() => run("bash", [script], { env, encoding: "utf8" })));
