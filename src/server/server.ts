@@ -625,16 +625,22 @@ export async function createAgentServer(options: AgentServerOptions = {}): Promi
 
 /**
  * Creates the server and listens on `AGENT_PORT` (or `options.port`). With `handleSignals`,
- * SIGTERM and SIGINT shut it down gracefully and then exit the process.
+ * SIGTERM and SIGINT shut it down gracefully, run `beforeExit` (the CLI flushes its traces there)
+ * and then exit the process.
  */
-export async function startAgentServer(options: AgentServerOptions & { handleSignals?: boolean } = {}): Promise<AgentServer> {
+export async function startAgentServer(
+  options: AgentServerOptions & { handleSignals?: boolean; beforeExit?: () => Promise<void> } = {},
+): Promise<AgentServer> {
   const server = await createAgentServer(options);
   await server.listen();
   if (options.handleSignals) {
     const stop = (signal: NodeJS.Signals) => {
       (options.log ?? ((line: string) => process.stderr.write(`${line}\n`)))(`[${server.settings.name}] ${signal} received: shutting down`);
       server.close().then(
-        () => process.exit(0),
+        async () => {
+          await options.beforeExit?.().catch(() => undefined);
+          process.exit(0);
+        },
         () => process.exit(1),
       );
     };
