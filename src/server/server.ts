@@ -260,11 +260,14 @@ const signalExitCode = (signal: NodeJS.Signals) => (signal === "SIGINT" ? 130 : 
 
 /**
  * Creates the server and listens on `AGENT_PORT` (or `options.port`). With `handleSignals`,
- * SIGTERM and SIGINT shut it down gracefully and then exit the process (0). A second signal during
- * the drain aborts the runs still going (each records its `run_ended` ABORTED and its stream gets an
- * error chunk and `[DONE]`), then exits 143 (SIGTERM) or 130 (SIGINT); a third exits at once.
+ * SIGTERM and SIGINT shut it down gracefully, run `beforeExit` (the CLI flushes its traces there)
+ * and then exit the process (0). A second signal during the drain aborts the runs still going (each
+ * records its `run_ended` ABORTED and its stream gets an error chunk and `[DONE]`), then exits 143
+ * (SIGTERM) or 130 (SIGINT); a third exits at once.
  */
-export async function startAgentServer(options: AgentServerOptions & { handleSignals?: boolean } = {}): Promise<AgentServer> {
+export async function startAgentServer(
+  options: AgentServerOptions & { handleSignals?: boolean; beforeExit?: () => Promise<void> } = {},
+): Promise<AgentServer> {
   const server = await createAgentServer(options);
   await server.listen();
   if (options.handleSignals) {
@@ -277,7 +280,10 @@ export async function startAgentServer(options: AgentServerOptions & { handleSig
       if (received === 1) {
         log(`[${server.settings.name}] ${signal} received: shutting down`);
         server.close().then(
-          () => process.exit(cut ? signalExitCode(cut) : 0),
+          async () => {
+            await options.beforeExit?.().catch(() => undefined);
+            process.exit(cut ? signalExitCode(cut) : 0);
+          },
           () => process.exit(1),
         );
       } else if (received === 2) {
