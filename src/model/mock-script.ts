@@ -78,7 +78,10 @@ export function jsonErrorOffset(text: string): number {
         } else fail();
       }
     }
-    if (char === '"') return string();
+    if (char === '"') {
+      string();
+      return;
+    }
     LITERAL.lastIndex = index;
     if (!LITERAL.test(text)) fail();
     index = LITERAL.lastIndex;
