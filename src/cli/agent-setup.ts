@@ -96,7 +96,7 @@ export function takeOverMockScript(settings: AgentSettings): void {
 
 /** The one line `run` and `chat` print when nothing names a model. */
 export const NO_MODEL_MESSAGE =
-  "no model configured: pass --model provider:model (e.g. openai:gpt-4.1), set MODEL_API_URL and MODEL_NAME, or script one with --mock '[\"Hello!\"]' (the hotel demo: agentloop demo hotel)";
+  "model: no model configured; pass --model provider:model (e.g. openai:gpt-4.1), set MODEL_API_URL and MODEL_NAME, or script one with --mock '[\"Hello!\"]' (the hotel demo: agentloop demo hotel)";
 
 /** Splits a command line into words, honouring single and double quotes. */
 export function splitCommandLine(line: string): string[] {
@@ -205,7 +205,9 @@ export async function setupCliAgent(options: AgentCliOptions, setup: SetupOption
   const missing = setup.requireMcp ? runtime.unavailable.filter((item) => item.kind === "mcp") : [];
   if (missing.length > 0) {
     await close();
-    throw new AgentLoopError("configuration", missing.map((item) => `MCP server "${item.name}" is unavailable: ${item.reason}`).join("; "));
+    // The toolset's reason already names the server ("MCP server "x" (stdio: cmd): could not connect: ...").
+    const describe = (item: (typeof missing)[number]) => (item.reason.startsWith(`MCP server "${item.name}"`) ? item.reason : `MCP server "${item.name}": ${item.reason}`);
+    throw new AgentLoopError("configuration", missing.map(describe).join("; "));
   }
   return { runtime, settings, sessionId, store, memory, close };
 }
