@@ -94,6 +94,9 @@ export function takeOverMockScript(settings: AgentSettings): void {
   if (settings.mockResponses !== undefined) delete process.env.DEBUG_MOCK_RESPONSES;
 }
 
+/** How long `run`, `chat` and `serve` wait for an MCP server or peer agent that is still starting. */
+export const MCP_START_TIMEOUT_MS = 60_000;
+
 /** The one line `run` and `chat` print when nothing names a model. */
 export const NO_MODEL_MESSAGE =
   "model: no model configured; pass --model provider:model (e.g. openai:gpt-4.1), set MODEL_API_URL and MODEL_NAME, or script one with --mock '[\"Hello!\"]' (the hotel demo: agentloop demo hotel)";
@@ -192,7 +195,9 @@ export async function setupCliAgent(options: AgentCliOptions, setup: SetupOption
         : noModel
           ? setup.fallbackModel?.()
           : undefined;
-    runtime = await buildAgentRuntime(settings, { env, memory, model, tools: setup.tools });
+    // A server that fails (a missing command, one that exits, a refused connection) is known at once;
+    // one that is still starting (npx fetching a package, a busy machine) gets a minute.
+    runtime = await buildAgentRuntime(settings, { env, memory, model, tools: setup.tools, readyTimeoutMs: MCP_START_TIMEOUT_MS });
   } catch (error) {
     await store?.close();
     throw error;

@@ -32,7 +32,7 @@ after(async () => {
 /** The last non-empty line of the rendered output: the answer. */
 const answerOf = (stdout: string) => stdout.trimEnd().split("\n").at(-1);
 
-describe("seed 000 from the CLI: the scripted model stands in for the provider, under the tool-call mode", { concurrency: true }, () => {
+describe("seed 000 from the CLI: the scripted model stands in for the provider, under the tool-call mode", { concurrency: 2 }, () => {
   it("DEBUG_MOCK_RESPONSES + TOOL_CALL_MODE=action: the seed's script calls the tool, `{}`, then the final answer", async () => {
     const script = JSON.stringify([echoAction("hello"), "{}", "The echo returned: hello"]);
     const result = await runCli(["run", "say hello", "--mcp", everything], cleanEnv({ DEBUG_MOCK_RESPONSES: script, TOOL_CALL_MODE: "action", NO_COLOR: "1" }));
@@ -96,7 +96,7 @@ describe("seed 000 from the CLI: the scripted model stands in for the provider, 
   });
 });
 
-describe("waves are counted per input", { concurrency: true }, () => {
+describe("waves are counted per input", { concurrency: 2 }, () => {
   it("plan mode: loop-detection warnings do not reset the wave count (--max-steps 4 → 4 waves)", async () => {
     // Eight identical plans of four identical calls: the loop detector warns after the third wave.
     const script = JSON.stringify([...Array.from({ length: 8 }, () => echoPlan), "Done echoing."]);
@@ -109,7 +109,7 @@ describe("waves are counted per input", { concurrency: true }, () => {
   });
 });
 
-describe("--mock input", { concurrency: true }, () => {
+describe("--mock input", { concurrency: 2 }, () => {
   it("text that starts with [ or { but is not JSON exits 2 naming the parse error and its position", async () => {
     const result = await runCli(["run", "hi", "--mock", '["Hello", "again",]'], cleanEnv());
     assert.equal(result.code, 2);
@@ -127,7 +127,7 @@ describe("--mock input", { concurrency: true }, () => {
   });
 });
 
-describe("agentloop run has one personality", { concurrency: true }, () => {
+describe("agentloop run has one personality", { concurrency: 2 }, () => {
   it("without a model it says in one line how to configure one and exits 2 (no canned hotel answer)", async () => {
     const result = await runCli(["run", "What's the weather?"], cleanEnv());
     assert.equal(result.code, 2);
@@ -137,7 +137,7 @@ describe("agentloop run has one personality", { concurrency: true }, () => {
   });
 });
 
-describe("an MCP server that cannot start", { concurrency: true }, () => {
+describe("an MCP server that cannot start", { concurrency: 2 }, () => {
   it("run --mcp fails at start, exit 2, naming the server and the reason", async () => {
     const result = await runCli(["run", "hi", "--mock", '["never"]', "--mcp", "/nonexistent/mcp-server --stdio"], cleanEnv());
     assert.equal(result.code, 2);

@@ -1,7 +1,7 @@
 import { type Command, Option } from "commander";
 import { resolveAgentSettings } from "../../config/settings.js";
 import { AgentLoopError } from "../../errors.js";
-import { type AgentCliOptions, addModelOptions, applyModelOptions, takeOverMockScript } from "../agent-setup.js";
+import { type AgentCliOptions, addModelOptions, applyModelOptions, MCP_START_TIMEOUT_MS, takeOverMockScript } from "../agent-setup.js";
 import { palette } from "../render.js";
 
 export interface ServeCommandOptions extends Omit<AgentCliOptions, "session" | "mcp"> {
@@ -31,6 +31,7 @@ export async function serveCommand(options: ServeCommandOptions, io = { stdout: 
   takeOverMockScript(settings);
   const server = await startAgentServer({
     settings,
+    readyTimeoutMs: MCP_START_TIMEOUT_MS,
     port: options.port,
     host: options.host,
     shutdownGraceMs: options.graceMs,
