@@ -118,6 +118,7 @@ export function sessionMemory(store: MemoryStore, options: SessionMemoryOptions 
 
   // The in-process store writes synchronously: its events are recorded without a promise each.
   // Only when `append` is its own: a subclass or wrapper that changes `append` is always called.
+  const inOrder = store.appendsInOrder === true;
   const appendSync = store instanceof InMemoryStore && store.append === InMemoryStore.prototype.append ? store.appendSync.bind(store) : undefined;
 
   /** Writes in event order; undefined when the events are already written (a synchronous store with nothing queued). */
@@ -132,11 +133,15 @@ export function sessionMemory(store: MemoryStore, options: SessionMemoryOptions 
         return Promise.reject(error);
       }
     }
-    const next = previous ? previous.then(() => store.append(sessionId, events)) : appendNow(sessionId, events);
-    const tail = next.then(
+    // A store that keeps a session's appends in call order is called at once (the events join the
+    // group commit already waiting); any other after the previous append settled.
+    const next = previous && !inOrder ? previous.then(() => store.append(sessionId, events)) : appendNow(sessionId, events);
+    const settled = next.then(
       () => {},
       (error: unknown) => failed(sessionId, error),
     );
+    // The tail settles after every earlier write too (an in-order store settles them in order anyway).
+    const tail = previous && inOrder ? previous.then(() => settled) : settled;
     queues.set(sessionId, tail);
     void tail.then(() => {
       if (queues.get(sessionId) === tail) queues.delete(sessionId);

@@ -125,6 +125,12 @@ export const DEFAULT_MAX_SESSIONS = 1000;
 export interface MemoryStore {
   /** "memory", "embedded", "postgres" or "disabled". */
   readonly kind: string;
+  /**
+   * True when appends to one session are written in the order they were called even while earlier
+   * ones are still in flight (a group-commit queue): a writer need not wait for one append before
+   * calling the next, so a run's last events can join the group already waiting.
+   */
+  readonly appendsInOrder?: boolean;
   /** Creates the session if it does not exist (a new id when none is given) and returns it. */
   createSession(sessionId?: string, metadata?: Record<string, unknown>): Promise<SessionInfo>;
   getSession(sessionId: string): Promise<SessionInfo | undefined>;
