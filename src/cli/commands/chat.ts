@@ -2,6 +2,7 @@ import { createInterface } from "node:readline";
 import type { Command } from "commander";
 import type { LoopEvent, RunResult } from "../../loop/events.js";
 import { type AgentCliOptions, addAgentOptions, addModelOptions, setupCliAgent } from "../agent-setup.js";
+import { startTraceExport } from "../otel.js";
 import { palette, RunRenderer } from "../render.js";
 import { ToolSpinner } from "../spinner.js";
 import { endReason } from "./run.js";
@@ -25,6 +26,7 @@ interface ChatIO {
  */
 export async function chatCommand(options: ChatCommandOptions, io: ChatIO = process): Promise<number> {
   const colors = palette(io.stderr);
+  await startTraceExport(io.env ?? process.env, io.stderr); // OTLP trace export when OTEL_EXPORTER_OTLP_*ENDPOINT is set (flushed at exit)
   // A script runs across the whole conversation: the second message gets the entries after the first's.
   const cli = await setupCliAgent(options, { alwaysSession: true, sessionPrefix: "chat", env: io.env, continueScript: true });
   const { runtime, sessionId } = cli;

@@ -3,6 +3,7 @@ import { AgentLoopError } from "../../errors.js";
 import type { LoopEvent, RunResult, TerminalState } from "../../loop/events.js";
 import type { Run } from "../../loop/run.js";
 import { type AgentCliOptions, addAgentOptions, addModelOptions, type CliAgent, setupCliAgent } from "../agent-setup.js";
+import { startTraceExport } from "../otel.js";
 import { palette, RunRenderer } from "../render.js";
 
 export interface RunCommandOptions extends AgentCliOptions {
@@ -68,6 +69,7 @@ export async function showRun(run: Run, options: { json?: boolean }, io: RunIO):
 
 export async function runCommand(prompt: string, options: RunCommandOptions, io: RunIO = { stdout: process.stdout, stderr: process.stderr }): Promise<number> {
   const inputs = parseInputs(options.input);
+  await startTraceExport(process.env, io.stderr); // OTLP trace export when OTEL_EXPORTER_OTLP_*ENDPOINT is set (flushed at exit)
   // The configured agent (agent file + KAOS variables + flags); an MCP server that cannot start fails here.
   const cli: CliAgent = await setupCliAgent(options, { requireMcp: true });
   for (const item of cli.runtime.unavailable) io.stderr.write(palette(io.stderr).yellow(`unavailable: ${item.kind} ${item.name} (${item.reason})\n`));

@@ -2,6 +2,7 @@ import { type Command, Option } from "commander";
 import { resolveAgentSettings } from "../../config/settings.js";
 import { AgentLoopError } from "../../errors.js";
 import { type AgentCliOptions, addModelOptions, applyModelOptions, MCP_START_TIMEOUT_MS, takeOverMockScript } from "../agent-setup.js";
+import { startTraceExport } from "../otel.js";
 import { palette } from "../render.js";
 
 export interface ServeCommandOptions extends Omit<AgentCliOptions, "session" | "mcp"> {
@@ -36,6 +37,7 @@ export async function serveCommand(options: ServeCommandOptions, io = { stdout: 
     host: options.host,
     shutdownGraceMs: options.graceMs,
     handleSignals: true,
+    beforeExit: await startTraceExport(process.env, io.stderr), // OTLP trace export when OTEL_EXPORTER_OTLP_*ENDPOINT is set
     log,
   });
   const url = server.url!;
