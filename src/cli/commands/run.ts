@@ -25,6 +25,8 @@ export const EXIT_CODES: Record<TerminalState, number> = {
   TOKEN_BUDGET: 3,
   TOOL_BUDGET: 3,
   LOOP_DETECTED: 4,
+  GUARDRAIL: 5,
+  INTERRUPTED: 6,
   ABORTED: 130,
 };
 
