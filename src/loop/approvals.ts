@@ -130,16 +130,16 @@ function decisionPreset(decision: ApprovalDecision, args: Record<string, unknown
  * ran. A resumed wave applies the given decisions and skips calls that already ran.
  */
 export async function runControlledWave(calls: ToolCallPart[], settings: WaveSettings, control: WaveControl): Promise<ControlledWave> {
-  if (!needsGate(calls, settings, control)) return { outcomes: await runWave(calls, settings) };
+  if (!needsGate(calls, settings, control)) return afterWave(calls, await runWave(calls, settings), {}, {});
   const { emit, run } = settings;
   const resume = control.resume;
   const done = { ...(resume?.done ?? {}) };
-  const decided: Record<string, ApprovalDecision> = { ...(resume?.decided ?? {}) };
+  const decided: CheckpointWave["decided"] = { ...(resume?.decided ?? {}) };
   const previouslyPending = new Map((resume?.pending ?? []).map((entry) => [entry.toolCallId, entry]));
   for (const [callId, decision] of Object.entries(resume?.decisions ?? {})) {
     const entry = previouslyPending.get(callId);
     if (!entry || !calls.some((call) => call.id === callId)) continue; // a sub-agent's: passed down below
-    decided[callId] = decision;
+    decided[callId] = { decision, request: entry };
     emit({ type: "approval-decision", runId: run.runId, toolCallId: callId, name: entry.toolName, approve: decision.approve, reason: decision.approve ? undefined : decision.reason, checkpointId: resume!.checkpointId });
   }
   const presets = new Map<string, CallPreset>();
@@ -155,11 +155,14 @@ export async function runControlledWave(calls: ToolCallPart[], settings: WaveSet
       presets.set(call.id, { args: args ?? {}, resume: { checkpoint: nested, decisions } });
       continue;
     }
+    const earlier = decided[call.id];
+    if (earlier) {
+      presets.set(call.id, decisionPreset(earlier.decision, earlier.request.arguments));
+      continue;
+    }
     const asked = previouslyPending.get(call.id);
     if (asked) {
-      const decision = decided[call.id];
-      if (decision) presets.set(call.id, decisionPreset(decision, asked.arguments));
-      else pending.push(asked);
+      pending.push(asked);
       continue;
     }
     const tool = settings.tools.get(call.name);
@@ -199,23 +202,28 @@ export async function runControlledWave(calls: ToolCallPart[], settings: WaveSet
     } else presets.set(call.id, { args });
   }
   if (pending.length > 0) {
+    const { broker, mode, timeoutMs } = control.approvals;
+    // Waiting before the requests go out: a listener may answer synchronously, from inside the event.
+    const answers = mode === "wait" ? pending.map((entry) => broker.wait(entry.toolCallId, entry.toolName, settings.signal, timeoutMs)) : [];
     for (const entry of pending) {
       emit({ type: "approval-request", runId: run.runId, toolCallId: entry.toolCallId, name: entry.toolName, arguments: entry.arguments, argumentsHash: entry.argumentsHash, agentPath: entry.agentPath });
     }
-    if (control.approvals.mode === "interrupt") {
-      return { interrupted: { pending, wave: { calls, done, decided, nested: {} } } };
-    }
-    const { broker, timeoutMs } = control.approvals;
-    const answers = await Promise.all(pending.map((entry) => broker.wait(entry.toolCallId, entry.toolName, settings.signal, timeoutMs)));
-    pending.forEach((entry, index) => {
-      const decision = answers[index];
-      if (!decision) return; // aborted: the wave's prepare cancels the call
+    if (mode === "interrupt") return { interrupted: { pending, wave: { calls, done, decided, nested: {} } } };
+    await Promise.all(answers);
+    for (const [index, entry] of pending.entries()) {
+      const decision = await answers[index];
+      if (!decision) continue; // aborted: the wave's prepare cancels the call
       emit({ type: "approval-decision", runId: run.runId, toolCallId: entry.toolCallId, name: entry.toolName, approve: decision.approve, reason: decision.approve ? undefined : decision.reason });
       presets.set(entry.toolCallId, decisionPreset(decision, entry.arguments));
-    });
+    }
   }
   const toRun = calls.filter((call) => !done[call.id]);
-  const ran = await runWave(toRun, { ...settings, presets });
+  return afterWave(calls, await runWave(toRun, { ...settings, presets }), done, decided);
+}
+
+/** The wave's outcomes in call order (calls that ran before a resume included), or its stop for a sub-agent's approvals. */
+function afterWave(calls: ToolCallPart[], ran: CallOutcome[], done: CheckpointWave["done"], decided: CheckpointWave["decided"]): ControlledWave {
+  if (ran.length === calls.length && !ran.some((outcome) => outcome.interrupt)) return { outcomes: ran };
   const byId = new Map(ran.map((outcome) => [outcome.call.id, outcome]));
   const outcomes = calls.map((call) => byId.get(call.id) ?? { call, arguments: done[call.id]!.arguments, result: done[call.id]!.result });
   const stopped = outcomes.filter((outcome) => outcome.interrupt);

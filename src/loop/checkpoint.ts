@@ -27,8 +27,8 @@ export interface CheckpointWave {
   calls: ToolCallPart[];
   /** Results of calls that already ran (a parallel wave whose sub-agent stopped for an approval). */
   done: Record<string, { result: ToolResultMessage; arguments: unknown }>;
-  /** Decisions already given for this wave (a resume that decided some calls, not all). */
-  decided: Record<string, ApprovalDecision>;
+  /** Decisions already given for this wave (a resume that decided some calls, not all), with what was asked. */
+  decided: Record<string, { decision: ApprovalDecision; request: PendingApproval }>;
   /** Checkpoints of sub-agent runs that stopped inside this wave, by the delegating call's id. */
   nested: Record<string, RunCheckpoint>;
 }
@@ -129,7 +129,7 @@ export function claimCheckpoint(checkpoint: RunCheckpoint, decisions: Record<str
     }
   }
   // The arguments in the checkpoint must still be the ones the approvals were asked for.
-  for (const entry of checkpoint.pending) {
+  for (const entry of [...checkpoint.pending, ...Object.values(checkpoint.wave?.decided ?? {}).map((decided) => decided.request)]) {
     const call = findCall(checkpoint, entry);
     if (!call || argumentsHash(call, entry.arguments) !== entry.argumentsHash) {
       throw new ResumeError(`agent.resume: the arguments of tool call "${entry.toolCallId}" (${entry.toolName}) changed since the approval was requested; refusing to run them`);
