@@ -169,6 +169,10 @@ export async function prepareAgentRuntime(settings: AgentSettings, options: Buil
         maxTurns: settings.maxSteps,
         memory: options.memory,
         observers: options.observers,
+        guardrails: settings.deniedTools.length > 0 ? { deniedTools: settings.deniedTools } : undefined,
+        needsApproval: settings.approvals.tools.length > 0 ? settings.approvals.tools : undefined,
+        onApproval: settings.approvals.mode,
+        approvalTimeoutMs: settings.approvals.timeoutMs,
       });
     } catch (error) {
       await close();

@@ -108,6 +108,9 @@ export class Agent {
       throw new TypeError(`Agent config: onApproval must be "wait" or "interrupt", got ${JSON.stringify(config.onApproval)}`);
     }
     positiveInteger(config.approvalTimeoutMs, "approvalTimeoutMs");
+    if (config.needsApproval !== undefined && (!Array.isArray(config.needsApproval) || !config.needsApproval.every((name) => typeof name === "string" && name !== ""))) {
+      throw new TypeError(`Agent config: needsApproval must be a list of tool names or globs, got ${JSON.stringify(config.needsApproval)}`);
+    }
     this.config = config;
     this.model = model;
     this.name = config.name ?? "agent";
@@ -430,7 +433,7 @@ export class Agent {
         emit: control.emit,
         approvals: context.approvals,
       },
-      { agent: this.name, guardrails: config.guardrails, approvals: context.approvals, resume },
+      { agent: this.name, guardrails: config.guardrails, approvals: context.approvals, needsApproval: config.needsApproval, resume },
     );
     if (wave.interrupted) {
       if (control.signal.aborted) {

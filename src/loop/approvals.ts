@@ -10,7 +10,7 @@ import { validateArguments } from "../tools/validate.js";
 import { applyBindings } from "./bindings.js";
 import { type ApprovalDecision, argumentsHash, type CheckpointWave, type PendingApproval, type RunCheckpoint } from "./checkpoint.js";
 import type { LoopEvent } from "./events.js";
-import { deniedByRule, evaluate, type Guardrails } from "./guardrails.js";
+import { deniedByRule, evaluate, type Guardrails, matchesAny } from "./guardrails.js";
 import { type CallOutcome, type CallPreset, runWave, type WaveSettings } from "./wave.js";
 
 export type ApprovalMode = "wait" | "interrupt";
@@ -82,6 +82,8 @@ export interface WaveControl {
   agent: string;
   guardrails?: Guardrails;
   approvals: ApprovalScope;
+  /** Tool names or globs that need approval whatever the tool says (`AgentConfig.needsApproval`). */
+  needsApproval?: readonly string[];
   resume?: WaveResume;
 }
 
@@ -94,7 +96,7 @@ export interface WaveInterruption {
 export type ControlledWave = { outcomes: CallOutcome[]; interrupted?: undefined } | { interrupted: WaveInterruption; outcomes?: undefined };
 
 function needsGate(calls: ToolCallPart[], settings: WaveSettings, control: WaveControl): boolean {
-  if (control.resume || control.guardrails?.tool || control.guardrails?.deniedTools?.length) return true;
+  if (control.resume || control.guardrails?.tool || control.guardrails?.deniedTools?.length || control.needsApproval?.length) return true;
   for (const call of calls) if (settings.tools.get(call.name)?.needsApproval) return true;
   return false;
 }
@@ -197,7 +199,7 @@ export async function runControlledWave(calls: ToolCallPart[], settings: WaveSet
       }
     }
     const context: ApprovalContext = { toolCallId: call.id, toolName: call.name, runId: run.runId, agentPath: settings.agentPath, inputs: settings.inputs };
-    if (tool.needsApproval && (await approvalNeeded(tool, args, context))) {
+    if (matchesAny(control.needsApproval, call.name) || (tool.needsApproval && (await approvalNeeded(tool, args, context)))) {
       pending.push({ toolCallId: call.id, toolName: call.name, arguments: args, argumentsHash: argumentsHash(call, args), agentPath: [...settings.agentPath] });
     } else presets.set(call.id, { args });
   }

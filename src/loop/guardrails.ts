@@ -79,12 +79,16 @@ export function checkGuardrails(guardrails: unknown): void {
   }
 }
 
+/** Whether `toolName` matches one of the names or globs (`*`, `?`). */
+export function matchesAny(globs: readonly string[] | undefined, toolName: string): boolean {
+  return globs?.some((glob) => globToRegExp(glob).test(toolName)) === true;
+}
+
 /** The reason a declarative rule denies `toolName`, if one does. */
 export function deniedByRule(rules: readonly ToolDenyRule[] | undefined, toolName: string): string | undefined {
   if (!rules) return undefined;
   for (const rule of rules) {
-    const globs = typeof rule.tools === "string" ? [rule.tools] : rule.tools;
-    if (globs.some((glob) => globToRegExp(glob).test(toolName))) return rule.reason;
+    if (matchesAny(typeof rule.tools === "string" ? [rule.tools] : rule.tools, toolName)) return rule.reason;
   }
   return undefined;
 }

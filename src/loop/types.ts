@@ -110,6 +110,8 @@ export interface AgentConfig {
   onApproval?: ApprovalMode;
   /** In `wait` mode, a request not decided within this many milliseconds is rejected. */
   approvalTimeoutMs?: number;
+  /** Tool names or globs (`*`, `?`) whose calls need approval, whatever the tool says: marks MCP and remote tools. */
+  needsApproval?: string[];
 }
 
 /**
