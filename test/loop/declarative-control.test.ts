@@ -11,7 +11,11 @@ function results(messages: readonly unknown[]): Array<[string, unknown]> {
 
 function counter(name: string) {
   const ran: string[] = [];
-  const tool = defineTool({ name, description: name, parameters: { type: "object", properties: {} }, execute: () => (ran.push(name), `${name} ok`) });
+  const tool = defineTool({ name, description: name, parameters: { type: "object", properties: {} }, execute: () => {
+      ran.push(name);
+      return `${name} ok`;
+    },
+  });
   return { tool, ran };
 }
 
@@ -86,7 +90,7 @@ Tidy up.
 `);
   const ran: string[] = [];
   const model = new ScriptedModel([calls(["drop_table", {}, "d"], ["send_mail", {}, "m"]), "tidy"]);
-  const { run } = await startAgent(prompty, {}, { drop_table: () => (ran.push("drop"), "dropped"), send_mail: () => (ran.push("mail"), "sent") }, { model });
+  const { run } = await startAgent(prompty, {}, { drop_table: () => ran.push("drop"), send_mail: () => ran.push("mail") }, { model });
   const result = await run;
   assert.equal(result.state, "INTERRUPTED");
   assert.deepEqual(
