@@ -6,6 +6,7 @@ import type { LoopEvent, RunResult, TerminalState } from "../../loop/events.js";
 import type { Model } from "../../model/model.js";
 import { ScriptedModel } from "../../model/scripted.js";
 import { type AgentCliOptions, addAgentOptions, type CliAgent, setupCliAgent, usesAgentOptions } from "../agent-setup.js";
+import { APPROVE_MODES, type ApproveMode, answerApproval, StdinQuestions } from "../approvals.js";
 import { palette, RunRenderer } from "../render.js";
 
 export interface RunCommandOptions extends AgentCliOptions {
@@ -14,6 +15,8 @@ export interface RunCommandOptions extends AgentCliOptions {
   json?: boolean;
   mock?: string;
   input?: string[];
+  /** Calls that need approval: approve `all`, reject them (`none`), or `ask` on the terminal (default). */
+  approve?: ApproveMode;
 }
 
 /** Exit codes: a script can tell an answer from a limit from a failure. */
@@ -59,7 +62,11 @@ async function chooseModel(options: RunCommandOptions, env: NodeJS.ProcessEnv): 
   return { model: new ScriptedModel(HOTEL_SCRIPT, { chunkDelayMs: 15 }), demo: true };
 }
 
-export async function runCommand(prompt: string, options: RunCommandOptions, io = { stdout: process.stdout, stderr: process.stderr }): Promise<number> {
+export async function runCommand(
+  prompt: string,
+  options: RunCommandOptions,
+  io: { stdout: NodeJS.WritableStream & { isTTY?: boolean }; stderr: NodeJS.WritableStream & { isTTY?: boolean }; stdin?: NodeJS.ReadableStream } = process,
+): Promise<number> {
   const env = process.env;
   // --agent/--session/--mcp: the configured agent (agent file + KAOS variables + flags), its session in memory.
   const cli: CliAgent | undefined = usesAgentOptions(options) ? await setupCliAgent(options) : undefined;
@@ -71,18 +78,22 @@ export async function runCommand(prompt: string, options: RunCommandOptions, io 
   process.once("SIGINT", interrupt);
   let result: RunResult;
   let release: (() => Promise<void>) | undefined;
+  const approve = options.approve ?? "ask";
+  const questions = new StdinQuestions(io.stdin ?? process.stdin, io.stderr);
   try {
     // Replicas sharing a PostgreSQL store take turns on a session: wait for it (Ctrl-C gives up).
     if (cli?.memory && cli.sessionId) release = await cli.store?.lockSession?.(cli.sessionId, controller.signal);
-    const run = agent.run(prompt, { inputs, sessionId: cli?.sessionId, signal: controller.signal });
-    if (options.json) {
-      for await (const event of run) io.stdout.write(`${JSON.stringify(event satisfies LoopEvent)}\n`);
-    } else {
-      const renderer = new RunRenderer(io.stdout);
-      for await (const event of run) renderer.onEvent(event);
+    // The terminal answers approvals as they come (the agent file's `approvals.mode` is for servers).
+    const run = agent.run(prompt, { inputs, sessionId: cli?.sessionId, signal: controller.signal, onApproval: "wait" });
+    const renderer = options.json ? undefined : new RunRenderer(io.stdout);
+    for await (const event of run) {
+      if (renderer) renderer.onEvent(event);
+      else io.stdout.write(`${JSON.stringify(event satisfies LoopEvent)}\n`);
+      await answerApproval(run, event, approve, questions.ask);
     }
     result = await run;
   } finally {
+    questions.close();
     process.off("SIGINT", interrupt);
     await release?.();
     await cli?.close();
@@ -112,6 +123,10 @@ export function registerRunCommand(program: Command): void {
     .option("--json", "print one JSON event per line on stdout")
     .option("--mock <json>", "script the model: a JSON array of responses (DEBUG_MOCK_RESPONSES format)")
     .option("-i, --input <key=value...>", "run inputs (bound tool parameters, templates)")
+    .option("--approve <mode>", "tool calls that need approval: all (approve), none (reject) or ask (default: Allow <tool>(<args>)? [y/N] on the terminal)", (value) => {
+      if (!(APPROVE_MODES as readonly string[]).includes(value)) throw new AgentLoopError("configuration", `--approve must be one of ${APPROVE_MODES.join(", ")}, got "${value}"`);
+      return value as ApproveMode;
+    })
     .addHelpText(
       "after",
       `
@@ -121,7 +136,9 @@ Without --model (and without MODEL_API_URL/MODEL_NAME) it runs the hotel demo on
   $ agentloop run "Plan my stay" --model openai:gpt-4.1 --max-steps 8
   $ agentloop run "Hi" --json | jq -c 'select(.type=="tool-end")'
 
-Exit codes: 0 completed, 1 failed, 3 limit reached, 4 loop detected, 130 aborted.`,
+Tools that need approval (the agent file's approvals.tools) ask first: --approve all|none|ask.
+
+Exit codes: 0 completed, 1 failed, 3 limit reached, 4 loop detected, 5 stopped by a guardrail, 130 aborted.`,
     )
     .action(async (prompt: string, options: RunCommandOptions) => {
       process.exitCode = await runCommand(prompt, options);
