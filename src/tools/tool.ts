@@ -80,8 +80,13 @@ export interface Tool<Args = Record<string, unknown>> {
    * A call needs a person's approval before it runs: `true`, or a check of the (validated) arguments.
    * A check that throws asks for approval. See `AgentConfig.onApproval`.
    */
-  needsApproval?: boolean | ((args: Args, context: import("../loop/approvals.js").ApprovalContext) => boolean | Promise<boolean>);
+  needsApproval?: boolean | ApprovalCheck<Args>;
 }
+
+/** Method-typed, so a `Tool<{ path: string }>` is still a `Tool` (as `execute` allows). */
+type ApprovalCheck<Args> = {
+  check(args: Args, context: import("../loop/approvals.js").ApprovalContext): boolean | Promise<boolean>;
+}["check"];
 
 export function defineTool<Args = Record<string, unknown>>(tool: Tool<Args>): Tool<Args> {
   if (!tool.name || typeof tool.name !== "string") throw new TypeError("defineTool: a tool needs a non-empty string name");
