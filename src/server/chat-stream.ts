@@ -29,6 +29,11 @@ export function approvalRequiredOf(result: RunResult, sessionId: string): Approv
   };
 }
 
+/** The OpenAI finish reason of a run that ended (not failed, not stopped for approvals): a guardrail's deny is `content_filter`. */
+export function finishReasonOf(result: RunResult): "stop" | "length" | "content_filter" {
+  return result.state === "COMPLETED" ? "stop" : result.state === "GUARDRAIL" ? "content_filter" : "length";
+}
+
 /** The abort reason (and log note) of a run whose client went away. */
 export const CLIENT_DISCONNECTED = "client disconnected";
 
@@ -104,7 +109,7 @@ export class ChatChunkEncoder {
     return `${this.deltaPrefix}{"content":${JSON.stringify(text)}},"finish_reason":null}]}\n\n`;
   }
 
-  finish(reason: "stop" | "length"): string {
+  finish(reason: "stop" | "length" | "content_filter"): string {
     return `${this.deltaPrefix}{},"finish_reason":"${reason}"}]}\n\n`;
   }
 

@@ -3,7 +3,7 @@ import { after, describe, it } from "node:test";
 import OpenAI from "openai";
 import { defineTool, ScriptedModel } from "../../src/index.js";
 import { dropSchemas, postgresUrl, uniqueSchema } from "../memory/postgres-server.js";
-import { postJson, startTestServer } from "./helpers.js";
+import { echoTool, postJson, startTestServer } from "./helpers.js";
 
 after(dropSchemas);
 
@@ -124,6 +124,41 @@ describe("approvals through the server", () => {
       assert.deepEqual(written, ["a.txt", "b.txt"]);
       const again = await postJson(`${server.url}/v1/approvals`, { session_id: "local", decisions: { call_a: { approve: true } } });
       assert.equal(again.status, 404);
+    } finally {
+      await server.close();
+    }
+  });
+});
+
+describe("guardrails through the server", () => {
+  it("an output guardrail's deny never reaches the client: finish_reason content_filter, the reason as content; deniedTools from the agent file", async () => {
+    const model = new ScriptedModel([
+      JSON.stringify({ tool_calls: [{ id: "s1", name: "echo", arguments: { text: "rm -rf" } }] }),
+      "the launch code is 0000",
+    ]);
+    const server = await startTestServer(
+      { AGENT_NAME: "guarded" },
+      {
+        file: { guardrails: { deniedTools: [{ tools: "ech?", reason: "echo is off today" }] } },
+        build: { model, tools: [echoTool], guardrails: { output: ({ text }) => (text.includes("code") ? { allow: false, reason: "secrets stay in" } : { allow: true }) } },
+      },
+    );
+    try {
+      const client = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: "unused", maxRetries: 0 });
+      const stream = await client.chat.completions.create({ model: "guarded", stream: true, messages: [{ role: "user", content: "tell me" }] }, { headers: { "X-Session-ID": "g1" } });
+      let content = "";
+      let finish: string | null | undefined;
+      for await (const chunk of stream) {
+        content += chunk.choices[0]?.delta.content ?? "";
+        finish = chunk.choices[0]?.finish_reason ?? finish;
+      }
+      assert.equal(finish, "content_filter");
+      assert.doesNotMatch(content, /0000/);
+      assert.match(content, /output guardrail: secrets stay in$/);
+      const events = (await (await fetch(`${server.url}/memory/events?session_id=g1`)).json()) as { events: Array<{ event_type: string; content: unknown }> };
+      const results = events.events.filter((event) => event.event_type === "tool_result").map((event) => (event.content as { result: string }).result);
+      assert.deepEqual(results, ["Tool denied by guardrail: echo is off today"]);
+      assert.ok(!JSON.stringify(events).includes("0000"), "the denied answer is not in the session's log");
     } finally {
       await server.close();
     }

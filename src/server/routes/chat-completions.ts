@@ -14,6 +14,7 @@ import { type ChatRequest, parseChatRequest } from "../chat-request.js";
 import {
   approvalRequiredOf,
   ChatChunkEncoder,
+  finishReasonOf,
   nodeSseSink,
   RequestController,
   readNodeBody,
@@ -66,7 +67,7 @@ export function completionOf(result: RunResult, model: string, sessionId: string
       {
         index: 0,
         message: { role: "assistant", content: result.text !== "" ? result.text : result.reason },
-        finish_reason: approvals ? "approval_required" : result.state === "COMPLETED" ? "stop" : "length",
+        finish_reason: approvals ? "approval_required" : finishReasonOf(result),
       },
     ],
     usage: { prompt_tokens: result.usage.inputTokens, completion_tokens: result.usage.outputTokens, total_tokens: result.usage.totalTokens },
@@ -108,7 +109,7 @@ export function streamRun(
       // A limit ended the run: say so when the model gave no answer text.
       if (result.state !== "COMPLETED" && result.text === "") closing.push(chunks.content(result.reason));
       const approvals = approvalRequiredOf(result, chat.sessionId);
-      closing.push(approvals ? chunks.approvalRequired(approvals) : chunks.finish(result.state === "COMPLETED" ? "stop" : "length"));
+      closing.push(approvals ? chunks.approvalRequired(approvals) : chunks.finish(finishReasonOf(result)));
       if (chat.includeUsage) {
         closing.push(chunks.usage({ prompt_tokens: result.usage.inputTokens, completion_tokens: result.usage.outputTokens, total_tokens: result.usage.totalTokens }));
       }
