@@ -10,11 +10,12 @@ import { type Usage, addUsage, emptyUsage } from "../usage.js";
 import { type ApprovalScope, runControlledWave, type WaveResume } from "./approvals.js";
 import { hideBoundParameters } from "./bindings.js";
 import { claimCheckpoint, newCheckpointId, type RunCheckpoint } from "./checkpoint.js";
+import { resolveInstrumentation } from "./global-tracing.js";
 import { AnswerBuffer, checkGuardrails, evaluate } from "./guardrails.js";
 import type { RunResult, TerminalState } from "./events.js";
 import { callSignature, detectLoop, signatureName } from "./loop-detection.js";
 import { Run, type RunControl } from "./run.js";
-import type { AgentConfig, ResumeOptions, RunInfo, RunOptions, SessionMemory, Toolset } from "./types.js";
+import type { AgentConfig, Instrumentation, ResumeOptions, RunInfo, RunOptions, SessionMemory, Toolset } from "./types.js";
 import { cancelledResults } from "./wave.js";
 
 const DEFAULT_MAX_TURNS = 10;
@@ -51,6 +52,8 @@ interface RunContext {
   /** The same for every wave of the run. */
   inputs: Record<string, unknown>;
   agentPath: readonly string[];
+  /** The configured instrumentation, or the global tracer provider's (see global-tracing.ts). */
+  instrumentation: Instrumentation | undefined;
   approvals: ApprovalScope;
   /** Set by a guardrail that ended the input (the output guardrail decides inside the model call). */
   stop?: Outcome;
@@ -238,6 +241,7 @@ export class Agent {
 
   private async execute(control: RunControl, input: string, options: RunOptions, resume?: Resume): Promise<RunResult> {
     const model = await this.modelForRun(resume?.checkpoint.counters.turns);
+    const instrumentation = await resolveInstrumentation(this.config.instrumentation);
     const info: RunInfo = {
       runId: control.id,
       agentName: this.name,
@@ -264,6 +268,7 @@ export class Agent {
       services: options.services ?? {},
       inputs: options.inputs ?? {},
       agentPath: [...(options.agentPath ?? []), this.name],
+      instrumentation,
       approvals: {
         broker: control.approvals,
         mode: options.onApproval ?? options.approvals?.mode ?? this.config.onApproval ?? "wait",
@@ -285,7 +290,6 @@ export class Agent {
       await control.flushObservers();
       return result;
     };
-    const instrumentation = this.config.instrumentation;
     return instrumentation ? instrumentation.run({ ...info, input }, body) : body();
   }
 
@@ -428,7 +432,7 @@ export class Agent {
         agentPath: context.agentPath,
         services: context.services,
         messages,
-        instrumentation: config.instrumentation,
+        instrumentation: context.instrumentation,
         onAbort: control.onAbort,
         emit: control.emit,
         approvals: context.approvals,
@@ -504,7 +508,7 @@ export class Agent {
       options: this.config.modelOptions,
       signal: control.signal,
     };
-    const instrumentation = this.config.instrumentation;
+    const instrumentation = context.instrumentation;
     // With an output guardrail, the answer text waits for its verdict (commentary and reasoning do not).
     const buffer = this.config.guardrails?.output ? new AnswerBuffer((type, delta) => control.emit({ type, runId: control.id, turn, delta })) : undefined;
     const response = instrumentation

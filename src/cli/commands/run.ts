@@ -7,6 +7,7 @@ import type { Model } from "../../model/model.js";
 import { ScriptedModel } from "../../model/scripted.js";
 import { type AgentCliOptions, addAgentOptions, type CliAgent, setupCliAgent, usesAgentOptions } from "../agent-setup.js";
 import { APPROVE_MODES, type ApproveMode, answerApproval, StdinQuestions } from "../approvals.js";
+import { startTraceExport } from "../otel.js";
 import { palette, RunRenderer } from "../render.js";
 
 export interface RunCommandOptions extends AgentCliOptions {
@@ -68,6 +69,7 @@ export async function runCommand(
   io: { stdout: NodeJS.WritableStream & { isTTY?: boolean }; stderr: NodeJS.WritableStream & { isTTY?: boolean }; stdin?: NodeJS.ReadableStream } = process,
 ): Promise<number> {
   const env = process.env;
+  await startTraceExport(env, io.stderr); // OTLP trace export when OTEL_EXPORTER_OTLP_*ENDPOINT is set (flushed at exit)
   // --agent/--session/--mcp: the configured agent (agent file + KAOS variables + flags), its session in memory.
   const cli: CliAgent | undefined = usesAgentOptions(options) ? await setupCliAgent(options) : undefined;
   const chosen = cli ? undefined : await chooseModel(options, env);
