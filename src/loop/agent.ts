@@ -42,6 +42,8 @@ interface RunContext {
   messages: Message[];
   /** Index of the first message this run added (after system prompt and history). */
   firstNew: number;
+  /** Index of the user message of the current input (steering and loop warnings do not move it). */
+  inputStart: number;
   usage: Usage;
   turns: number;
   toolRounds: number;
@@ -233,7 +235,8 @@ export class Agent {
     if (!this.wrappedModel) {
       // Loaded only when asked for: the text protocols are not part of the core import.
       const { withToolCallMode } = await import("../text-tools/index.js");
-      this.wrappedModel = withToolCallMode(this.model, mode, { maxSteps: this.config.maxTurns ?? DEFAULT_MAX_TURNS });
+      const steps = this.config.maxTurns ?? DEFAULT_MAX_TURNS;
+      this.wrappedModel = withToolCallMode(this.model, mode, { maxSteps: steps, maxWaves: steps });
     }
     // One wrapper across runs, so `auto` remembers a fallback to string mode; its per-run copies share it.
     return this.wrappedModel.forRun?.(run) ?? this.wrappedModel;
@@ -259,6 +262,7 @@ export class Agent {
       options,
       messages: [],
       firstNew: 0,
+      inputStart: 0,
       usage: emptyUsage(),
       turns: 0,
       toolRounds: 0,
@@ -316,6 +320,7 @@ export class Agent {
     let next: string | undefined = input;
     let followUp = false;
     do {
+      context.inputStart = messages.length;
       messages.push({ role: "user", content: next });
       control.emit({ type: "user-message", runId: control.id, content: next, followUp });
       outcome = await this.runInput(context);
@@ -366,13 +371,16 @@ export class Agent {
     const { control, messages } = context;
     const config = this.config;
     const maxTurns = config.maxTurns ?? DEFAULT_MAX_TURNS;
+    // In the action and plan protocols maxTurns counts their steps (action turns, waves) and the
+    // protocol itself ends them; one more model call gives the final answer.
+    const turnLimit = config.toolCallMode === "action" || config.toolCallMode === "plan" ? maxTurns + 1 : maxTurns;
     let turns = resumed?.turns ?? 0;
     let rounds = resumed?.rounds ?? 0;
     const start = resumed ? await this.toolWave(context, resumed.wave.calls, turns, rounds, resumed.wave) : await this.checkInput(context);
     if (start) return start;
     for (;;) {
       if (control.signal.aborted) return { state: "ABORTED", reason: abortReason(control.signal) };
-      if (turns >= maxTurns) return this.limit(context, "TURN_LIMIT", `maxTurns (${maxTurns}) reached`);
+      if (turns >= turnLimit) return this.limit(context, "TURN_LIMIT", `maxTurns (${maxTurns}) reached`);
       if (config.maxTokens !== undefined && context.usage.totalTokens >= config.maxTokens) {
         return this.limit(context, "TOKEN_BUDGET", `token budget (${config.maxTokens}) used: ${context.usage.totalTokens} tokens`);
       }
@@ -385,7 +393,7 @@ export class Agent {
       const calls = toolCallsOf(response.message);
       if (calls.length === 0) {
         // Steering asks for another answer, but never at the cost of the one we have on the last turn.
-        if (turns < maxTurns && this.injectSteering(context)) continue;
+        if (turns < turnLimit && this.injectSteering(context)) continue;
         return { state: "COMPLETED", reason: "the model answered" };
       }
       if (config.maxToolRounds !== undefined && rounds >= config.maxToolRounds) {
@@ -507,6 +515,7 @@ export class Agent {
       toolChoice: tools.length ? toolChoice : undefined,
       options: this.config.modelOptions,
       signal: control.signal,
+      inputStart: context.inputStart,
     };
     const instrumentation = context.instrumentation;
     // With an output guardrail, the answer text waits for its verdict (commentary and reasoning do not).

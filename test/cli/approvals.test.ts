@@ -29,11 +29,13 @@ const script = JSON.stringify([
   JSON.stringify({ tool_calls: [{ id: "c1", name: "add-tool", arguments: { name: "greeter" } }, { id: "c2", name: "remove-tool", arguments: { name: "x" } }] }),
   "Finished.",
 ]);
+// A chat reads one script across its messages: each message's turns follow the previous ones'.
+const chatScript = JSON.stringify([...JSON.parse(script), ...JSON.parse(script)]);
 const env = cleanEnv({ MEMORY_TYPE: "memory" });
 
 describe("approvals on the command line (real child processes, a real MCP server)", () => {
   it("chat asks Allow <tool>(<args>)? [y/N] inline: y runs the call, n rejects it", async () => {
-    const result = await runCli(["chat", "--agent", agentFile, "--mock", script], env, "add it\ny\nagain\nn\n/exit\n");
+    const result = await runCli(["chat", "--agent", agentFile, "--mock", chatScript], env, "add it\ny\nagain\nn\n/exit\n");
     assert.equal(result.code, 0, result.stderr);
     assert.equal(result.stdout.match(/Allow add-tool\(\{"name":"greeter"\}\)\? \[y\/N\] /g)?.length, 2);
     assert.match(result.stdout, /added greeter/);
