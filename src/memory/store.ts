@@ -18,7 +18,9 @@ export type MemoryEventType =
   | "run_started"
   | "run_ended"
   | "task_delegation_received"
-  | "loop_warning";
+  | "loop_warning"
+  | "approval_requested"
+  | "approval_decided";
 
 /** Every event type agentloop itself writes. Stores accept any non-empty type name. */
 export const MEMORY_EVENT_TYPES: readonly MemoryEventType[] = [
@@ -34,6 +36,8 @@ export const MEMORY_EVENT_TYPES: readonly MemoryEventType[] = [
   "run_ended",
   "task_delegation_received",
   "loop_warning",
+  "approval_requested",
+  "approval_decided",
 ];
 
 /**
