@@ -1,0 +1,26 @@
+// agentloop/coding: the execution environment and tools of a coding agent. `glob` and `grep` load
+// their glob library (tinyglobby) only when they run.
+export {
+  checkTimeout,
+  childEnvironment,
+  DEFAULT_EXEC_TIMEOUT_MS,
+  type ExecOptions,
+  type ExecResult,
+  exec,
+  KILL_GRACE_MS,
+  looksLikeSecret,
+  MAX_EXEC_TIMEOUT_MS,
+} from "./exec.js";
+export {
+  codingTools,
+  DEFAULT_GREP_RESULTS,
+  DEFAULT_READ_LIMIT,
+  editFileTool,
+  globTool,
+  grepTool,
+  numberLines,
+  readFileTool,
+  shellTool,
+  writeFileTool,
+} from "./tools.js";
+export { PathOutsideWorkspaceError, Workspace, type WorkspaceOptions } from "./workspace.js";
