@@ -41,6 +41,7 @@ describe("subpath imports stay light", () => {
     "src/index.ts": [],
     "src/agents/index.ts": [],
     "src/text-tools/index.ts": [],
+    "src/coding/index.ts": [],
     "src/tracing/index.ts": ["@opentelemetry/api"],
     "src/prompty/index.ts": ["nunjucks", "yaml"],
   };
