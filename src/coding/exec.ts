@@ -1,4 +1,5 @@
 import { spawn } from "node:child_process";
+import { statSync } from "node:fs";
 
 /** Default time a command may run. */
 export const DEFAULT_EXEC_TIMEOUT_MS = 10_000;
@@ -6,6 +7,8 @@ export const DEFAULT_EXEC_TIMEOUT_MS = 10_000;
 export const MAX_EXEC_TIMEOUT_MS = 600_000;
 /** Time between SIGTERM and SIGKILL when a command is stopped. */
 export const KILL_GRACE_MS = 2_000;
+/** How long the call waits, after the shell exited, for pipes held by a process that left the group. */
+export const PIPE_DRAIN_MS = 1_000;
 /** Characters of stdout (and of stderr) kept in memory per command; the rest is dropped with a note. */
 export const MAX_CAPTURED_CHARS = 10_000_000;
 
@@ -99,6 +102,9 @@ export function exec(command: string, options: ExecOptions = {}): Promise<ExecRe
   } catch (error) {
     return Promise.reject(error);
   }
+  if (options.cwd !== undefined && !statSync(options.cwd, { throwIfNoEntry: false })?.isDirectory()) {
+    return Promise.reject(new Error(`exec: the working directory ${options.cwd} does not exist or is not a folder`));
+  }
   const started = performance.now();
   const env = childEnvironment(options.inheritEnv ?? process.env, options.env, options.allowEnv);
   return new Promise<ExecResult>((resolve, reject) => {
@@ -107,6 +113,7 @@ export function exec(command: string, options: ExecOptions = {}): Promise<ExecRe
     let timedOut = false;
     let aborted = false;
     let killTimer: NodeJS.Timeout | undefined;
+    let drainTimer: NodeJS.Timeout | undefined;
     const capture = (stream: "stdout" | "stderr") => (chunk: Buffer) => {
       const text = chunk.toString("utf8");
       if (out[stream].length < MAX_CAPTURED_CHARS) {
@@ -132,9 +139,14 @@ export function exec(command: string, options: ExecOptions = {}): Promise<ExecRe
     };
     if (options.signal?.aborted) onAbort();
     else options.signal?.addEventListener("abort", onAbort, { once: true });
-    // The shell is gone: the rest of its group goes too (this also closes the pipes they held).
+    // The shell is gone: the rest of its group goes too (this also closes the pipes they held). A
+    // process that left the group (setsid) may still hold them: after a moment they are closed anyway.
     child.on("exit", () => {
       if (child.pid !== undefined) signalGroup(child.pid, "SIGKILL");
+      drainTimer = setTimeout(() => {
+        child.stdout.destroy();
+        child.stderr.destroy();
+      }, PIPE_DRAIN_MS);
     });
     child.on("error", (error) => {
       clearTimeout(timer);
@@ -145,6 +157,7 @@ export function exec(command: string, options: ExecOptions = {}): Promise<ExecRe
     child.on("close", (exitCode, signal) => {
       clearTimeout(timer);
       clearTimeout(killTimer);
+      clearTimeout(drainTimer);
       options.signal?.removeEventListener("abort", onAbort);
       resolve({ ...out, exitCode, signal, timedOut, aborted, durationMs: Math.round(performance.now() - started) });
     });

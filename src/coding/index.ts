@@ -10,6 +10,7 @@ export {
   KILL_GRACE_MS,
   looksLikeSecret,
   MAX_EXEC_TIMEOUT_MS,
+  PIPE_DRAIN_MS,
 } from "./exec.js";
 export {
   codingTools,

@@ -2,7 +2,7 @@ import { mkdir, readFile, stat, writeFile } from "node:fs/promises";
 import { dirname, extname } from "node:path";
 import type { ImagePart, TextPart } from "../messages.js";
 import { defineTool, type Tool, type ToolResultValue } from "../tools/tool.js";
-import { MAX_EXEC_TIMEOUT_MS } from "./exec.js";
+import { DEFAULT_EXEC_TIMEOUT_MS, MAX_EXEC_TIMEOUT_MS } from "./exec.js";
 import type { Workspace } from "./workspace.js";
 
 /** Lines `read_file` returns when the model gives no `limit`. */
@@ -198,7 +198,7 @@ export function shellTool(workspace: Workspace): Tool {
         onOutput: (stream, text) => context.progress({ stream, text }),
       });
       const parts = [`exit code: ${result.exitCode ?? `none (${result.signal})`}`];
-      if (result.timedOut) parts.push(`timed out after ${timeout_ms ?? 10_000} ms: the command and its children were killed`);
+      if (result.timedOut) parts.push(`timed out after ${timeout_ms ?? DEFAULT_EXEC_TIMEOUT_MS} ms: the command and its children were killed`);
       if (result.stdout) parts.push(`stdout:\n${result.stdout.trimEnd()}`);
       if (result.stderr) parts.push(`stderr:\n${result.stderr.trimEnd()}`);
       const { stdout, stderr, ...rest } = result;

@@ -60,6 +60,21 @@ describe("exec", () => {
     assert.equal(alive(Number(result.stdout.trim())), false);
   });
 
+  it("returns soon after the shell exits even when a process that left the group holds its output open", async () => {
+    const result = await exec("setsid sleep 30 & echo $!", { timeoutMs: 5_000 });
+    const escaped = Number(result.stdout.trim());
+    try {
+      assert.equal(result.exitCode, 0);
+      assert.ok(result.durationMs < 4_000, `took ${result.durationMs} ms`);
+    } finally {
+      process.kill(escaped, "SIGKILL");
+    }
+  });
+
+  it("refuses a working directory that does not exist", async () => {
+    await assert.rejects(exec("pwd", { cwd: join(folder, "no-such-folder") }), /working directory .*no-such-folder does not exist or is not a folder/);
+  });
+
   it("stops the group when its signal aborts", async () => {
     const controller = new AbortController();
     const running = exec("echo go; sleep 30", { signal: controller.signal, onOutput: () => controller.abort() });
