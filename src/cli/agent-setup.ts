@@ -7,6 +7,7 @@ import type { MemoryStore, SessionMemoryHandle } from "../memory/index.js";
 import type { Model } from "../model/model.js";
 import { SESSION_ID_PATTERN } from "../server/chat-request.js";
 import { ScriptedModel } from "../model/scripted.js";
+import { parseToolCallMode } from "../text-tools/tool-call-mode.js";
 import type { Tool } from "../tools/tool.js";
 
 /** The options `run` and `chat` share for choosing the agent. */
@@ -22,6 +23,8 @@ export interface AgentCliOptions {
   /** A DEBUG_MOCK_RESPONSES script. */
   mock?: string;
   maxSteps?: number;
+  /** auto, native, string, action, plan or fenced (overrides TOOL_CALL_MODE and the agent file). */
+  toolCallMode?: string;
 }
 
 const collect = (value: string, previous: string[] = []) => [...previous, value];
@@ -31,7 +34,8 @@ export function addAgentOptions(command: Command): Command {
   return command
     .addOption(new Option("-a, --agent <file>", "agent file (YAML: name, instructions, model, mcpServers, subAgents, memory...)"))
     .addOption(new Option("-s, --session <id>", "continue this session (its history is loaded from memory, new events appended)"))
-    .addOption(new Option("--mcp <server>", "an MCP server: a URL or a stdio command line (repeatable)").argParser(collect));
+    .addOption(new Option("--mcp <server>", "an MCP server: a URL or a stdio command line (repeatable)").argParser(collect))
+    .addOption(new Option("--tool-call-mode <mode>", "how the model calls tools: auto, native, string, action, plan or fenced (KAOS's ```tool_call blocks)"));
 }
 
 /** True when `--agent`, `--session` or `--mcp` was given: `run` then uses the configured agent. */
@@ -104,6 +108,7 @@ export async function setupCliAgent(options: AgentCliOptions, setup: SetupOption
   }
   if (options.mock !== undefined) settings.mockResponses = options.mock;
   if (options.maxSteps !== undefined) settings.maxSteps = options.maxSteps;
+  if (options.toolCallMode !== undefined) settings.toolCallMode = parseToolCallMode(options.toolCallMode, "--tool-call-mode");
   settings.mcpServers = [...settings.mcpServers, ...mcpServersFromFlags(options.mcp)];
   let sessionId: string | undefined;
   if (options.session !== undefined) {

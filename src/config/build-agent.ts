@@ -57,7 +57,7 @@ export interface PreparedAgentRuntime {
  * (`model` spec, or `MODEL_API_URL` + `MODEL_NAME` as an OpenAI-compatible endpoint).
  */
 export async function modelOfSettings(settings: AgentSettings, env: NodeJS.ProcessEnv): Promise<Model> {
-  return withToolCallMode(await baseModelOfSettings(settings, env), settings.toolCallMode);
+  return withToolCallMode(await baseModelOfSettings(settings, env), settings.toolCallMode, { maxSteps: settings.maxSteps });
 }
 
 async function baseModelOfSettings(settings: AgentSettings, env: NodeJS.ProcessEnv): Promise<Model> {
@@ -166,7 +166,8 @@ export async function prepareAgentRuntime(settings: AgentSettings, options: Buil
         instructions: settings.instructions,
         model,
         tools,
-        maxTurns: settings.maxSteps,
+        // The step-based protocols answer `Reached maximum reasoning steps (N)` on the call after N tool turns.
+        maxTurns: settings.toolCallMode === "fenced" || settings.toolCallMode === "action" ? settings.maxSteps + 1 : settings.maxSteps,
         memory: options.memory,
         observers: options.observers,
       });

@@ -88,7 +88,7 @@ export class Agent {
         throw new TypeError(`Agent config: truncation.mode must be "head_tail" or "tail", got ${JSON.stringify(mode)}`);
       }
     }
-    const modes = ["auto", "native", "string", "action", "plan"];
+    const modes = ["auto", "native", "string", "action", "plan", "fenced"];
     if (config.toolCallMode !== undefined && !modes.includes(config.toolCallMode)) {
       throw new TypeError(`Agent config: toolCallMode must be one of ${modes.join(", ")}, got ${JSON.stringify(config.toolCallMode)}`);
     }

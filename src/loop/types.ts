@@ -91,7 +91,7 @@ export interface AgentConfig {
   /** How tools reach the model: `native` (default) function calling, or one of the text protocols of
    * `agentloop/text-tools` (`string`, `action`, `plan`), or `auto` (native, falling back to string
    * when the server rejects tools). Applies to a `DEBUG_MOCK_RESPONSES` model too. */
-  toolCallMode?: "auto" | "native" | "string" | "action" | "plan";
+  toolCallMode?: "auto" | "native" | "string" | "action" | "plan" | "fenced";
   observers?: RunObserver[];
   instrumentation?: Instrumentation;
   memory?: SessionMemory;

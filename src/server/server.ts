@@ -168,7 +168,7 @@ export async function createAgentServer(options: AgentServerOptions = {}): Promi
   };
   const active = new Set<Promise<unknown>>();
   let draining = false;
-  let baseUrl: string | undefined = options.publicUrl?.replace(/\/+$/, "");
+  let baseUrl: string | undefined = (options.publicUrl ?? settings.publicUrl)?.replace(/\/+$/, "");
   let readyStatus: ReadyStatus = { status: "starting", name: settings.name, timestamp: unixSeconds() };
   let runtime: AgentRuntime | undefined;
   let runtimeFailure: AgentLoopError | undefined;

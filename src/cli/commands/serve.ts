@@ -8,6 +8,8 @@ export interface ServeCommandOptions {
   host?: string;
   json?: boolean;
   graceMs?: number;
+  toolCallMode?: string;
+  publicUrl?: string;
 }
 
 const integerOption = (name: string, minimum: number, maximum: number) => (value: string) => {
@@ -23,8 +25,11 @@ export async function serveCommand(options: ServeCommandOptions, io = { stdout: 
   const { startAgentServer } = await import("../../server/index.js");
   const colors = palette(io.stderr);
   const log = (line: string) => io.stderr.write(`${colors.dim(line)}\n`);
+  // The flags win over the environment and the agent file, as the variables they stand for do.
+  const overrides = { ...(options.toolCallMode ? { TOOL_CALL_MODE: options.toolCallMode } : {}), ...(options.publicUrl ? { AGENT_PUBLIC_URL: options.publicUrl } : {}) };
   const server = await startAgentServer({
     agentFile: options.agent,
+    env: Object.keys(overrides).length > 0 ? { ...process.env, ...overrides } : undefined,
     port: options.port,
     host: options.host,
     shutdownGraceMs: options.graceMs,
@@ -54,6 +59,8 @@ export function registerServeCommand(program: Command): void {
     .option("--host <address>", "interface to listen on", "0.0.0.0")
     .addOption(new Option("--grace-ms <n>", "on SIGTERM, how long running streams may finish before they are aborted").default(10_000).argParser(integerOption("--grace-ms", 0, 3_600_000)))
     .option("--json", "print the listening address and readiness as JSON lines on stdout")
+    .option("--tool-call-mode <mode>", "how the model calls tools (TOOL_CALL_MODE): auto, native, string, action, plan or fenced")
+    .option("--public-url <url>", "the base URL the agent card advertises (AGENT_PUBLIC_URL), e.g. behind a proxy")
     .addHelpText(
       "after",
       `
