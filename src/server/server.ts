@@ -541,6 +541,8 @@ export async function createAgentServer(options: AgentServerOptions = {}): Promi
     return a2a(c.req.raw, body);
   };
   app.post(A2A_PATH, a2aRoute);
+  // Clients that join the card's URL with "/" (httpx's base_url does) post here.
+  app.post(`${A2A_PATH}/`, a2aRoute);
   app.post("/", a2aRoute);
 
   let server: Server | undefined;
