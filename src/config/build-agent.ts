@@ -120,7 +120,9 @@ const reasonOf = (error: unknown) => (error instanceof Error ? error.message : S
  */
 export async function prepareAgentRuntime(settings: AgentSettings, options: BuildAgentOptions = {}): Promise<PreparedAgentRuntime> {
   const env = options.env ?? process.env;
-  const model = options.model ?? (await modelOfSettings(settings, env));
+  // The Agent wraps the model in the tool-call mode, so a DEBUG_MOCK_RESPONSES script (which the
+  // Agent puts in the provider's place) is read through the configured protocol too.
+  const model = options.model ?? (await baseModelOfSettings(settings, env));
   // The MCP and A2A SDKs load only for agents that use them (a plain agent server stays small).
   const mcp = settings.mcpServers.length > 0 ? await import("../mcp/index.js") : undefined;
   const toolsets = settings.mcpServers.map((server) => mcpToolsetOf(server, mcp!.McpToolset));
@@ -167,6 +169,8 @@ export async function prepareAgentRuntime(settings: AgentSettings, options: Buil
         instructions: settings.instructions,
         model,
         tools,
+        toolCallMode: settings.toolCallMode,
+        maxSteps: settings.maxSteps,
         // The step-based protocols answer `Reached maximum reasoning steps (N)` on the call after N tool turns.
         maxTurns: settings.toolCallMode === "fenced" || settings.toolCallMode === "action" ? settings.maxSteps + 1 : settings.maxSteps,
         memory: options.memory,

@@ -73,7 +73,7 @@ export class Agent {
     if (!model || typeof model.stream !== "function") {
       throw new TypeError("Agent config: model must implement Model (a stream(request) method); see agentloop/providers");
     }
-    for (const key of ["maxTurns", "maxToolRounds", "maxTokens", "maxToolCalls", "concurrency", "toolTimeoutMs", "maxDelegationDepth"] as const) {
+    for (const key of ["maxTurns", "maxSteps", "maxToolRounds", "maxTokens", "maxToolCalls", "concurrency", "toolTimeoutMs", "maxDelegationDepth"] as const) {
       positiveInteger(config[key], key);
     }
     if (config.loopDetection) {
@@ -197,7 +197,7 @@ export class Agent {
     if (!this.wrappedModel) {
       // Loaded only when asked for: the text protocols are not part of the core import.
       const { withToolCallMode } = await import("../text-tools/index.js");
-      this.wrappedModel = withToolCallMode(this.model, mode, { maxSteps: this.config.maxTurns ?? DEFAULT_MAX_TURNS });
+      this.wrappedModel = withToolCallMode(this.model, mode, { maxSteps: this.config.maxSteps ?? this.config.maxTurns ?? DEFAULT_MAX_TURNS });
     }
     // One wrapper across runs, so `auto` remembers a fallback to string mode; its per-run copies share it.
     return this.wrappedModel.forRun?.() ?? this.wrappedModel;
@@ -328,7 +328,7 @@ export class Agent {
       const outcomes = await runWave(calls, {
         run: context.info,
         step: rounds,
-        maxSteps: config.maxToolRounds ?? maxTurns,
+        maxSteps: config.maxToolRounds ?? config.maxSteps ?? maxTurns,
         tools: this.tools,
         inputs: context.inputs,
         signal: control.signal,

@@ -89,9 +89,12 @@ export interface AgentConfig {
   modelOptions?: ModelOptions;
   toolChoice?: ToolChoice;
   /** How tools reach the model: `native` (default) function calling, or one of the text protocols of
-   * `agentloop/text-tools` (`string`, `action`, `plan`), or `auto` (native, falling back to string
+   * `agentloop/text-tools` (`string`, `action`, `plan`, `fenced`), or `auto` (native, falling back to string
    * when the server rejects tools). Applies to a `DEBUG_MOCK_RESPONSES` model too. */
   toolCallMode?: "auto" | "native" | "string" | "action" | "plan" | "fenced";
+  /** The step-based text protocols (`action`, `fenced`): tool turns per input before the answer is
+   * `Reached maximum reasoning steps (N)` (default `maxTurns`; that answer is a turn too). */
+  maxSteps?: number;
   observers?: RunObserver[];
   instrumentation?: Instrumentation;
   memory?: SessionMemory;
