@@ -38,9 +38,14 @@ export function addAgentOptions(command: Command): Command {
     .addOption(new Option("--tool-call-mode <mode>", "how the model calls tools: auto, native, string, action, plan or fenced (KAOS's ```tool_call blocks)"));
 }
 
-/** True when `--agent`, `--session` or `--mcp` was given: `run` then uses the configured agent. */
+/** True when `--agent`, `--session`, `--mcp` or `--tool-call-mode` was given: `run` then uses the configured agent. */
 export function usesAgentOptions(options: AgentCliOptions): boolean {
-  return options.agent !== undefined || options.session !== undefined || (options.mcp !== undefined && options.mcp.length > 0);
+  return (
+    options.agent !== undefined ||
+    options.session !== undefined ||
+    options.toolCallMode !== undefined ||
+    (options.mcp !== undefined && options.mcp.length > 0)
+  );
 }
 
 /** Splits a command line into words, honouring single and double quotes. */

@@ -120,6 +120,13 @@ describe("fenced tool calling (KAOS's current protocol)", () => {
     assert.equal(inner.requests.length, 3);
   });
 
+  it("reads a block even without tools (the call fails as unknown, as in KAOS)", async () => {
+    const inner = new ScriptedModel([block("tool_call", { tool: "missing", arguments: {} }), "Could not."]);
+    const result = await new Agent({ model: fencedToolCalling(inner) }).run("x");
+    assert.equal(result.text, "Could not.");
+    assert.match(lastUserText(inner.requests[1]), /^Tool execution failed: Unknown tool: missing/);
+  });
+
   it("gives an answer with a broken block back as the answer, and passes text through without tools", async () => {
     const broken = "```tool_call\n{\"tool\": \"add\", \"arguments\": {\n```";
     const { tool, calls } = adder();

@@ -234,7 +234,9 @@ class FencedToolCallingModel extends TextProtocolModel {
 
   protected async *run(request: ModelRequest): AsyncGenerator<ModelEvent> {
     const tools = request.tools ?? [];
-    const useTools = tools.length > 0 && request.toolChoice !== "none";
+    // As in KAOS, blocks are read even when the agent has no tools (the call then fails as unknown);
+    // only a forced final answer (toolChoice "none") is passed through untouched.
+    const useTools = request.toolChoice !== "none";
     if (useTools && toolTurnsSinceLastUser(request.messages).length >= this.maxSteps) return yield* fixedTextAnswer(maxStepsMessage(this.maxSteps));
     // KAOS's layout: the first system message (the agent's instructions) becomes its system prompt.
     const systemIndex = request.messages.findIndex((message) => message.role === "system");
