@@ -7,6 +7,7 @@ import assert from "node:assert/strict";
 import { type ChildProcess, spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { after, before, describe, it } from "node:test";
+import { type AgentServer, createAgentServer } from "../../../src/server/index.js";
 import { freePort, type RunningHttpServer, startEverythingHttp } from "../../mcp/helpers.js";
 
 const MAIN = fileURLToPath(new URL("../../../src/cli/main.ts", import.meta.url));
@@ -30,10 +31,11 @@ async function serve(env: Record<string, string>): Promise<Serve> {
   const url = await new Promise<string>((resolve, reject) => {
     let buffer = "";
     let listening: string | undefined;
+    // Generous: on a loaded machine a node process takes many seconds to start.
     const timer = setTimeout(() => {
       child.kill("SIGKILL");
-      reject(new Error(`serve did not get ready within 30 s: ${stderr.join("")}`));
-    }, 30_000);
+      reject(new Error(`serve did not get ready within 100 s: ${stderr.join("")}`));
+    }, 100_000);
     child.stdout!.on("data", (chunk: Buffer) => {
       buffer += chunk.toString();
       const lines = buffer.split("\n");
@@ -75,16 +77,21 @@ const chat = (url: string, body: object) => fetch(`${url}/v1/chat/completions`, 
 describe("KAOS runtime conformance (serve processes, a real MCP tool)", () => {
   let everything: RunningHttpServer;
   let worker: Serve;
-  let looper: Serve;
+  let looper: AgentServer;
+  let looperUrl: string;
   let coordinator: Serve;
   before(async () => {
     everything = await startEverythingHttp(await freePort());
     const mcp = { MCP_SERVERS: "[everything]", MCP_SERVER_everything_URL: `http://127.0.0.1:${everything.port}/mcp` };
     const again = block("tool_call", { tool: "echo", arguments: { message: "again" } });
-    [worker, looper] = await Promise.all([
-      serve({ AGENT_NAME: "worker", AGENT_DESCRIPTION: "Checks arithmetic.", DEBUG_MOCK_RESPONSES: JSON.stringify(["Worker checked it: 5 + 3 = 8."]) }),
-      serve({ AGENT_NAME: "looper", TOOL_CALL_MODE: "fenced", AGENTIC_LOOP_MAX_STEPS: "3", ...mcp, DEBUG_MOCK_RESPONSES: JSON.stringify([again, again, again, again, again]) }),
-    ]);
+    worker = await serve({ AGENT_NAME: "worker", AGENT_DESCRIPTION: "Checks arithmetic.", DEBUG_MOCK_RESPONSES: JSON.stringify(["Worker checked it: 5 + 3 = 8."]) });
+    // The step limit is asked of an in-process server configured the same way (one process fewer).
+    looper = await createAgentServer({
+      env: { AGENT_NAME: "looper", TOOL_CALL_MODE: "fenced", AGENTIC_LOOP_MAX_STEPS: "3", MEMORY_TYPE: "local", ...mcp, DEBUG_MOCK_RESPONSES: JSON.stringify([again, again, again, again, again]) },
+      log: () => {},
+    });
+    looperUrl = await looper.listen(0, "127.0.0.1");
+    assert.equal((await looper.ready()).status, "ready");
     // Started once the worker listens: a peer is looked up when the agent starts.
     coordinator = await serve({
       AGENT_NAME: "coordinator",
@@ -103,7 +110,7 @@ describe("KAOS runtime conformance (serve processes, a real MCP tool)", () => {
     });
   });
   after(async () => {
-    await Promise.all([coordinator?.stop(), worker?.stop(), looper?.stop()]);
+    await Promise.all([coordinator?.stop(), worker?.stop(), looper?.close({ graceMs: 1000 })]);
     await everything?.stop();
   });
 
@@ -216,10 +223,10 @@ describe("KAOS runtime conformance (serve processes, a real MCP tool)", () => {
     }
   });
   it("ends with `Reached maximum reasoning steps (N)` after N tool calls", async () => {
-    const response = await chat(looper.url, { session_id: "loop", messages: [{ role: "user", content: "Echo forever" }] });
+    const response = await chat(looperUrl, { session_id: "loop", messages: [{ role: "user", content: "Echo forever" }] });
     const body = (await response.json()) as { choices: Array<{ message: { content: string } }> };
     assert.equal(body.choices[0].message.content, "Reached maximum reasoning steps (3)");
-    const { body: memory } = await getJson(`${looper.url}/memory/events?session_id=loop`);
+    const { body: memory } = await getJson(`${looperUrl}/memory/events?session_id=loop`);
     assert.equal(memory.events.filter((event: { event_type: string }) => event.event_type === "tool_call").length, 3);
   });
 });
