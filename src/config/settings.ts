@@ -1,6 +1,7 @@
 import { readFile } from "node:fs/promises";
 import { parse as parseYaml } from "yaml";
 import { AgentLoopError } from "../errors.js";
+import { checkMockScript } from "../model/mock-script.js";
 
 import { TOOL_CALL_MODES, type ToolCallMode } from "../text-tools/index.js";
 
@@ -361,6 +362,7 @@ export function settingsFrom(file: AgentFile, env: NodeJS.ProcessEnv): AgentSett
     apiKey: set("AGENT_API_KEY") ? env.AGENT_API_KEY : undefined,
     publicUrl: set("AGENT_PUBLIC_URL") ? httpUrl("AGENT_PUBLIC_URL", env.AGENT_PUBLIC_URL) : file.publicUrl,
   };
+  if (settings.mockResponses !== undefined) checkMockScript(settings.mockResponses, "DEBUG_MOCK_RESPONSES");
   for (const [key, variable] of Object.entries(memoryFileKeys)) {
     const value = file.memory?.[key as keyof NonNullable<AgentFile["memory"]>];
     if (value !== undefined) settings.memoryEnv[variable] = String(value);

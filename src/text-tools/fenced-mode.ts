@@ -30,7 +30,7 @@ import {
   TextEmitter,
   TextProtocolModel,
   toolResultText,
-  toolTurnsSinceLastUser,
+  toolTurnsOfInput,
 } from "./shared.js";
 
 /** KAOS's tool instructions, verbatim (data-plane/kaos-framework/agent/client.py). */
@@ -237,7 +237,7 @@ class FencedToolCallingModel extends TextProtocolModel {
     // As in KAOS, blocks are read even when the agent has no tools (the call then fails as unknown);
     // only a forced final answer (toolChoice "none") is passed through untouched.
     const useTools = request.toolChoice !== "none";
-    if (useTools && toolTurnsSinceLastUser(request.messages).length >= this.maxSteps) return yield* fixedTextAnswer(maxStepsMessage(this.maxSteps));
+    if (useTools && toolTurnsOfInput(request).length >= this.maxSteps) return yield* fixedTextAnswer(maxStepsMessage(this.maxSteps));
     // KAOS's layout: the first system message (the agent's instructions) becomes its system prompt.
     const systemIndex = request.messages.findIndex((message) => message.role === "system");
     const instructions = systemIndex === -1 ? "" : String((request.messages[systemIndex] as { content: string }).content);

@@ -1,14 +1,17 @@
 import { type Command, Option } from "commander";
+import { resolveAgentSettings } from "../../config/settings.js";
 import { AgentLoopError } from "../../errors.js";
+import { type AgentCliOptions, addModelOptions, applyModelOptions, MCP_START_TIMEOUT_MS, takeOverMockScript } from "../agent-setup.js";
+import { startTraceExport } from "../otel.js";
 import { palette } from "../render.js";
 
-export interface ServeCommandOptions {
+export interface ServeCommandOptions extends Omit<AgentCliOptions, "session" | "mcp"> {
   agent?: string;
   port?: number;
   host?: string;
   json?: boolean;
   graceMs?: number;
-  toolCallMode?: string;
+  /** The base URL the agent cards advertise (AGENT_PUBLIC_URL). */
   publicUrl?: string;
 }
 
@@ -25,15 +28,22 @@ export async function serveCommand(options: ServeCommandOptions, io = { stdout: 
   const { startAgentServer } = await import("../../server/index.js");
   const colors = palette(io.stderr);
   const log = (line: string) => io.stderr.write(`${colors.dim(line)}\n`);
-  // The flags win over the environment and the agent file, as the variables they stand for do.
-  const overrides = { ...(options.toolCallMode ? { TOOL_CALL_MODE: options.toolCallMode } : {}), ...(options.publicUrl ? { AGENT_PUBLIC_URL: options.publicUrl } : {}) };
+  // The agent file and the KAOS variables, then --model, --mock, --max-steps, --tool-call-mode on top.
+  const settings = await resolveAgentSettings({ agentFile: options.agent });
+  await applyModelOptions(settings, options);
+  if (options.publicUrl !== undefined) {
+    if (!/^https?:\/\/[^\s/]/i.test(options.publicUrl)) throw new AgentLoopError("configuration", `--public-url: must be an http(s) URL, got "${options.publicUrl}"`);
+    settings.publicUrl = options.publicUrl;
+  }
+  takeOverMockScript(settings);
   const server = await startAgentServer({
-    agentFile: options.agent,
-    env: Object.keys(overrides).length > 0 ? { ...process.env, ...overrides } : undefined,
+    settings,
+    readyTimeoutMs: MCP_START_TIMEOUT_MS,
     port: options.port,
     host: options.host,
     shutdownGraceMs: options.graceMs,
     handleSignals: true,
+    beforeExit: await startTraceExport(process.env, io.stderr), // OTLP trace export when OTEL_EXPORTER_OTLP_*ENDPOINT is set
     log,
   });
   const url = server.url!;
@@ -51,22 +61,23 @@ export async function serveCommand(options: ServeCommandOptions, io = { stdout: 
 }
 
 export function registerServeCommand(program: Command): void {
-  program
+  const command = program
     .command("serve")
     .description("Serve an agent over HTTP: OpenAI chat completions, A2A and the KAOS memory routes")
-    .option("-a, --agent <file>", "agent file (YAML); the KAOS variables (AGENT_NAME, MODEL_API_URL, MCP_SERVERS...) fill or override it")
+    .option("-a, --agent <file>", "agent file (YAML); the KAOS variables (AGENT_NAME, MODEL_API_URL, MCP_SERVERS...) fill or override it");
+  addModelOptions(command)
     .addOption(new Option("-p, --port <n>", "port (default AGENT_PORT, else 8000; 0 picks a free one)").argParser(integerOption("--port", 0, 65535)))
     .option("--host <address>", "interface to listen on", "0.0.0.0")
     .addOption(new Option("--grace-ms <n>", "on SIGTERM, how long running streams may finish before they are aborted").default(10_000).argParser(integerOption("--grace-ms", 0, 3_600_000)))
     .option("--json", "print the listening address and readiness as JSON lines on stdout")
-    .option("--tool-call-mode <mode>", "how the model calls tools (TOOL_CALL_MODE): auto, native, string, action, plan or fenced")
-    .option("--public-url <url>", "the base URL the agent card advertises (AGENT_PUBLIC_URL), e.g. behind a proxy")
+    .option("--public-url <url>", "the base URL the agent cards advertise (AGENT_PUBLIC_URL), e.g. behind a proxy")
     .addHelpText(
       "after",
       `
 Examples:
   $ agentloop serve --agent agent.yaml --port 8000
   $ DEBUG_MOCK_RESPONSES='["Hello!"]' agentloop serve --port 0 --json
+  $ agentloop serve --agent agent.yaml --mock @script.json --tool-call-mode action
   $ AGENT_NAME=worker MODEL_API_URL=http://localhost:11434 MODEL_NAME=llama3.2 agentloop serve
   $ curl -N localhost:8000/v1/chat/completions -H 'content-type: application/json' \\
       -d '{"messages":[{"role":"user","content":"hi"}],"stream":true,"session_id":"s1"}'
