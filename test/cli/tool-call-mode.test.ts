@@ -19,16 +19,15 @@ describe("--tool-call-mode and the public URL", () => {
     assert.equal(events.filter((event) => event.type === "text-delta").map((event) => event.delta).join(""), "Done after the call.");
   });
 
-  it("rejects an unknown mode naming the flag (run) and the variable it sets (serve)", async () => {
-    const run = await runCli(["run", "hi", "--mock", '["x"]', "--tool-call-mode", "bogus"], cleanEnv());
-    assert.equal(run.code, 2);
-    assert.match(run.stderr, /--tool-call-mode: unknown tool call mode "bogus"; use one of auto, native, string, action, plan, fenced/);
-    const serve = await runCli(["serve", "--port", "0", "--tool-call-mode", "bogus"], cleanEnv({ DEBUG_MOCK_RESPONSES: '["x"]' }));
-    assert.equal(serve.code, 2);
-    assert.match(serve.stderr, /TOOL_CALL_MODE/);
-    const url = await runCli(["serve", "--port", "0", "--public-url", "ftp://nope"], cleanEnv({ DEBUG_MOCK_RESPONSES: '["x"]' }));
+  it("rejects an unknown mode, listing fenced among the valid ones, and a public URL that is not http(s)", async () => {
+    for (const command of [["run", "hi"], ["serve", "--port", "0"]]) {
+      const result = await runCli([...command, "--mock", '["x"]', "--tool-call-mode", "bogus"], cleanEnv());
+      assert.notEqual(result.code, 0);
+      assert.match(result.stderr, /--tool-call-mode.*bogus.*auto, native, string, action, plan, fenced/s);
+    }
+    const url = await runCli(["serve", "--port", "0", "--mock", '["x"]', "--public-url", "ftp://nope"], cleanEnv());
     assert.equal(url.code, 2);
-    assert.match(url.stderr, /AGENT_PUBLIC_URL: must be an http\(s\) URL/);
+    assert.match(url.stderr, /--public-url: must be an http\(s\) URL, got "ftp:\/\/nope"/);
   });
 
   it("reads toolCallMode fenced and publicUrl from an agent file; AGENT_PUBLIC_URL wins", () => {
