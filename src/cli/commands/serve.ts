@@ -35,7 +35,7 @@ export async function serveCommand(options: ServeCommandOptions, io = { stdout: 
     if (!/^https?:\/\/[^\s/]/i.test(options.publicUrl)) throw new AgentLoopError("configuration", `--public-url: must be an http(s) URL, got "${options.publicUrl}"`);
     settings.publicUrl = options.publicUrl;
   }
-  takeOverMockScript(settings);
+  takeOverMockScript(process.env);
   const server = await startAgentServer({
     settings,
     readyTimeoutMs: MCP_START_TIMEOUT_MS,
