@@ -167,6 +167,8 @@ export async function prepareAgentRuntime(settings: AgentSettings, options: Buil
         model,
         tools,
         maxTurns: settings.maxSteps,
+        // The model calls' time limits travel with each request, whatever adapter (or wrapper) serves it.
+        modelOptions: Object.keys(settings.modelTimeouts ?? {}).length > 0 ? { ...settings.modelTimeouts } : undefined,
         memory: options.memory,
         observers: options.observers,
       });

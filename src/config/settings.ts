@@ -52,6 +52,11 @@ export interface AgentSettings {
   port: number;
   /** `AGENT_API_KEY`: when set, every route but health and ready needs `Authorization: Bearer <key>`. */
   apiKey?: string;
+  /**
+   * Time limits of each model call (`MODEL_FIRST_BYTE_TIMEOUT_MS`, `MODEL_IDLE_TIMEOUT_MS`, or the
+   * file's `modelTimeouts`); unset means the adapters' defaults (60 s, 30 s), 0 turns one off.
+   */
+  modelTimeouts: { firstByteTimeoutMs?: number; idleTimeoutMs?: number };
 }
 
 /** The agent file (YAML). Every field is optional; the environment fills or overrides. */
@@ -61,6 +66,8 @@ export interface AgentFile {
   instructions?: string;
   model?: string | { url?: string; name?: string };
   maxSteps?: number;
+  /** Milliseconds until a model call's first chunk, and of silence allowed between chunks (0: off). */
+  modelTimeouts?: { firstByteMs?: number; idleMs?: number };
   toolCallMode?: ToolCallMode;
   mcpServers?: Array<McpServerSetting | string> | Record<string, Omit<McpServerSetting, "name"> | string>;
   subAgents?: Array<{ name: string; url: string; protocol?: "kaos" | "a2a"; cardUrl?: string }> | Record<string, string | { url: string; protocol?: "kaos" | "a2a"; cardUrl?: string }>;
@@ -100,6 +107,14 @@ function positiveInteger(setting: string, value: unknown): number {
   const number = typeof value === "string" && value.trim() !== "" ? Number(value) : value;
   if (typeof number !== "number" || !Number.isInteger(number) || number < 1) {
     throw configurationError(setting, `must be a positive integer, got ${JSON.stringify(value)}`);
+  }
+  return number;
+}
+
+function milliseconds(setting: string, value: unknown): number {
+  const number = typeof value === "string" && value.trim() !== "" ? Number(value) : value;
+  if (typeof number !== "number" || !Number.isInteger(number) || number < 0) {
+    throw configurationError(setting, `must be a whole number of milliseconds (0 turns the limit off), got ${JSON.stringify(value)}`);
   }
   return number;
 }
@@ -205,7 +220,7 @@ export function parseAgentFile(source: string, origin = "agent file"): AgentFile
   if (value === null || value === undefined) return {};
   if (typeof value !== "object" || Array.isArray(value)) throw new AgentLoopError("configuration", `${origin}: must be a YAML mapping of settings`);
   const file = value as Record<string, unknown>;
-  const known = new Set(["name", "description", "instructions", "model", "maxSteps", "toolCallMode", "mcpServers", "subAgents", "memory"]);
+  const known = new Set(["name", "description", "instructions", "model", "maxSteps", "modelTimeouts", "toolCallMode", "mcpServers", "subAgents", "memory"]);
   for (const key of Object.keys(file)) {
     if (!known.has(key)) throw new AgentLoopError("configuration", `${origin}: unknown setting "${key}" (known: ${[...known].join(", ")})`);
   }
@@ -222,6 +237,15 @@ export function parseAgentFile(source: string, origin = "agent file"): AgentFile
     const model = file.model as Record<string, unknown>;
     if (model.url !== undefined) httpUrl(field("model.url"), model.url);
     if (model.name !== undefined) text(field("model.name"), model.name);
+  }
+  if (file.modelTimeouts !== undefined) {
+    if (typeof file.modelTimeouts !== "object" || file.modelTimeouts === null || Array.isArray(file.modelTimeouts)) {
+      throw configurationError(field("modelTimeouts"), "must be a mapping { firstByteMs, idleMs }");
+    }
+    for (const [key, value] of Object.entries(file.modelTimeouts)) {
+      if (key !== "firstByteMs" && key !== "idleMs") throw configurationError(field(`modelTimeouts.${key}`), "unknown setting (known: firstByteMs, idleMs)");
+      milliseconds(field(`modelTimeouts.${key}`), value);
+    }
   }
   if (file.memory !== undefined && (typeof file.memory !== "object" || file.memory === null || Array.isArray(file.memory))) {
     throw configurationError(field("memory"), "must be a mapping");
@@ -354,7 +378,12 @@ export function settingsFrom(file: AgentFile, env: NodeJS.ProcessEnv): AgentSett
     mockResponses: set("DEBUG_MOCK_RESPONSES") ? env.DEBUG_MOCK_RESPONSES : undefined,
     port: set("AGENT_PORT") ? port("AGENT_PORT", env.AGENT_PORT) : 8000,
     apiKey: set("AGENT_API_KEY") ? env.AGENT_API_KEY : undefined,
+    modelTimeouts: {},
   };
+  const firstByte = set("MODEL_FIRST_BYTE_TIMEOUT_MS") ? milliseconds("MODEL_FIRST_BYTE_TIMEOUT_MS", env.MODEL_FIRST_BYTE_TIMEOUT_MS) : file.modelTimeouts?.firstByteMs;
+  const idle = set("MODEL_IDLE_TIMEOUT_MS") ? milliseconds("MODEL_IDLE_TIMEOUT_MS", env.MODEL_IDLE_TIMEOUT_MS) : file.modelTimeouts?.idleMs;
+  if (firstByte !== undefined) settings.modelTimeouts.firstByteTimeoutMs = firstByte;
+  if (idle !== undefined) settings.modelTimeouts.idleTimeoutMs = idle;
   for (const [key, variable] of Object.entries(memoryFileKeys)) {
     const value = file.memory?.[key as keyof NonNullable<AgentFile["memory"]>];
     if (value !== undefined) settings.memoryEnv[variable] = String(value);
