@@ -35,8 +35,20 @@ export interface McpCommonConfig {
   /** Only these MCP tools (by their server-side name) are exposed; or a predicate on the server-side name. */
   allowedTools?: readonly string[] | ((toolName: string) => boolean);
   naming?: McpToolNaming;
-  /** Reconnections allowed over the toolset's life after the connection dies (default 1). */
+  /**
+   * Reconnection attempts allowed over the toolset's life after the connection dies (default: no
+   * limit, for as long as the process lives). Attempts back off (see `reconnectDelayMs`).
+   */
   maxReconnects?: number;
+  /** Wait before the background reconnection attempt after a loss, doubled after each failed attempt (default 500). */
+  reconnectDelayMs?: number;
+  /** Longest wait between reconnection attempts (default 30,000). */
+  maxReconnectDelayMs?: number;
+  /**
+   * Milliseconds between pings of a connected server, so a server that went away is noticed (and
+   * reconnected) without waiting for a call; 0 or unset: no pings (a stdio server's exit is noticed at once anyway).
+   */
+  pingIntervalMs?: number;
   /** Milliseconds for one MCP request; progress notifications reset it (default 60,000). */
   requestTimeoutMs?: number;
   /** Milliseconds for opening a connection: the handshake and the first tool list (default 60,000;
@@ -84,6 +96,12 @@ export function validateMcpConfig(config: McpServerConfig): void {
   }
   if (config.maxReconnects !== undefined && (!Number.isInteger(config.maxReconnects) || config.maxReconnects < 0)) {
     throw configurationError(`MCP server "${config.name}": \`maxReconnects\` must be a non-negative integer`);
+  }
+  for (const key of ["reconnectDelayMs", "maxReconnectDelayMs", "pingIntervalMs"] as const) {
+    const value = config[key];
+    if (value !== undefined && (typeof value !== "number" || !Number.isFinite(value) || value < 0)) {
+      throw configurationError(`MCP server "${config.name}": \`${key}\` must be a non-negative number of milliseconds`);
+    }
   }
   for (const key of ["requestTimeoutMs", "connectTimeoutMs", "toolTimeoutMs"] as const) {
     const value = config[key];

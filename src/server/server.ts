@@ -134,8 +134,11 @@ export async function createAgentServer(options: AgentServerOptions = {}): Promi
     get draining() {
       return draining;
     },
-    get readyStatus() {
-      return readyStatus;
+    get readyStatus(): ReadyStatus {
+      // Live once the agent is built: an MCP server that goes down (or comes back) shows at once.
+      if (!runtime) return readyStatus;
+      const unavailable = runtime.unavailable;
+      return { status: unavailable.length === 0 ? "ready" : "degraded", name: settings.name, timestamp: unixSeconds(), ...(unavailable.length > 0 ? { unavailable } : {}) };
     },
     connecting,
     card: () =>
@@ -169,7 +172,7 @@ export async function createAgentServer(options: AgentServerOptions = {}): Promi
     },
     ready: async () => {
       await connecting;
-      return readyStatus;
+      return context.readyStatus;
     },
     listen(port = options.port ?? settings.port, host = options.host ?? "0.0.0.0") {
       if (server) return Promise.reject(new Error("the server is already listening"));
