@@ -445,8 +445,10 @@ export class McpToolset {
     const url = normalizeMcpUrl(http.url, http.appendMcpPath, config.name);
     const headers = http.headers;
     return new StreamableHTTPClientTransport(url, {
-      // No automatic SSE stream reconnection: a dead server is handled by this toolset's own reconnect.
-      reconnectionOptions: { maxRetries: 0, initialReconnectionDelay: 1000, maxReconnectionDelay: 1000, reconnectionDelayGrowFactor: 1 },
+      // Resumable streams, per the spec: an event stream that closes after an event with an id is
+      // reopened with Last-Event-ID, after the server's `retry` (else 1 s, growing 1.5x to 30 s), up
+      // to 2 times. A server that is gone for good is this toolset's own reconnection's business.
+      reconnectionOptions: { maxRetries: 2, initialReconnectionDelay: 1000, maxReconnectionDelay: 30_000, reconnectionDelayGrowFactor: 1.5 },
       fetch:
         typeof headers === "function"
           ? (input, init) => {
