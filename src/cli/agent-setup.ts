@@ -4,6 +4,7 @@ import { type AgentRuntime, buildAgentRuntime } from "../config/build-agent.js";
 import { type AgentSettings, type McpServerSetting, resolveAgentSettings } from "../config/settings.js";
 import { AgentLoopError } from "../errors.js";
 import type { MemoryStore, SessionMemoryHandle } from "../memory/index.js";
+import type { McpElicitationHandler } from "../mcp/index.js";
 import type { Model } from "../model/model.js";
 import { SESSION_ID_PATTERN } from "../server/chat-request.js";
 import { ScriptedModel } from "../model/scripted.js";
@@ -87,6 +88,8 @@ export interface SetupOptions {
   /** Default model when nothing else names one. */
   fallbackModel?: () => Model;
   tools?: Tool[];
+  /** Answers MCP servers' questions to the user (`chat` asks inline; without it they are declined). */
+  elicitation?: McpElicitationHandler;
 }
 
 /**
@@ -127,7 +130,7 @@ export async function setupCliAgent(options: AgentCliOptions, setup: SetupOption
   try {
     // A --mock script streams with a small delay per chunk so answers visibly stream (and can be interrupted).
     const model = options.mock !== undefined ? new ScriptedModel(options.mock, { chunkDelayMs: 10 }) : noModel ? setup.fallbackModel?.() : undefined;
-    runtime = await buildAgentRuntime(settings, { env, memory, model, tools: setup.tools });
+    runtime = await buildAgentRuntime(settings, { env, memory, model, tools: setup.tools, mcp: setup.elicitation ? { onElicitation: setup.elicitation } : undefined });
   } catch (error) {
     await store?.close();
     throw error;

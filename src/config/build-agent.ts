@@ -2,7 +2,7 @@ import { kaosAgentTool } from "../agents/index.js";
 import { AgentLoopError } from "../errors.js";
 import { Agent } from "../loop/agent.js";
 import type { RunObserver, SessionMemory, Toolset } from "../loop/types.js";
-import type { McpToolset } from "../mcp/index.js";
+import type { McpElicitationHandler, McpToolset } from "../mcp/index.js";
 import type { Model } from "../model/model.js";
 import { ScriptedModel } from "../model/scripted.js";
 import { compatibleBaseURL, resolveModel } from "../providers/index.js";
@@ -47,9 +47,10 @@ export interface BuildAgentOptions {
   /**
    * How the MCP connections are watched: pings of each server (default every 10 s), and the
    * reconnection backoff (default 500 ms doubling up to 30 s). A server that is down at start or
-   * goes away later is reconnected for as long as the process lives.
+   * goes away later is reconnected for as long as the process lives. `onElicitation` answers the
+   * servers' questions to the user (without it they are declined: `run` and `serve` are unattended).
    */
-  mcp?: { pingIntervalMs?: number; reconnectDelayMs?: number; maxReconnectDelayMs?: number };
+  mcp?: { pingIntervalMs?: number; reconnectDelayMs?: number; maxReconnectDelayMs?: number; onElicitation?: McpElicitationHandler };
 }
 
 /** A runtime whose configuration is checked but whose MCP servers and peers are not contacted yet. */

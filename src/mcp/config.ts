@@ -29,6 +29,24 @@ export interface McpToolNaming {
   separator?: string;
 }
 
+/** A server's question to the user (MCP elicitation, form mode). */
+export interface McpElicitation {
+  /** The MCP server that asks. */
+  server: string;
+  message: string;
+  /** A flat JSON Schema object of the fields asked for (strings, numbers, booleans, enums). */
+  requestedSchema: Record<string, unknown>;
+}
+
+/** The user's answer: `accept` with the field values, or `decline` / `cancel`. */
+export interface McpElicitationAnswer {
+  action: "accept" | "decline" | "cancel";
+  content?: Record<string, string | number | boolean | string[]>;
+}
+
+/** Answers a server's question, usually by asking a human (`agentloop chat` asks inline). */
+export type McpElicitationHandler = (request: McpElicitation, options: { signal: AbortSignal }) => Promise<McpElicitationAnswer>;
+
 export interface McpCommonConfig {
   /** The server's name: the default tool name prefix, and the name error results mention. */
   name: string;
@@ -61,6 +79,12 @@ export interface McpCommonConfig {
   sequential?: boolean;
   /** Called after the server's tool list changed and the cache was refreshed. */
   onToolsChanged?: (toolNames: string[]) => void;
+  /**
+   * Answers the server's questions to the user (elicitation; the client always declares the
+   * capability). Without a handler every question is declined, with the reason in `_meta`: an
+   * unattended agent has no one to ask.
+   */
+  onElicitation?: McpElicitationHandler;
 }
 
 export type McpServerConfig = McpCommonConfig & (McpStdioTransportConfig | McpHttpTransportConfig);

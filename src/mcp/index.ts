@@ -2,6 +2,9 @@
 export {
   exposedToolName,
   type McpCommonConfig,
+  type McpElicitation,
+  type McpElicitationAnswer,
+  type McpElicitationHandler,
   type McpHttpTransportConfig,
   type McpServerConfig,
   type McpStdioTransportConfig,

@@ -1,7 +1,7 @@
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import { ErrorCode, McpError, type Tool as McpToolDescription } from "@modelcontextprotocol/sdk/types.js";
+import { ElicitRequestSchema, ErrorCode, McpError, type Tool as McpToolDescription } from "@modelcontextprotocol/sdk/types.js";
 import { AgentLoopError, abortError } from "../errors.js";
 import type { JsonSchema } from "../model/model.js";
 import type { Tool, ToolResultValue } from "../tools/tool.js";
@@ -351,6 +351,25 @@ export class McpToolset {
     this.pingTimer.unref?.();
   }
 
+  /** A server's question: to the configured handler, else declined with the reason. */
+  private async elicit(params: Record<string, unknown>, signal: AbortSignal): Promise<Record<string, unknown>> {
+    const handler = this.config.onElicitation;
+    if (params.mode === "url") {
+      return { action: "decline", _meta: { "agentloop/reason": "URL-mode elicitation is not supported by this client" } };
+    }
+    if (!handler) {
+      return {
+        action: "decline",
+        _meta: { "agentloop/reason": `no one to ask: this agent runs unattended (agentloop run or serve); MCP server "${this.name}" asked: ${String(params.message ?? "")}` },
+      };
+    }
+    const answer = await handler(
+      { server: this.name, message: String(params.message ?? ""), requestedSchema: (params.requestedSchema ?? { type: "object", properties: {} }) as Record<string, unknown> },
+      { signal },
+    );
+    return answer.action === "accept" ? { action: "accept", content: answer.content ?? {} } : { action: answer.action };
+  }
+
   private unavailableText(): string {
     const reason = this.lastFailure || "connection lost";
     if (this.statusValue === "failed") return `MCP server "${this.name}" is unavailable (${reason}; reconnect limit ${this.config.maxReconnects} reached)`;
@@ -381,7 +400,8 @@ export class McpToolset {
     const generation = ++this.generation;
     this.stderrTail = "";
     const client = new Client(clientInfo, {
-      capabilities: {},
+      // Form-mode elicitation: a server may ask the user a question (answered or declined, never "Method not found").
+      capabilities: { elicitation: { form: {} } },
       listChanged: {
         tools: {
           autoRefresh: false,
@@ -396,6 +416,7 @@ export class McpToolset {
         },
       },
     });
+    client.setRequestHandler(ElicitRequestSchema, (request, extra) => this.elicit(request.params as Record<string, unknown>, extra.signal));
     const transport = this.createTransport();
     client.onclose = () => {
       if (generation !== this.generation) return;

@@ -125,3 +125,5 @@ export async function startHttpServerScript(path: string, port = 0): Promise<Run
       }),
   };
 }
+
+export const elicitServerPath = fileURLToPath(new URL("./fixtures/elicit-server.mjs", import.meta.url));

@@ -2,7 +2,9 @@ import { createInterface } from "node:readline";
 import { type Command, Option } from "commander";
 import { AgentLoopError } from "../../errors.js";
 import type { LoopEvent, RunResult } from "../../loop/events.js";
+import type { McpElicitationHandler } from "../../mcp/index.js";
 import { type AgentCliOptions, addAgentOptions, setupCliAgent } from "../agent-setup.js";
+import { askInline } from "../elicitation.js";
 import { palette, RunRenderer } from "../render.js";
 import { ToolSpinner } from "../spinner.js";
 
@@ -25,7 +27,10 @@ interface ChatIO {
  */
 export async function chatCommand(options: ChatCommandOptions, io: ChatIO = process): Promise<number> {
   const colors = palette(io.stderr);
-  const cli = await setupCliAgent(options, { alwaysSession: true, sessionPrefix: "chat", env: io.env });
+  // An MCP server's question (elicitation) is asked inline, reading the answers from the chat's input.
+  let askUser: McpElicitationHandler | undefined;
+  const elicitation: McpElicitationHandler = (request, context) => (askUser ? askUser(request, context) : Promise.resolve({ action: "decline" }));
+  const cli = await setupCliAgent(options, { alwaysSession: true, sessionPrefix: "chat", env: io.env, elicitation });
   const { runtime, sessionId } = cli;
   const interactive = io.stdin.isTTY === true && io.stdout.isTTY === true;
   io.stderr.write(
@@ -53,6 +58,9 @@ export async function chatCommand(options: ChatCommandOptions, io: ChatIO = proc
   lines.on("SIGINT", interrupt);
   process.on("SIGINT", interrupt);
   lines.setPrompt(colors.cyan("› "));
+  // One reader for the prompt and for the answers to a server's question during a run.
+  const reader = lines[Symbol.asyncIterator]();
+  askUser = (request) => askInline(request, reader, io.stderr, colors);
 
   /** One message: takes the session (a server replica on a shared store may be using it), runs, renders. */
   const runTurn = async (input: string, signal: AbortSignal): Promise<RunResult | undefined> => {
@@ -87,8 +95,8 @@ export async function chatCommand(options: ChatCommandOptions, io: ChatIO = proc
   };
   try {
     if (interactive) lines.prompt();
-    for await (const raw of lines) {
-      const input = raw.trim();
+    for (let next = await reader.next(); !next.done; next = await reader.next()) {
+      const input = next.value.trim();
       if (input === "/exit" || input === "/quit") break;
       if (input === "") {
         if (interactive) lines.prompt();
