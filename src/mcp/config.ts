@@ -1,5 +1,6 @@
 import { AgentLoopError } from "../errors.js";
 import type { TruncationOptions } from "../tools/tool.js";
+import type { McpAuthConfig } from "./auth.js";
 
 /** Launch an MCP server as a child process and talk to it over stdin/stdout. */
 export interface McpStdioTransportConfig {
@@ -20,6 +21,12 @@ export interface McpHttpTransportConfig {
   appendMcpPath?: boolean;
   /** Sent with every HTTP request (authorization, tenant headers...). A function is called per request. */
   headers?: Record<string, string> | (() => Record<string, string>);
+  /**
+   * OAuth (the SDK's `authProvider`): `{ type: "client_credentials", clientId, clientSecret, scope? }`,
+   * `{ type: "authorization_code", ... }` (PKCE, loopback redirect, tokens stored per server), or
+   * `{ provider }` with any SDK `OAuthClientProvider`.
+   */
+  auth?: McpAuthConfig;
 }
 
 export interface McpToolNaming {

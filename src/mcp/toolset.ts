@@ -1,6 +1,8 @@
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { type OAuthClientProvider, UnauthorizedError } from "@modelcontextprotocol/sdk/client/auth.js";
+import { authProviderOf, isInteractive } from "./auth.js";
 import { ElicitRequestSchema, ErrorCode, McpError, type Tool as McpToolDescription } from "@modelcontextprotocol/sdk/types.js";
 import { AgentLoopError, abortError } from "../errors.js";
 import type { JsonSchema } from "../model/model.js";
@@ -73,6 +75,8 @@ export class McpToolset {
   private nextAttemptAt = 0;
   private retryTimer: ReturnType<typeof setTimeout> | undefined;
   private pingTimer: ReturnType<typeof setInterval> | undefined;
+  /** The OAuth provider of an HTTP server with `auth` (made once: it keeps tokens across reconnections). */
+  private authProvider?: OAuthClientProvider;
   private lastFailure = "";
   private stderrTail = "";
   /** Bumped on every (re)connection and on close, so callbacks of an old connection are ignored. */
@@ -227,6 +231,7 @@ export class McpToolset {
     this.statusValue = "closed";
     this.generation++;
     this.stopTimers();
+    if (isInteractive(this.authProvider)) await this.authProvider.close();
     await this.opening?.catch(() => undefined);
     await this.dispose(this.client, this.transport, true);
     this.client = undefined;
@@ -390,7 +395,7 @@ export class McpToolset {
   }
 
   /** Opens a new connection (closing any old one) and loads the tool list. */
-  private async open(): Promise<void> {
+  private async open(afterLogin = false): Promise<void> {
     const oldClient = this.client;
     const oldTransport = this.transport;
     this.client = undefined;
@@ -401,7 +406,7 @@ export class McpToolset {
     this.stderrTail = "";
     const client = new Client(clientInfo, {
       // Form-mode elicitation: a server may ask the user a question (answered or declined, never "Method not found").
-      capabilities: { elicitation: { form: {} } },
+      capabilities: { elicitation: { form: { applyDefaults: true } } },
       listChanged: {
         tools: {
           autoRefresh: false,
@@ -418,6 +423,8 @@ export class McpToolset {
     });
     client.setRequestHandler(ElicitRequestSchema, (request, extra) => this.elicit(request.params as Record<string, unknown>, extra.signal));
     const transport = this.createTransport();
+    // The loopback redirect listens before any request, so its URL is known at registration.
+    if (isInteractive(this.authProvider)) await this.authProvider.start();
     client.onclose = () => {
       if (generation !== this.generation) return;
       this.markDisconnected(client, new Error(this.transport instanceof StdioClientTransport ? "server process exited" : "connection closed"));
@@ -437,6 +444,18 @@ export class McpToolset {
     } catch (error) {
       this.client = undefined;
       this.transport = undefined;
+      // The authorization-code flow: the user signs in (the URL was printed), the browser comes
+      // back to the loopback redirect with a code, the tokens are fetched and stored; then again.
+      const provider = this.authProvider;
+      if (!afterLogin && isInteractive(provider) && error instanceof UnauthorizedError && transport instanceof StreamableHTTPClientTransport) {
+        try {
+          await transport.finishAuth(await provider.waitForAuthorizationCode());
+        } finally {
+          await this.dispose(client, transport, false);
+        }
+        if (generation !== this.generation) throw new Error("toolset was closed while signing in");
+        return this.open(true);
+      }
       await this.dispose(client, transport, false);
       throw error;
     }
@@ -465,7 +484,9 @@ export class McpToolset {
     const http = config as McpHttpTransportConfig;
     const url = normalizeMcpUrl(http.url, http.appendMcpPath, config.name);
     const headers = http.headers;
+    this.authProvider ??= authProviderOf(http.auth, config.name, url.href);
     return new StreamableHTTPClientTransport(url, {
+      authProvider: this.authProvider,
       // Resumable streams, per the spec: an event stream that closes after an event with an id is
       // reopened with Last-Event-ID, after the server's `retry` (else 1 s, growing 1.5x to 30 s), up
       // to 2 times. A server that is gone for good is this toolset's own reconnection's business.
