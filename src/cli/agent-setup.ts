@@ -130,7 +130,7 @@ export async function setupCliAgent(options: AgentCliOptions, setup: SetupOption
   try {
     // A --mock script streams with a small delay per chunk so answers visibly stream (and can be interrupted).
     const model = options.mock !== undefined ? new ScriptedModel(options.mock, { chunkDelayMs: 10 }) : noModel ? setup.fallbackModel?.() : undefined;
-    runtime = await buildAgentRuntime(settings, { env, memory, model, tools: setup.tools, mcp: setup.elicitation ? { onElicitation: setup.elicitation } : undefined });
+    runtime = await buildAgentRuntime(settings, { env, memory, model, tools: setup.tools, mcp: setup.elicitation ? { onElicitation: setup.elicitation } : undefined, interactiveAuth: true });
   } catch (error) {
     await store?.close();
     throw error;

@@ -2,7 +2,7 @@ import { kaosAgentTool } from "../agents/index.js";
 import { AgentLoopError } from "../errors.js";
 import { Agent } from "../loop/agent.js";
 import type { RunObserver, SessionMemory, Toolset } from "../loop/types.js";
-import type { McpElicitationHandler, McpToolset } from "../mcp/index.js";
+import type { McpAuthConfig, McpElicitationHandler, McpToolset } from "../mcp/index.js";
 import type { Model } from "../model/model.js";
 import { ScriptedModel } from "../model/scripted.js";
 import { compatibleBaseURL, resolveModel } from "../providers/index.js";
@@ -51,6 +51,8 @@ export interface BuildAgentOptions {
    * servers' questions to the user (without it they are declined: `run` and `serve` are unattended).
    */
   mcp?: { pingIntervalMs?: number; reconnectDelayMs?: number; maxReconnectDelayMs?: number; onElicitation?: McpElicitationHandler };
+  /** A person is there to sign in (the CLI): MCP servers with `auth.flow: authorization_code` are allowed. */
+  interactiveAuth?: boolean;
 }
 
 /** A runtime whose configuration is checked but whose MCP servers and peers are not contacted yet. */
@@ -93,12 +95,26 @@ async function baseModelOfSettings(settings: AgentSettings, env: NodeJS.ProcessE
   );
 }
 
-function mcpToolsetOf(server: McpServerSetting, McpToolset: typeof import("../mcp/index.js").McpToolset, watch: BuildAgentOptions["mcp"] = {}): McpToolset {
+function mcpAuthOf(server: McpServerSetting, interactive: boolean): McpAuthConfig | undefined {
+  const auth = server.auth;
+  if (!auth) return undefined;
+  if (auth.flow === "client_credentials") return { type: "client_credentials", clientId: auth.clientId!, clientSecret: auth.clientSecret!, scope: auth.scope };
+  if (!interactive) {
+    throw new AgentLoopError(
+      "configuration",
+      `mcpServers (${server.name}): auth flow authorization_code needs a person to sign in (agentloop run or chat); a server uses clientId and clientSecret (MCP_SERVER_<NAME>_CLIENT_ID / _CLIENT_SECRET)`,
+    );
+  }
+  return { type: "authorization_code", clientId: auth.clientId, clientSecret: auth.clientSecret, scope: auth.scope };
+}
+
+function mcpToolsetOf(server: McpServerSetting, McpToolset: typeof import("../mcp/index.js").McpToolset, watch: BuildAgentOptions["mcp"] = {}, interactive = false): McpToolset {
+  const auth = mcpAuthOf(server, interactive);
   try {
     // KAOS exposes MCP tools under their own names, so no server prefix.
     const common = { name: server.name, naming: { prefix: false as const }, pingIntervalMs: 10_000, ...watch };
     return server.url !== undefined
-      ? new McpToolset({ ...common, url: server.url })
+      ? new McpToolset({ ...common, url: server.url, auth })
       : new McpToolset({ ...common, command: server.command!, args: server.args, env: server.env });
   } catch (error) {
     throw new AgentLoopError("configuration", `mcpServers (${server.name}): ${(error as Error).message}`, { cause: error });
@@ -132,7 +148,7 @@ export async function prepareAgentRuntime(settings: AgentSettings, options: Buil
   const model = options.model ?? (await modelOfSettings(settings, env));
   // The MCP and A2A SDKs load only for agents that use them (a plain agent server stays small).
   const mcp = settings.mcpServers.length > 0 ? await import("../mcp/index.js") : undefined;
-  const toolsets = settings.mcpServers.map((server) => mcpToolsetOf(server, mcp!.McpToolset, options.mcp));
+  const toolsets = settings.mcpServers.map((server) => mcpToolsetOf(server, mcp!.McpToolset, options.mcp, options.interactiveAuth === true));
   const timeoutMs = options.readyTimeoutMs ?? 10_000;
   const close = async () => {
     await Promise.allSettled(toolsets.map((toolset) => toolset.close()));

@@ -13,6 +13,11 @@ export interface McpServerSetting {
   command?: string;
   args?: string[];
   env?: Record<string, string>;
+  /**
+   * OAuth for an HTTP server: a client id and secret (the client-credentials flow, for `serve`), or
+   * `flow: authorization_code` (a person signs in; the CLI prints the URL and stores the tokens).
+   */
+  auth?: { flow?: "client_credentials" | "authorization_code"; clientId?: string; clientSecret?: string; scope?: string };
 }
 
 /** A peer agent. `kaos` agents get a chat-completions call with a `task-delegation` message;
@@ -289,8 +294,24 @@ function normalizeMcpServers(value: unknown, setting: string): McpServerSetting[
       if (typeof server.env !== "object" || server.env === null) throw configurationError(`${where}.env`, "must be a mapping of strings");
       result.env = Object.fromEntries(Object.entries(server.env as Record<string, unknown>).map(([k, v]) => [k, String(v)]));
     }
+    if (server.auth !== undefined) result.auth = mcpAuth(`${where}.auth`, server.auth, result.url !== undefined);
     return result;
   });
+}
+
+function mcpAuth(setting: string, value: unknown, http: boolean): NonNullable<McpServerSetting["auth"]> {
+  if (!http) throw configurationError(setting, "OAuth applies to HTTP servers (url), not to stdio commands");
+  if (typeof value !== "object" || value === null || Array.isArray(value)) throw configurationError(setting, "must be a mapping { clientId, clientSecret, scope } or { flow: authorization_code }");
+  const auth = value as Record<string, unknown>;
+  for (const key of Object.keys(auth)) {
+    if (!["flow", "clientId", "clientSecret", "scope"].includes(key)) throw configurationError(`${setting}.${key}`, "unknown setting (known: flow, clientId, clientSecret, scope)");
+  }
+  const flow = auth.flow ?? (auth.clientSecret !== undefined ? "client_credentials" : "authorization_code");
+  if (flow !== "client_credentials" && flow !== "authorization_code") throw configurationError(`${setting}.flow`, `must be client_credentials or authorization_code, got ${JSON.stringify(flow)}`);
+  const result: NonNullable<McpServerSetting["auth"]> = { flow };
+  for (const key of ["clientId", "clientSecret", "scope"] as const) if (auth[key] !== undefined) result[key] = text(`${setting}.${key}`, auth[key]);
+  if (flow === "client_credentials" && (!result.clientId || !result.clientSecret)) throw configurationError(setting, "the client-credentials flow needs clientId and clientSecret");
+  return result;
 }
 
 function normalizeSubAgents(value: unknown, setting: string): SubAgentSetting[] {
@@ -337,7 +358,16 @@ function mcpServersFromEnv(env: NodeJS.ProcessEnv): McpServerSetting[] | undefin
   return list(env.MCP_SERVERS).map((name) => {
     const { key, value } = lookupPerName(env, "MCP_SERVER_", name, "_URL");
     if (!value) throw configurationError(key, `is required because MCP_SERVERS lists "${name}"`);
-    return { name, url: httpUrl(key, value) };
+    const server: McpServerSetting = { name, url: httpUrl(key, value) };
+    // OAuth client credentials: MCP_SERVER_<NAME>_CLIENT_ID, _CLIENT_SECRET (and _SCOPE).
+    const clientId = lookupPerName(env, "MCP_SERVER_", name, "_CLIENT_ID");
+    const clientSecret = lookupPerName(env, "MCP_SERVER_", name, "_CLIENT_SECRET");
+    const scope = lookupPerName(env, "MCP_SERVER_", name, "_SCOPE");
+    if (clientId.value || clientSecret.value) {
+      if (!clientId.value || !clientSecret.value) throw configurationError(clientId.value ? clientSecret.key : clientId.key, `is required with ${clientId.value ? clientId.key : clientSecret.key} (OAuth client credentials)`);
+      server.auth = { flow: "client_credentials", clientId: clientId.value, clientSecret: clientSecret.value, ...(scope.value ? { scope: scope.value } : {}) };
+    }
+    return server;
   });
 }
 

@@ -193,6 +193,16 @@ export class McpToolset {
         return mapCallResult(result as McpCallResult);
       } catch (error) {
         if (signal?.aborted) throw abortError(signal);
+        // Step-up: the server wants a broader scope for this call; the user signs in again, then the call is retried once.
+        const provider = this.authProvider;
+        if (error instanceof UnauthorizedError && isInteractive(provider) && attempt === 0 && this.transport instanceof StreamableHTTPClientTransport) {
+          try {
+            await this.transport.finishAuth(await provider.waitForAuthorizationCode());
+            continue;
+          } catch (authError) {
+            return { content: `MCP server "${this.name}", tool "${toolName}": authorization failed: ${messageOf(authError)}`, isError: true };
+          }
+        }
         if (error instanceof McpError && error.code !== ErrorCode.ConnectionClosed) {
           // The server answered with a protocol error (unknown tool, bad params, timeout): the connection is fine.
           return { content: `MCP server "${this.name}", tool "${toolName}": ${error.message}`, isError: true };
