@@ -1,6 +1,7 @@
 import { readFile } from "node:fs/promises";
 import { parse as parseYaml } from "yaml";
 import { AgentLoopError } from "../errors.js";
+import { checkMockScript } from "../model/mock-script.js";
 
 import { TOOL_CALL_MODES, type ToolCallMode } from "../text-tools/index.js";
 
@@ -414,6 +415,7 @@ export function settingsFrom(file: AgentFile, env: NodeJS.ProcessEnv): AgentSett
   const idle = set("MODEL_IDLE_TIMEOUT_MS") ? milliseconds("MODEL_IDLE_TIMEOUT_MS", env.MODEL_IDLE_TIMEOUT_MS) : file.modelTimeouts?.idleMs;
   if (firstByte !== undefined) settings.modelTimeouts.firstByteTimeoutMs = firstByte;
   if (idle !== undefined) settings.modelTimeouts.idleTimeoutMs = idle;
+  if (settings.mockResponses !== undefined) checkMockScript(settings.mockResponses, "DEBUG_MOCK_RESPONSES");
   for (const [key, variable] of Object.entries(memoryFileKeys)) {
     const value = file.memory?.[key as keyof NonNullable<AgentFile["memory"]>];
     if (value !== undefined) settings.memoryEnv[variable] = String(value);

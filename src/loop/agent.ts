@@ -8,10 +8,11 @@ import type { Tool } from "../tools/tool.js";
 import { jsonSchemaOf, warmValidators } from "../tools/validate.js";
 import { type Usage, addUsage, emptyUsage } from "../usage.js";
 import { hideBoundParameters } from "./bindings.js";
+import { resolveInstrumentation } from "./global-tracing.js";
 import type { RunResult, TerminalState } from "./events.js";
 import { callSignature, detectLoop, signatureName } from "./loop-detection.js";
 import { Run, type RunControl } from "./run.js";
-import type { AgentConfig, RunInfo, RunOptions, SessionMemory, Toolset } from "./types.js";
+import type { AgentConfig, Instrumentation, RunInfo, RunOptions, SessionMemory, Toolset } from "./types.js";
 import { cancelledResults, runWave } from "./wave.js";
 
 const DEFAULT_MAX_TURNS = 10;
@@ -38,6 +39,8 @@ interface RunContext {
   messages: Message[];
   /** Index of the first message this run added (after system prompt and history). */
   firstNew: number;
+  /** Index of the user message of the current input (steering and loop warnings do not move it). */
+  inputStart: number;
   usage: Usage;
   turns: number;
   toolRounds: number;
@@ -48,6 +51,8 @@ interface RunContext {
   /** The same for every wave of the run. */
   inputs: Record<string, unknown>;
   agentPath: readonly string[];
+  /** The configured instrumentation, or the global tracer provider's (see global-tracing.ts). */
+  instrumentation: Instrumentation | undefined;
 }
 
 /**
@@ -197,7 +202,8 @@ export class Agent {
     if (!this.wrappedModel) {
       // Loaded only when asked for: the text protocols are not part of the core import.
       const { withToolCallMode } = await import("../text-tools/index.js");
-      this.wrappedModel = withToolCallMode(this.model, mode, { maxSteps: this.config.maxTurns ?? DEFAULT_MAX_TURNS });
+      const steps = this.config.maxTurns ?? DEFAULT_MAX_TURNS;
+      this.wrappedModel = withToolCallMode(this.model, mode, { maxSteps: steps, maxWaves: steps });
     }
     // One wrapper across runs, so `auto` remembers a fallback to string mode; its per-run copies share it.
     return this.wrappedModel.forRun?.() ?? this.wrappedModel;
@@ -205,6 +211,7 @@ export class Agent {
 
   private async execute(control: RunControl, input: string, options: RunOptions): Promise<RunResult> {
     const model = await this.modelForRun();
+    const instrumentation = await resolveInstrumentation(this.config.instrumentation);
     const info: RunInfo = {
       runId: control.id,
       agentName: this.name,
@@ -222,6 +229,7 @@ export class Agent {
       options,
       messages: [],
       firstNew: 0,
+      inputStart: 0,
       usage: emptyUsage(),
       turns: 0,
       toolRounds: 0,
@@ -231,6 +239,7 @@ export class Agent {
       services: options.services ?? {},
       inputs: options.inputs ?? {},
       agentPath: [...(options.agentPath ?? []), this.name],
+      instrumentation,
     };
     const body = async () => {
       let outcome: Outcome;
@@ -247,7 +256,6 @@ export class Agent {
       await control.flushObservers();
       return result;
     };
-    const instrumentation = this.config.instrumentation;
     return instrumentation ? instrumentation.run({ ...info, input }, body) : body();
   }
 
@@ -274,6 +282,7 @@ export class Agent {
     let next: string | undefined = input;
     let followUp = false;
     do {
+      context.inputStart = messages.length;
       messages.push({ role: "user", content: next });
       control.emit({ type: "user-message", runId: control.id, content: next, followUp });
       outcome = await this.runInput(context);
@@ -287,11 +296,14 @@ export class Agent {
     const { control, messages } = context;
     const config = this.config;
     const maxTurns = config.maxTurns ?? DEFAULT_MAX_TURNS;
+    // In the action and plan protocols maxTurns counts their steps (action turns, waves) and the
+    // protocol itself ends them; one more model call gives the final answer.
+    const turnLimit = config.toolCallMode === "action" || config.toolCallMode === "plan" ? maxTurns + 1 : maxTurns;
     let turns = 0;
     let rounds = 0;
     for (;;) {
       if (control.signal.aborted) return { state: "ABORTED", reason: abortReason(control.signal) };
-      if (turns >= maxTurns) return this.limit(context, "TURN_LIMIT", `maxTurns (${maxTurns}) reached`);
+      if (turns >= turnLimit) return this.limit(context, "TURN_LIMIT", `maxTurns (${maxTurns}) reached`);
       if (config.maxTokens !== undefined && context.usage.totalTokens >= config.maxTokens) {
         return this.limit(context, "TOKEN_BUDGET", `token budget (${config.maxTokens}) used: ${context.usage.totalTokens} tokens`);
       }
@@ -303,7 +315,7 @@ export class Agent {
       const calls = toolCallsOf(response.message);
       if (calls.length === 0) {
         // Steering asks for another answer, but never at the cost of the one we have on the last turn.
-        if (turns < maxTurns && this.injectSteering(context)) continue;
+        if (turns < turnLimit && this.injectSteering(context)) continue;
         return { state: "COMPLETED", reason: "the model answered" };
       }
       if (config.maxToolRounds !== undefined && rounds >= config.maxToolRounds) {
@@ -339,7 +351,7 @@ export class Agent {
         agentPath: context.agentPath,
         services: context.services,
         messages,
-        instrumentation: config.instrumentation,
+        instrumentation: context.instrumentation,
         onAbort: control.onAbort,
         emit: control.emit,
       });
@@ -363,8 +375,9 @@ export class Agent {
       toolChoice: tools.length ? toolChoice : undefined,
       options: this.config.modelOptions,
       signal: control.signal,
+      inputStart: context.inputStart,
     };
-    const instrumentation = this.config.instrumentation;
+    const instrumentation = context.instrumentation;
     const response = instrumentation
       ? await instrumentation.modelCall({ ...info, turn, toolNames: tools.map((tool) => tool.name) }, () => streamModel(context, request, turn))
       : await streamModel(context, request, turn);

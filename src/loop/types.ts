@@ -67,7 +67,8 @@ export interface AgentConfig {
   subAgents?: DelegateTarget[];
   /** Deepest nested delegation allowed through `subAgents` (default 3). */
   maxDelegationDepth?: number;
-  /** Model calls per input before TURN_LIMIT (default 10). */
+  /** Model calls per input before TURN_LIMIT (default 10). With `toolCallMode` `action` or `plan`,
+   * the protocol's steps (action turns, waves) per input, then one more call for the answer. */
   maxTurns?: number;
   /** Tool waves per input before ROUND_LIMIT (default: no limit besides maxTurns). */
   maxToolRounds?: number;
@@ -93,7 +94,12 @@ export interface AgentConfig {
    * when the server rejects tools). Applies to a `DEBUG_MOCK_RESPONSES` model too. */
   toolCallMode?: "auto" | "native" | "string" | "action" | "plan";
   observers?: RunObserver[];
-  instrumentation?: Instrumentation;
+  /**
+   * Wraps the run, each model call and each tool call (`otelInstrumentation()` from
+   * `agentloop/tracing`). Default: OpenTelemetry spans when a tracer provider is registered globally,
+   * else none. `false`: never traced.
+   */
+  instrumentation?: Instrumentation | false;
   memory?: SessionMemory;
 }
 
