@@ -96,7 +96,7 @@ describe("fuzz: parseToolArguments", () => {
       const ms = performance.now() - started;
       assert.equal(result.ok, false);
       // A quadratic scan of 300 KB takes minutes (20 KB of `{` took 1.4 s before); linear work takes milliseconds (generous bound for a busy machine).
-      assert.ok(ms < 5_000, `${JSON.stringify(raw.slice(0, 12))}… took ${Math.round(ms)} ms`);
+      assert.ok(ms < 30_000, `${JSON.stringify(raw.slice(0, 12))}… took ${Math.round(ms)} ms`);
     }
   });
 });

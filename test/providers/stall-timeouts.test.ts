@@ -20,6 +20,7 @@ const fastRetry = { initialDelayMs: 5, maxDelayMs: 10 };
 interface Wire {
   name: string;
   frames: string[];
+  slowFrames: (turn: { text: string }) => string[];
   model(server: TestServer, options: CallLimits & { retry?: { maxRetries?: number } }): Model;
 }
 
@@ -28,22 +29,26 @@ const wires: Wire[] = [
   {
     name: "Chat Completions (direct)",
     frames: chatFrames(turn),
+    slowFrames: (turn) => chatFrames(turn),
     model: (server, options) => openaiChat("m", { baseURL: `${server.url}/v1`, apiKey: "k", ...options, retry: { ...fastRetry, ...options.retry } }),
   },
   {
     name: "Chat Completions (caller's openai client)",
     frames: chatFrames(turn),
+    slowFrames: (turn) => chatFrames(turn),
     model: (server, options) =>
       openaiChat("m", { client: new OpenAI({ baseURL: `${server.url}/v1`, apiKey: "k", maxRetries: 0 }), ...options, retry: { ...fastRetry, ...options.retry } }),
   },
   {
     name: "Responses",
     frames: responsesFrames(turn),
+    slowFrames: (turn) => responsesFrames(turn),
     model: (server, options) => openaiResponses("m", { baseURL: `${server.url}/v1`, apiKey: "k", ...options, retry: { ...fastRetry, ...options.retry } }),
   },
   {
     name: "Anthropic Messages",
     frames: anthropicFrames(turn),
+    slowFrames: (turn) => anthropicFrames(turn),
     model: (server, options) => anthropic("m", { baseURL: server.url, apiKey: "k", ...options, retry: { ...fastRetry, ...options.retry } }),
   },
 ];
@@ -141,10 +146,12 @@ for (const wire of wires) {
     });
 
     test("a slow but steady stream is not an idle timeout, even when it lasts longer than the limit", async () => {
-      await withServer([sse(wire.frames, { delayMs: 70 })], async (server) => {
-        const { events, ms } = await collect(wire.model(server, { idleTimeoutMs: 500, firstByteTimeoutMs: 5_000, retry: { maxRetries: 0 } }));
+      // 16 words 80 ms apart: longer in all than the idle limit, never idle for 1 s (generous on a busy machine).
+      const long = { text: Array.from({ length: 16 }, (_, index) => `word${index}`).join(" ") };
+      await withServer([sse(wire.slowFrames(long), { delayMs: 80 })], async (server) => {
+        const { events, ms } = await collect(wire.model(server, { idleTimeoutMs: 1_000, firstByteTimeoutMs: 10_000, retry: { maxRetries: 0 } }));
         assert.equal(events.at(-1)?.type, "finish", JSON.stringify(events.at(-1)));
-        assert.ok(ms > 500, `the stream took ${Math.round(ms)} ms, longer than either limit`);
+        assert.ok(ms > 1_000, `the stream took ${Math.round(ms)} ms, longer than either limit`);
       });
     });
   });
