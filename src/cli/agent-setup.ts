@@ -5,6 +5,7 @@ import { type AgentRuntime, buildAgentRuntime } from "../config/build-agent.js";
 import { type AgentSettings, type McpServerSetting, resolveAgentSettings, type ToolCallMode } from "../config/settings.js";
 import { AgentLoopError } from "../errors.js";
 import type { MemoryStore, SessionMemoryHandle } from "../memory/index.js";
+import type { McpElicitationHandler } from "../mcp/index.js";
 import { checkMockScript } from "../model/mock-script.js";
 import type { Model } from "../model/model.js";
 import { ScriptedModel } from "../model/scripted.js";
@@ -150,6 +151,8 @@ export interface SetupOptions {
   /** Default model when nothing else names one. */
   fallbackModel?: () => Model;
   tools?: Tool[];
+  /** Answers MCP servers' questions to the user (`chat` asks inline; without it they are declined). */
+  elicitation?: McpElicitationHandler;
   /** One script across all runs (a scripted chat continues from message to message). */
   continueScript?: boolean;
   /** Fail (a `configuration` error naming the server) when an MCP server cannot start or connect. */
@@ -198,7 +201,7 @@ export async function setupCliAgent(options: AgentCliOptions, setup: SetupOption
           : undefined;
     // A server that fails (a missing command, one that exits, a refused connection) is known at once;
     // one that is still starting (npx fetching a package, a busy machine) gets a minute.
-    runtime = await buildAgentRuntime(settings, { env, memory, model, tools: setup.tools, readyTimeoutMs: MCP_START_TIMEOUT_MS });
+    runtime = await buildAgentRuntime(settings, { env, memory, model, tools: setup.tools, readyTimeoutMs: MCP_START_TIMEOUT_MS, mcp: setup.elicitation ? { onElicitation: setup.elicitation } : undefined, interactiveAuth: true });
   } catch (error) {
     await store?.close();
     throw error;

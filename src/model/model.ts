@@ -19,6 +19,13 @@ export interface ModelOptions {
   maxOutputTokens?: number;
   stopSequences?: string[];
   seed?: number;
+  /**
+   * Time limits of a streamed call on the built-in adapters (override the adapter's options):
+   * milliseconds until the first chunk of the answer (default 60 s), and of silence allowed between
+   * chunks after it (default 30 s); 0 turns one off. Expiry ends the call with a `timeout` error.
+   */
+  firstByteTimeoutMs?: number;
+  idleTimeoutMs?: number;
   /** Passed through to one provider, keyed by provider name: `{ openai: { reasoning_effort: "low" } }`. */
   providerOptions?: Record<string, Record<string, unknown>>;
 }

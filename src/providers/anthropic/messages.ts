@@ -335,7 +335,7 @@ export class AnthropicModel extends AdapterModel<Anthropic, AnthropicOptions> {
     return Object.assign(body, providerOptionsFor(request, ["anthropic", this.provider]));
   }
 
-  protected async *call(request: ModelRequest, { names, signal }: CallContext): AsyncGenerator<ModelEvent> {
+  protected async *call(request: ModelRequest, { names, signal, alive }: CallContext): AsyncGenerator<ModelEvent> {
     const mapper = new AnthropicStreamMapper(this.provider, names);
     const body = this.body(request, names);
     if (body.stream === false) {
@@ -344,7 +344,10 @@ export class AnthropicModel extends AdapterModel<Anthropic, AnthropicOptions> {
       return;
     }
     const stream = await this.connection.client.messages.create(body as unknown as Anthropic.MessageCreateParamsStreaming, { signal });
-    for await (const event of stream) yield* mapper.event(event as unknown as StreamEventLike);
+    for await (const event of stream) {
+      alive();
+      yield* mapper.event(event as unknown as StreamEventLike);
+    }
   }
 }
 

@@ -324,7 +324,7 @@ export class OpenAIChatModel extends AdapterModel<OpenAI | ChatEndpoint, OpenAIC
     return !(client instanceof ChatEndpoint) || client.fetch !== undefined;
   }
 
-  protected async *call(request: ModelRequest, { names, signal }: CallContext): AsyncGenerator<ModelEvent> {
+  protected async *call(request: ModelRequest, { names, signal, alive }: CallContext): AsyncGenerator<ModelEvent> {
     const mapper = new ChatStreamMapper(this.provider, names);
     const body = this.body(request, names);
     const streaming = this.options.stream !== false;
@@ -334,6 +334,7 @@ export class OpenAIChatModel extends AdapterModel<OpenAI | ChatEndpoint, OpenAIC
     const out: ModelEvent[] = [];
     if (!(client instanceof ChatEndpoint)) {
       for await (const chunk of sdkChunks(client, body, streaming, signal)) {
+        alive();
         mapper.chunk(chunk, out);
         yield* drain(out);
       }
@@ -349,6 +350,7 @@ export class OpenAIChatModel extends AdapterModel<OpenAI | ChatEndpoint, OpenAIC
         else {
           const events = new ServerSentEvents();
           for await (const bytes of response.body) {
+            alive();
             const failure = mapSse(events.feed(bytes), mapper, out);
             // What came before a bad event still reaches the caller, then the failure.
             if (out.length > 0) yield* drain(out);
