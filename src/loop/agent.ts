@@ -8,9 +8,12 @@ import type { Tool } from "../tools/tool.js";
 import { jsonSchemaOf, warmValidators } from "../tools/validate.js";
 import { type Usage, addUsage, emptyUsage } from "../usage.js";
 import { hideBoundParameters } from "./bindings.js";
+import { checkContextBudget, ContextWindow } from "./context.js";
 import type { RunResult, TerminalState } from "./events.js";
 import { callSignature, detectLoop, signatureName } from "./loop-detection.js";
+import { type OutputContract, outputContract, parseAnswer, reaskMessage, withOutput } from "./output.js";
 import { Run, type RunControl } from "./run.js";
+import { trackTranscript } from "./transcript.js";
 import type { AgentConfig, RunInfo, RunOptions, SessionMemory, Toolset } from "./types.js";
 import { cancelledResults, runWave } from "./wave.js";
 
@@ -48,15 +51,20 @@ interface RunContext {
   /** The same for every wave of the run. */
   inputs: Record<string, unknown>;
   agentPath: readonly string[];
+  /** Index of the current input's user message (the context budget never removes it). */
+  inputIndex: number;
+  window: ContextWindow;
+  /** The current input's validated structured answer. */
+  output?: unknown;
 }
 
 /**
  * An agent: a model, instructions and tools, plus the limits of its loop. `run` starts one run.
  */
-export class Agent {
+export class Agent<Output = unknown> {
   readonly name: string;
   readonly description: string;
-  readonly config: Readonly<AgentConfig>;
+  readonly config: Readonly<AgentConfig<Output>>;
   readonly model: Model;
   /** The tools by name; replaced (never changed in place) when a toolset's tools change. */
   private tools = new Map<string, Tool<any>>();
@@ -67,8 +75,9 @@ export class Agent {
   private readonly toolsets: Toolset[] = [];
   private readonly toolsetVersions: number[] = [];
   private wrappedModel?: Model;
+  private readonly output?: OutputContract;
 
-  constructor(config: AgentConfig) {
+  constructor(config: AgentConfig<Output>) {
     const model = scriptedModelFromEnv() ?? config.model;
     if (!model || typeof model.stream !== "function") {
       throw new TypeError("Agent config: model must implement Model (a stream(request) method); see agentloop/providers");
@@ -95,6 +104,8 @@ export class Agent {
     if (config.onLimit !== undefined && config.onLimit !== "stop" && config.onLimit !== "final-answer") {
       throw new TypeError(`Agent config: onLimit must be "stop" or "final-answer", got ${JSON.stringify(config.onLimit)}`);
     }
+    checkContextBudget(config.context);
+    this.output = outputContract(config.output);
     this.config = config;
     this.model = model;
     this.name = config.name ?? "agent";
@@ -181,13 +192,13 @@ export class Agent {
   }
 
   /** Starts a run for one user input. Consume it as events (`for await`) or await its result. */
-  run(input: string, options: RunOptions = {}): Run {
+  run(input: string, options: RunOptions = {}): Run<Output> {
     if (typeof input !== "string") {
       throw new TypeError(`agent.run: the input must be a string (the user's message), got ${input === null ? "null" : typeof input}`);
     }
     const runId = `run_${randomUUID()}`;
     const fail = (error: unknown) => this.failedResult(runId, error);
-    return new Run(runId, (control) => this.execute(control, input, options), fail, options.signal, options.onEvent);
+    return new Run<Output>(runId, (control) => this.execute(control, input, options), fail, options.signal, options.onEvent);
   }
 
   /** The model for one run: a fresh copy when the model offers one, wrapped in a text protocol if asked. */
@@ -231,7 +242,10 @@ export class Agent {
       services: options.services ?? {},
       inputs: options.inputs ?? {},
       agentPath: [...(options.agentPath ?? []), this.name],
+      inputIndex: 0,
+      window: new ContextWindow(this.config.context),
     };
+    trackTranscript(control, context.messages);
     const body = async () => {
       let outcome: Outcome;
       try {
@@ -274,6 +288,7 @@ export class Agent {
     let next: string | undefined = input;
     let followUp = false;
     do {
+      context.inputIndex = messages.length;
       messages.push({ role: "user", content: next });
       control.emit({ type: "user-message", runId: control.id, content: next, followUp });
       outcome = await this.runInput(context);
@@ -304,7 +319,7 @@ export class Agent {
       if (calls.length === 0) {
         // Steering asks for another answer, but never at the cost of the one we have on the last turn.
         if (turns < maxTurns && this.injectSteering(context)) continue;
-        return { state: "COMPLETED", reason: "the model answered" };
+        return (await this.checkOutput(context, response)) ?? { state: "COMPLETED", reason: "the model answered" };
       }
       if (config.maxToolRounds !== undefined && rounds >= config.maxToolRounds) {
         messages.push(...cancelledResults(calls, "the tool-round limit was reached"));
@@ -357,17 +372,35 @@ export class Agent {
     const turn = ++context.turns;
     control.emit({ type: "turn-start", runId: control.id, turn });
     const tools = this.currentDefinitions();
-    const request: ModelRequest = {
-      messages: [...messages],
-      tools: tools.length ? tools : undefined,
-      toolChoice: tools.length ? toolChoice : undefined,
-      options: this.config.modelOptions,
-      signal: control.signal,
-    };
+    // The prepare phase of the call: the context budget, then the output format.
+    const window = { messages, inputIndex: context.inputIndex, turn, runId: control.id, model: info.model, signal: control.signal, emit: control.emit };
+    let fitted = await context.window.fit(
+      {
+        messages: [...messages],
+        tools: tools.length ? tools : undefined,
+        toolChoice: tools.length ? toolChoice : undefined,
+        options: this.config.modelOptions,
+        signal: control.signal,
+      },
+      window,
+    );
+    let request = withOutput(fitted, this.output, info.model);
     const instrumentation = this.config.instrumentation;
-    const response = instrumentation
-      ? await instrumentation.modelCall({ ...info, turn, toolNames: tools.map((tool) => tool.name) }, () => streamModel(context, request, turn))
-      : await streamModel(context, request, turn);
+    const call = () =>
+      instrumentation
+        ? instrumentation.modelCall({ ...info, turn, toolNames: tools.map((tool) => tool.name) }, () => streamModel(context, request, turn))
+        : streamModel(context, request, turn);
+    let response = await call();
+    // The provider found the request too long: one more try with less of the conversation.
+    if (response.error?.kind === "context_length" && response.message.content.length === 0 && !control.signal.aborted) {
+      const smaller = await context.window.shrink(fitted, window);
+      if (smaller) {
+        fitted = smaller;
+        request = withOutput(fitted, this.output, info.model);
+        response = await call();
+      }
+    }
+    context.window.reported(fitted, response.usage);
     let toolCalls = 0;
     for (const part of response.message.content) if (part.type === "tool-call") toolCalls++;
     if (!response.message.content.every(keepPart)) response.message.content = response.message.content.filter(keepPart);
@@ -419,7 +452,34 @@ export class Agent {
     if (response.error) return this.modelFailed(context, response);
     const calls = toolCallsOf(response.message);
     if (calls.length) context.messages.push(...cancelledResults(calls, "tools are disabled for the final answer"));
-    return { state, reason: `${reason}; final answer given without tools` };
+    return (await this.checkOutput(context, response)) ?? { state, reason: `${reason}; final answer given without tools` };
+  }
+
+  /**
+   * With `config.output`: parses and validates the final answer into `context.output`. An invalid
+   * answer is asked again once (tools off), naming what failed; a second failure ends the run.
+   */
+  private async checkOutput(context: RunContext, response: ModelResponse): Promise<Outcome | undefined> {
+    const contract = this.output;
+    if (!contract) return undefined;
+    context.output = undefined;
+    let parsed = await parseAnswer(contract, textOf(response.message));
+    if (!parsed.ok && context.control.signal.aborted) return { state: "ABORTED", reason: abortReason(context.control.signal) };
+    if (!parsed.ok) {
+      context.messages.push(reaskMessage(parsed.error));
+      const again = await this.callModel(context, "none");
+      if (again.error) return this.modelFailed(context, again);
+      const calls = toolCallsOf(again.message);
+      if (calls.length) context.messages.push(...cancelledResults(calls, "tools are disabled for the corrected answer"));
+      parsed = await parseAnswer(contract, textOf(again.message));
+    }
+    if (parsed.ok) {
+      context.output = parsed.value;
+      return undefined;
+    }
+    const error = new AgentLoopError("output_validation", `the final answer does not match the output schema, also when asked again: ${parsed.error}`, { retryable: false });
+    context.control.emit({ type: "error", runId: context.control.id, error, fatal: true });
+    return { state: "FAILED", reason: error.message, error };
   }
 
   /** Records the wave's call signatures; warns (and maybe stops) on a repeating pattern. */
@@ -489,6 +549,7 @@ function resultOf(context: RunContext, outcome: Outcome): RunResult {
     turns: context.turns,
     toolRounds: context.toolRounds,
     toolCalls: context.toolCalls,
+    ...(context.output !== undefined ? { output: context.output } : {}),
     error: outcome.error,
   };
 }

@@ -2,7 +2,9 @@ import type { AgentLoopError } from "../errors.js";
 import type { Message } from "../messages.js";
 import type { Model, ModelOptions, ModelResponse, ToolChoice } from "../model/model.js";
 import type { Tool, TruncationOptions } from "../tools/tool.js";
+import type { ContextBudget } from "./context.js";
 import type { LoopEvent, RunResult, ToolErrorKind } from "./events.js";
+import type { OutputSchema } from "./output.js";
 
 export interface LoopDetectionOptions {
   /** How many recent tool calls are compared (default 10). */
@@ -54,7 +56,7 @@ export interface Instrumentation {
   ): Promise<ToolCallOutcome>;
 }
 
-export interface AgentConfig {
+export interface AgentConfig<Output = unknown> {
   name?: string;
   description?: string;
   /** The system prompt. */
@@ -95,6 +97,17 @@ export interface AgentConfig {
   observers?: RunObserver[];
   instrumentation?: Instrumentation;
   memory?: SessionMemory;
+  /**
+   * A budget for each request's input: over it, the oldest exchanges are left out of the request
+   * (the transcript keeps them), replaced by a marker or a summary. See `ContextBudget`.
+   */
+  context?: ContextBudget;
+  /**
+   * The final answer must be JSON matching this schema (a zod schema types `result.output`). Sent
+   * natively to the built-in providers, as instructions to other models; an invalid answer is asked
+   * again once, then the run fails with kind `output_validation`.
+   */
+  output?: OutputSchema<Output>;
 }
 
 /**

@@ -246,6 +246,8 @@ export function sessionMemory(store: MemoryStore, options: SessionMemoryOptions 
       case "tool-error":
       case "usage":
       case "nested":
+      case "messages-updated":
+      case "context-trimmed":
         return [];
       default: {
         const unknown: never = event;

@@ -319,9 +319,12 @@ export async function* guardStream(source: AsyncIterable<ModelEvent>, label: str
   if (!ended) yield { type: "error", error: new AgentLoopError("unknown", `${label}: stream ended without a finish event`) };
 }
 
-/** The request for the inner model: same options and signal, no native tools. */
+/**
+ * The request for the inner model: same options and signal, no native tools and no native output
+ * format (the protocol's replies are text; the loop asks for structured output in the instructions).
+ */
 export function innerRequest(request: ModelRequest, messages: Message[]): ModelRequest {
-  const { tools: _tools, toolChoice: _toolChoice, ...rest } = request;
+  const { tools: _tools, toolChoice: _toolChoice, responseFormat: _format, ...rest } = request;
   return { ...rest, messages };
 }
 
