@@ -35,6 +35,8 @@ export interface ContextBudget {
    * budget in other units, such as characters). Default `true`.
    */
   useReportedUsage?: boolean;
+  /** Room kept for the marker or summary when trimming (default 40 for `trim`; for `summarize` a tenth of the budget, at most 1000). */
+  reserveTokens?: number;
   /** The text of the message that stands for the removed part (default: an `[agentloop]` note). */
   marker?: (removal: { messages: readonly Message[]; summary?: string }) => string;
 }
@@ -166,7 +168,7 @@ export class ContextWindow {
     const units = removableUnits(messages, window.inputIndex);
     const strategy = this.budget?.strategy ?? "trim";
     // Room for the marker or the summary.
-    const reserve = strategy === "summarize" ? Math.min(1000, Math.floor(target * 0.1)) : 40;
+    const reserve = this.budget?.reserveTokens ?? (strategy === "summarize" ? Math.min(1000, Math.floor(target * 0.1)) : 40);
     let total = before;
     let count = 0;
     while (count < units.length && total > target - reserve) {
