@@ -51,7 +51,10 @@ export type PromptyEventHandler = <T extends PromptyEventType>(type: T, data: Pr
  * sends no `token` events (the answer arrives whole). `onUnknownTool` is told of a call to a tool
  * the prompty does not have (the caller raises `Tool not registered`).
  */
-export function promptyEventBridge(handler: PromptyEventHandler | undefined, options: { streaming: boolean; onUnknownTool(name: string): void }): (event: LoopEvent) => void {
+export function promptyEventBridge(
+  handler: PromptyEventHandler | undefined,
+  options: { streaming: boolean; isKnownTool(name: string): boolean; onUnknownTool(name: string): void },
+): (event: LoopEvent) => void {
   const rawArguments = new Map<string, string>();
   let steering = 0;
   let unknownTool = false;
@@ -76,7 +79,15 @@ export function promptyEventBridge(handler: PromptyEventHandler | undefined, opt
         if (options.streaming) send("thinking", { token: event.delta });
         break;
       case "turn-end":
-        for (const part of event.message.content) if (part.type === "tool-call") rawArguments.set(part.id, part.arguments);
+        for (const part of event.message.content) {
+          if (part.type !== "tool-call") continue;
+          rawArguments.set(part.id, part.arguments);
+          // Before the wave starts: no call of it runs when one names a tool that does not exist.
+          if (!unknownTool && !options.isKnownTool(part.name)) {
+            unknownTool = true;
+            options.onUnknownTool(part.name);
+          }
+        }
         break;
       case "tool-start":
         send("tool_call_start", { name: event.name, arguments: rawArguments.get(event.toolCallId) ?? JSON.stringify(event.arguments ?? {}) });

@@ -385,6 +385,13 @@ export async function startAgent(
     let started: Run | undefined;
     const bridge = promptyEventBridge(options.onEvent, {
       streaming,
+      isKnownTool(name) {
+        try {
+          return loopAgent.currentTools().some((tool) => tool.name === name);
+        } catch {
+          return true; // a toolset conflict: the loop reports it itself
+        }
+      },
       onUnknownTool(name) {
         // §12.4: a configuration error, raised (not a tool result): the run stops here.
         if (!started) return;
@@ -431,7 +438,9 @@ export async function invokeAgent(
   const outcome = await run;
   const unregistered = notRegistered.get(run);
   if (unregistered !== undefined) throw new PromptyRunError(`Tool not registered: ${unregistered}`, outcome, "configuration");
-  if (outcome.state !== "COMPLETED") throw new PromptyRunError(failureMessage(agent, outcome, maxIterationsOf(agent, options)), outcome);
+  if (outcome.state !== "COMPLETED") {
+    throw new PromptyRunError(failureMessage(agent, outcome, maxIterationsOf(agent, options)), outcome, outcome.state === "ABORTED" ? "aborted" : undefined);
+  }
   return outcome;
 }
 
