@@ -54,6 +54,8 @@ interface RunContext {
   /** Index of the current input's user message (the context budget never removes it). */
   inputIndex: number;
   window: ContextWindow;
+  /** What the final answer must match (`RunOptions.output`, else `AgentConfig.output`). */
+  contract?: OutputContract;
   /** The current input's validated structured answer. */
   output?: unknown;
 }
@@ -196,9 +198,11 @@ export class Agent<Output = unknown> {
     if (typeof input !== "string") {
       throw new TypeError(`agent.run: the input must be a string (the user's message), got ${input === null ? "null" : typeof input}`);
     }
+    // Checked now: a bad schema is the caller's error, thrown here.
+    const contract = options.output !== undefined ? outputContract(options.output) : this.output;
     const runId = `run_${randomUUID()}`;
     const fail = (error: unknown) => this.failedResult(runId, error);
-    return new Run<Output>(runId, (control) => this.execute(control, input, options), fail, options.signal, options.onEvent);
+    return new Run<Output>(runId, (control) => this.execute(control, input, options, contract), fail, options.signal, options.onEvent);
   }
 
   /** The model for one run: a fresh copy when the model offers one, wrapped in a text protocol if asked. */
@@ -214,7 +218,7 @@ export class Agent<Output = unknown> {
     return this.wrappedModel.forRun?.() ?? this.wrappedModel;
   }
 
-  private async execute(control: RunControl, input: string, options: RunOptions): Promise<RunResult> {
+  private async execute(control: RunControl, input: string, options: RunOptions, contract: OutputContract | undefined): Promise<RunResult> {
     const model = await this.modelForRun();
     const info: RunInfo = {
       runId: control.id,
@@ -244,6 +248,7 @@ export class Agent<Output = unknown> {
       agentPath: [...(options.agentPath ?? []), this.name],
       inputIndex: 0,
       window: new ContextWindow(this.config.context),
+      contract,
     };
     trackTranscript(control, context.messages);
     const body = async () => {
@@ -384,7 +389,7 @@ export class Agent<Output = unknown> {
       },
       window,
     );
-    let request = withOutput(fitted, this.output, info.model);
+    let request = withOutput(fitted, context.contract, info.model);
     const instrumentation = this.config.instrumentation;
     const call = () =>
       instrumentation
@@ -396,7 +401,7 @@ export class Agent<Output = unknown> {
       const smaller = await context.window.shrink(fitted, window);
       if (smaller) {
         fitted = smaller;
-        request = withOutput(fitted, this.output, info.model);
+        request = withOutput(fitted, context.contract, info.model);
         response = await call();
       }
     }
@@ -460,7 +465,7 @@ export class Agent<Output = unknown> {
    * answer is asked again once (tools off), naming what failed; a second failure ends the run.
    */
   private async checkOutput(context: RunContext, response: ModelResponse): Promise<Outcome | undefined> {
-    const contract = this.output;
+    const contract = context.contract;
     if (!contract) return undefined;
     context.output = undefined;
     let parsed = await parseAnswer(contract, textOf(response.message));

@@ -155,6 +155,8 @@ export interface RunOptions {
   onEvent?: (event: LoopEvent) => void;
   /** Services handed to tools through their context (instrumentation uses it for trace context). */
   services?: Record<string, unknown>;
+  /** Structured output for this run only, instead of `AgentConfig.output` (the server's `response_format`). */
+  output?: OutputSchema;
 }
 
 export type { AgentLoopError };

@@ -6,6 +6,7 @@ import type { AgentRuntime } from "../config/build-agent.js";
 import type { AgentSettings } from "../config/settings.js";
 import type { LoopEvent, RunResult } from "../loop/events.js";
 import type { Message } from "../messages.js";
+import type { JsonSchema } from "../model/model.js";
 import type { RequestController } from "./chat-stream.js";
 import type { ServerMemory } from "./memory.js";
 import { SessionQueue } from "./session-queue.js";
@@ -20,6 +21,8 @@ export interface RunRequest {
   /** The request's one controller: the client leaving aborts it, and so does the shutdown. */
   controller: RequestController;
   onEvent?: (event: LoopEvent) => void;
+  /** The request's `response_format` schema: structured output for this run. */
+  output?: JsonSchema;
 }
 
 export class ServerRuns {
@@ -82,7 +85,7 @@ export class ServerRuns {
           .append(request.sessionId, [{ event_type: "task_delegation_received", content: request.input, metadata: { source: "task-delegation" } }])
           .catch((error: unknown) => log(`[${settings.name}] could not record task_delegation_received in ${request.sessionId}: ${(error as Error).message}`));
       }
-      const run = built.agent.run(request.input, { sessionId: request.sessionId, newSession: request.newSession, history: request.history, onEvent: request.onEvent });
+      const run = built.agent.run(request.input, { sessionId: request.sessionId, newSession: request.newSession, history: request.history, onEvent: request.onEvent, output: request.output });
       // The run's own controller is the request's only one: a disconnect or the shutdown aborts the run.
       controller.attach(run);
       const result = await run;

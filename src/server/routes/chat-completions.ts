@@ -75,6 +75,7 @@ export function chatCompletionRoutes(server: ServerContext): ChatCompletionRoute
       delegated: chat.request.delegated,
       controller,
       onEvent,
+      output: chat.request.output,
     });
 
   /** The non-streamed answer; a failed or aborted run throws its `HttpError`. */
@@ -117,6 +118,8 @@ export function chatCompletionRoutes(server: ServerContext): ChatCompletionRoute
         return [ChatChunkEncoder.error(httpErrorOfRun(result.error ?? new AgentLoopError("aborted", result.reason)).body())];
       }
       const closing: string[] = [];
+      // A structured answer goes out whole, once validated (an answer asked again is never sent).
+      if (structured && result.text !== "") closing.push(chunks.content(result.text));
       // A limit ended the run: say so when the model gave no answer text.
       if (result.state !== "COMPLETED" && result.text === "") closing.push(chunks.content(result.reason));
       closing.push(chunks.finish(result.state === "COMPLETED" ? "stop" : "length"));
@@ -125,10 +128,12 @@ export function chatCompletionRoutes(server: ServerContext): ChatCompletionRoute
       }
       return closing;
     };
+    const structured = chat.request.output !== undefined;
     let work: Promise<RunResult> | undefined;
     try {
       work = runChat(chat, controller, (event) => {
         if (event.type === "text-delta") {
+          if (structured) return;
           if (event.delta !== "") sink.write(chunks.content(event.delta));
         } else if (event.type === "progress") {
           const block = { type: "progress", step: event.step, max_steps: event.max_steps, action: event.action, target: event.target };
