@@ -27,6 +27,7 @@ export {
   type ModelRequest,
   type ModelResponse,
   ResponseAccumulator,
+  type ResponseFormat,
   type ToolChoice,
   type ToolDefinition,
   type UnifiedFinishReason,
@@ -71,5 +72,7 @@ export type {
   Toolset,
 } from "./loop/types.js";
 export { Agent } from "./loop/agent.js";
+export { type ContextBudget, estimateTokens } from "./loop/context.js";
+export type { OutputSchema } from "./loop/output.js";
 export { Run } from "./loop/run.js";
 export { truncateOutput } from "./loop/truncate.js";

@@ -379,16 +379,14 @@ export class Agent<Output = unknown> {
     const tools = this.currentDefinitions();
     // The prepare phase of the call: the context budget, then the output format.
     const window = { messages, inputIndex: context.inputIndex, turn, runId: control.id, model: info.model, signal: control.signal, emit: control.emit };
-    let fitted = await context.window.fit(
-      {
-        messages: [...messages],
-        tools: tools.length ? tools : undefined,
-        toolChoice: tools.length ? toolChoice : undefined,
-        options: this.config.modelOptions,
-        signal: control.signal,
-      },
-      window,
-    );
+    const whole: ModelRequest = {
+      messages: [...messages],
+      tools: tools.length ? tools : undefined,
+      toolChoice: tools.length ? toolChoice : undefined,
+      options: this.config.modelOptions,
+      signal: control.signal,
+    };
+    let fitted = this.config.context ? await context.window.fit(whole, window) : whole;
     let request = withOutput(fitted, context.contract, info.model);
     const instrumentation = this.config.instrumentation;
     const call = () =>

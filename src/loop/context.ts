@@ -137,9 +137,9 @@ export class ContextWindow {
     return Math.max(0, total);
   }
 
-  /** Records the provider's report for a request that was sent. */
+  /** Records the provider's report for a request that was sent (only when there is a budget to measure against). */
   reported(request: ModelRequest, usage: Usage): void {
-    if (usage.inputTokens > 0) this.base = { tokens: usage.inputTokens, messages: new Set(request.messages) };
+    if (this.budget && this.budget.useReportedUsage !== false && usage.inputTokens > 0) this.base = { tokens: usage.inputTokens, messages: new Set(request.messages) };
   }
 
   /** The request to send: as given when it fits the budget, else trimmed (and a `context-trimmed` event). */
