@@ -221,6 +221,8 @@ test("bad context settings are refused at construction, naming the field", () =>
   assert.throws(() => new Agent({ model, context: { maxTokens: 0 } }), /context\.maxTokens must be a positive integer, got 0/);
   assert.throws(() => new Agent({ model, context: { maxTokens: 10, strategy: "drop" as "trim" } }), /context\.strategy must be "trim" or "summarize"/);
   assert.throws(() => new Agent({ model, context: { maxTokens: 10, summarizer: {} as Model } }), /context\.summarizer must be a Model or a function/);
+  assert.throws(() => new Agent({ model, context: { maxTokens: 10, estimator: 4 as never } }), /context\.estimator must be a function/);
+  assert.throws(() => new Agent({ model, context: 5000 as never }), /context must be an object like \{ maxTokens: 100000 \}, got 5000/);
 });
 
 test("messages-updated follows every change of the transcript, its count ending at the transcript's length", async () => {

@@ -99,3 +99,13 @@ test("with a text tool-calling protocol the schema goes in the instructions and 
 test("an output that is not a schema is refused at construction", () => {
   assert.throws(() => new Agent({ model: new ScriptedModel([]), output: 42 as never }), /output must be a zod schema or a JSON Schema object, got number/);
 });
+
+test("a per-run output schema (RunOptions.output) applies to that run only; a bad one throws at run()", async () => {
+  const model = new ScriptedModel(['{"ok":true}']);
+  const agent = new Agent({ model });
+  const result = await agent.run("go", { output: { type: "object", properties: { ok: { type: "boolean" } }, required: ["ok"] } });
+  assert.deepEqual(result.output, { ok: true });
+  const plain = await agent.run("go");
+  assert.equal(plain.output, undefined);
+  assert.throws(() => agent.run("go", { output: "json" as never }), /output must be a zod schema or a JSON Schema object, got string/);
+});
