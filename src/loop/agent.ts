@@ -199,7 +199,7 @@ export class Agent<Output = unknown> {
       throw new TypeError(`agent.run: the input must be a string (the user's message), got ${input === null ? "null" : typeof input}`);
     }
     // Checked now: a bad schema is the caller's error, thrown here.
-    const contract = options.output !== undefined ? outputContract(options.output) : this.output;
+    const contract = options.output !== undefined ? outputContract(options.output, "agent.run: options.output") : this.output;
     const runId = `run_${randomUUID()}`;
     const fail = (error: unknown) => this.failedResult(runId, error);
     return new Run<Output>(runId, (control) => this.execute(control, input, options, contract), fail, options.signal, options.onEvent);

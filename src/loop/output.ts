@@ -24,17 +24,17 @@ export interface OutputContract {
 }
 
 /** Reads `AgentConfig.output`; throws a TypeError naming the problem. */
-export function outputContract(output: unknown): OutputContract | undefined {
+export function outputContract(output: unknown, label = "Agent config: output"): OutputContract | undefined {
   if (output === undefined) return undefined;
   let json: JsonSchema;
   if (isZodSchema(output)) {
     const convert = (output as { toJSONSchema?: () => JsonSchema }).toJSONSchema;
-    if (typeof convert !== "function") throw new TypeError("Agent config: output: only zod v4 schemas (with toJSONSchema) are supported");
+    if (typeof convert !== "function") throw new TypeError(`${label}: only zod v4 schemas (with toJSONSchema) are supported`);
     json = convert.call(output);
   } else if (typeof output === "object" && output !== null && !Array.isArray(output)) {
     json = output as JsonSchema;
   } else {
-    throw new TypeError(`Agent config: output must be a zod schema or a JSON Schema object, got ${output === null ? "null" : typeof output}`);
+    throw new TypeError(`${label} must be a zod schema or a JSON Schema object, got ${output === null ? "null" : typeof output}`);
   }
   const { $schema: _ignored, ...schema } = json;
   const title = typeof schema.title === "string" ? schema.title.replace(/[^A-Za-z0-9_-]+/g, "_").slice(0, 64) : "";

@@ -107,5 +107,5 @@ test("a per-run output schema (RunOptions.output) applies to that run only; a ba
   assert.deepEqual(result.output, { ok: true });
   const plain = await agent.run("go");
   assert.equal(plain.output, undefined);
-  assert.throws(() => agent.run("go", { output: "json" as never }), /output must be a zod schema or a JSON Schema object, got string/);
+  assert.throws(() => agent.run("go", { output: "json" as never }), /agent.run: options.output must be a zod schema or a JSON Schema object, got string/);
 });
