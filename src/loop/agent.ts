@@ -9,12 +9,13 @@ import { jsonSchemaOf, warmValidators } from "../tools/validate.js";
 import { type Usage, addUsage, emptyUsage } from "../usage.js";
 import { hideBoundParameters } from "./bindings.js";
 import { checkContextBudget, ContextWindow } from "./context.js";
+import { resolveInstrumentation } from "./global-tracing.js";
 import type { RunResult, TerminalState } from "./events.js";
 import { callSignature, detectLoop, signatureName } from "./loop-detection.js";
 import { type OutputContract, outputContract, parseAnswer, reaskMessage, withOutput } from "./output.js";
 import { Run, type RunControl } from "./run.js";
 import { trackTranscript } from "./transcript.js";
-import type { AgentConfig, RunInfo, RunOptions, SessionMemory, Toolset } from "./types.js";
+import type { AgentConfig, Instrumentation, RunInfo, RunOptions, SessionMemory, Toolset } from "./types.js";
 import { cancelledResults, runWave } from "./wave.js";
 
 const DEFAULT_MAX_TURNS = 10;
@@ -58,6 +59,8 @@ interface RunContext {
   contract?: OutputContract;
   /** The current input's validated structured answer. */
   output?: unknown;
+  /** The configured instrumentation, or the global tracer provider's (see global-tracing.ts). */
+  instrumentation: Instrumentation | undefined;
 }
 
 /**
@@ -220,6 +223,7 @@ export class Agent<Output = unknown> {
 
   private async execute(control: RunControl, input: string, options: RunOptions, contract: OutputContract | undefined): Promise<RunResult> {
     const model = await this.modelForRun();
+    const instrumentation = await resolveInstrumentation(this.config.instrumentation);
     const info: RunInfo = {
       runId: control.id,
       agentName: this.name,
@@ -249,6 +253,7 @@ export class Agent<Output = unknown> {
       inputIndex: 0,
       window: new ContextWindow(this.config.context),
       contract,
+      instrumentation,
     };
     trackTranscript(control, context.messages);
     const body = async () => {
@@ -266,7 +271,6 @@ export class Agent<Output = unknown> {
       await control.flushObservers();
       return result;
     };
-    const instrumentation = this.config.instrumentation;
     return instrumentation ? instrumentation.run({ ...info, input }, body) : body();
   }
 
@@ -359,7 +363,7 @@ export class Agent<Output = unknown> {
         agentPath: context.agentPath,
         services: context.services,
         messages,
-        instrumentation: config.instrumentation,
+        instrumentation: context.instrumentation,
         onAbort: control.onAbort,
         emit: control.emit,
       });
@@ -388,7 +392,7 @@ export class Agent<Output = unknown> {
     };
     let fitted = this.config.context ? await context.window.fit(whole, window) : whole;
     let request = withOutput(fitted, context.contract, info.model);
-    const instrumentation = this.config.instrumentation;
+    const instrumentation = context.instrumentation;
     const call = () =>
       instrumentation
         ? instrumentation.modelCall({ ...info, turn, toolNames: tools.map((tool) => tool.name) }, () => streamModel(context, request, turn))
