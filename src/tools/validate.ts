@@ -121,3 +121,14 @@ export async function validateValue(schema: JsonSchema | ZodLikeSchema, value: u
   const result = validate(value as Record<string, unknown>);
   return result.ok ? { ok: true, value } : { ok: false, error: result.error.replaceAll('"(arguments)"', '"(answer)"').replaceAll("(arguments)", "(answer)") };
 }
+
+/** Why a JSON Schema cannot be used (ajv refuses to compile it), or undefined when it can. */
+export async function schemaProblem(schema: JsonSchema): Promise<string | undefined> {
+  try {
+    await schemaValidator(schema);
+    return undefined;
+  } catch (error) {
+    compiled.delete(schema);
+    return error instanceof Error ? error.message : String(error);
+  }
+}

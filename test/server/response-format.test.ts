@@ -71,5 +71,13 @@ describe("response_format in POST /v1/chat/completions", () => {
     const missing = await postJson(`${test.url}/v1/chat/completions`, { messages: [{ role: "user", content: "x" }], response_format: { type: "json_schema", json_schema: { name: "n" } } });
     assert.equal(missing.status, 400);
     assert.equal(((await missing.json()) as { error: { param: string } }).error.param, "response_format.json_schema.schema");
+    const invalid = await postJson(`${test.url}/v1/chat/completions`, {
+      messages: [{ role: "user", content: "x" }],
+      response_format: { type: "json_schema", json_schema: { name: "n", schema: { type: "object", properties: { a: { type: 5 } } } } },
+    });
+    assert.equal(invalid.status, 400);
+    const invalidBody = (await invalid.json()) as { error: { param: string; message: string } };
+    assert.equal(invalidBody.error.param, "response_format.json_schema.schema");
+    assert.match(invalidBody.error.message, /is not a valid JSON Schema/);
   });
 });

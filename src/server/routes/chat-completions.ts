@@ -10,6 +10,7 @@ import { onAbort } from "../../abort.js";
 import { AgentLoopError } from "../../errors.js";
 import type { LoopEvent, RunResult } from "../../loop/events.js";
 import type { Message } from "../../messages.js";
+import type { JsonSchema } from "../../model/model.js";
 import { type ChatRequest, parseChatRequest } from "../chat-request.js";
 import {
   ChatChunkEncoder,
@@ -23,7 +24,8 @@ import {
   webSseSink,
 } from "../chat-stream.js";
 import { parseJsonText, readJson, type ServerContext, shuttingDownError, unixSeconds } from "../context.js";
-import { HttpError, httpErrorOfRun } from "../http-errors.js";
+import { schemaProblem } from "../../tools/validate.js";
+import { badRequest, HttpError, httpErrorOfRun } from "../http-errors.js";
 import { WWW_AUTHENTICATE, authorizationError } from "./guards.js";
 
 export const CHAT_PATH = "/v1/chat/completions";
@@ -63,6 +65,12 @@ export function chatCompletionRoutes(server: ServerContext): ChatCompletionRoute
       history: request.sessionId === undefined && request.history.length > 0 ? request.history : undefined,
       model: request.model ?? settings.name,
     };
+  }
+
+  /** A `response_format` schema ajv cannot compile is the client's error (400), not a failed run. */
+  async function checkOutputSchema(schema: JsonSchema): Promise<void> {
+    const problem = await schemaProblem(schema);
+    if (problem) throw badRequest(`response_format.json_schema.schema is not a valid JSON Schema: ${problem}`, "response_format.json_schema.schema", "invalid_value");
   }
 
   const runChat = (chat: PreparedChat, controller: RequestController, onEvent?: (event: LoopEvent) => void) =>
@@ -155,6 +163,7 @@ export function chatCompletionRoutes(server: ServerContext): ChatCompletionRoute
   // The web-standard route (`AgentServer.fetch`, and any request not taken by `handleNode`).
   app.post(CHAT_PATH, async (c) => {
     const chat = prepareChat(parseChatRequest(await readJson(c), c.req.header("x-session-id")));
+    if (chat.request.output) await checkOutputSchema(chat.request.output);
     const controller = new RequestController();
     if (chat.request.stream) {
       const { sink, body } = webSseSink(() => controller.disconnect());
@@ -187,6 +196,7 @@ export function chatCompletionRoutes(server: ServerContext): ChatCompletionRoute
       const sessionHeader = incoming.headers["x-session-id"];
       const body = parseJsonText(await readNodeBody(incoming, bodyLimitBytes));
       const chat = prepareChat(parseChatRequest(body, Array.isArray(sessionHeader) ? sessionHeader.join(", ") : sessionHeader));
+      if (chat.request.output) await checkOutputSchema(chat.request.output);
       headers = { "x-session-id": chat.sessionId };
       const controller = new RequestController();
       outgoing.once("close", () => {
