@@ -1,6 +1,7 @@
 import { readFile } from "node:fs/promises";
 import { parse as parseYaml } from "yaml";
 import { AgentLoopError } from "../errors.js";
+import { checkMockScript } from "../model/mock-script.js";
 
 import { TOOL_CALL_MODES, type ToolCallMode } from "../text-tools/index.js";
 
@@ -355,6 +356,7 @@ export function settingsFrom(file: AgentFile, env: NodeJS.ProcessEnv): AgentSett
     port: set("AGENT_PORT") ? port("AGENT_PORT", env.AGENT_PORT) : 8000,
     apiKey: set("AGENT_API_KEY") ? env.AGENT_API_KEY : undefined,
   };
+  if (settings.mockResponses !== undefined) checkMockScript(settings.mockResponses, "DEBUG_MOCK_RESPONSES");
   for (const [key, variable] of Object.entries(memoryFileKeys)) {
     const value = file.memory?.[key as keyof NonNullable<AgentFile["memory"]>];
     if (value !== undefined) settings.memoryEnv[variable] = String(value);

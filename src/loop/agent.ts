@@ -42,6 +42,8 @@ interface RunContext {
   messages: Message[];
   /** Index of the first message this run added (after system prompt and history). */
   firstNew: number;
+  /** Index of the user message of the current input (steering and loop warnings do not move it). */
+  inputStart: number;
   usage: Usage;
   turns: number;
   toolRounds: number;
@@ -52,8 +54,6 @@ interface RunContext {
   /** The same for every wave of the run. */
   inputs: Record<string, unknown>;
   agentPath: readonly string[];
-  /** Index of the current input's user message (the context budget never removes it). */
-  inputIndex: number;
   window: ContextWindow;
   /** What the final answer must match (`RunOptions.output`, else `AgentConfig.output`). */
   contract?: OutputContract;
@@ -215,7 +215,8 @@ export class Agent<Output = unknown> {
     if (!this.wrappedModel) {
       // Loaded only when asked for: the text protocols are not part of the core import.
       const { withToolCallMode } = await import("../text-tools/index.js");
-      this.wrappedModel = withToolCallMode(this.model, mode, { maxSteps: this.config.maxTurns ?? DEFAULT_MAX_TURNS });
+      const steps = this.config.maxTurns ?? DEFAULT_MAX_TURNS;
+      this.wrappedModel = withToolCallMode(this.model, mode, { maxSteps: steps, maxWaves: steps });
     }
     // One wrapper across runs, so `auto` remembers a fallback to string mode; its per-run copies share it.
     return this.wrappedModel.forRun?.() ?? this.wrappedModel;
@@ -241,6 +242,7 @@ export class Agent<Output = unknown> {
       options,
       messages: [],
       firstNew: 0,
+      inputStart: 0,
       usage: emptyUsage(),
       turns: 0,
       toolRounds: 0,
@@ -250,7 +252,6 @@ export class Agent<Output = unknown> {
       services: options.services ?? {},
       inputs: options.inputs ?? {},
       agentPath: [...(options.agentPath ?? []), this.name],
-      inputIndex: 0,
       window: new ContextWindow(this.config.context),
       contract,
       instrumentation,
@@ -297,7 +298,7 @@ export class Agent<Output = unknown> {
     let next: string | undefined = input;
     let followUp = false;
     do {
-      context.inputIndex = messages.length;
+      context.inputStart = messages.length;
       messages.push({ role: "user", content: next });
       control.emit({ type: "user-message", runId: control.id, content: next, followUp });
       outcome = await this.runInput(context);
@@ -311,11 +312,14 @@ export class Agent<Output = unknown> {
     const { control, messages } = context;
     const config = this.config;
     const maxTurns = config.maxTurns ?? DEFAULT_MAX_TURNS;
+    // In the action and plan protocols maxTurns counts their steps (action turns, waves) and the
+    // protocol itself ends them; one more model call gives the final answer.
+    const turnLimit = config.toolCallMode === "action" || config.toolCallMode === "plan" ? maxTurns + 1 : maxTurns;
     let turns = 0;
     let rounds = 0;
     for (;;) {
       if (control.signal.aborted) return { state: "ABORTED", reason: abortReason(control.signal) };
-      if (turns >= maxTurns) return this.limit(context, "TURN_LIMIT", `maxTurns (${maxTurns}) reached`);
+      if (turns >= turnLimit) return this.limit(context, "TURN_LIMIT", `maxTurns (${maxTurns}) reached`);
       if (config.maxTokens !== undefined && context.usage.totalTokens >= config.maxTokens) {
         return this.limit(context, "TOKEN_BUDGET", `token budget (${config.maxTokens}) used: ${context.usage.totalTokens} tokens`);
       }
@@ -327,7 +331,7 @@ export class Agent<Output = unknown> {
       const calls = toolCallsOf(response.message);
       if (calls.length === 0) {
         // Steering asks for another answer, but never at the cost of the one we have on the last turn.
-        if (turns < maxTurns && this.injectSteering(context)) continue;
+        if (turns < turnLimit && this.injectSteering(context)) continue;
         return (await this.checkOutput(context, response)) ?? { state: "COMPLETED", reason: "the model answered" };
       }
       if (config.maxToolRounds !== undefined && rounds >= config.maxToolRounds) {
@@ -382,13 +386,14 @@ export class Agent<Output = unknown> {
     control.emit({ type: "turn-start", runId: control.id, turn });
     const tools = this.currentDefinitions();
     // The prepare phase of the call: the context budget, then the output format.
-    const window = { messages, inputIndex: context.inputIndex, turn, runId: control.id, model: info.model, signal: control.signal, emit: control.emit };
+    const window = { messages, inputIndex: context.inputStart, turn, runId: control.id, model: info.model, signal: control.signal, emit: control.emit };
     const whole: ModelRequest = {
       messages: [...messages],
       tools: tools.length ? tools : undefined,
       toolChoice: tools.length ? toolChoice : undefined,
       options: this.config.modelOptions,
       signal: control.signal,
+      inputStart: context.inputStart,
     };
     let fitted = this.config.context ? await context.window.fit(whole, window) : whole;
     let request = withOutput(fitted, context.contract, info.model);

@@ -205,7 +205,9 @@ export class ContextWindow {
     // The request as sent, for consumers that show it (not serialized with the event).
     Object.defineProperty(event, "messages", { value: kept, enumerable: false });
     window.emit(event as LoopEvent);
-    return { ...request, messages: kept };
+    // The input's position in the request moved with what was removed (text protocols count from it).
+    const input = messages[window.inputIndex];
+    return { ...request, messages: kept, ...(request.inputStart !== undefined && input ? { inputStart: kept.indexOf(input) } : {}) };
   }
 
   /** The marker (or summary) for a removal: the last one again when the same messages were removed. */

@@ -78,7 +78,8 @@ export function withOutput(request: ModelRequest, contract: OutputContract | und
   const messages = request.messages;
   let at = 0;
   while (at < messages.length && messages[at]!.role === "system") at++;
-  return { ...request, messages: [...messages.slice(0, at), contract.instruction, ...messages.slice(at)] };
+  const moved = request.inputStart !== undefined && request.inputStart >= at ? { inputStart: request.inputStart + 1 } : {};
+  return { ...request, ...moved, messages: [...messages.slice(0, at), contract.instruction, ...messages.slice(at)] };
 }
 
 export type ParsedAnswer = { ok: true; value: unknown } | { ok: false; error: string };

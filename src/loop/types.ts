@@ -69,7 +69,8 @@ export interface AgentConfig<Output = unknown> {
   subAgents?: DelegateTarget[];
   /** Deepest nested delegation allowed through `subAgents` (default 3). */
   maxDelegationDepth?: number;
-  /** Model calls per input before TURN_LIMIT (default 10). */
+  /** Model calls per input before TURN_LIMIT (default 10). With `toolCallMode` `action` or `plan`,
+   * the protocol's steps (action turns, waves) per input, then one more call for the answer. */
   maxTurns?: number;
   /** Tool waves per input before ROUND_LIMIT (default: no limit besides maxTurns). */
   maxToolRounds?: number;

@@ -45,6 +45,12 @@ export interface ModelRequest {
   /** Structured output: the final answer must be JSON matching this schema. */
   responseFormat?: ResponseFormat;
   signal?: AbortSignal;
+  /**
+   * Index in `messages` of the user message that started the current input. Everything after it
+   * (tool results, steering, loop-detection warnings) belongs to the same input: the text
+   * protocols count their steps from here. Unset: from the last user message.
+   */
+  inputStart?: number;
 }
 
 export type UnifiedFinishReason = "stop" | "tool-calls" | "length" | "content-filter" | "error" | "aborted" | "other";

@@ -19,6 +19,11 @@ export interface ScriptedModelOptions {
    */
   chunkDelayMs?: number;
   modelId?: string;
+  /**
+   * One script for every run: a run continues where the previous one stopped (a scripted
+   * multi-turn chat). Default false: the script restarts for each run.
+   */
+  continueAcrossRuns?: boolean;
 }
 
 interface ScriptedToolCall {
@@ -89,7 +94,7 @@ function requestText(request: ModelRequest): string {
 
 /**
  * A deterministic model that answers from a script, one entry per call. The script restarts
- * for every run (`forRun`). Every request it receives is kept in `requests` for inspection.
+ * for every run (`forRun`) unless `continueAcrossRuns` is set. Every request it receives is kept in `requests` for inspection.
  */
 export class ScriptedModel implements Model {
   readonly provider = "scripted";
@@ -114,8 +119,9 @@ export class ScriptedModel implements Model {
     this.parsed = parsed ?? [];
   }
 
-  /** A copy whose script starts again from the first entry (each run reads the script anew). */
+  /** A copy whose script starts again from the first entry (each run reads the script anew); with `continueAcrossRuns`, this model. */
   forRun(): ScriptedModel {
+    if (this.options.continueAcrossRuns) return this;
     return new ScriptedModel(this.entries, this.options, this.requests, this.parsed);
   }
 

@@ -155,12 +155,18 @@ function contentText(content: Array<TextPart | { type: "image" }>): string {
   return content.map((part) => (part.type === "text" ? part.text : "[image]")).join("");
 }
 
-/** Assistant messages with tool calls since the last user message: the tool turns of this input. */
-export function toolTurnsSinceLastUser(messages: readonly Message[]): AssistantMessage[] {
+/**
+ * The tool turns of the current input: assistant messages with tool calls since the user message
+ * at `request.inputStart` (steering and loop-detection warnings are user messages too, but not
+ * new inputs), or since the last user message when the caller does not say where the input began.
+ */
+export function toolTurnsOfInput(request: Pick<ModelRequest, "messages" | "inputStart">): AssistantMessage[] {
+  const { messages, inputStart } = request;
   const turns: AssistantMessage[] = [];
+  const from = inputStart !== undefined && messages[inputStart]?.role === "user" ? inputStart : undefined;
   for (let index = messages.length - 1; index >= 0; index--) {
     const message = messages[index];
-    if (message.role === "user") break;
+    if (from === undefined ? message.role === "user" : index <= from) break;
     if (message.role === "assistant" && message.content.some((part) => part.type === "tool-call")) turns.unshift(message);
   }
   return turns;
@@ -324,7 +330,8 @@ export async function* guardStream(source: AsyncIterable<ModelEvent>, label: str
  * format (the protocol's replies are text; the loop asks for structured output in the instructions).
  */
 export function innerRequest(request: ModelRequest, messages: Message[]): ModelRequest {
-  const { tools: _tools, toolChoice: _toolChoice, responseFormat: _format, ...rest } = request;
+  // inputStart indexes the caller's messages, not these.
+  const { tools: _tools, toolChoice: _toolChoice, inputStart: _inputStart, responseFormat: _format, ...rest } = request;
   return { ...rest, messages };
 }
 

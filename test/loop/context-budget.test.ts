@@ -59,6 +59,8 @@ test("over budget, the oldest exchanges leave the request, never a call without 
   assert.deepEqual(sent[0], { role: "system", content: "You are terse." });
   assert.equal(sent.at(-1)!.role, "user");
   assert.equal(textOf(sent.at(-1)!), "current question");
+  // The input's index moved with the removal (text protocols count their steps from it).
+  assert.equal(model.requests[0]!.inputStart, sent.length - 1);
   const marker = sent[1]!;
   assert.equal(marker.role, "user");
   assert.match(textOf(marker), /^\[agentloop\] \d+ earlier messages were left out to fit the context budget\.$/);

@@ -20,6 +20,7 @@ test("a zod output schema: result.output is the parsed, validated answer; a mode
   assert.equal(sent.responseFormat, undefined);
   assert.deepEqual(sent.messages[0], { role: "system", content: "You report weather." });
   assert.equal(sent.messages[1]!.role, "system");
+  assert.equal(textOf(sent.messages[sent.inputStart!]!), "Weather in Oslo?");
   assert.match(textOf(sent.messages[1]!), /only a JSON value that matches this JSON Schema[\s\S]*"celsius":\{"type":"number"\}/);
   // The instruction is part of the request only, not of the transcript.
   assert.equal(result.messages.filter((message) => message.role === "system").length, 1);

@@ -1,11 +1,11 @@
 import { createInterface } from "node:readline";
-import { type Command, Option } from "commander";
-import { AgentLoopError } from "../../errors.js";
+import type { Command } from "commander";
 import type { LoopEvent, RunResult } from "../../loop/events.js";
-import { type AgentCliOptions, addAgentOptions, setupCliAgent } from "../agent-setup.js";
+import { type AgentCliOptions, addAgentOptions, addModelOptions, setupCliAgent } from "../agent-setup.js";
 import { startTraceExport } from "../otel.js";
 import { palette, RunRenderer } from "../render.js";
 import { ToolSpinner } from "../spinner.js";
+import { endReason } from "./run.js";
 
 export interface ChatCommandOptions extends AgentCliOptions {
   json?: boolean;
@@ -27,7 +27,8 @@ interface ChatIO {
 export async function chatCommand(options: ChatCommandOptions, io: ChatIO = process): Promise<number> {
   const colors = palette(io.stderr);
   await startTraceExport(io.env ?? process.env, io.stderr); // OTLP trace export when OTEL_EXPORTER_OTLP_*ENDPOINT is set (flushed at exit)
-  const cli = await setupCliAgent(options, { alwaysSession: true, sessionPrefix: "chat", env: io.env });
+  // A script runs across the whole conversation: the second message gets the entries after the first's.
+  const cli = await setupCliAgent(options, { alwaysSession: true, sessionPrefix: "chat", env: io.env, continueScript: true });
   const { runtime, sessionId } = cli;
   const interactive = io.stdin.isTTY === true && io.stdout.isTTY === true;
   io.stderr.write(
@@ -108,7 +109,7 @@ export async function chatCommand(options: ChatCommandOptions, io: ChatIO = proc
         if (interactive) lines.prompt();
         continue;
       }
-      if (result.state === "ABORTED") io.stderr.write(colors.yellow(`⏹ aborted: ${result.reason}\n`));
+      if (result.state === "ABORTED") io.stderr.write(colors.yellow(`⏹ aborted: ${endReason(result)}\n`));
       else if (result.state === "FAILED") io.stderr.write(colors.red(`✗ failed: ${result.error?.message ?? result.reason}\n`));
       else if (result.state !== "COMPLETED") io.stderr.write(colors.yellow(`■ ${result.state}: ${result.reason}\n`));
       if (interactive) lines.prompt();
@@ -126,15 +127,7 @@ export function registerChatCommand(program: Command): void {
   const command = program
     .command("chat")
     .description("Chat with an agent in the terminal: streaming answers, tool waves as they run, sessions that last");
-  addAgentOptions(command)
-    .option("-m, --model <spec>", "provider:model (openai:gpt-4.1, anthropic:claude-sonnet-4-5); else the agent file, MODEL_API_URL/MODEL_NAME")
-    .option("--mock <json>", "script the model: a JSON array of responses (DEBUG_MOCK_RESPONSES format)")
-    .addOption(
-      new Option("--max-steps <n>", "model calls allowed per message (default 5)").argParser((value) => {
-        if (!/^\d+$/.test(value) || Number(value) < 1) throw new AgentLoopError("configuration", `--max-steps must be a positive integer, got "${value}"`);
-        return Number(value);
-      }),
-    )
+  addModelOptions(addAgentOptions(command))
     .option("--json", "print one JSON loop event per line on stdout instead of the rendered chat")
     .addHelpText(
       "after",
@@ -144,6 +137,7 @@ Examples:
   $ agentloop chat --model openai:gpt-4.1 --mcp "npx -y @modelcontextprotocol/server-filesystem ."
   $ agentloop chat --session chat_1a2b3c4d          # continue an earlier chat
   $ printf 'hi\\n/exit\\n' | agentloop chat --mock '["Hello!"]'
+  $ agentloop chat --mock @chat-script.json --tool-call-mode action   # one script for the whole chat
 
 In the chat: /exit leaves, /session prints the session id, Ctrl-C aborts the running answer.
 Sessions are stored where MEMORY_TYPE / the agent file's memory section say (default: embedded,
