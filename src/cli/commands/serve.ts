@@ -29,7 +29,7 @@ export async function serveCommand(options: ServeCommandOptions, io = { stdout: 
   // The agent file and the KAOS variables, then --model, --mock, --max-steps, --tool-call-mode on top.
   const settings = await resolveAgentSettings({ agentFile: options.agent });
   await applyModelOptions(settings, options);
-  takeOverMockScript(settings);
+  takeOverMockScript(process.env);
   const server = await startAgentServer({
     settings,
     readyTimeoutMs: MCP_START_TIMEOUT_MS,
