@@ -66,6 +66,7 @@ export type {
   LoopDetectionOptions,
   RunInfo,
   RunObserver,
+  ResumeOptions,
   RunOptions,
   SessionMemory,
   ToolCallOutcome,
@@ -74,5 +75,8 @@ export type {
 export { Agent } from "./loop/agent.js";
 export { type ContextBudget, estimateTokens } from "./loop/context.js";
 export type { OutputSchema } from "./loop/output.js";
+export { type ApprovalContext, ApprovalBroker, type ApprovalMode, approvalRequestOf } from "./loop/approvals.js";
+export { type ApprovalDecision, type PendingApproval, ResumeError, type RunCheckpoint } from "./loop/checkpoint.js";
+export type { GuardrailVerdict, Guardrails, InputGuardrailContext, OutputGuardrailContext, ToolDenyRule, ToolGuardrailContext, ToolGuardrailVerdict } from "./loop/guardrails.js";
 export { Run } from "./loop/run.js";
 export { truncateOutput } from "./loop/truncate.js";

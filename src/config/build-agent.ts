@@ -7,6 +7,7 @@ import type { Model } from "../model/model.js";
 import { ScriptedModel } from "../model/scripted.js";
 import { compatibleBaseURL, resolveModel } from "../providers/index.js";
 import { withToolCallMode } from "../text-tools/index.js";
+import type { Guardrails } from "../loop/guardrails.js";
 import type { Tool } from "../tools/tool.js";
 import type { AgentSettings, McpServerSetting } from "./settings.js";
 
@@ -39,6 +40,8 @@ export interface BuildAgentOptions {
   model?: Model;
   /** Extra local tools. */
   tools?: Tool[];
+  /** Guardrails in code (the settings' `deniedTools` are added to them). */
+  guardrails?: Guardrails;
   /** How long MCP servers and peer cards get to answer (default 10 s). */
   readyTimeoutMs?: number;
 }
@@ -174,6 +177,11 @@ export async function prepareAgentRuntime(settings: AgentSettings, options: Buil
         maxTurns: settings.maxSteps,
         memory: options.memory,
         observers: options.observers,
+        guardrails:
+          settings.deniedTools.length > 0 ? { ...options.guardrails, deniedTools: [...(options.guardrails?.deniedTools ?? []), ...settings.deniedTools] } : options.guardrails,
+        needsApproval: settings.approvals.tools.length > 0 ? settings.approvals.tools : undefined,
+        onApproval: settings.approvals.mode,
+        approvalTimeoutMs: settings.approvals.timeoutMs,
       });
     } catch (error) {
       await close();

@@ -5,6 +5,7 @@ import { AgentLoopError, type ErrorKind } from "../errors.js";
 import { Agent } from "../loop/agent.js";
 import type { LoopEvent, RunResult } from "../loop/events.js";
 import type { Run } from "../loop/run.js";
+import type { Guardrails } from "../loop/guardrails.js";
 import type { AgentConfig, Instrumentation, RunObserver, SessionMemory } from "../loop/types.js";
 import { type Message, textOf } from "../messages.js";
 import type { JsonSchema, Model, ModelOptions } from "../model/model.js";
@@ -12,6 +13,7 @@ import { scriptedModelFromEnv } from "../model/scripted.js";
 import type { Tool, ToolContext, ToolOutput, ToolResultValue } from "../tools/tool.js";
 import { promptyContextBudget } from "./context.js";
 import { type PromptyEventHandler, promptyEventBridge } from "./events.js";
+import { controlOfFrontmatter } from "./control.js";
 import { loadPrompty } from "./loader.js";
 import { getTool, getToolHandler, type PromptyKindCall, type PromptyToolHandler } from "./registry.js";
 import { prepare, propertiesSchema } from "./template.js";
@@ -51,8 +53,8 @@ export interface InvokeAgentOptions {
   onEvent?: PromptyEventHandler;
   /** Context budget in characters (§13.3); default: the file's `contextBudget`. */
   contextBudget?: number;
-  /** Guardrails (§13.4), handed to `AgentConfig.guardrails`; default: the file's `guardrails`. */
-  guardrails?: unknown;
+  /** Guardrails (§13.4), handed to `AgentConfig.guardrails` (the file's `guardrails.deniedTools` are added to them). */
+  guardrails?: Guardrails;
   /** Steering (§13.5): messages sent to it are injected between iterations. */
   steering?: Steering;
   /** Run the tool calls of one response concurrently (§13.6). Default `false`: one after another. */
@@ -361,16 +363,14 @@ export async function startAgent(
     const model = await resolvePromptyModel(agent, options);
     const streaming = options.stream ?? agent.stream ?? true;
     const contextBudget = options.contextBudget ?? agent.contextBudget;
-    const guardrails = options.guardrails ?? agent.guardrails;
-    // Passed through as written: the loop's guardrails read them (AgentConfig.guardrails).
-    const passThrough: Record<string, unknown> = guardrails !== undefined ? { guardrails } : {};
     const loopAgent = new Agent({
-      ...passThrough,
+      ...(options.guardrails !== undefined ? { guardrails: options.guardrails } : {}),
       ...(contextBudget !== undefined ? { context: promptyContextBudget(contextBudget) } : {}),
       ...(agent.outputs?.length ? { output: outputsSchema(agent) } : {}),
       // §13.6: tool calls one after another unless parallel execution is asked for.
       ...(options.parallelToolCalls ? {} : { concurrency: 1 }),
       ...options.agentConfig,
+      ...controlOfFrontmatter(agent, { ...options.agentConfig, guardrails: options.agentConfig?.guardrails ?? options.guardrails }),
       name: agent.name,
       description: agent.description,
       instructions,
