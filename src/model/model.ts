@@ -30,11 +30,27 @@ export interface ModelOptions {
   providerOptions?: Record<string, Record<string, unknown>>;
 }
 
+/**
+ * Asks for an answer that is JSON matching `schema` (structured output). Models with
+ * `supportsStructuredOutput` send it with the provider's native mechanism; others ignore it (the
+ * loop then asks in the instructions and validates).
+ */
+export interface ResponseFormat {
+  type: "json_schema";
+  /** A name for the schema (`[A-Za-z0-9_-]`, at most 64 characters). */
+  name: string;
+  schema: JsonSchema;
+  /** OpenAI strict mode: every object closed (`additionalProperties: false`) with all properties required. */
+  strict?: boolean;
+}
+
 export interface ModelRequest {
   messages: Message[];
   tools?: ToolDefinition[];
   toolChoice?: ToolChoice;
   options?: ModelOptions;
+  /** Structured output: the final answer must be JSON matching this schema. */
+  responseFormat?: ResponseFormat;
   signal?: AbortSignal;
   /**
    * Index in `messages` of the user message that started the current input. Everything after it
@@ -81,6 +97,8 @@ export interface Model {
   readonly provider: string;
   readonly modelId: string;
   stream(request: ModelRequest): AsyncIterable<ModelEvent>;
+  /** True when the model sends `request.responseFormat` natively (the built-in provider adapters). */
+  readonly supportsStructuredOutput?: boolean;
   /** Optional: a fresh instance for one run (the scripted model restarts its script per run). */
   forRun?(run?: RunStart): Model;
 }

@@ -162,6 +162,8 @@ const neverAborted = new AbortController().signal;
 export abstract class AdapterModel<Client, Options extends AdapterOptions & { client?: Client }> implements Model {
   readonly provider: string;
   readonly modelId: string;
+  /** Every built-in adapter sends `request.responseFormat` in its provider's native form. */
+  readonly supportsStructuredOutput = true;
   protected readonly connection: AdapterConnection<Client>;
 
   constructor(

@@ -106,3 +106,29 @@ export function warmValidators(tools: Iterable<Tool<any>>): void {
     if (!isZodSchema(tool.parameters) && tool.parameters) schemaValidator(tool.parameters as JsonSchema).catch(() => undefined);
   }
 }
+
+/**
+ * Validates any value (not only an arguments object) against a JSON Schema or a zod schema, naming
+ * each failing field; the zod schema's parsed data is the value returned.
+ */
+export async function validateValue(schema: JsonSchema | ZodLikeSchema, value: unknown): Promise<{ ok: true; value: unknown } | { ok: false; error: string }> {
+  if (isZodSchema(schema)) {
+    const result = schema.safeParse(value);
+    if (result.success) return { ok: true, value: result.data };
+    return { ok: false, error: result.error.issues.map((issue) => `field "${issue.path.map(String).join(".") || "(answer)"}" ${issue.message}`).join("; ") };
+  }
+  const validate = await schemaValidator(schema);
+  const result = validate(value as Record<string, unknown>);
+  return result.ok ? { ok: true, value } : { ok: false, error: result.error.replaceAll('"(arguments)"', '"(answer)"').replaceAll("(arguments)", "(answer)") };
+}
+
+/** Why a JSON Schema cannot be used (ajv refuses to compile it), or undefined when it can. */
+export async function schemaProblem(schema: JsonSchema): Promise<string | undefined> {
+  try {
+    await schemaValidator(schema);
+    return undefined;
+  } catch (error) {
+    compiled.delete(schema);
+    return error instanceof Error ? error.message : String(error);
+  }
+}

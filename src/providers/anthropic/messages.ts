@@ -332,6 +332,8 @@ export class AnthropicModel extends AdapterModel<Anthropic, AnthropicOptions> {
     };
     if (system !== undefined) body.system = system;
     if (options.stopSequences?.length) body.stop_sequences = options.stopSequences;
+    // Structured outputs (generally available): `output_config.format`, no beta header.
+    if (request.responseFormat) body.output_config = { format: { type: "json_schema", schema: request.responseFormat.schema } };
     return Object.assign(body, providerOptionsFor(request, ["anthropic", this.provider]));
   }
 

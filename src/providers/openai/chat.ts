@@ -313,6 +313,8 @@ export class OpenAIChatModel extends AdapterModel<OpenAI | ChatEndpoint, OpenAIC
     }
     if (options.stopSequences?.length) body.stop = options.stopSequences;
     if (options.seed !== undefined) body.seed = options.seed;
+    const format = request.responseFormat;
+    if (format) body.response_format = { type: "json_schema", json_schema: { name: format.name, schema: format.schema, strict: format.strict ?? false } };
     return Object.assign(body, providerOptionsFor(request, ["openai", this.provider]));
   }
 

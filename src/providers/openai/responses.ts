@@ -290,6 +290,8 @@ export class OpenAIResponsesModel extends AdapterModel<OpenAI, OpenAIResponsesOp
     };
     if (instructions !== undefined) body.instructions = instructions;
     if (options.maxOutputTokens !== undefined) body.max_output_tokens = options.maxOutputTokens;
+    const format = request.responseFormat;
+    if (format) body.text = { format: { type: "json_schema", name: format.name, schema: format.schema, strict: format.strict ?? false } };
     return Object.assign(body, providerOptionsFor(request, ["openai", "openai-responses", this.provider]));
   }
 
