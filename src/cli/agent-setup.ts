@@ -118,7 +118,7 @@ export async function setupCliAgent(options: AgentCliOptions, setup: SetupOption
   let memory: SessionMemoryHandle | undefined;
   if (sessionId !== undefined) {
     const { memoryFromEnv } = await import("../memory/index.js");
-    const opened = await memoryFromEnv(settings.memoryEnv);
+    const opened = await memoryFromEnv({ AGENT_NAME: settings.name, ...settings.memoryEnv });
     store = opened.store;
     memory = opened.config.enabled ? opened.memory : undefined;
   }
@@ -150,8 +150,8 @@ export async function setupCliAgent(options: AgentCliOptions, setup: SetupOption
 export async function openCliStore(agentFile: string | undefined, env: NodeJS.ProcessEnv = process.env): Promise<MemoryStore> {
   const settings = await resolveAgentSettings({ agentFile, env });
   const { memoryConfigFromEnv, openMemoryStore } = await import("../memory/index.js");
-  const config = memoryConfigFromEnv(settings.memoryEnv);
+  const config = memoryConfigFromEnv({ AGENT_NAME: settings.name, ...settings.memoryEnv });
   if (!config.enabled) throw new AgentLoopError("configuration", "MEMORY_ENABLED is false: there is no session store to read");
-  // Read-only commands: while a server holds the embedded store, read a snapshot of what it wrote.
-  return openMemoryStore(config, { whenLocked: "snapshot" });
+  // The embedded store is read live, also while a server or a run writes to it.
+  return openMemoryStore(config);
 }

@@ -1,6 +1,6 @@
 /**
  * The memory contract: an append-only event log per session, behind one `MemoryStore`
- * interface that every store (in-memory, embedded PGlite, PostgreSQL) implements.
+ * interface that every store (in-memory, embedded SQLite, PostgreSQL) implements.
  */
 import { randomUUID } from "node:crypto";
 import { AgentLoopError } from "../errors.js";
@@ -193,6 +193,12 @@ export function checkSessionId(sessionId: unknown): string {
   }
   if (sessionId.includes("\u0000")) throw new AgentLoopError("invalid_request", "memory: a session id cannot contain NUL characters");
   return sessionId;
+}
+
+/** The default file of an agent's embedded store: `.agentloop/<agent name>/memory.db` (relative to the working directory). */
+export function defaultEmbeddedPath(agentName: string | undefined = "agent"): string {
+  const safe = agentName.replace(/[^A-Za-z0-9_.-]/g, "_").replace(/^\.+/, "_") || "agent";
+  return `.agentloop/${safe}/memory.db`;
 }
 
 export function newSessionId(): string {
