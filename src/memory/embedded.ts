@@ -294,7 +294,7 @@ export class EmbeddedMemoryStore implements MemoryStore {
       for (const member of group) member.reject(failure);
       return;
     }
-    group.forEach((member, index) => member.resolve(stored[index]));
+    for (const [index, member] of group.entries()) member.resolve(stored[index]);
   }
 
   /** One append inside the group's transaction: the session row, the events, the trimmed ones. */

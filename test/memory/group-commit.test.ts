@@ -5,7 +5,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { type AddressInfo, createServer, connect as netConnect, type Socket } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { after, before, describe, it } from "node:test";
+import { after, describe, it } from "node:test";
 import pg from "pg";
 import { AgentLoopError } from "../../src/errors.js";
 import { openEmbeddedStore } from "../../src/memory/embedded.js";
