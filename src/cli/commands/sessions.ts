@@ -92,7 +92,7 @@ export async function eventsCommand(sessionId: string, options: { agent?: string
 }
 
 export function registerSessionsCommand(program: Command): void {
-  program
+  const sessions = program
     .command("sessions")
     .description("List the sessions in the memory store (the same store `agentloop serve` writes)")
     .option("-a, --agent <file>", "agent file whose memory settings to use (else MEMORY_* variables)")
@@ -108,6 +108,32 @@ Examples:
     )
     .action(async (options: { agent?: string; limit?: number; json?: boolean }) => {
       process.exitCode = await sessionsCommand(options);
+    });
+  sessions
+    .command("export")
+    .description("Write sessions' events as JSON lines (one event a line), to move them to another store")
+    .argument("[session...]", "only these sessions (default: all)")
+    .option("-a, --agent <file>", "agent file whose memory settings to use (else MEMORY_* variables)")
+    .option("-o, --output <file>", "write to this file instead of stdout")
+    .addHelpText(
+      "after",
+      `
+Examples:
+  $ agentloop sessions export > sessions.jsonl
+  $ MEMORY_TYPE=postgres MEMORY_POSTGRES_URL=postgres://localhost/agents agentloop sessions import sessions.jsonl`,
+    )
+    .action(async (sessionIds: string[], options: { agent?: string; output?: string }) => {
+      const { exportSessionsCommand } = await import("./sessions-transfer.js");
+      process.exitCode = await exportSessionsCommand(sessionIds, options);
+    });
+  sessions
+    .command("import")
+    .description("Append the events of an export (JSON lines) to the store; events already there (same event_id) are skipped")
+    .argument("[file]", "the JSON lines file (default: stdin)")
+    .option("-a, --agent <file>", "agent file whose memory settings to use (else MEMORY_* variables)")
+    .action(async (file: string | undefined, options: { agent?: string }) => {
+      const { importSessionsCommand } = await import("./sessions-transfer.js");
+      process.exitCode = await importSessionsCommand(file, options);
     });
 }
 
