@@ -10,6 +10,7 @@
  */
 import { existsSync, mkdirSync, statSync } from "node:fs";
 import { createRequire } from "node:module";
+import { hostname } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { AgentLoopError } from "../errors.js";
 import {
@@ -131,7 +132,31 @@ CREATE TABLE IF NOT EXISTS agentloop_events (
   UNIQUE (session_id, seq)
 );
 CREATE INDEX IF NOT EXISTS agentloop_events_timestamp ON agentloop_events (timestamp_ms);
+CREATE TABLE IF NOT EXISTS agentloop_session_locks (
+  session_id TEXT PRIMARY KEY,
+  owner_pid INTEGER NOT NULL,
+  owner_host TEXT NOT NULL,
+  token TEXT NOT NULL
+) WITHOUT ROWID;
 `;
+
+/** How often a request waiting for a session another process is running asks again. */
+const LOCK_POLL_MS = 25;
+
+const thisHost = hostname();
+
+function processIsAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === "EPERM";
+  }
+}
+
+function abortedWaiting(): AgentLoopError {
+  return new AgentLoopError("aborted", "memory: stopped waiting for the session, which another run is using");
+}
 
 /** Physical deletion of expired rows runs at most this often (reads filter them out anyway). */
 const PRUNE_INTERVAL_MS = 60_000;
@@ -193,6 +218,8 @@ export class EmbeddedMemoryStore implements MemoryStore {
   private scheduled: NodeJS.Immediate | undefined;
   private closed = false;
   private lastPrune = 0;
+  /** Session locks this store holds: token → session. */
+  private readonly heldLocks = new Map<string, string>();
 
   /** Use `openEmbeddedStore`. */
   constructor(
@@ -406,11 +433,75 @@ export class EmbeddedMemoryStore implements MemoryStore {
     );
   }
 
+  /**
+   * Exclusive use of a session across the processes sharing the file (a server and
+   * `agentloop run --session` on one session take turns). A row in `agentloop_session_locks`
+   * names the holder; a holder whose process is gone (killed) is taken over. Waits while another
+   * holder has it, polling; rejects with an `aborted` error when `signal` aborts first.
+   */
+  async lockSession(sessionId: string, signal?: AbortSignal): Promise<() => Promise<void>> {
+    this.check();
+    checkSessionId(sessionId);
+    const token = newSessionId();
+    const host = thisHost;
+    for (;;) {
+      if (signal?.aborted) throw abortedWaiting();
+      const taken = this.guard(() =>
+        this.write(() => {
+          const holder = this.query("SELECT owner_pid, owner_host FROM agentloop_session_locks WHERE session_id = ?", [sessionId]) as Array<[number, string]>;
+          if (holder.length > 0) {
+            const [pid, ownerHost] = holder[0];
+            const stale = ownerHost === host && Number(pid) !== process.pid && !processIsAlive(Number(pid));
+            if (!stale) return false;
+          }
+          this.statement("INSERT OR REPLACE INTO agentloop_session_locks (session_id, owner_pid, owner_host, token) VALUES (?, ?, ?, ?)").run([
+            sessionId,
+            process.pid,
+            host,
+            token,
+          ]);
+          return true;
+        }),
+      );
+      if (taken) {
+        this.heldLocks.set(token, sessionId);
+        break;
+      }
+      await new Promise<void>((resolve, reject) => {
+        const onAbort = () => {
+          clearTimeout(timer);
+          reject(abortedWaiting());
+        };
+        const timer = setTimeout(() => {
+          signal?.removeEventListener("abort", onAbort);
+          resolve();
+        }, LOCK_POLL_MS);
+        signal?.addEventListener("abort", onAbort, { once: true });
+      });
+    }
+    let released = false;
+    return async () => {
+      if (released || this.closed) return;
+      released = true;
+      this.heldLocks.delete(token);
+      this.guard(() => this.statement("DELETE FROM agentloop_session_locks WHERE session_id = ? AND token = ?").run([sessionId, token]));
+    };
+  }
+
   async close(): Promise<void> {
     if (this.closed) return;
     // Appends accepted before close are written first.
     this.flushPending();
     this.closed = true;
+    // Locks still held are given back (a lock of this live process would never be taken over).
+    for (const [token, sessionId] of this.heldLocks) {
+      try {
+        this.statement("DELETE FROM agentloop_session_locks WHERE session_id = ? AND token = ?").run([sessionId, token]);
+      } catch {
+        // the file is unusable: its process's locks go stale when it exits
+      }
+    }
+    this.heldLocks.clear();
     this.statements.clear();
     this.db.close();
   }

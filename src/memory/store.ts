@@ -144,9 +144,10 @@ export interface MemoryStore {
   deleteSession(sessionId: string): Promise<boolean>;
   /**
    * Exclusive use of a session across every process sharing the store (server replicas on one
-   * PostgreSQL), until the returned function is called. Waits while another holder has it; rejects
-   * with an `aborted` error when `signal` aborts first. Stores only one process uses (in-memory,
-   * embedded) do not need it: the server's per-session queue serializes within a process.
+   * PostgreSQL; a server and `agentloop run --session` on one embedded file), until the returned
+   * function is called. Waits while another holder has it; rejects with an `aborted` error when
+   * `signal` aborts first. The in-process store does not need it: the server's per-session queue
+   * serializes within a process.
    */
   lockSession?(sessionId: string, signal?: AbortSignal): Promise<() => Promise<void>>;
   /** Releases connections and files. Idempotent; other calls reject afterwards. */

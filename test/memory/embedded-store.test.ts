@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
-import { tmpdir } from "node:os";
+import { hostname, tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, describe, it } from "node:test";
 import { promisify } from "node:util";
@@ -95,6 +95,42 @@ describe("embedded store: its file", () => {
     } finally {
       other.close();
       await store.close();
+    }
+  });
+
+  it("lockSession: processes on one file take turns on a session; a dead holder's lock is taken over; waiting stops on abort", async () => {
+    const path = freshFile();
+    const first = await openEmbeddedStore({ path });
+    const second = await openEmbeddedStore({ path });
+    try {
+      const release = await first.lockSession("s");
+      let acquired = false;
+      const waiting = second.lockSession("s").then((releaseSecond) => {
+        acquired = true;
+        return releaseSecond;
+      });
+      const other = await second.lockSession("other");
+      await other();
+      const controller = new AbortController();
+      const aborted = assert.rejects(second.lockSession("s", controller.signal), (error: unknown) => AgentLoopError.isInstance(error) && error.kind === "aborted");
+      controller.abort();
+      await aborted;
+      assert.equal(acquired, false, "still held by the first store");
+      await release();
+      await (await waiting)();
+      // A lock row left by a killed process (a pid that cannot exist here) is stale.
+      const Database = createRequire(import.meta.url)("libsql");
+      const raw = new Database(path);
+      raw.prepare("INSERT INTO agentloop_session_locks (session_id, owner_pid, owner_host, token) VALUES (?, ?, ?, ?)").run(["s", 2147483646, hostname(), "dead"]);
+      raw.close();
+      await (await second.lockSession("s"))();
+      // A store closed while holding a lock gives it back.
+      await first.lockSession("held-at-close");
+      await first.close();
+      await (await second.lockSession("held-at-close"))();
+    } finally {
+      await first.close();
+      await second.close();
     }
   });
 
