@@ -24,9 +24,14 @@ export interface CliProcess {
   write(text: string): void;
 }
 
-/** Runs `agentloop <args>` from source in a child process. */
-export function spawnCli(args: string[], env: NodeJS.ProcessEnv): CliProcess {
-  const child = spawn(process.execPath, ["--import", "tsx", "src/cli/main.ts", ...args], { cwd: repositoryRoot, env, stdio: "pipe" });
+const tsxLoader = import.meta.resolve("tsx");
+const cliMain = fileURLToPath(new URL("../../src/cli/main.ts", import.meta.url));
+const tsconfig = fileURLToPath(new URL("../../tsconfig.json", import.meta.url));
+
+/** Runs `agentloop <args>` from source in a child process (in the repository, or in `cwd`). */
+export function spawnCli(args: string[], env: NodeJS.ProcessEnv, cwd = repositoryRoot): CliProcess {
+  // tsx reads the tsconfig of the working directory: name the repository's (its "agentloop" paths) from elsewhere.
+  const child = spawn(process.execPath, ["--import", tsxLoader, cliMain, ...args], { cwd, env: { TSX_TSCONFIG_PATH: tsconfig, ...env }, stdio: "pipe" });
   let out = "";
   let err = "";
   const listeners = new Set<() => void>();
@@ -67,8 +72,8 @@ export function spawnCli(args: string[], env: NodeJS.ProcessEnv): CliProcess {
 }
 
 /** Runs a CLI command to the end with the given stdin. */
-export async function runCli(args: string[], env: NodeJS.ProcessEnv, input = ""): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const cli = spawnCli(args, env);
+export async function runCli(args: string[], env: NodeJS.ProcessEnv, input = "", cwd?: string): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const cli = spawnCli(args, env, cwd);
   cli.child.stdin.end(input);
   const { code } = await cli.exited;
   return { code, stdout: cli.stdout(), stderr: cli.stderr() };
