@@ -206,10 +206,19 @@ export function newSessionId(): string {
   return randomUUID();
 }
 
-/** PostgreSQL text and jsonb cannot hold NUL characters; every store replaces them the same way. */
-function withoutNul(value: string): string {
-  return value.includes("\u0000") ? value.replaceAll("\u0000", "\uFFFD") : value;
+/**
+ * Text every store can hold: PostgreSQL text and jsonb (and SQLite's UTF-8) cannot hold NUL
+ * characters or lone UTF-16 surrogates (`"\ud800"`), so every store replaces both with U+FFFD,
+ * the same way, before it sees them (`storableText`).
+ */
+export function storableText(value: string): string {
+  LONE_SURROGATE.lastIndex = 0;
+  const clean = LONE_SURROGATE.test(value) ? value.replace(LONE_SURROGATE, "\uFFFD") : value;
+  return clean.includes("\u0000") ? clean.replaceAll("\u0000", "\uFFFD") : clean;
 }
+/** A high surrogate not followed by a low one, or a low one not preceded by a high one (UTF-16 code units). */
+const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
+const withoutNul = storableText;
 
 /**
  * A JSON copy of a value (what every store gives back), with NUL characters replaced. Plain data
@@ -264,6 +273,9 @@ function plainCopy(value: unknown, depth: number): unknown {
   }
 }
 
+/** A lone surrogate as `JSON.stringify` escapes it (a high one not followed by a low one, or a low one alone). */
+const LONE_SURROGATE_ESCAPE = /\\u[dD][89abAB][0-9a-fA-F]{2}(?!\\u[dD][c-fC-F][0-9a-fA-F]{2})|(?<!\\u[dD][89abAB][0-9a-fA-F]{2})\\u[dD][c-fC-F][0-9a-fA-F]{2}/g;
+
 function jsonRoundTrip(value: unknown, what: string): unknown {
   let text: string | undefined;
   try {
@@ -272,8 +284,9 @@ function jsonRoundTrip(value: unknown, what: string): unknown {
     throw new AgentLoopError("invalid_request", `memory: ${what} is not JSON-serializable (${(error as Error).message})`);
   }
   if (text === undefined) return null;
-  // Escaped NULs inside JSON strings appear as \u0000 in the text.
-  return JSON.parse(text.replaceAll("\\u0000", "\\ufffd"));
+  // The round trip's result is plain data: its strings (NULs, lone surrogates) are made storable like any other.
+  const copy = plainCopy(JSON.parse(text), 0);
+  return copy === notPlain ? JSON.parse(text.replaceAll("\\u0000", "\\ufffd").replace(LONE_SURROGATE_ESCAPE, "\\ufffd")) : copy;
 }
 
 /** The last millisecond formatted, and its text: events written together mostly share one. */

@@ -255,6 +255,24 @@ export function memoryStoreConformance(name: string, factory: StoreFactory): voi
       });
     });
 
+    it("replaces lone surrogates (no UTF-8 store can hold them) with U+FFFD, keeps pairs, and loses no event", async () => {
+      await withStore(factory, undefined, async (store) => {
+        await store.append("s", [
+          { event_type: "user_message", content: "hi \ud800 there" },
+          { event_type: "agent_response", content: "end \udc00", metadata: { note: "x\udbff", ["k\ud800"]: "\u0000\ud800" } },
+          { event_type: "tool_result", content: { result: ["\ud83d\ude00", "\ude00\ud83d"] }, timestamp: new Date(0) },
+        ]);
+        const events = await store.events("s");
+        assert.deepEqual(
+          events.map((event) => event.content),
+          ["hi \uFFFD there", "end \uFFFD", { result: ["\ud83d\ude00", "\uFFFD\uFFFD"] }],
+        );
+        assert.deepEqual(events[1].metadata, { note: "x\uFFFD", "k\uFFFD": "\uFFFD\uFFFD" });
+        // Reads give the same back in every query shape.
+        assert.deepEqual((await store.latestEvents({ limit: 3 })).map((event) => event.content), events.map((event) => event.content));
+      });
+    });
+
     it("serializes concurrent appends to one session without gaps or duplicates", async () => {
       await withStore(factory, undefined, async (store) => {
         await Promise.all(Array.from({ length: 40 }, (_, index) => store.append("s", [{ event_type: "x", content: index }, { event_type: "y", content: index }])));

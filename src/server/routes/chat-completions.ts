@@ -1,0 +1,214 @@
+/**
+ * OpenAI chat completions: `POST /v1/chat/completions` (streamed or not) and `GET /v1/models`.
+ * The POST route has two doors to the same code: a Hono route (`AgentServer.fetch`), and the hot
+ * path straight on node:http (`handleNode`), without web streams, a web `Request` or a Hono context.
+ */
+import { randomUUID } from "node:crypto";
+import type { IncomingMessage, ServerResponse } from "node:http";
+import { Hono } from "hono";
+import { onAbort } from "../../abort.js";
+import { AgentLoopError } from "../../errors.js";
+import type { LoopEvent, RunResult } from "../../loop/events.js";
+import type { Message } from "../../messages.js";
+import { type ChatRequest, parseChatRequest } from "../chat-request.js";
+import {
+  ChatChunkEncoder,
+  nodeSseSink,
+  RequestController,
+  readNodeBody,
+  requestTooLarge,
+  type SseSink,
+  sendNodeJson,
+  sseHeaders,
+  webSseSink,
+} from "../chat-stream.js";
+import { parseJsonText, readJson, type ServerContext, shuttingDownError, unixSeconds } from "../context.js";
+import { HttpError, httpErrorOfRun } from "../http-errors.js";
+import { WWW_AUTHENTICATE, authorizationError } from "./guards.js";
+
+export const CHAT_PATH = "/v1/chat/completions";
+
+/** Whether a node request targets the chat completions route (the path, any query). */
+export function isChatRequest(incoming: IncomingMessage): boolean {
+  if (incoming.method !== "POST") return false;
+  const url = incoming.url ?? "";
+  return url.startsWith(CHAT_PATH) && (url.length === CHAT_PATH.length || url.charCodeAt(CHAT_PATH.length) === 63 /* ? */);
+}
+
+/** A validated chat request with what the server decided for it. */
+interface PreparedChat {
+  request: ChatRequest;
+  sessionId: string;
+  /** Earlier request messages, only for requests without a session (stateless OpenAI use). */
+  history?: Message[];
+  /** Echoed back in every chunk. */
+  model: string;
+}
+
+export interface ChatCompletionRoutes {
+  app: Hono;
+  /** The hot path on node:http: same checks and answers as the Hono route. Never rejects. */
+  handleNode(incoming: IncomingMessage, outgoing: ServerResponse): Promise<void>;
+}
+
+export function chatCompletionRoutes(server: ServerContext): ChatCompletionRoutes {
+  const { settings, runs, memory, bodyLimitBytes } = server;
+
+  /** Decides the session, the history and the model name of a validated request. */
+  function prepareChat(request: ChatRequest): PreparedChat {
+    return {
+      request,
+      sessionId: request.sessionId ?? `session_${randomUUID()}`,
+      // With a session, its log is the history; a stateless OpenAI client sends the history itself.
+      history: request.sessionId === undefined && request.history.length > 0 ? request.history : undefined,
+      model: request.model ?? settings.name,
+    };
+  }
+
+  const runChat = (chat: PreparedChat, controller: RequestController, onEvent?: (event: LoopEvent) => void) =>
+    runs.run({
+      input: chat.request.input,
+      sessionId: chat.sessionId,
+      // An id this server just made names an empty session (a delegation records its task first).
+      newSession: chat.request.sessionId === undefined && !chat.request.delegated,
+      history: chat.history,
+      delegated: chat.request.delegated,
+      controller,
+      onEvent,
+    });
+
+  /** The non-streamed answer; a failed or aborted run throws its `HttpError`. */
+  function completionBody(result: RunResult, chat: PreparedChat) {
+    if (result.state === "FAILED" || result.state === "ABORTED") throw httpErrorOfRun(result.error ?? new AgentLoopError("aborted", result.reason));
+    return {
+      id: `chatcmpl-${result.runId}`,
+      object: "chat.completion",
+      created: unixSeconds(),
+      model: chat.model,
+      session_id: chat.sessionId,
+      choices: [{ index: 0, message: { role: "assistant", content: result.text !== "" ? result.text : result.reason }, finish_reason: result.state === "COMPLETED" ? "stop" : "length" }],
+      usage: { prompt_tokens: result.usage.inputTokens, completion_tokens: result.usage.outputTokens, total_tokens: result.usage.totalTokens },
+    };
+  }
+
+  /**
+   * Streams one completion into `sink`: the role chunk, progress blocks, answer deltas, the finish
+   * chunk (or one error event), `[DONE]`, then ends the sink. Tracked for shutdown; never rejects.
+   */
+  function streamCompletion(sink: SseSink, chat: PreparedChat, controller: RequestController): Promise<void> {
+    return runs.track(writeCompletion(sink, chat, controller));
+  }
+
+  async function writeCompletion(sink: SseSink, chat: PreparedChat, controller: RequestController): Promise<void> {
+    const chunks = new ChatChunkEncoder(`chatcmpl-${randomUUID()}`, unixSeconds(), chat.model);
+    sink.write(chunks.role());
+    let ended = false;
+    /** Writes the closing events and `[DONE]`, and ends the stream: once, at the run's `run-end` (not after its memory writes: a SQL store's take a while). */
+    const end = (closing: readonly string[]) => {
+      if (ended) return;
+      ended = true;
+      for (const line of closing) sink.write(line);
+      sink.write(ChatChunkEncoder.done);
+      sink.end();
+    };
+    const closingOf = (result: RunResult): string[] => {
+      // The answer did not finish: an error event instead of a finish chunk.
+      if (result.state === "FAILED" || result.state === "ABORTED") {
+        return [ChatChunkEncoder.error(httpErrorOfRun(result.error ?? new AgentLoopError("aborted", result.reason)).body())];
+      }
+      const closing: string[] = [];
+      // A limit ended the run: say so when the model gave no answer text.
+      if (result.state !== "COMPLETED" && result.text === "") closing.push(chunks.content(result.reason));
+      closing.push(chunks.finish(result.state === "COMPLETED" ? "stop" : "length"));
+      if (chat.request.includeUsage) {
+        closing.push(chunks.usage({ prompt_tokens: result.usage.inputTokens, completion_tokens: result.usage.outputTokens, total_tokens: result.usage.totalTokens }));
+      }
+      return closing;
+    };
+    let work: Promise<RunResult> | undefined;
+    try {
+      work = runChat(chat, controller, (event) => {
+        if (event.type === "text-delta") {
+          if (event.delta !== "") sink.write(chunks.content(event.delta));
+        } else if (event.type === "progress") {
+          const block = { type: "progress", step: event.step, max_steps: event.max_steps, action: event.action, target: event.target };
+          sink.write(chunks.content(JSON.stringify(block)));
+        } else if (event.type === "run-end") {
+          end(closingOf(event.result));
+          // Memory off: nothing is written after the run's end.
+          if (work && memory.handle) runs.recordingUntil(chat.sessionId, work);
+        }
+      });
+      // Normally ended at run-end already; this covers a run that ended without one.
+      const result = await work;
+      if (!ended) end(closingOf(result));
+    } catch (error) {
+      end([ChatChunkEncoder.error((error instanceof HttpError ? error : httpErrorOfRun(error)).body())]);
+    }
+  }
+
+  const app = new Hono();
+
+  app.get("/v1/models", (c) =>
+    c.json({ object: "list", data: [{ id: settings.name, object: "model", created: Math.floor(Date.now() / 1000), owned_by: "agentloop" }] }),
+  );
+
+  // The web-standard route (`AgentServer.fetch`, and any request not taken by `handleNode`).
+  app.post(CHAT_PATH, async (c) => {
+    const chat = prepareChat(parseChatRequest(await readJson(c), c.req.header("x-session-id")));
+    const controller = new RequestController();
+    if (chat.request.stream) {
+      const { sink, body } = webSseSink(() => controller.disconnect());
+      const unlink = onAbort(c.req.raw.signal, () => controller.disconnect());
+      void streamCompletion(sink, chat, controller).finally(unlink);
+      return new Response(body, { headers: sseHeaders(chat.sessionId) });
+    }
+    c.header("x-session-id", chat.sessionId);
+    const unlink = onAbort(c.req.raw.signal, () => controller.disconnect());
+    try {
+      return c.json(completionBody(await runs.track(runChat(chat, controller)), chat));
+    } finally {
+      unlink();
+    }
+  });
+
+  /**
+   * The hot path: `POST /v1/chat/completions` straight on node:http. Same checks and answers as
+   * the Hono routes (draining, bearer auth, body limit, validation, errors); one abort controller
+   * per request. Never rejects.
+   */
+  async function handleNode(incoming: IncomingMessage, outgoing: ServerResponse): Promise<void> {
+    let headers: Record<string, string> = {};
+    try {
+      if (server.draining) return sendNodeJson(outgoing, 503, shuttingDownError().body(), { connection: "close" });
+      const denied = authorizationError(settings.apiKey, incoming.headers.authorization);
+      if (denied) return sendNodeJson(outgoing, 401, denied.body(), { "www-authenticate": WWW_AUTHENTICATE });
+      const declared = incoming.headers["content-length"];
+      if (declared !== undefined && Number.parseInt(declared, 10) > bodyLimitBytes) throw requestTooLarge(bodyLimitBytes);
+      const sessionHeader = incoming.headers["x-session-id"];
+      const body = parseJsonText(await readNodeBody(incoming, bodyLimitBytes));
+      const chat = prepareChat(parseChatRequest(body, Array.isArray(sessionHeader) ? sessionHeader.join(", ") : sessionHeader));
+      headers = { "x-session-id": chat.sessionId };
+      const controller = new RequestController();
+      outgoing.once("close", () => {
+        if (!outgoing.writableFinished) controller.disconnect();
+      });
+      if (outgoing.destroyed) controller.disconnect();
+      if (chat.request.stream) {
+        outgoing.writeHead(200, sseHeaders(chat.sessionId));
+        // Not awaited: the stream is tracked for shutdown and never rejects, and this frame need
+        // not stay alive for the whole stream.
+        void streamCompletion(nodeSseSink(outgoing), chat, controller);
+        return;
+      }
+      const result = await runs.track(runChat(chat, controller));
+      sendNodeJson(outgoing, 200, completionBody(result, chat), headers);
+    } catch (error) {
+      const failure = server.httpErrorOfRequest(error, "POST", CHAT_PATH);
+      // Over the limit mid-body: the rest is not read, so the connection cannot be reused.
+      sendNodeJson(outgoing, failure.status, failure.body(), failure.status === 413 ? { ...headers, connection: "close" } : headers);
+    }
+  }
+
+  return { app, handleNode };
+}

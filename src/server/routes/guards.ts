@@ -1,0 +1,52 @@
+/** The checks before the routes: draining (503), bearer auth (401) and the body limit (413). */
+import { createHash, timingSafeEqual } from "node:crypto";
+import type { MiddlewareHandler } from "hono";
+import { bodyLimit } from "hono/body-limit";
+import { requestTooLarge } from "../chat-stream.js";
+import { type ServerContext, errorResponse, shuttingDownError } from "../context.js";
+import { HttpError } from "../http-errors.js";
+
+export const WWW_AUTHENTICATE = 'Bearer realm="agentloop"';
+
+function constantTimeEqual(a: string, b: string): boolean {
+  // Hashing first gives equal lengths, so timingSafeEqual never leaks the key's length.
+  const left = createHash("sha256").update(a).digest();
+  const right = createHash("sha256").update(b).digest();
+  return timingSafeEqual(left, right);
+}
+
+/** Checks the bearer token when `AGENT_API_KEY` is set: the 401 to answer, or undefined. */
+export function authorizationError(apiKey: string | undefined, header: string | undefined): HttpError | undefined {
+  if (apiKey === undefined) return undefined;
+  const match = /^Bearer\s+(.+)$/i.exec((header ?? "").trim());
+  if (match && constantTimeEqual(match[1], apiKey)) return undefined;
+  return new HttpError(401, "a valid bearer token is required (Authorization: Bearer <AGENT_API_KEY>)", "authentication_error", "invalid_api_key");
+}
+
+/** While the server drains, everything but `/health` gets 503 and `Connection: close`. */
+export function drainingGuard(server: ServerContext): MiddlewareHandler {
+  return async (c, next) => {
+    if (server.draining && c.req.path !== "/health") {
+      c.header("connection", "close");
+      return errorResponse(c, shuttingDownError());
+    }
+    await next();
+  };
+}
+
+/** Bearer auth (when `AGENT_API_KEY` is set). */
+export function authGuard(server: ServerContext): MiddlewareHandler {
+  return async (c, next) => {
+    const denied = authorizationError(server.settings.apiKey, c.req.header("authorization"));
+    if (denied) {
+      c.header("www-authenticate", WWW_AUTHENTICATE);
+      return errorResponse(c, denied);
+    }
+    return next();
+  };
+}
+
+/** 413 for a body over the limit. */
+export function bodyLimitGuard(server: ServerContext): MiddlewareHandler {
+  return bodyLimit({ maxSize: server.bodyLimitBytes, onError: (c) => errorResponse(c, requestTooLarge(server.bodyLimitBytes)) });
+}

@@ -1,0 +1,38 @@
+/** KAOS's memory endpoints: `GET /memory/sessions` and `GET /memory/events`. */
+import { Hono } from "hono";
+import { validSessionId } from "../chat-request.js";
+import type { ServerContext } from "../context.js";
+import { badRequest, notFound } from "../http-errors.js";
+import { eventView } from "../memory.js";
+
+export function memoryRoutes(server: ServerContext): Hono {
+  const app = new Hono();
+  const { memory, runs, settings } = server;
+
+  app.get("/memory/sessions", async (c) => {
+    await runs.recorded();
+    // KAOS lists session ids (least recently updated first); `agentloop sessions` shows the details.
+    const ids = (await memory.store.listSessions()).map((session) => session.session_id);
+    return c.json({ agent: settings.name, sessions: ids, total: ids.length });
+  });
+
+  app.get("/memory/events", async (c) => {
+    const sessionParam = c.req.query("session_id");
+    const limitParam = c.req.query("limit");
+    let limit = 100;
+    if (limitParam !== undefined) {
+      if (!/^\d+$/.test(limitParam) || Number(limitParam) < 1) throw badRequest("limit must be a positive integer", "limit", "invalid_limit");
+      limit = Math.min(Number(limitParam), 1000);
+    }
+    let sessionId: string | undefined;
+    if (sessionParam !== undefined && sessionParam !== "") sessionId = validSessionId(sessionParam, "session_id");
+    await runs.recorded(sessionId);
+    if (sessionId !== undefined) {
+      if (!(await memory.store.getSession(sessionId))) throw notFound(`session "${sessionId}" not found`, "session_not_found", "session_id");
+    }
+    const stored = sessionId ? await memory.store.events(sessionId, { limit }) : await memory.store.latestEvents({ limit });
+    const events = stored.map(eventView);
+    return c.json({ agent: settings.name, events, total: events.length });
+  });
+  return app;
+}
