@@ -1,7 +1,8 @@
 import { randomUUID } from "node:crypto";
 import { type Command, Option } from "commander";
-import { type AgentRuntime, buildAgentRuntime } from "../config/build-agent.js";
-import { type AgentSettings, type McpServerSetting, resolveAgentSettings } from "../config/settings.js";
+// Types only: the configuration modules (settings, YAML, providers, MCP...) load when a command uses them.
+import type { AgentRuntime } from "../config/build-agent.js";
+import type { AgentSettings, McpServerSetting } from "../config/settings.js";
 import { AgentLoopError } from "../errors.js";
 import type { MemoryStore, SessionMemoryHandle } from "../memory/index.js";
 import type { Model } from "../model/model.js";
@@ -96,6 +97,7 @@ export interface SetupOptions {
  */
 export async function setupCliAgent(options: AgentCliOptions, setup: SetupOptions = {}): Promise<CliAgent> {
   const env = setup.env ?? process.env;
+  const [{ resolveAgentSettings }, { buildAgentRuntime }] = await Promise.all([import("../config/settings.js"), import("../config/build-agent.js")]);
   const settings = await resolveAgentSettings({ agentFile: options.agent, env });
   if (options.model !== undefined) {
     settings.model = options.model;
@@ -148,6 +150,7 @@ export async function setupCliAgent(options: AgentCliOptions, setup: SetupOption
 
 /** Opens the memory store the agent file and `MEMORY_*` variables describe (for `sessions` and `events`). */
 export async function openCliStore(agentFile: string | undefined, env: NodeJS.ProcessEnv = process.env): Promise<MemoryStore> {
+  const { resolveAgentSettings } = await import("../config/settings.js");
   const settings = await resolveAgentSettings({ agentFile, env });
   const { memoryConfigFromEnv, openMemoryStore } = await import("../memory/index.js");
   const config = memoryConfigFromEnv({ AGENT_NAME: settings.name, ...settings.memoryEnv });

@@ -1,5 +1,4 @@
 import type { Command } from "commander";
-import { DEMO_TODAY, HOTEL_SCRIPT, hotelAgent } from "../../../examples/hotel/agent.js";
 import { AgentLoopError } from "../../errors.js";
 import type { Agent } from "../../loop/agent.js";
 import type { LoopEvent, RunResult, TerminalState } from "../../loop/events.js";
@@ -54,6 +53,7 @@ async function chooseModel(options: RunCommandOptions, env: NodeJS.ProcessEnv): 
     const { modelFromEnv } = await import("../../providers/index.js");
     return { model: await modelFromEnv({ env }), demo: false };
   }
+  const { HOTEL_SCRIPT } = await import("../../../examples/hotel/agent.js");
   return { model: new ScriptedModel(HOTEL_SCRIPT, { chunkDelayMs: 15 }), demo: true };
 }
 
@@ -62,6 +62,8 @@ export async function runCommand(prompt: string, options: RunCommandOptions, io 
   // --agent/--session/--mcp: the configured agent (agent file + KAOS variables + flags), its session in memory.
   const cli: CliAgent | undefined = usesAgentOptions(options) ? await setupCliAgent(options) : undefined;
   const chosen = cli ? undefined : await chooseModel(options, env);
+  // The hotel demo (and through it the loop) loads when a run needs it, not for --help.
+  const { DEMO_TODAY, hotelAgent } = await import("../../../examples/hotel/agent.js");
   const inputs = { today: chosen?.demo || env.DEBUG_MOCK_RESPONSES ? DEMO_TODAY : today(), ...parseInputs(options.input) };
   const agent: Agent = cli ? cli.runtime.agent : hotelAgent({ model: chosen!.model, maxTurns: options.maxSteps ?? 5 });
   const controller = new AbortController();

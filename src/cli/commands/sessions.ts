@@ -1,7 +1,6 @@
 import { type Command, Option } from "commander";
 import { AgentLoopError } from "../../errors.js";
 import type { MemoryEvent, SessionInfo } from "../../memory/index.js";
-import { eventView } from "../../server/memory.js";
 import { openCliStore } from "../agent-setup.js";
 import { type Palette, palette } from "../render.js";
 
@@ -89,6 +88,7 @@ export async function eventsCommand(sessionId: string, options: EventsOptions, i
       return 1;
     }
     const events = await store.events(sessionId, { limit: options.limit });
+    const { eventView } = await import("../../server/memory.js");
     const c = palette(io.stdout);
     const line = (event: MemoryEvent) => {
       if (options.json) return `${JSON.stringify(eventView(event))}\n`;

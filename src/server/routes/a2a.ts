@@ -1,7 +1,7 @@
 /** The A2A JSON-RPC endpoint, at `/a2a` and at `/` (where some clients post). */
 import { Hono, type Context } from "hono";
 import { onAbort } from "../../abort.js";
-import { createA2AHandler } from "../a2a-endpoint.js";
+import type { createA2AHandler } from "../a2a-endpoint.js";
 import { A2A_PATH } from "../agent-card.js";
 import { RequestController } from "../chat-stream.js";
 import { type ServerContext, readJson } from "../context.js";
@@ -9,11 +9,18 @@ import { type ServerContext, readJson } from "../context.js";
 export function a2aRoutes(server: ServerContext): Hono {
   const app = new Hono();
   const { runs } = server;
-  const a2a = createA2AHandler(server.card, ({ input, sessionId, signal, onEvent }) => {
-    const controller = new RequestController();
-    const unlink = onAbort(signal, () => controller.disconnect(signal.reason));
-    return runs.track(runs.run({ input, sessionId, controller, onEvent }).finally(unlink));
-  });
+  // The A2A SDK loads on the first A2A request, not when the server starts.
+  let handler: Promise<ReturnType<typeof createA2AHandler>> | undefined;
+  const a2a = async (request: Request, body: unknown) => {
+    handler ??= import("../a2a-endpoint.js").then(({ createA2AHandler }) =>
+      createA2AHandler(server.card, ({ input, sessionId, signal, onEvent }) => {
+        const controller = new RequestController();
+        const unlink = onAbort(signal, () => controller.disconnect(signal.reason));
+        return runs.track(runs.run({ input, sessionId, controller, onEvent }).finally(unlink));
+      }),
+    );
+    return (await handler)(request, body);
+  };
   const a2aRoute = async (c: Context) => {
     let body: unknown;
     try {
