@@ -215,6 +215,8 @@ export class EmbeddedMemoryStore implements MemoryStore {
   private readonly statements = new Map<string, Statement>();
   private readonly groupCommit: boolean;
   private pending: PendingAppend[] = [];
+  private pendingLocks: Array<{ sessionId: string; token: string; resolve(taken: boolean): void; reject(error: unknown): void }> = [];
+  private pendingReleases: Array<{ sessionId: string; token: string; resolve(): void; reject(error: unknown): void }> = [];
   private scheduled: NodeJS.Immediate | undefined;
   private closed = false;
   private lastPrune = 0;
@@ -284,28 +286,41 @@ export class EmbeddedMemoryStore implements MemoryStore {
     if (prepared.length === 0) return [];
     return new Promise<MemoryEvent[]>((resolve, reject) => {
       this.pending.push({ sessionId, events: prepared, resolve, reject });
-      if (!this.groupCommit) this.flushPending();
-      else this.scheduled ??= setImmediate(() => this.flushPending());
+      this.schedule();
     });
   }
 
+  /** Queues work for the next group transaction (after this turn of the event loop, or now without group commit). */
+  private schedule(): void {
+    if (!this.groupCommit) this.flushPending();
+    else this.scheduled ??= setImmediate(() => this.flushPending());
+  }
+
   /**
-   * Writes every pending append in one transaction, then settles each one's promise. The events
-   * were validated and serialized before they were queued, so what can still fail is the database
-   * itself (busy past the timeout, disk full, I/O): then the whole group fails, none of it written.
+   * Writes every pending append, lock release and lock attempt in one transaction, then settles
+   * each one's promise: releases first (a session released and taken again in one turn changes
+   * hands), then the appends in arrival order, then the lock attempts. The events were validated
+   * and serialized before they were queued, so what can still fail is the database itself (busy
+   * past the timeout, disk full, I/O): then the whole group fails, none of it written.
    */
   private flushPending(): void {
     if (this.scheduled) {
       clearImmediate(this.scheduled);
       this.scheduled = undefined;
     }
-    if (this.pending.length === 0) return;
+    if (this.pending.length === 0 && this.pendingLocks.length === 0 && this.pendingReleases.length === 0) return;
     const group = this.pending;
+    const locks = this.pendingLocks;
+    const releases = this.pendingReleases;
     this.pending = [];
+    this.pendingLocks = [];
+    this.pendingReleases = [];
     let stored: MemoryEvent[][];
+    let taken: boolean[];
     try {
-      stored = this.write(() => {
+      [stored, taken] = this.write(() => {
         this.maybePrune();
+        for (const release of releases) this.statement("DELETE FROM agentloop_session_locks WHERE session_id = ? AND token = ?").run([release.sessionId, release.token]);
         let inserted = false;
         const written = group.map((member) => {
           const result = this.writeAppend(member);
@@ -314,14 +329,35 @@ export class EmbeddedMemoryStore implements MemoryStore {
         });
         // A new session may push the count over maxSessions; never evict the group's last session.
         if (inserted) this.evict(group[group.length - 1].sessionId);
-        return written;
+        return [written, locks.map((attempt) => this.tryLock(attempt.sessionId, attempt.token))] as const;
       });
     } catch (error) {
       const failure = this.describe(error);
       for (const member of group) member.reject(failure);
+      for (const attempt of locks) attempt.reject(failure);
+      for (const release of releases) release.reject(failure);
       return;
     }
+    for (const release of releases) release.resolve();
     for (const [index, member] of group.entries()) member.resolve(stored[index]);
+    for (const [index, attempt] of locks.entries()) attempt.resolve(taken[index]);
+  }
+
+  /** Inside a write transaction: takes the session's lock row when it is free or its holder's process is gone. */
+  private tryLock(sessionId: string, token: string): boolean {
+    const holder = this.query("SELECT owner_pid, owner_host FROM agentloop_session_locks WHERE session_id = ?", [sessionId]) as Array<[number, string]>;
+    if (holder.length > 0) {
+      const [pid, ownerHost] = holder[0];
+      const stale = ownerHost === thisHost && Number(pid) !== process.pid && !processIsAlive(Number(pid));
+      if (!stale) return false;
+    }
+    this.statement("INSERT OR REPLACE INTO agentloop_session_locks (session_id, owner_pid, owner_host, token) VALUES (?, ?, ?, ?)").run([
+      sessionId,
+      process.pid,
+      thisHost,
+      token,
+    ]);
+    return true;
   }
 
   /** One append inside the group's transaction: the session row, the events, the trimmed ones. */
@@ -443,31 +479,14 @@ export class EmbeddedMemoryStore implements MemoryStore {
     this.check();
     checkSessionId(sessionId);
     const token = newSessionId();
-    const host = thisHost;
-    for (;;) {
-      if (signal?.aborted) throw abortedWaiting();
-      const taken = this.guard(() =>
-        this.write(() => {
-          const holder = this.query("SELECT owner_pid, owner_host FROM agentloop_session_locks WHERE session_id = ?", [sessionId]) as Array<[number, string]>;
-          if (holder.length > 0) {
-            const [pid, ownerHost] = holder[0];
-            const stale = ownerHost === host && Number(pid) !== process.pid && !processIsAlive(Number(pid));
-            if (!stale) return false;
-          }
-          this.statement("INSERT OR REPLACE INTO agentloop_session_locks (session_id, owner_pid, owner_host, token) VALUES (?, ?, ?, ?)").run([
-            sessionId,
-            process.pid,
-            host,
-            token,
-          ]);
-          return true;
-        }),
-      );
-      if (taken) {
-        this.heldLocks.set(token, sessionId);
-        break;
-      }
+    // Each attempt joins the next group transaction (no commit of its own).
+    while (!(await new Promise<boolean>((resolve, reject) => {
+      if (signal?.aborted) return reject(abortedWaiting());
+      this.pendingLocks.push({ sessionId, token, resolve, reject });
+      this.schedule();
+    }))) {
       await new Promise<void>((resolve, reject) => {
+        if (signal?.aborted) return reject(abortedWaiting());
         const onAbort = () => {
           clearTimeout(timer);
           reject(abortedWaiting());
@@ -479,12 +498,16 @@ export class EmbeddedMemoryStore implements MemoryStore {
         signal?.addEventListener("abort", onAbort, { once: true });
       });
     }
+    this.heldLocks.set(token, sessionId);
     let released = false;
     return async () => {
       if (released || this.closed) return;
       released = true;
       this.heldLocks.delete(token);
-      this.guard(() => this.statement("DELETE FROM agentloop_session_locks WHERE session_id = ? AND token = ?").run([sessionId, token]));
+      await new Promise<void>((resolve, reject) => {
+        this.pendingReleases.push({ sessionId, token, resolve, reject });
+        this.schedule();
+      });
     };
   }
 
