@@ -107,6 +107,12 @@ export function embeddedFileOf(path: string): string {
   return join(absolute, FILE_IN_DIRECTORY);
 }
 
+/**
+ * The tables. Every event insert writes two b-trees (the table, keyed by its rowid, which follows
+ * arrival order for `latestEvents`, and the (session, seq) index): no AUTOINCREMENT (its counter
+ * row is one more write per insert) and no timestamp index (retention reads go through the
+ * session index; the once-a-minute prune scans the table instead).
+ */
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS agentloop_sessions (
   session_id TEXT PRIMARY KEY,
@@ -120,7 +126,7 @@ CREATE TABLE IF NOT EXISTS agentloop_sessions (
 CREATE INDEX IF NOT EXISTS agentloop_sessions_activity ON agentloop_sessions (activity);
 CREATE INDEX IF NOT EXISTS agentloop_sessions_updated ON agentloop_sessions (updated_ms);
 CREATE TABLE IF NOT EXISTS agentloop_events (
-  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  id INTEGER PRIMARY KEY,
   session_id TEXT NOT NULL,
   seq INTEGER NOT NULL,
   event_id TEXT NOT NULL,
@@ -131,7 +137,6 @@ CREATE TABLE IF NOT EXISTS agentloop_events (
   metadata TEXT NOT NULL,
   UNIQUE (session_id, seq)
 );
-CREATE INDEX IF NOT EXISTS agentloop_events_timestamp ON agentloop_events (timestamp_ms);
 CREATE TABLE IF NOT EXISTS agentloop_session_locks (
   session_id TEXT PRIMARY KEY,
   owner_pid INTEGER NOT NULL,
