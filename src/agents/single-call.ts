@@ -1,5 +1,6 @@
 // The `single` mode shared by agent tools and prompty tools: one model call, no tools, no loop.
 import { randomUUID } from "node:crypto";
+import { resolveInstrumentation } from "../loop/global-tracing.js";
 import type { Instrumentation } from "../loop/types.js";
 import type { Message } from "../messages.js";
 import { generate, type Model, type ModelOptions, type ModelResponse } from "../model/model.js";
@@ -12,8 +13,8 @@ export interface SingleModelCall {
   signal?: AbortSignal;
   /** Name of the agent or prompty making the call (for the trace). */
   agentName: string;
-  /** Wraps the call (tracing); without it the call is not traced. */
-  instrumentation?: Instrumentation;
+  /** Wraps the call (tracing); without it, traced when a tracer provider is registered globally; `false`: never. */
+  instrumentation?: Instrumentation | false;
   /** Depth in the delegation chain, and the calling run and tool call, so the call's span nests under that tool call. */
   depth?: number;
   parentRunId?: string;
@@ -28,7 +29,8 @@ export interface SingleModelCall {
 export async function singleModelCall(call: SingleModelCall): Promise<ModelResponse> {
   const model = call.model.forRun?.() ?? call.model;
   const request = { messages: call.messages, options: call.options, signal: call.signal };
-  if (!call.instrumentation) return generate(model, request);
+  const instrumentation = await resolveInstrumentation(call.instrumentation);
+  if (!instrumentation) return generate(model, request);
   const info = {
     runId: `run_${randomUUID()}`,
     agentName: call.agentName,
@@ -40,5 +42,5 @@ export async function singleModelCall(call: SingleModelCall): Promise<ModelRespo
     turn: 1,
     toolNames: [],
   };
-  return call.instrumentation.modelCall(info, () => generate(model, request));
+  return instrumentation.modelCall(info, () => generate(model, request));
 }

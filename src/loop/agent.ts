@@ -8,10 +8,11 @@ import type { Tool } from "../tools/tool.js";
 import { jsonSchemaOf, warmValidators } from "../tools/validate.js";
 import { type Usage, addUsage, emptyUsage } from "../usage.js";
 import { hideBoundParameters } from "./bindings.js";
+import { resolveInstrumentation } from "./global-tracing.js";
 import type { RunResult, TerminalState } from "./events.js";
 import { callSignature, detectLoop, signatureName } from "./loop-detection.js";
 import { Run, type RunControl } from "./run.js";
-import type { AgentConfig, RunInfo, RunOptions, SessionMemory, Toolset } from "./types.js";
+import type { AgentConfig, Instrumentation, RunInfo, RunOptions, SessionMemory, Toolset } from "./types.js";
 import { cancelledResults, runWave } from "./wave.js";
 
 const DEFAULT_MAX_TURNS = 10;
@@ -48,6 +49,8 @@ interface RunContext {
   /** The same for every wave of the run. */
   inputs: Record<string, unknown>;
   agentPath: readonly string[];
+  /** The configured instrumentation, or the global tracer provider's (see global-tracing.ts). */
+  instrumentation: Instrumentation | undefined;
 }
 
 /**
@@ -205,6 +208,7 @@ export class Agent {
 
   private async execute(control: RunControl, input: string, options: RunOptions): Promise<RunResult> {
     const model = await this.modelForRun();
+    const instrumentation = await resolveInstrumentation(this.config.instrumentation);
     const info: RunInfo = {
       runId: control.id,
       agentName: this.name,
@@ -231,6 +235,7 @@ export class Agent {
       services: options.services ?? {},
       inputs: options.inputs ?? {},
       agentPath: [...(options.agentPath ?? []), this.name],
+      instrumentation,
     };
     const body = async () => {
       let outcome: Outcome;
@@ -247,7 +252,6 @@ export class Agent {
       await control.flushObservers();
       return result;
     };
-    const instrumentation = this.config.instrumentation;
     return instrumentation ? instrumentation.run({ ...info, input }, body) : body();
   }
 
@@ -339,7 +343,7 @@ export class Agent {
         agentPath: context.agentPath,
         services: context.services,
         messages,
-        instrumentation: config.instrumentation,
+        instrumentation: context.instrumentation,
         onAbort: control.onAbort,
         emit: control.emit,
       });
@@ -364,7 +368,7 @@ export class Agent {
       options: this.config.modelOptions,
       signal: control.signal,
     };
-    const instrumentation = this.config.instrumentation;
+    const instrumentation = context.instrumentation;
     const response = instrumentation
       ? await instrumentation.modelCall({ ...info, turn, toolNames: tools.map((tool) => tool.name) }, () => streamModel(context, request, turn))
       : await streamModel(context, request, turn);

@@ -94,6 +94,7 @@ export type LoopEvent =
       isError: boolean;
       errorKind?: ToolErrorKind;
       truncated: boolean;
+      /** How long the tool itself ran (not the wait for its schema validator or the rest of the wave). */
       durationMs: number;
       structured?: unknown;
     }

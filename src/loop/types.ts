@@ -93,7 +93,12 @@ export interface AgentConfig {
    * when the server rejects tools). Applies to a `DEBUG_MOCK_RESPONSES` model too. */
   toolCallMode?: "auto" | "native" | "string" | "action" | "plan";
   observers?: RunObserver[];
-  instrumentation?: Instrumentation;
+  /**
+   * Wraps the run, each model call and each tool call (`otelInstrumentation()` from
+   * `agentloop/tracing`). Default: OpenTelemetry spans when a tracer provider is registered globally,
+   * else none. `false`: never traced.
+   */
+  instrumentation?: Instrumentation | false;
   memory?: SessionMemory;
 }
 

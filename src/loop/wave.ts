@@ -81,6 +81,10 @@ interface CallState {
   call: ToolCallPart;
   tool: Tool<any> | undefined;
   action: "tool_call" | "delegate";
+  /**
+   * When the tool started executing (`performance.now()`): `durationMs` measures the execution only,
+   * never the wait for a validator to compile or for the rest of the wave to be prepared.
+   */
   started: number;
   /** Parsed (and bound) arguments once prepared; the raw text until then. */
   args: unknown;
@@ -88,7 +92,7 @@ interface CallState {
   settled: boolean;
 }
 
-/** Emits the call's progress block and starts its clock. */
+/** Emits the call's progress block. */
 function begin(call: ToolCallPart, settings: WaveSettings): CallState {
   const tool = settings.tools.get(call.name);
   const action = tool?.action ?? "tool_call";
@@ -98,8 +102,10 @@ function begin(call: ToolCallPart, settings: WaveSettings): CallState {
   return { call, tool, action, started: performance.now(), args: call.arguments, settled: false };
 }
 
+/** Emits the call's tool-start and starts its clock (restarted when the tool itself starts). */
 function emitStart(state: CallState, settings: WaveSettings): void {
   const { call, tool } = state;
+  state.started = performance.now();
   settings.emit({ type: "tool-start", runId: settings.run.runId, step: settings.step, toolCallId: call.id, name: call.name, arguments: state.args, kind: tool?.kind, action: state.action });
 }
 
@@ -241,6 +247,7 @@ function executeAll(states: Array<CallState | null>, settings: WaveSettings): Ar
       continue;
     }
     try {
+      state.started = performance.now();
       const output = state.tool!.execute(state.args, entry.context);
       if (entry.aborted || !isThenable(output)) {
         state.settled = true;
@@ -290,7 +297,10 @@ function executeWithTimeout(state: CallState, settings: WaveSettings, timeoutMs:
   const timer = setTimeout(() => controller.abort(new ToolFailure("timeout", `Tool ${call.name} timed out after ${timeoutMs} ms`)), timeoutMs);
   const signal = controller.signal;
   const context = toolContext(state, settings, signal);
-  const work = Promise.resolve().then(() => tool!.execute(state.args, context));
+  const work = Promise.resolve().then(() => {
+    state.started = performance.now();
+    return tool!.execute(state.args, context);
+  });
   let dispose = () => {};
   const stopped = new Promise<never>((_, reject) => {
     dispose = onAbort(signal, () => reject(signal.reason instanceof ToolFailure ? signal.reason : cancelFailure(settings)));
@@ -399,6 +409,9 @@ async function runCall(call: ToolCallPart, settings: WaveSettings): Promise<Call
   };
   let outcome: Outcome;
   if (settings.instrumentation) {
+    // The validator compiles before the call's span opens: its cost is the agent's, not the tool's.
+    const ready = state.tool && validatorReady(state.tool);
+    if (ready) await ready;
     try {
       outcome = (await settings.instrumentation.toolCall(
         { ...settings.run, toolCallId: call.id, toolName: call.name, kind: state.tool?.kind, arguments: state.args, services: settings.services },

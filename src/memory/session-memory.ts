@@ -31,6 +31,12 @@ export interface SessionMemoryHandle extends SessionMemory {
   readonly contextLimit: number;
   /** Resolves once every event received so far is written (or failed). */
   flush(): Promise<void>;
+  /**
+   * The acknowledgment of a session's writes: settles once every event of `sessionId` received so
+   * far is written, and rejects with the first write that failed since the last call (so a failure
+   * is reported once). Undefined when nothing is pending and nothing failed (no promise to await).
+   */
+  settled(sessionId: string): Promise<void> | undefined;
 }
 
 interface RunState {
@@ -90,6 +96,17 @@ export function sessionMemory(store: MemoryStore, options: SessionMemoryOptions 
   const activeRuns = new Map<string, Set<string>>();
   // One write queue per session: a session's events are written in order, sessions do not wait for each other.
   const queues = new Map<string, Promise<void>>();
+  /** The first write failure of a session not reported by `settled` yet. */
+  const failures = new Map<string, unknown>();
+  const failed = (sessionId: string, error: unknown) => {
+    if (!failures.has(sessionId)) failures.set(sessionId, error);
+  };
+  const takeFailure = (sessionId: string) => {
+    const failure = failures.get(sessionId);
+    if (failure === undefined) return;
+    failures.delete(sessionId);
+    throw failure;
+  };
 
   const appendNow = (sessionId: string, events: NewMemoryEvent[]): Promise<unknown> => {
     try {
@@ -111,13 +128,14 @@ export function sessionMemory(store: MemoryStore, options: SessionMemoryOptions 
         appendSync(sessionId, events);
         return undefined;
       } catch (error) {
+        failed(sessionId, error);
         return Promise.reject(error);
       }
     }
     const next = previous ? previous.then(() => store.append(sessionId, events)) : appendNow(sessionId, events);
     const tail = next.then(
       () => {},
-      () => {},
+      (error: unknown) => failed(sessionId, error),
     );
     queues.set(sessionId, tail);
     void tail.then(() => {
@@ -293,6 +311,17 @@ export function sessionMemory(store: MemoryStore, options: SessionMemoryOptions 
     },
     async flush(): Promise<void> {
       await Promise.all(queues.values());
+    },
+    settled(sessionId: string): Promise<void> | undefined {
+      const pending = queues.get(sessionId);
+      if (pending) return pending.then(() => takeFailure(sessionId));
+      if (!failures.has(sessionId)) return undefined;
+      try {
+        takeFailure(sessionId);
+      } catch (error) {
+        return Promise.reject(error);
+      }
+      return undefined;
     },
   };
 }

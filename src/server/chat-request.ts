@@ -1,5 +1,8 @@
 import type { AssistantMessage, Message } from "../messages.js";
 import { badRequest } from "./http-errors.js";
+import { validSessionId } from "./session-id.js";
+
+export { SESSION_ID_PATTERN, validSessionId } from "./session-id.js";
 
 /** A validated `POST /v1/chat/completions` request. */
 export interface ChatRequest {
@@ -18,17 +21,6 @@ export interface ChatRequest {
 }
 
 const roles = new Set(["system", "developer", "user", "assistant", "tool", "task-delegation"]);
-/** A session id a client may choose: 1-200 letters, digits and `_.:@-` (the server and the CLI agree). */
-export const SESSION_ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_.:@-]{0,199}$/;
-
-/** Checks a session id from a client: 1-200 letters, digits and `_.:@-`. */
-export function validSessionId(value: unknown, param: string): string {
-  if (typeof value !== "string" || !SESSION_ID_PATTERN.test(value)) {
-    throw badRequest(`${param} must be 1-200 characters of letters, digits, '_', '.', ':', '@' or '-'`, param, "invalid_session_id");
-  }
-  return value;
-}
-
 function contentText(content: unknown, param: string, nullable: boolean): string {
   if (typeof content === "string") return content;
   if (content === null || content === undefined) {

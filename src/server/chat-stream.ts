@@ -164,7 +164,8 @@ export function sendNodeJson(outgoing: ServerResponse, status: number, body: unk
 
 /**
  * Reads a request body as UTF-8 text straight from the node request, counting bytes as they
- * arrive: over `limitBytes` it stops and rejects with 413 (the rest is discarded).
+ * arrive: over `limitBytes` it stops keeping them and rejects with 413; the rest is read and
+ * discarded, so the connection is not reset before the 413 reaches the client.
  */
 export function readNodeBody(incoming: IncomingMessage, limitBytes: number): Promise<string> {
   return new Promise((resolve, reject) => {

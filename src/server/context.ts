@@ -8,6 +8,7 @@ import type { AgentRuntime, UnavailableDependency } from "../config/build-agent.
 import type { AgentSettings } from "../config/settings.js";
 import { AgentLoopError } from "../errors.js";
 import { badRequest, HttpError } from "./http-errors.js";
+import { jsonDepthError } from "./json-depth.js";
 import type { ServerMemory } from "./memory.js";
 import type { ServerRuns } from "./runs.js";
 
@@ -16,7 +17,8 @@ export interface ReadyStatus {
   status: "ready" | "starting" | "degraded" | "failed";
   name: string;
   timestamp: number;
-  unavailable?: UnavailableDependency[];
+  /** What is down: MCP servers and peers that did not answer, and the memory store once a write failed. */
+  unavailable?: Array<UnavailableDependency | { kind: "memory"; name: string; reason: string }>;
   error?: string;
 }
 
@@ -52,6 +54,8 @@ export const shuttingDownError = () => new HttpError(503, "the server is shuttin
 /** Parses a request body's text as JSON; 400 `invalid_json` when it is empty or not JSON. */
 export function parseJsonText(text: string): unknown {
   if (text.trim() === "") throw badRequest("the request body is empty; send a JSON object", null, "invalid_json");
+  const tooDeep = jsonDepthError(text);
+  if (tooDeep) throw tooDeep;
   try {
     return JSON.parse(text);
   } catch (error) {

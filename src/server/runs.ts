@@ -1,12 +1,13 @@
 /**
  * The runs of a server: one at a time per session, each tracked so shutdown can wait for it and
- * abort what is left, and the memory writes of ended runs awaited by the memory routes.
+ * abort what is left. A run resolves only once its events are stored (the acknowledgment).
  */
 import type { AgentRuntime } from "../config/build-agent.js";
 import type { AgentSettings } from "../config/settings.js";
 import type { LoopEvent, RunResult } from "../loop/events.js";
 import type { Message } from "../messages.js";
 import type { RequestController } from "./chat-stream.js";
+import { HttpError } from "./http-errors.js";
 import type { ServerMemory } from "./memory.js";
 import { SessionQueue } from "./session-queue.js";
 
@@ -30,11 +31,8 @@ export class ServerRuns {
   private readonly running = new Set<RequestController>();
   /** Requests going on, for shutdown to wait for. */
   readonly active = new Set<Promise<unknown>>();
-  /**
-   * Runs whose answer went out while their memory writes may still go on, by session: the memory
-   * endpoints wait for them, so a client that reads right after its answer sees everything.
-   */
-  private readonly recording = new Map<string, Set<Promise<unknown>>>();
+  /** Why the store's last writes failed (the server reports itself degraded), until a run's writes succeed again. */
+  storeFailure: string | undefined;
 
   constructor(
     private readonly settings: AgentSettings,
@@ -88,6 +86,13 @@ export class ServerRuns {
       const result = await run;
       const reason = result.state === "ABORTED" && controller.byClient ? `${result.reason} (client disconnected)` : result.reason;
       log(`[${settings.name}] run ${result.runId} session ${request.sessionId} ${result.state}: ${reason}`);
+      // The answer is acknowledged only once the run's events (to run_ended) are stored: await its pending writes.
+      const writes = memory.handle?.settled(request.sessionId);
+      if (writes) await writes.catch((error: unknown) => this.writeFailed(result.runId, request.sessionId, error));
+      if (this.storeFailure !== undefined && memory.handle) {
+        this.storeFailure = undefined;
+        log(`[${settings.name}] memory store ${memory.store.kind} writes again`);
+      }
       return result;
     } finally {
       running.delete(controller);
@@ -95,21 +100,11 @@ export class ServerRuns {
     }
   }
 
-  /** Makes the memory routes of `sessionId` wait for `work` (a run whose answer went out before its writes ended). */
-  recordingUntil(sessionId: string, work: Promise<unknown>): void {
-    let runs = this.recording.get(sessionId);
-    if (!runs) this.recording.set(sessionId, (runs = new Set()));
-    runs.add(work);
-    const settled = () => {
-      runs.delete(work);
-      if (runs.size === 0 && this.recording.get(sessionId) === runs) this.recording.delete(sessionId);
-    };
-    void work.then(settled, settled);
-  }
-
-  /** Settles when the runs that ended in `sessionId` (in every session without one) finished recording. */
-  async recorded(sessionId?: string): Promise<void> {
-    const runs = sessionId === undefined ? [...this.recording.values()].flatMap((set) => [...set]) : [...(this.recording.get(sessionId) ?? [])];
-    if (runs.length > 0) await Promise.allSettled(runs);
+  /** A run's events could not all be stored: logged, the server degraded, the client told (a 503 / an error chunk). */
+  private writeFailed(runId: string, sessionId: string, error: unknown): never {
+    const message = error instanceof Error ? error.message : String(error);
+    this.storeFailure = `${runId} in ${sessionId}: ${message}`;
+    this.log(`[${this.settings.name}] run ${runId} session ${sessionId}: its events could not be stored: ${message}`);
+    throw new HttpError(503, `the answer could not be stored (memory store ${this.memory.store.kind}): ${message}`, "server_error", "memory_write_failed");
   }
 }

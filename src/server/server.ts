@@ -63,7 +63,8 @@ export interface AgentServer {
   ready(): Promise<ReadyStatus>;
   /**
    * Graceful shutdown: stop accepting, let running requests finish up to `graceMs`, abort the
-   * rest, close MCP connections and flush the memory store.
+   * rest, close MCP connections and flush the memory store. Called again during the grace period
+   * with `graceMs: 0`, it aborts the rest now (each aborted run still records its `run_ended`).
    */
   close(options?: { graceMs?: number }): Promise<void>;
 }
@@ -125,6 +126,13 @@ export async function createAgentServer(options: AgentServerOptions = {}): Promi
     },
   );
 
+  /** The readiness, degraded while the memory store's last writes failed. */
+  const currentReadyStatus = (): ReadyStatus => {
+    if (runs.storeFailure === undefined || readyStatus.status === "failed" || readyStatus.status === "starting") return readyStatus;
+    const down = { kind: "memory" as const, name: memory.store.kind, reason: `a write failed: ${runs.storeFailure}` };
+    return { ...readyStatus, status: "degraded", unavailable: [...(readyStatus.unavailable ?? []), down] };
+  };
+
   const context: ServerContext = {
     settings,
     log,
@@ -135,7 +143,7 @@ export async function createAgentServer(options: AgentServerOptions = {}): Promi
       return draining;
     },
     get readyStatus() {
-      return readyStatus;
+      return currentReadyStatus();
     },
     connecting,
     card: () =>
@@ -159,6 +167,8 @@ export async function createAgentServer(options: AgentServerOptions = {}): Promi
 
   let server: Server | undefined;
   let closing: Promise<void> | undefined;
+  /** Ends the shutdown's grace period now (set while it runs). */
+  let endGrace = () => {};
   const fetchHandler = (request: Request) => Promise.resolve(app.fetch(request));
 
   const agentServer: AgentServer = {
@@ -169,7 +179,7 @@ export async function createAgentServer(options: AgentServerOptions = {}): Promi
     },
     ready: async () => {
       await connecting;
-      return readyStatus;
+      return currentReadyStatus();
     },
     listen(port = options.port ?? settings.port, host = options.host ?? "0.0.0.0") {
       if (server) return Promise.reject(new Error("the server is already listening"));
@@ -200,7 +210,12 @@ export async function createAgentServer(options: AgentServerOptions = {}): Promi
       });
     },
     close({ graceMs = options.shutdownGraceMs ?? 10_000 } = {}) {
-      closing ??= (async () => {
+      // Called again while draining: a shorter grace ends the wait now (a second SIGTERM).
+      if (closing) {
+        if (graceMs === 0) endGrace();
+        return closing;
+      }
+      closing = (async () => {
         draining = true;
         const stopped = server
           ? new Promise<void>((resolve) => {
@@ -215,6 +230,7 @@ export async function createAgentServer(options: AgentServerOptions = {}): Promi
           let timer: NodeJS.Timeout | undefined;
           const deadline = new Promise<"timeout">((resolve) => {
             timer = setTimeout(() => resolve("timeout"), graceMs);
+            endGrace = () => resolve("timeout");
           });
           const outcome = await Promise.race([Promise.allSettled(pending).then(() => "done" as const), deadline]);
           clearTimeout(timer);
@@ -239,23 +255,48 @@ export async function createAgentServer(options: AgentServerOptions = {}): Promi
   return agentServer;
 }
 
+/** The exit code after a signal cut the drain short: 128 + the signal's number, as shells report it. */
+const signalExitCode = (signal: NodeJS.Signals) => (signal === "SIGINT" ? 130 : 143);
+
 /**
  * Creates the server and listens on `AGENT_PORT` (or `options.port`). With `handleSignals`,
- * SIGTERM and SIGINT shut it down gracefully and then exit the process.
+ * SIGTERM and SIGINT shut it down gracefully, run `beforeExit` (the CLI flushes its traces there)
+ * and then exit the process (0). A second signal during the drain aborts the runs still going (each
+ * records its `run_ended` ABORTED and its stream gets an error chunk and `[DONE]`), then exits 143
+ * (SIGTERM) or 130 (SIGINT); a third exits at once.
  */
-export async function startAgentServer(options: AgentServerOptions & { handleSignals?: boolean } = {}): Promise<AgentServer> {
+export async function startAgentServer(
+  options: AgentServerOptions & { handleSignals?: boolean; beforeExit?: () => Promise<void> } = {},
+): Promise<AgentServer> {
   const server = await createAgentServer(options);
   await server.listen();
   if (options.handleSignals) {
+    const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
+    let received = 0;
+    /** Set by a second signal: the drain was cut short, the exit is not a clean one. */
+    let cut: NodeJS.Signals | undefined;
     const stop = (signal: NodeJS.Signals) => {
-      (options.log ?? ((line: string) => process.stderr.write(`${line}\n`)))(`[${server.settings.name}] ${signal} received: shutting down`);
-      server.close().then(
-        () => process.exit(0),
-        () => process.exit(1),
-      );
+      received++;
+      if (received === 1) {
+        log(`[${server.settings.name}] ${signal} received: shutting down`);
+        server.close().then(
+          async () => {
+            await options.beforeExit?.().catch(() => undefined);
+            process.exit(cut ? signalExitCode(cut) : 0);
+          },
+          () => process.exit(1),
+        );
+      } else if (received === 2) {
+        log(`[${server.settings.name}] ${signal} received again: aborting the runs still going`);
+        cut = signal;
+        void server.close({ graceMs: 0 });
+      } else {
+        log(`[${server.settings.name}] ${signal} received a third time: exiting now`);
+        process.exit(signalExitCode(signal));
+      }
     };
-    process.once("SIGTERM", stop);
-    process.once("SIGINT", stop);
+    process.on("SIGTERM", stop);
+    process.on("SIGINT", stop);
   }
   return server;
 }

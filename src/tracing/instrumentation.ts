@@ -20,7 +20,10 @@ export const TRACER_NAME = "agentloop";
 const TRACER_VERSION = "0.1.0";
 
 export interface OtelInstrumentationOptions {
-  /** Default: `trace.getTracer("agentloop")` from the globally registered provider. */
+  /**
+   * Default: `trace.getTracer("agentloop")` from the globally registered provider, looked up for each
+   * span, so a provider registered (or replaced) after the agent was built is the one used.
+   */
   tracer?: Tracer;
   /**
    * Record message and tool content (run input and answer, model output, tool arguments and
@@ -99,7 +102,8 @@ function conventionMessages(messages: Message[]): unknown[] {
  * Tools get `context.services.traceHeaders()`: the W3C headers of their own call.
  */
 export function otelInstrumentation(options: OtelInstrumentationOptions = {}): Instrumentation {
-  const tracer = options.tracer ?? trace.getTracer(TRACER_NAME, TRACER_VERSION);
+  const given = options.tracer;
+  const tracerOf = (): Tracer => given ?? trace.getTracer(TRACER_NAME, TRACER_VERSION);
   const captureContent = options.captureContent ?? process.env.OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT === "true";
   const maxContentChars = options.maxContentChars ?? 8_000;
   const runs = new Map<string, ActiveRun>();
@@ -139,7 +143,7 @@ export function otelInstrumentation(options: OtelInstrumentationOptions = {}): I
   return {
     async run(info: RunInfo & ParentToolCall & { input: string }, fn): Promise<RunResult> {
       const parent = parentOf(info);
-      const span = tracer.startSpan(
+      const span = tracerOf().startSpan(
         `invoke_agent ${info.agentName}`,
         {
           kind: SpanKind.INTERNAL,
@@ -189,7 +193,7 @@ export function otelInstrumentation(options: OtelInstrumentationOptions = {}): I
     async modelCall(info: RunInfo & ParentToolCall & { turn: number; toolNames: string[] }, fn): Promise<ModelResponse> {
       // A call outside a traced run (a `single` mode sub-agent or prompty child) nests under its caller.
       const parent = runs.get(info.runId)?.context ?? parentOf(info);
-      const span = tracer.startSpan(
+      const span = tracerOf().startSpan(
         `chat ${info.model.modelId}`,
         {
           kind: SpanKind.CLIENT,
@@ -229,7 +233,7 @@ export function otelInstrumentation(options: OtelInstrumentationOptions = {}): I
       const active = runs.get(info.runId);
       const parent = active?.context ?? context.active();
       const args = typeof info.arguments === "string" ? redactText(info.arguments) : JSON.stringify(redactSensitive(info.arguments));
-      const span = tracer.startSpan(
+      const span = tracerOf().startSpan(
         `execute_tool ${info.toolName}`,
         {
           kind: SpanKind.INTERNAL,

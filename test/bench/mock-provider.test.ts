@@ -17,7 +17,7 @@ describe("bench mock provider", () => {
       scripts: {
         "three-turns": { toolTurns: 3 },
         "wave-of-four": { toolTurns: 1, toolsPerTurn: 4, finalText: "Four values." },
-        "slow-chunks": { toolTurns: 0, finalText: "one two three", chunkDelayMs: 100 },
+        "slow-chunks": { toolTurns: 0, finalText: "one two three", chunkDelayMs: 300 },
       },
     });
     client = new OpenAI({ baseURL: provider.baseURL, apiKey: "test", maxRetries: 0 });
@@ -122,11 +122,12 @@ describe("bench mock provider", () => {
       }
     }
     assert.equal(text, "one two three");
-    // 100 ms pauses separate the words; the first word came with the headers, not after a pause.
-    assert.ok(arrivals[0] < 80, `first token ${arrivals[0]} ms after the headers`);
-    // Two 100 ms pauses before the last word; a client slowed by a busy machine may read the first
+    // 300 ms pauses separate the words; the first word came with the headers, not after a pause
+    // (200 ms leaves a loaded machine room while still telling the two apart).
+    assert.ok(arrivals[0] < 200, `first token ${arrivals[0]} ms after the headers`);
+    // Two 300 ms pauses before the last word; a client slowed by a busy machine may read the first
     // word late (the pause already running), so only one whole pause is certain.
-    assert.ok(arrivals[2] - arrivals[0] >= 100, `first token at ${arrivals[0]} ms, last at ${arrivals[2]} ms`);
+    assert.ok(arrivals[2] - arrivals[0] >= 300, `first token at ${arrivals[0]} ms, last at ${arrivals[2]} ms`);
   });
 
   test("unknown models, bad bodies and unknown routes get OpenAI-style errors and are counted", async () => {

@@ -8,7 +8,7 @@ export const repositoryRoot = fileURLToPath(new URL("../../", import.meta.url));
 export function cleanEnv(extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {};
   for (const [key, value] of Object.entries(process.env)) {
-    if (/^(MEMORY_|AGENT_|MODEL_|MCP_|PEER_|DEBUG_MOCK|TOOL_CALL_MODE|AGENTIC_LOOP|NO_COLOR|FORCE_COLOR)/.test(key)) continue;
+    if (/^(MEMORY_|AGENT_|MODEL_|MCP_|PEER_|DEBUG_MOCK|TOOL_CALL_MODE|AGENTIC_LOOP|NO_COLOR|FORCE_COLOR|OTEL_)/.test(key)) continue;
     env[key] = value;
   }
   return { ...env, ...extra };
@@ -18,7 +18,7 @@ export interface CliProcess {
   child: ChildProcessWithoutNullStreams;
   stdout(): string;
   stderr(): string;
-  /** Resolves when stdout (or stderr) matches; rejects after the timeout with both outputs. */
+  /** Resolves when stdout (or stderr) matches; rejects after the timeout (default 60 s: a child starting on a loaded machine is slow) with both outputs. */
   waitFor(pattern: RegExp, stream?: "stdout" | "stderr", timeoutMs?: number): Promise<RegExpMatchArray>;
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
   write(text: string): void;
@@ -50,7 +50,7 @@ export function spawnCli(args: string[], env: NodeJS.ProcessEnv, cwd = repositor
     stderr: () => err,
     exited,
     write: (text) => child.stdin.write(text),
-    waitFor(pattern, stream = "stdout", timeoutMs = 20_000) {
+    waitFor(pattern, stream = "stdout", timeoutMs = 60_000) {
       return new Promise((resolve, reject) => {
         const check = () => {
           const match = (stream === "stdout" ? out : err).match(pattern);

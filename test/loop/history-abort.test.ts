@@ -40,7 +40,8 @@ test("run.abort() while the store loads history ends the run promptly as ABORTED
   const result = await run;
   const elapsed = performance.now() - started;
   await iterating;
-  assert.ok(elapsed < 100, `ended ${elapsed.toFixed(1)} ms after the abort`);
+  // The load never settles: without the race the run would never end (2 s is generous on a loaded machine).
+  assert.ok(elapsed < 2_000, `ended ${elapsed.toFixed(1)} ms after the abort`);
   assert.equal(result.state, "ABORTED");
   assert.equal(result.reason, "aborted: user left");
   assert.deepEqual(result.messages, []);

@@ -16,7 +16,8 @@ after(() => {
 
 it("puts the active OpenTelemetry span's trace and span ids in each event's metadata", async () => {
   const store = new InMemoryStore();
-  const agent = new Agent({ model: new ScriptedModel(["traced"]), memory: sessionMemory(store) });
+  // Not traced itself (the global provider would give the run a span of its own: see below).
+  const agent = new Agent({ model: new ScriptedModel(["traced"]), memory: sessionMemory(store), instrumentation: false });
   const tracer = trace.getTracer("test");
   const ids = await tracer.startActiveSpan("request", async (span) => {
     await agent.run("hello", { sessionId: "t" });
@@ -32,4 +33,26 @@ it("puts the active OpenTelemetry span's trace and span ids in each event's meta
   // Outside any span: no ids.
   await agent.run("untraced", { sessionId: "u" });
   for (const event of await store.events("u")) assert.equal(event.metadata.trace_id, undefined);
+});
+
+it("with a global tracer provider the run is traced by itself: its events carry its invoke_agent span, in the caller's trace", async () => {
+  const store = new InMemoryStore();
+  const agent = new Agent({ model: new ScriptedModel(["traced"]), memory: sessionMemory(store) });
+  const tracer = trace.getTracer("test");
+  const request = await tracer.startActiveSpan("request", async (span) => {
+    await agent.run("hello", { sessionId: "t" });
+    span.end();
+    return span.spanContext();
+  });
+  const events = await store.events("t");
+  assert.equal(events.length, 4);
+  const spanIds = new Set(events.map((event) => event.metadata.span_id));
+  assert.equal(spanIds.size, 1, "one span: the run's");
+  assert.notEqual([...spanIds][0], request.spanId);
+  for (const event of events) assert.equal(event.metadata.trace_id, request.traceId);
+  // Outside any span the run's own span starts a trace.
+  await agent.run("alone", { sessionId: "u" });
+  const alone = await store.events("u");
+  assert.match(String(alone[0]?.metadata.trace_id), /^[0-9a-f]{32}$/);
+  assert.notEqual(alone[0]?.metadata.trace_id, request.traceId);
 });

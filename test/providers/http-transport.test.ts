@@ -138,20 +138,24 @@ describe("openai chat: the direct HTTP path", () => {
     });
   });
 
-  test("a streamed answer may take longer than timeoutMs once it has started", async () => {
+  test("a streamed answer may take longer than timeoutMs once it has started", async (t) => {
     const frames = chatFrames({ text: "slow but steady words" });
+    let sendRest: () => void = () => undefined;
     await withRawServer((_request, response) => {
       response.writeHead(200, { "content-type": "text/event-stream" });
-      let index = 0;
-      const timer = setInterval(() => {
-        if (index === frames.length) {
-          clearInterval(timer);
-          response.end();
-        } else response.write(frames[index++]);
-      }, 30);
-      response.on("close", () => clearInterval(timer));
+      response.write(frames[0] + frames[1]); // the role, then the first words
+      sendRest = () => response.end(frames.slice(2).join(""));
     }, async (server) => {
-      const events = await collect(openaiChat("m", { baseURL: `${server.url}/v1`, apiKey: "k", timeoutMs: 100, retry: { maxRetries: 0 } }));
+      // The clock is the test's: no wall-clock race, however loaded the machine.
+      t.mock.timers.enable({ apis: ["setTimeout"] });
+      const model = openaiChat("m", { baseURL: `${server.url}/v1`, apiKey: "k", timeoutMs: 100, retry: { maxRetries: 0 } });
+      const iterator = model.stream({ messages: [{ role: "user", content: "hi" }] })[Symbol.asyncIterator]();
+      const events: ModelEvent[] = [];
+      while (!events.some((event) => event.type === "text-delta")) events.push((await iterator.next()).value as ModelEvent);
+      // The answer has started: a timeout still armed would cancel the request now.
+      t.mock.timers.tick(60_000);
+      sendRest();
+      for (let next = await iterator.next(); !next.done; next = await iterator.next()) events.push(next.value);
       assert.equal(text(events), "slow but steady words");
       assert.equal(last(events).type, "finish");
     });

@@ -7,20 +7,20 @@ import { test } from "node:test";
 import { ScriptedModel } from "../../src/index.js";
 
 test("a reader that falls behind gets the chunks already due without a fresh delay each", async () => {
-  const model = new ScriptedModel(["a b c d e f"], { chunkDelayMs: 20 });
+  const model = new ScriptedModel(["a b c d e f"], { chunkDelayMs: 40 });
   const arrivals: number[] = [];
   const started = performance.now();
   for await (const event of model.stream({ messages: [] })) {
     if (event.type !== "text-delta") continue;
     arrivals.push(performance.now() - started);
-    // After the first chunk the reader is busy for 120 ms: chunks 2-6 (due at 40-120 ms) are all due by then.
-    if (arrivals.length === 1) await sleep(120);
+    // After the first chunk the reader is busy for 260 ms: chunks 2-6 (due at 80-240 ms) are all due by then.
+    if (arrivals.length === 1) await sleep(260);
   }
   assert.equal(arrivals.length, 6);
-  assert.ok(arrivals[0] >= 15, `the first chunk waits for its deadline (${arrivals[0].toFixed(1)} ms)`);
-  // Re-delaying every chunk would put ≥ 4 × 20 ms between the second and the last chunk.
+  assert.ok(arrivals[0] >= 35, `the first chunk waits for its deadline (${arrivals[0].toFixed(1)} ms)`);
+  // Re-delaying every chunk would put ≥ 4 × 40 ms between the second and the last chunk.
   const catchUp = arrivals[5] - arrivals[1];
-  assert.ok(catchUp < 60, `chunks 2-6 arrive together once due, not 20 ms apart each (${catchUp.toFixed(1)} ms)`);
+  assert.ok(catchUp < 120, `chunks 2-6 arrive together once due, not 40 ms apart each (${catchUp.toFixed(1)} ms)`);
 });
 
 test("a reader that keeps up sees the chunks paced chunkDelayMs apart", async () => {
@@ -53,14 +53,14 @@ test("an abort while the reader is behind still stops the stream before the next
 });
 
 test("return() while a chunk is pending ends the stream: the pending next() resolves done, later ones too", async () => {
-  const iterator = new ScriptedModel(["a b c"], { chunkDelayMs: 1000 }).stream({ messages: [] })[Symbol.asyncIterator]();
+  const iterator = new ScriptedModel(["a b c"], { chunkDelayMs: 10_000 }).stream({ messages: [] })[Symbol.asyncIterator]();
   assert.equal((await iterator.next()).value?.type, "response-start");
   assert.equal((await iterator.next()).value?.type, "text-start");
-  const pending = iterator.next(); // waits 1 s for "a "
+  const pending = iterator.next(); // waits 10 s for "a "
   const started = performance.now();
   assert.deepEqual(await iterator.return?.(), { done: true, value: undefined });
   assert.deepEqual(await pending, { done: true, value: undefined });
-  assert.ok(performance.now() - started < 500, "return() does not wait for the chunk");
+  assert.ok(performance.now() - started < 5_000, "return() does not wait for the chunk");
   assert.deepEqual(await iterator.next(), { done: true, value: undefined });
 });
 
@@ -75,13 +75,13 @@ test("next() called again before the pending one settles gets the following even
 
 test("a signal aborted before a paced chunk ends the stream without waiting for its deadline", async () => {
   const controller = new AbortController();
-  const iterator = new ScriptedModel(["a b c"], { chunkDelayMs: 1000 }).stream({ messages: [], signal: controller.signal })[Symbol.asyncIterator]();
+  const iterator = new ScriptedModel(["a b c"], { chunkDelayMs: 10_000 }).stream({ messages: [], signal: controller.signal })[Symbol.asyncIterator]();
   assert.equal((await iterator.next()).value?.type, "response-start");
   assert.equal((await iterator.next()).value?.type, "text-start");
   controller.abort();
   const started = performance.now();
   const next = await iterator.next();
   assert.ok(!next.done && next.value.type === "error" && next.value.error.kind === "aborted");
-  assert.ok(performance.now() - started < 500);
+  assert.ok(performance.now() - started < 5_000, "the abort does not wait for the chunk's deadline (10 s)");
   assert.deepEqual(await iterator.next(), { done: true, value: undefined });
 });

@@ -3,6 +3,7 @@ import { type Command, Option } from "commander";
 import { AgentLoopError } from "../../errors.js";
 import type { LoopEvent, RunResult } from "../../loop/events.js";
 import { type AgentCliOptions, addAgentOptions, setupCliAgent } from "../agent-setup.js";
+import { startTraceExport } from "../otel.js";
 import { palette, RunRenderer } from "../render.js";
 import { ToolSpinner } from "../spinner.js";
 
@@ -25,6 +26,7 @@ interface ChatIO {
  */
 export async function chatCommand(options: ChatCommandOptions, io: ChatIO = process): Promise<number> {
   const colors = palette(io.stderr);
+  await startTraceExport(io.env ?? process.env, io.stderr); // OTLP trace export when OTEL_EXPORTER_OTLP_*ENDPOINT is set (flushed at exit)
   const cli = await setupCliAgent(options, { alwaysSession: true, sessionPrefix: "chat", env: io.env });
   const { runtime, sessionId } = cli;
   const interactive = io.stdin.isTTY === true && io.stdout.isTTY === true;

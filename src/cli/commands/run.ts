@@ -5,6 +5,7 @@ import type { LoopEvent, RunResult, TerminalState } from "../../loop/events.js";
 import type { Model } from "../../model/model.js";
 import { ScriptedModel } from "../../model/scripted.js";
 import { type AgentCliOptions, addAgentOptions, type CliAgent, setupCliAgent, usesAgentOptions } from "../agent-setup.js";
+import { startTraceExport } from "../otel.js";
 import { palette, RunRenderer } from "../render.js";
 
 export interface RunCommandOptions extends AgentCliOptions {
@@ -59,6 +60,7 @@ async function chooseModel(options: RunCommandOptions, env: NodeJS.ProcessEnv): 
 
 export async function runCommand(prompt: string, options: RunCommandOptions, io = { stdout: process.stdout, stderr: process.stderr }): Promise<number> {
   const env = process.env;
+  await startTraceExport(env, io.stderr); // OTLP trace export when OTEL_EXPORTER_OTLP_*ENDPOINT is set (flushed at exit)
   // --agent/--session/--mcp: the configured agent (agent file + KAOS variables + flags), its session in memory.
   const cli: CliAgent | undefined = usesAgentOptions(options) ? await setupCliAgent(options) : undefined;
   const chosen = cli ? undefined : await chooseModel(options, env);

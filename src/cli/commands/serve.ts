@@ -1,5 +1,6 @@
 import { type Command, Option } from "commander";
 import { AgentLoopError } from "../../errors.js";
+import { startTraceExport } from "../otel.js";
 import { palette } from "../render.js";
 
 export interface ServeCommandOptions {
@@ -29,6 +30,7 @@ export async function serveCommand(options: ServeCommandOptions, io = { stdout: 
     host: options.host,
     shutdownGraceMs: options.graceMs,
     handleSignals: true,
+    beforeExit: await startTraceExport(process.env, io.stderr), // OTLP trace export when OTEL_EXPORTER_OTLP_*ENDPOINT is set
     log,
   });
   const url = server.url!;

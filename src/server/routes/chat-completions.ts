@@ -52,7 +52,7 @@ export interface ChatCompletionRoutes {
 }
 
 export function chatCompletionRoutes(server: ServerContext): ChatCompletionRoutes {
-  const { settings, runs, memory, bodyLimitBytes } = server;
+  const { settings, runs, bodyLimitBytes } = server;
 
   /** Decides the session, the history and the model name of a validated request. */
   function prepareChat(request: ChatRequest): PreparedChat {
@@ -103,7 +103,7 @@ export function chatCompletionRoutes(server: ServerContext): ChatCompletionRoute
     const chunks = new ChatChunkEncoder(`chatcmpl-${randomUUID()}`, unixSeconds(), chat.model);
     sink.write(chunks.role());
     let ended = false;
-    /** Writes the closing events and `[DONE]`, and ends the stream: once, at the run's `run-end` (not after its memory writes: a SQL store's take a while). */
+    /** Writes the closing events and `[DONE]`, and ends the stream: once, after the run's events are stored. */
     const end = (closing: readonly string[]) => {
       if (ended) return;
       ended = true;
@@ -125,23 +125,17 @@ export function chatCompletionRoutes(server: ServerContext): ChatCompletionRoute
       }
       return closing;
     };
-    let work: Promise<RunResult> | undefined;
     try {
-      work = runChat(chat, controller, (event) => {
+      // The run resolves once its events to run_ended are stored: only then the finish chunk and [DONE].
+      const result = await runChat(chat, controller, (event) => {
         if (event.type === "text-delta") {
           if (event.delta !== "") sink.write(chunks.content(event.delta));
         } else if (event.type === "progress") {
           const block = { type: "progress", step: event.step, max_steps: event.max_steps, action: event.action, target: event.target };
           sink.write(chunks.content(JSON.stringify(block)));
-        } else if (event.type === "run-end") {
-          end(closingOf(event.result));
-          // Memory off: nothing is written after the run's end.
-          if (work && memory.handle) runs.recordingUntil(chat.sessionId, work);
         }
       });
-      // Normally ended at run-end already; this covers a run that ended without one.
-      const result = await work;
-      if (!ended) end(closingOf(result));
+      end(closingOf(result));
     } catch (error) {
       end([ChatChunkEncoder.error((error instanceof HttpError ? error : httpErrorOfRun(error)).body())]);
     }
@@ -205,8 +199,10 @@ export function chatCompletionRoutes(server: ServerContext): ChatCompletionRoute
       sendNodeJson(outgoing, 200, completionBody(result, chat), headers);
     } catch (error) {
       const failure = server.httpErrorOfRequest(error, "POST", CHAT_PATH);
-      // Over the limit mid-body: the rest is not read, so the connection cannot be reused.
-      sendNodeJson(outgoing, failure.status, failure.body(), failure.status === 413 ? { ...headers, connection: "close" } : headers);
+      // Over the limit (413): answered at once, and the connection stays open while node reads and
+      // discards the rest of the body (bounded by the server's request timeout). Closing it on the
+      // unread body would make the kernel reset it, and the client would lose the 413.
+      sendNodeJson(outgoing, failure.status, failure.body(), headers);
     }
   }
 

@@ -1,16 +1,15 @@
 /** KAOS's memory endpoints: `GET /memory/sessions` and `GET /memory/events`. */
 import { Hono } from "hono";
-import { validSessionId } from "../chat-request.js";
+import { validSessionId } from "../session-id.js";
 import type { ServerContext } from "../context.js";
 import { badRequest, notFound } from "../http-errors.js";
 import { eventView } from "../memory.js";
 
 export function memoryRoutes(server: ServerContext): Hono {
   const app = new Hono();
-  const { memory, runs, settings } = server;
+  const { memory, settings } = server;
 
   app.get("/memory/sessions", async (c) => {
-    await runs.recorded();
     // KAOS lists session ids (least recently updated first); `agentloop sessions` shows the details.
     const ids = (await memory.store.listSessions()).map((session) => session.session_id);
     return c.json({ agent: settings.name, sessions: ids, total: ids.length });
@@ -26,7 +25,6 @@ export function memoryRoutes(server: ServerContext): Hono {
     }
     let sessionId: string | undefined;
     if (sessionParam !== undefined && sessionParam !== "") sessionId = validSessionId(sessionParam, "session_id");
-    await runs.recorded(sessionId);
     if (sessionId !== undefined) {
       if (!(await memory.store.getSession(sessionId))) throw notFound(`session "${sessionId}" not found`, "session_not_found", "session_id");
     }
