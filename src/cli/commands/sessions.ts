@@ -185,6 +185,15 @@ Examples:
     .description("Append the events of an export (JSON lines) to the store; events already there (same event_id) are skipped")
     .argument("[file]", "the JSON lines file (default: stdin)")
     .option("-a, --agent <file>", "agent file whose memory settings to use (else MEMORY_* variables)")
+    .addHelpText(
+      "after",
+      `
+Examples:
+  $ agentloop sessions import sessions.jsonl
+  $ agentloop sessions export s1 | AGENT_NAME=worker agentloop sessions import
+
+Exit codes: 0 imported, 1 bad input (a line is named; nothing imported), 2 bad configuration.`,
+    )
     .action(async (file: string | undefined, options: { agent?: string }) => {
       const { importSessionsCommand } = await import("./sessions-transfer.js");
       process.exitCode = await importSessionsCommand(file, options);
