@@ -1,6 +1,7 @@
 import { Command, CommanderError } from "commander";
 import { AgentLoopError } from "../errors.js";
 import { registerChatCommand } from "./commands/chat.js";
+import { registerDemoCommand } from "./commands/demo.js";
 import { registerRunCommand } from "./commands/run.js";
 import { registerServeCommand } from "./commands/serve.js";
 import { registerEventsCommand, registerSessionsCommand } from "./commands/sessions.js";
@@ -25,6 +26,7 @@ export function createProgram(io: CliOutput = process): Command {
   registerServeCommand(program);
   registerSessionsCommand(program);
   registerEventsCommand(program);
+  registerDemoCommand(program);
   return program;
 }
 

@@ -7,6 +7,7 @@ import type { Model } from "../model/model.js";
 import { ScriptedModel } from "../model/scripted.js";
 import { compatibleBaseURL, resolveModel } from "../providers/index.js";
 import { withToolCallMode } from "../text-tools/index.js";
+import type { Guardrails } from "../loop/guardrails.js";
 import type { Tool } from "../tools/tool.js";
 import type { AgentSettings, McpServerSetting } from "./settings.js";
 
@@ -35,10 +36,12 @@ export interface BuildAgentOptions {
   env?: NodeJS.ProcessEnv;
   memory?: SessionMemory;
   observers?: RunObserver[];
-  /** Use this model instead of resolving one from the settings. */
+  /** Use this model instead of resolving one from the settings (the settings' tool-call mode still wraps it). */
   model?: Model;
   /** Extra local tools. */
   tools?: Tool[];
+  /** Guardrails in code (the settings' `deniedTools` are added to them). */
+  guardrails?: Guardrails;
   /** How long MCP servers and peer cards get to answer (default 10 s). */
   readyTimeoutMs?: number;
 }
@@ -53,14 +56,16 @@ export interface PreparedAgentRuntime {
 }
 
 /**
- * The model the settings name: the scripted model for `DEBUG_MOCK_RESPONSES`, else a provider's
- * (`model` spec, or `MODEL_API_URL` + `MODEL_NAME` as an OpenAI-compatible endpoint).
+ * The model the settings name, wrapped in their tool-call mode: the scripted model for
+ * `DEBUG_MOCK_RESPONSES`, else a provider's (`model` spec, or `MODEL_API_URL` + `MODEL_NAME` as an
+ * OpenAI-compatible endpoint).
  */
 export async function modelOfSettings(settings: AgentSettings, env: NodeJS.ProcessEnv): Promise<Model> {
-  return withToolCallMode(await baseModelOfSettings(settings, env), settings.toolCallMode);
+  return withToolCallMode(await providerModelOfSettings(settings, env), settings.toolCallMode, { maxSteps: settings.maxSteps, maxWaves: settings.maxSteps });
 }
 
-async function baseModelOfSettings(settings: AgentSettings, env: NodeJS.ProcessEnv): Promise<Model> {
+/** The model the settings name, without the tool-call mode (the agent wraps it). */
+export async function providerModelOfSettings(settings: AgentSettings, env: NodeJS.ProcessEnv): Promise<Model> {
   if (settings.mockResponses !== undefined) return new ScriptedModel(settings.mockResponses);
   if (settings.modelApiUrl !== undefined || settings.modelName !== undefined) {
     if (settings.modelApiUrl === undefined) throw new AgentLoopError("configuration", "MODEL_API_URL: is required with MODEL_NAME (the OpenAI-compatible server's URL)");
@@ -119,7 +124,9 @@ const reasonOf = (error: unknown) => (error instanceof Error ? error.message : S
  */
 export async function prepareAgentRuntime(settings: AgentSettings, options: BuildAgentOptions = {}): Promise<PreparedAgentRuntime> {
   const env = options.env ?? process.env;
-  const model = options.model ?? (await modelOfSettings(settings, env));
+  // The provider's model (or the scripted one standing in for it); the agent wraps it in the
+  // tool-call mode, so DEBUG_MOCK_RESPONSES replaces the provider, never the protocol.
+  const model = options.model ?? (await providerModelOfSettings(settings, env));
   // The MCP and A2A SDKs load only for agents that use them (a plain agent server stays small).
   const mcp = settings.mcpServers.length > 0 ? await import("../mcp/index.js") : undefined;
   const toolsets = settings.mcpServers.map((server) => mcpToolsetOf(server, mcp!.McpToolset));
@@ -165,10 +172,16 @@ export async function prepareAgentRuntime(settings: AgentSettings, options: Buil
         description: settings.description,
         instructions: settings.instructions,
         model,
+        toolCallMode: settings.toolCallMode,
         tools,
         maxTurns: settings.maxSteps,
         memory: options.memory,
         observers: options.observers,
+        guardrails:
+          settings.deniedTools.length > 0 ? { ...options.guardrails, deniedTools: [...(options.guardrails?.deniedTools ?? []), ...settings.deniedTools] } : options.guardrails,
+        needsApproval: settings.approvals.tools.length > 0 ? settings.approvals.tools : undefined,
+        onApproval: settings.approvals.mode,
+        approvalTimeoutMs: settings.approvals.timeoutMs,
       });
     } catch (error) {
       await close();

@@ -1,7 +1,7 @@
 import { onAbort } from "../abort.js";
 import { abortError } from "../errors.js";
 import type { Usage } from "../usage.js";
-import type { Model, ModelEvent, ModelRequest } from "./model.js";
+import type { Model, ModelEvent, ModelRequest, RunStart } from "./model.js";
 
 /** How many requests a scripted model (with its per-run copies) keeps in `requests`: the most recent. */
 export const MAX_RECORDED_REQUESTS = 1000;
@@ -19,6 +19,11 @@ export interface ScriptedModelOptions {
    */
   chunkDelayMs?: number;
   modelId?: string;
+  /**
+   * One script for every run: a run continues where the previous one stopped (a scripted
+   * multi-turn chat). Default false: the script restarts for each run.
+   */
+  continueAcrossRuns?: boolean;
 }
 
 interface ScriptedToolCall {
@@ -89,7 +94,7 @@ function requestText(request: ModelRequest): string {
 
 /**
  * A deterministic model that answers from a script, one entry per call. The script restarts
- * for every run (`forRun`). Every request it receives is kept in `requests` for inspection.
+ * for every run (`forRun`) unless `continueAcrossRuns` is set. Every request it receives is kept in `requests` for inspection.
  */
 export class ScriptedModel implements Model {
   readonly provider = "scripted";
@@ -114,9 +119,16 @@ export class ScriptedModel implements Model {
     this.parsed = parsed ?? [];
   }
 
-  /** A copy whose script starts again from the first entry (each run reads the script anew). */
-  forRun(): ScriptedModel {
-    return new ScriptedModel(this.entries, this.options, this.requests, this.parsed);
+  /**
+   * A copy whose script starts again from the first entry (each run reads the script anew); with
+   * `continueAcrossRuns`, this model. A run resumed from a checkpoint goes on after the entries its
+   * model calls before the stop used.
+   */
+  forRun(run?: RunStart): ScriptedModel {
+    if (this.options.continueAcrossRuns) return this;
+    const copy = new ScriptedModel(this.entries, this.options, this.requests, this.parsed);
+    copy.cursor = run?.resumedAfterTurns ?? 0;
+    return copy;
   }
 
   private entry(index: number): ParsedEntry {

@@ -12,6 +12,7 @@ import { HttpError, notFound } from "./http-errors.js";
 import { type ServerMemory, serverMemoryFromEnv, serverMemoryOf } from "./memory.js";
 import { a2aRoutes } from "./routes/a2a.js";
 import { agentCardRoutes } from "./routes/agent-card.js";
+import { approvalRoutes } from "./routes/approvals.js";
 import { chatCompletionRoutes, isChatRequest } from "./routes/chat-completions.js";
 import { authGuard, bodyLimitGuard, drainingGuard } from "./routes/guards.js";
 import { healthRoutes } from "./routes/health.js";
@@ -164,6 +165,7 @@ export async function createAgentServer(options: AgentServerOptions = {}): Promi
   app.route("/", chat.app);
   app.route("/", memoryRoutes(context));
   app.route("/", a2aRoutes(context));
+  app.route("/", approvalRoutes(context));
 
   let server: Server | undefined;
   let closing: Promise<void> | undefined;

@@ -20,7 +20,7 @@ import {
   TextProtocolModel,
   toolCallEvents,
   toolResultText,
-  toolTurnsSinceLastUser,
+  toolTurnsOfInput,
   withUserText,
 } from "./shared.js";
 
@@ -166,7 +166,7 @@ class ActionToolCallingModel extends TextProtocolModel {
     const messages = renderConversation(request.messages, actionFormat, actionModeInstructions(tools));
     // toolChoice "none" (a forced final answer) skips phase 1.
     if (request.toolChoice === "none") return yield* streamFinalResponse(this.inner, request, messages, true);
-    if (toolTurnsSinceLastUser(request.messages).length >= this.maxSteps) return yield* fixedTextAnswer(maxStepsMessage(this.maxSteps));
+    if (toolTurnsOfInput(request).length >= this.maxSteps) return yield* fixedTextAnswer(maxStepsMessage(this.maxSteps));
 
     const phaseOne = yield* relayInnerCall(this.inner, innerRequest(request, messages), { forwardStart: true });
     if (phaseOne.error) return yield { type: "error", error: phaseOne.error };
@@ -193,7 +193,7 @@ class ActionToolCallingModel extends TextProtocolModel {
  * Wraps a plain-text model in the action protocol. Each `stream()` call is one phase-1 step: an
  * action becomes one native-looking tool call (`{"agent": N, "task": T}` becomes a call to
  * `delegate_to_N` with `{task}`); `{}` or no action runs phase 2 inside the same stream and streams
- * the final response. Action turns already in the request (since the last user message) count
+ * the final response. Action turns of the current input (since `request.inputStart`) count
  * toward `maxSteps`; once they reach it the answer is `Reached maximum reasoning steps (N)`.
  * Never throws: failures end the stream with an `error` event.
  */

@@ -22,7 +22,7 @@ import {
   TextProtocolModel,
   toolCallEvents,
   toolResultText,
-  toolTurnsSinceLastUser,
+  toolTurnsOfInput,
   withUserText,
 } from "./shared.js";
 
@@ -224,7 +224,7 @@ class PlanToolCallingModel extends TextProtocolModel {
 
   protected async *run(request: ModelRequest): AsyncGenerator<ModelEvent> {
     const tools = request.tools ?? [];
-    const waves = toolTurnsSinceLastUser(request.messages);
+    const waves = toolTurnsOfInput(request);
     const lastWave = waves[waves.length - 1];
     const plannedDone = lastWave !== undefined && planData(lastWave.content.find((part) => part.type === "tool-call") as ToolCallPart)?.status === "done";
     const history = renderConversation(request.messages, planFormat);

@@ -5,7 +5,7 @@
 import { randomUUID } from "node:crypto";
 import { AgentLoopError, abortError } from "../errors.js";
 import type { AssistantMessage, AssistantPart, Message, TextPart, ToolCallPart, ToolResultMessage, UserMessage } from "../messages.js";
-import type { FinishReason, Model, ModelEvent, ModelRequest, ToolDefinition } from "../model/model.js";
+import type { FinishReason, Model, ModelEvent, ModelRequest, RunStart, ToolDefinition } from "../model/model.js";
 import { addUsage, type Usage } from "../usage.js";
 
 /**
@@ -31,8 +31,8 @@ export abstract class TextProtocolModel implements Model {
   /** The protocol's events for one request; may throw (the guard turns that into an `error` event). */
   protected abstract run(request: ModelRequest): AsyncGenerator<ModelEvent>;
 
-  forRun(): Model {
-    return this.inner.forRun ? this.around(this.inner.forRun()) : this;
+  forRun(run?: RunStart): Model {
+    return this.inner.forRun ? this.around(this.inner.forRun(run)) : this;
   }
 
   stream(request: ModelRequest): AsyncIterable<ModelEvent> {
@@ -155,12 +155,18 @@ function contentText(content: Array<TextPart | { type: "image" }>): string {
   return content.map((part) => (part.type === "text" ? part.text : "[image]")).join("");
 }
 
-/** Assistant messages with tool calls since the last user message: the tool turns of this input. */
-export function toolTurnsSinceLastUser(messages: readonly Message[]): AssistantMessage[] {
+/**
+ * The tool turns of the current input: assistant messages with tool calls since the user message
+ * at `request.inputStart` (steering and loop-detection warnings are user messages too, but not
+ * new inputs), or since the last user message when the caller does not say where the input began.
+ */
+export function toolTurnsOfInput(request: Pick<ModelRequest, "messages" | "inputStart">): AssistantMessage[] {
+  const { messages, inputStart } = request;
   const turns: AssistantMessage[] = [];
+  const from = inputStart !== undefined && messages[inputStart]?.role === "user" ? inputStart : undefined;
   for (let index = messages.length - 1; index >= 0; index--) {
     const message = messages[index];
-    if (message.role === "user") break;
+    if (from === undefined ? message.role === "user" : index <= from) break;
     if (message.role === "assistant" && message.content.some((part) => part.type === "tool-call")) turns.unshift(message);
   }
   return turns;
@@ -321,7 +327,8 @@ export async function* guardStream(source: AsyncIterable<ModelEvent>, label: str
 
 /** The request for the inner model: same options and signal, no native tools. */
 export function innerRequest(request: ModelRequest, messages: Message[]): ModelRequest {
-  const { tools: _tools, toolChoice: _toolChoice, ...rest } = request;
+  // inputStart indexes the caller's messages, not these.
+  const { tools: _tools, toolChoice: _toolChoice, inputStart: _inputStart, ...rest } = request;
   return { ...rest, messages };
 }
 

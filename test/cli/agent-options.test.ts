@@ -4,7 +4,7 @@ import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
-import { mcpServersFromFlags, splitCommandLine, usesAgentOptions } from "../../src/cli/agent-setup.js";
+import { mcpServersFromFlags, splitCommandLine } from "../../src/cli/agent-setup.js";
 import { openPostgresStore } from "../../src/memory/postgres.js";
 import { dropSchemas, postgresUrl, uniqueSchema } from "../memory/postgres-server.js";
 import { everythingServerPath } from "../mcp/helpers.js";
@@ -38,13 +38,6 @@ describe("--mcp values", () => {
   it("rejects an empty value and a broken URL, naming the flag", () => {
     assert.throws(() => mcpServersFromFlags(["  "]), /--mcp: expects a URL or a command/);
     assert.throws(() => mcpServersFromFlags(["http://"]), /--mcp: "http:\/\/" is not a valid URL/);
-  });
-  it("says when the configured agent replaces the demo", () => {
-    assert.equal(usesAgentOptions({}), false);
-    assert.equal(usesAgentOptions({ mcp: [] }), false);
-    assert.equal(usesAgentOptions({ agent: "a.yaml" }), true);
-    assert.equal(usesAgentOptions({ session: "s" }), true);
-    assert.equal(usesAgentOptions({ mcp: ["http://x"] }), true);
   });
 });
 

@@ -6,20 +6,23 @@ import { Readable } from "node:stream";
 import { chatCommand, registerChatCommand } from "../../src/cli/commands/chat.js";
 import { registerServeCommand } from "../../src/cli/commands/serve.js";
 import { registerEventsCommand, registerSessionsCommand } from "../../src/cli/commands/sessions.js";
-import { captured, cleanEnv, repositoryRoot, runCli, spawnCli } from "./helpers.js";
+import { captured, cleanEnv, cliArgs, repositoryRoot, runCli, spawnCli } from "./helpers.js";
 
 const toolCall = JSON.stringify({ tool_calls: [{ id: "call_1", name: "lookup", arguments: { city: "Paris" } }] });
 const longAnswer = Array.from({ length: 400 }, (_, index) => `word${index}`).join(" ");
 
 describe("agentloop chat (a real child process, piped stdin)", () => {
   it("streams answers, shows each tool wave with duration and ok/error, keeps one session, and leaves on /exit", async () => {
-    const result = await runCli(["chat", "--mock", JSON.stringify([toolCall, "It is sunny in Paris."])], cleanEnv({ MEMORY_TYPE: "memory" }), "weather?\nand tomorrow?\n/exit\nnever read\n");
+    // One script for the whole conversation: the second message continues where the first stopped.
+    const script = JSON.stringify([toolCall, "It is sunny in Paris.", toolCall, "Tomorrow too."]);
+    const result = await runCli(["chat", "--mock", script], cleanEnv({ MEMORY_TYPE: "memory" }), "weather?\nand tomorrow?\n/exit\nnever read\n");
     assert.equal(result.code, 0, result.stderr);
     // Two runs, each: a wave with the (unknown) tool failing, then the answer.
     assert.equal(result.stdout.match(/● wave 1/g)?.length, 2);
     assert.match(result.stdout, /… running lookup \{"city":"Paris"\}/);
     assert.match(result.stdout, /✗ lookup \d+(\.\d+)? ms {2}Unknown tool: lookup/);
-    assert.equal(result.stdout.match(/It is sunny in Paris\./g)?.length, 2);
+    assert.match(result.stdout, /It is sunny in Paris\.[\s\S]*Tomorrow too\./);
+    assert.doesNotMatch(result.stdout, /no more mock responses/);
     assert.doesNotMatch(result.stdout, /never read/);
     assert.match(result.stderr, /session chat_[0-9a-f]{8}/);
     assert.match(result.stderr, /continue later with: agentloop chat --session chat_/);
@@ -33,7 +36,8 @@ describe("agentloop chat (a real child process, piped stdin)", () => {
       cli.write("talk for a long time\n");
       await cli.waitFor(/word5 /);
       cli.child.kill("SIGINT");
-      await cli.waitFor(/aborted: interrupted \(Ctrl-C\)/, "stderr");
+      await cli.waitFor(/⏹ aborted: interrupted \(Ctrl-C\)/, "stderr");
+      assert.doesNotMatch(cli.stderr(), /aborted: aborted/, "the state is said once");
       assert.doesNotMatch(cli.stdout(), /word399/);
       cli.write("/session\n");
       await cli.waitFor(/^chat_[0-9a-f]{8}$/m);
@@ -93,7 +97,8 @@ const hasScript = spawnSync("script", ["--version"]).status === 0;
  * message once the prompt shows and `/exit` once the answer is in. */
 async function chatOnTty(extraEnv: NodeJS.ProcessEnv): Promise<string> {
   const mock = JSON.stringify([JSON.stringify({ tool_calls: [{ id: "c1", name: "lookup", arguments: {} }] }), "Answer on a TTY"]);
-  const command = `${process.execPath} --import tsx src/cli/main.ts chat --mock '${mock.replace(/'/g, "'\\''")}'`;
+  const quote = (word: string) => `'${word.replace(/'/g, "'\\''")}'`;
+  const command = [process.execPath, ...cliArgs(["chat", "--mock", mock])].map(quote).join(" ");
   const child = spawn("script", ["-qec", command, "/dev/null"], { cwd: repositoryRoot, env: cleanEnv({ MEMORY_TYPE: "memory", TERM: "xterm", ...extraEnv }) });
   let output = "";
   let step = 0;

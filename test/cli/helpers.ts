@@ -28,10 +28,20 @@ const tsxLoader = import.meta.resolve("tsx");
 const cliMain = fileURLToPath(new URL("../../src/cli/main.ts", import.meta.url));
 const tsconfig = fileURLToPath(new URL("../../tsconfig.json", import.meta.url));
 
+/**
+ * The node arguments that run `agentloop <args>` from src: the bundle scripts/run-tests.mjs built
+ * from src/cli/main.ts at the start of this run (AGENTLOOP_TEST_CLI), which starts as plain node,
+ * or else src/cli/main.ts through tsx (absolute paths: any working folder).
+ */
+export function cliArgs(args: string[]): string[] {
+  const bundled = process.env.AGENTLOOP_TEST_CLI;
+  return bundled ? [bundled, ...args] : ["--import", tsxLoader, cliMain, ...args];
+}
+
 /** Runs `agentloop <args>` from source in a child process (in the repository, or in `cwd`). */
 export function spawnCli(args: string[], env: NodeJS.ProcessEnv, cwd = repositoryRoot): CliProcess {
-  // tsx reads the tsconfig of the working directory: name the repository's (its "agentloop" paths) from elsewhere.
-  const child = spawn(process.execPath, ["--import", tsxLoader, cliMain, ...args], { cwd, env: { TSX_TSCONFIG_PATH: tsconfig, ...env }, stdio: "pipe" });
+  // tsx reads the tsconfig of the working folder: name the repository's (its "agentloop" paths) from elsewhere.
+  const child = spawn(process.execPath, cliArgs(args), { cwd, env: { TSX_TSCONFIG_PATH: tsconfig, ...env }, stdio: "pipe" });
   let out = "";
   let err = "";
   const listeners = new Set<() => void>();

@@ -3,25 +3,22 @@ import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import { test } from "node:test";
 import { fileURLToPath } from "node:url";
+import { cliArgs } from "./helpers.js";
 
 const root = fileURLToPath(new URL("../../", import.meta.url));
 
 function cli(args: string[], env: Record<string, string> = {}) {
   const childEnv: NodeJS.ProcessEnv = { ...process.env, NO_COLOR: "1", ...env };
   for (const name of ["DEBUG_MOCK_RESPONSES", "MODEL_API_URL", "MODEL_NAME"]) if (!(name in env)) delete childEnv[name];
-  const result = spawnSync(process.execPath, ["--import", "tsx", "src/cli/main.ts", ...args], { cwd: root, env: childEnv, encoding: "utf8", timeout: 30_000 });
+  const result = spawnSync(process.execPath, cliArgs(args), { cwd: root, env: childEnv, encoding: "utf8", timeout: 30_000 });
   return { code: result.status, stdout: result.stdout, stderr: result.stderr };
 }
 
-test("agentloop run: the hotel demo shows both waves with durations, then streams the answer, exit 0", () => {
-  const { code, stdout, stderr } = cli(["run", "I need availability for Hanukkah and also next weekend"]);
+test("agentloop run: the answer streams, then a summary with counts in words (1 model call, 0 waves)", () => {
+  const { code, stdout, stderr } = cli(["run", "hi", "--mock", '["Hello there"]']);
   assert.equal(code, 0, stderr);
-  assert.match(stdout, /● wave 1\n[\s\S]*✓ calendar\.resolve_holiday [\d.]+ ms {2}Hanukkah is from 2026-12-04 to 2026-12-11/);
-  assert.match(stdout, /✓ calendar\.resolve_date_hint [\d.]+ ms {2}Next weekend is 2026-11-27 to 2026-11-29/);
-  assert.match(stdout, /● wave 2\n[\s\S]*✓ pms\.get_availability/);
-  assert.match(stdout, /Here is what I found\./);
-  assert.match(stderr, /COMPLETED · 3 model calls · 2 waves · 4 tool calls/);
-  assert.doesNotMatch(stdout, /\u001b\[/, "no colours when NO_COLOR is set");
+  assert.equal(stdout, "Hello there\n");
+  assert.match(stderr, /^COMPLETED · 1 model call · 0 waves · 0 tool calls · \d+ tokens\n$/);
 });
 
 test("agentloop run --json prints one parseable event per line", () => {
@@ -35,17 +32,16 @@ test("agentloop run --json prints one parseable event per line", () => {
 });
 
 test("a limit exits non-zero with the state and reason on stderr", () => {
-  const { code, stderr } = cli(["run", "I need availability for Hanukkah and also next weekend", "--max-steps", "1"]);
+  const lookup = JSON.stringify({ tool_calls: [{ name: "lookup", arguments: {} }] });
+  const { code, stderr } = cli(["run", "look it up", "--max-steps", "1", "--mock", JSON.stringify([lookup, lookup, "never"])]);
   assert.equal(code, 3);
   assert.match(stderr, /agentloop: run ended TURN_LIMIT: maxTurns \(1\) reached/);
 });
 
-test("DEBUG_MOCK_RESPONSES drives the run like the seeds' mock", () => {
-  const script = JSON.stringify([JSON.stringify({ tool_calls: [{ name: "calendar.resolve_holiday", arguments: { holiday_name: "Christmas" } }] }), "Christmas it is."]);
-  const { code, stdout } = cli(["run", "when is christmas"], { DEBUG_MOCK_RESPONSES: script });
-  assert.equal(code, 0);
-  assert.match(stdout, /Christmas is from 2026-12-24 to 2026-12-26/);
-  assert.match(stdout, /Christmas it is\./);
+test("DEBUG_MOCK_RESPONSES drives the run like the seeds' mock, under TOOL_CALL_MODE", () => {
+  const { code, stdout, stderr } = cli(["run", "hi"], { DEBUG_MOCK_RESPONSES: '["{}", "Hello! How can I help you?"]', TOOL_CALL_MODE: "action" });
+  assert.equal(code, 0, stderr);
+  assert.equal(stdout, "Hello! How can I help you?\n");
 });
 
 /** The same command line in this process: for help and usage errors, no child process needed. */
@@ -75,7 +71,7 @@ test("bad flags get a clear error and a non-zero exit", async () => {
 test("--help lists the flags with examples", async () => {
   const { code, stdout } = await inProcess(["run", "--help"]);
   assert.equal(code, 0);
-  for (const flag of ["--model", "--max-steps", "--json", "--mock"]) assert.match(stdout, new RegExp(flag));
+  for (const flag of ["--model", "--max-steps", "--json", "--mock", "--tool-call-mode"]) assert.match(stdout, new RegExp(flag));
   assert.match(stdout, /Exit codes:/);
 });
 

@@ -1,11 +1,12 @@
 import { createInterface } from "node:readline";
-import { type Command, Option } from "commander";
-import { AgentLoopError } from "../../errors.js";
+import type { Command } from "commander";
 import type { LoopEvent, RunResult } from "../../loop/events.js";
-import { type AgentCliOptions, addAgentOptions, setupCliAgent } from "../agent-setup.js";
+import { type AgentCliOptions, addAgentOptions, addModelOptions, setupCliAgent } from "../agent-setup.js";
+import { answerApproval } from "../approvals.js";
 import { startTraceExport } from "../otel.js";
 import { palette, RunRenderer } from "../render.js";
 import { ToolSpinner } from "../spinner.js";
+import { endReason } from "./run.js";
 
 export interface ChatCommandOptions extends AgentCliOptions {
   json?: boolean;
@@ -27,7 +28,8 @@ interface ChatIO {
 export async function chatCommand(options: ChatCommandOptions, io: ChatIO = process): Promise<number> {
   const colors = palette(io.stderr);
   await startTraceExport(io.env ?? process.env, io.stderr); // OTLP trace export when OTEL_EXPORTER_OTLP_*ENDPOINT is set (flushed at exit)
-  const cli = await setupCliAgent(options, { alwaysSession: true, sessionPrefix: "chat", env: io.env });
+  // A script runs across the whole conversation: the second message gets the entries after the first's.
+  const cli = await setupCliAgent(options, { alwaysSession: true, sessionPrefix: "chat", env: io.env, continueScript: true });
   const { runtime, sessionId } = cli;
   const interactive = io.stdin.isTTY === true && io.stdout.isTTY === true;
   io.stderr.write(
@@ -55,6 +57,13 @@ export async function chatCommand(options: ChatCommandOptions, io: ChatIO = proc
   lines.on("SIGINT", interrupt);
   process.on("SIGINT", interrupt);
   lines.setPrompt(colors.cyan("› "));
+  // One reader for both the messages and the answers to approval questions asked mid-run.
+  const reader = lines[Symbol.asyncIterator]();
+  const ask = async (question: string): Promise<string | undefined> => {
+    (options.json ? io.stderr : io.stdout).write(colors.yellow(question));
+    const next = await reader.next();
+    return next.done ? undefined : next.value;
+  };
 
   /** One message: takes the session (a server replica on a shared store may be using it), runs, renders. */
   const runTurn = async (input: string, signal: AbortSignal): Promise<RunResult | undefined> => {
@@ -66,9 +75,13 @@ export async function chatCommand(options: ChatCommandOptions, io: ChatIO = proc
       return undefined;
     }
     try {
-      const run = runtime.agent.run(input, { sessionId, signal });
+      // Calls that need approval are asked about inline: Allow <tool>(<args>)? [y/N]
+      const run = runtime.agent.run(input, { sessionId, signal, onApproval: "wait" });
       if (options.json) {
-        for await (const event of run) io.stdout.write(`${JSON.stringify(event satisfies LoopEvent)}\n`);
+        for await (const event of run) {
+          io.stdout.write(`${JSON.stringify(event satisfies LoopEvent)}\n`);
+          await answerApproval(run, event, "ask", ask);
+        }
       } else {
         const spinner = io.stdout.isTTY ? new ToolSpinner(io.stdout, palette(io.stdout)) : undefined;
         const renderer = new RunRenderer(spinner ?? io.stdout, { colors: palette(io.stdout) });
@@ -77,6 +90,7 @@ export async function chatCommand(options: ChatCommandOptions, io: ChatIO = proc
             // The spinner learns of a tool first, so the renderer's line about it is drawn above it.
             spinner?.onEvent(event);
             renderer.onEvent(event);
+            await answerApproval(run, event, "ask", ask);
           }
         } finally {
           spinner?.stop();
@@ -89,8 +103,8 @@ export async function chatCommand(options: ChatCommandOptions, io: ChatIO = proc
   };
   try {
     if (interactive) lines.prompt();
-    for await (const raw of lines) {
-      const input = raw.trim();
+    for (let next = await reader.next(); !next.done; next = await reader.next()) {
+      const input = next.value.trim();
       if (input === "/exit" || input === "/quit") break;
       if (input === "") {
         if (interactive) lines.prompt();
@@ -108,7 +122,7 @@ export async function chatCommand(options: ChatCommandOptions, io: ChatIO = proc
         if (interactive) lines.prompt();
         continue;
       }
-      if (result.state === "ABORTED") io.stderr.write(colors.yellow(`⏹ aborted: ${result.reason}\n`));
+      if (result.state === "ABORTED") io.stderr.write(colors.yellow(`⏹ aborted: ${endReason(result)}\n`));
       else if (result.state === "FAILED") io.stderr.write(colors.red(`✗ failed: ${result.error?.message ?? result.reason}\n`));
       else if (result.state !== "COMPLETED") io.stderr.write(colors.yellow(`■ ${result.state}: ${result.reason}\n`));
       if (interactive) lines.prompt();
@@ -126,15 +140,7 @@ export function registerChatCommand(program: Command): void {
   const command = program
     .command("chat")
     .description("Chat with an agent in the terminal: streaming answers, tool waves as they run, sessions that last");
-  addAgentOptions(command)
-    .option("-m, --model <spec>", "provider:model (openai:gpt-4.1, anthropic:claude-sonnet-4-5); else the agent file, MODEL_API_URL/MODEL_NAME")
-    .option("--mock <json>", "script the model: a JSON array of responses (DEBUG_MOCK_RESPONSES format)")
-    .addOption(
-      new Option("--max-steps <n>", "model calls allowed per message (default 5)").argParser((value) => {
-        if (!/^\d+$/.test(value) || Number(value) < 1) throw new AgentLoopError("configuration", `--max-steps must be a positive integer, got "${value}"`);
-        return Number(value);
-      }),
-    )
+  addModelOptions(addAgentOptions(command))
     .option("--json", "print one JSON loop event per line on stdout instead of the rendered chat")
     .addHelpText(
       "after",
@@ -144,6 +150,7 @@ Examples:
   $ agentloop chat --model openai:gpt-4.1 --mcp "npx -y @modelcontextprotocol/server-filesystem ."
   $ agentloop chat --session chat_1a2b3c4d          # continue an earlier chat
   $ printf 'hi\\n/exit\\n' | agentloop chat --mock '["Hello!"]'
+  $ agentloop chat --mock @chat-script.json --tool-call-mode action   # one script for the whole chat
 
 In the chat: /exit leaves, /session prints the session id, Ctrl-C aborts the running answer.
 Sessions are stored where MEMORY_TYPE / the agent file's memory section say (default: embedded,

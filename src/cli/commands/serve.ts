@@ -1,9 +1,10 @@
 import { type Command, Option } from "commander";
 import { AgentLoopError } from "../../errors.js";
+import { type AgentCliOptions, addModelOptions, applyModelOptions, MCP_START_TIMEOUT_MS, takeOverMockScript } from "../agent-setup.js";
 import { startTraceExport } from "../otel.js";
 import { palette } from "../render.js";
 
-export interface ServeCommandOptions {
+export interface ServeCommandOptions extends Omit<AgentCliOptions, "session" | "mcp"> {
   agent?: string;
   port?: number;
   host?: string;
@@ -24,8 +25,14 @@ export async function serveCommand(options: ServeCommandOptions, io = { stdout: 
   const { startAgentServer } = await import("../../server/index.js");
   const colors = palette(io.stderr);
   const log = (line: string) => io.stderr.write(`${colors.dim(line)}\n`);
+  // The agent file and the KAOS variables, then --model, --mock, --max-steps, --tool-call-mode on top.
+  const { resolveAgentSettings } = await import("../../config/settings.js"); // loaded when serving, not for --help
+  const settings = await resolveAgentSettings({ agentFile: options.agent });
+  await applyModelOptions(settings, options);
+  takeOverMockScript(process.env);
   const server = await startAgentServer({
-    agentFile: options.agent,
+    settings,
+    readyTimeoutMs: MCP_START_TIMEOUT_MS,
     port: options.port,
     host: options.host,
     shutdownGraceMs: options.graceMs,
@@ -48,10 +55,11 @@ export async function serveCommand(options: ServeCommandOptions, io = { stdout: 
 }
 
 export function registerServeCommand(program: Command): void {
-  program
+  const command = program
     .command("serve")
     .description("Serve an agent over HTTP: OpenAI chat completions, A2A and the KAOS memory routes")
-    .option("-a, --agent <file>", "agent file (YAML); the KAOS variables (AGENT_NAME, MODEL_API_URL, MCP_SERVERS...) fill or override it")
+    .option("-a, --agent <file>", "agent file (YAML); the KAOS variables (AGENT_NAME, MODEL_API_URL, MCP_SERVERS...) fill or override it");
+  addModelOptions(command)
     .addOption(new Option("-p, --port <n>", "port (default AGENT_PORT, else 8000; 0 picks a free one)").argParser(integerOption("--port", 0, 65535)))
     .option("--host <address>", "interface to listen on", "0.0.0.0")
     .addOption(new Option("--grace-ms <n>", "on SIGTERM, how long running streams may finish before they are aborted").default(10_000).argParser(integerOption("--grace-ms", 0, 3_600_000)))
@@ -62,6 +70,7 @@ export function registerServeCommand(program: Command): void {
 Examples:
   $ agentloop serve --agent agent.yaml --port 8000
   $ DEBUG_MOCK_RESPONSES='["Hello!"]' agentloop serve --port 0 --json
+  $ agentloop serve --agent agent.yaml --mock @script.json --tool-call-mode action
   $ AGENT_NAME=worker MODEL_API_URL=http://localhost:11434 MODEL_NAME=llama3.2 agentloop serve
   $ curl -N localhost:8000/v1/chat/completions -H 'content-type: application/json' \\
       -d '{"messages":[{"role":"user","content":"hi"}],"stream":true,"session_id":"s1"}'
