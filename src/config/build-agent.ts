@@ -9,6 +9,7 @@ import { compatibleBaseURL, resolveModel } from "../providers/index.js";
 import { withToolCallMode } from "../text-tools/index.js";
 import type { Guardrails } from "../loop/guardrails.js";
 import type { Tool } from "../tools/tool.js";
+import { jsonSchemaOf } from "../tools/validate.js";
 import type { AgentSettings, McpServerSetting } from "./settings.js";
 
 /** A dependency that did not answer before the readiness timeout. */
@@ -24,7 +25,7 @@ export interface AgentRuntime {
   agent: Agent;
   settings: AgentSettings;
   /** Every tool the agent can call now (MCP tools and `delegate_to_<name>` tools included); follows the MCP servers' tool list changes. */
-  readonly tools: Array<{ name: string; description: string }>;
+  readonly tools: Array<{ name: string; description: string; inputSchema: unknown }>;
   /** MCP servers and peer agents that did not answer in time (their tools are left out). */
   unavailable: UnavailableDependency[];
   /** Closes MCP connections. */
@@ -187,13 +188,13 @@ export async function prepareAgentRuntime(settings: AgentSettings, options: Buil
       await close();
       throw new AgentLoopError("configuration", `agent "${settings.name}": ${reasonOf(error)}`, { cause: error });
     }
-    let toolList = agent.currentTools().map(({ name, description }) => ({ name, description }));
+    let toolList = agent.currentTools().map((tool) => ({ name: tool.name, description: tool.description, inputSchema: jsonSchemaOf(tool) }));
     return {
       agent,
       settings,
       get tools() {
         try {
-          toolList = agent.currentTools().map(({ name, description }) => ({ name, description }));
+          toolList = agent.currentTools().map((tool) => ({ name: tool.name, description: tool.description, inputSchema: jsonSchemaOf(tool) }));
         } catch {
           // A server's change clashed with another tool's name: runs fail naming it; keep the last good list here.
         }

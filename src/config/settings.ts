@@ -54,6 +54,8 @@ export interface AgentSettings {
   port: number;
   /** `AGENT_API_KEY`: when set, every route but health and ready needs `Authorization: Bearer <key>`. */
   apiKey?: string;
+  /** `AGENT_PUBLIC_URL` (file: `publicUrl`): the base URL the agent card advertises (default: the listening address). */
+  publicUrl?: string;
   /** The file's `guardrails`: denied tools (names or globs) with a reason. */
   deniedTools: ToolDenyRule[];
   /** The file's `approvals`: tools (names or globs, MCP and remote tools included) whose calls need approval. */
@@ -68,6 +70,8 @@ export interface AgentFile {
   model?: string | { url?: string; name?: string };
   maxSteps?: number;
   toolCallMode?: ToolCallMode;
+  /** The base URL the agent card advertises (behind a proxy or ingress). */
+  publicUrl?: string;
   mcpServers?: Array<McpServerSetting | string> | Record<string, Omit<McpServerSetting, "name"> | string>;
   subAgents?: Array<{ name: string; url: string; protocol?: "kaos" | "a2a"; cardUrl?: string }> | Record<string, string | { url: string; protocol?: "kaos" | "a2a"; cardUrl?: string }>;
   memory?: {
@@ -216,7 +220,7 @@ export function parseAgentFile(source: string, origin = "agent file"): AgentFile
   if (value === null || value === undefined) return {};
   if (typeof value !== "object" || Array.isArray(value)) throw new AgentLoopError("configuration", `${origin}: must be a YAML mapping of settings`);
   const file = value as Record<string, unknown>;
-  const known = new Set(["name", "description", "instructions", "model", "maxSteps", "toolCallMode", "mcpServers", "subAgents", "memory", "guardrails", "approvals"]);
+  const known = new Set(["name", "description", "instructions", "model", "maxSteps", "toolCallMode", "publicUrl", "mcpServers", "subAgents", "memory", "guardrails", "approvals"]);
   for (const key of Object.keys(file)) {
     if (!known.has(key)) throw new AgentLoopError("configuration", `${origin}: unknown setting "${key}" (known: ${[...known].join(", ")})`);
   }
@@ -226,6 +230,7 @@ export function parseAgentFile(source: string, origin = "agent file"): AgentFile
   if (file.instructions !== undefined) text(field("instructions"), file.instructions);
   if (file.maxSteps !== undefined) positiveInteger(field("maxSteps"), file.maxSteps);
   if (file.toolCallMode !== undefined) toolCallMode(field("toolCallMode"), file.toolCallMode);
+  if (file.publicUrl !== undefined) httpUrl(field("publicUrl"), file.publicUrl);
   if (file.model !== undefined && typeof file.model !== "string") {
     if (typeof file.model !== "object" || file.model === null || Array.isArray(file.model)) {
       throw configurationError(field("model"), 'must be a model spec like "openai:gpt-4.1" or { url, name }');
@@ -403,6 +408,7 @@ export function settingsFrom(file: AgentFile, env: NodeJS.ProcessEnv): AgentSett
     mockResponses: set("DEBUG_MOCK_RESPONSES") ? env.DEBUG_MOCK_RESPONSES : undefined,
     port: set("AGENT_PORT") ? port("AGENT_PORT", env.AGENT_PORT) : 8000,
     apiKey: set("AGENT_API_KEY") ? env.AGENT_API_KEY : undefined,
+    publicUrl: set("AGENT_PUBLIC_URL") ? httpUrl("AGENT_PUBLIC_URL", env.AGENT_PUBLIC_URL) : file.publicUrl,
     deniedTools: file.guardrails?.deniedTools ?? [],
     approvals: {
       tools: file.approvals?.tools === undefined ? [] : typeof file.approvals.tools === "string" ? [file.approvals.tools] : file.approvals.tools,

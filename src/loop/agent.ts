@@ -101,7 +101,7 @@ export class Agent {
         throw new TypeError(`Agent config: truncation.mode must be "head_tail" or "tail", got ${JSON.stringify(mode)}`);
       }
     }
-    const modes = ["auto", "native", "string", "action", "plan"];
+    const modes = ["auto", "native", "string", "action", "plan", "fenced"];
     if (config.toolCallMode !== undefined && !modes.includes(config.toolCallMode)) {
       throw new TypeError(`Agent config: toolCallMode must be one of ${modes.join(", ")}, got ${JSON.stringify(config.toolCallMode)}`);
     }
@@ -371,9 +371,9 @@ export class Agent {
     const { control, messages } = context;
     const config = this.config;
     const maxTurns = config.maxTurns ?? DEFAULT_MAX_TURNS;
-    // In the action and plan protocols maxTurns counts their steps (action turns, waves) and the
+    // In the action, plan and fenced protocols maxTurns counts their steps (tool turns, waves) and the
     // protocol itself ends them; one more model call gives the final answer.
-    const turnLimit = config.toolCallMode === "action" || config.toolCallMode === "plan" ? maxTurns + 1 : maxTurns;
+    const turnLimit = config.toolCallMode === "action" || config.toolCallMode === "plan" || config.toolCallMode === "fenced" ? maxTurns + 1 : maxTurns;
     let turns = resumed?.turns ?? 0;
     let rounds = resumed?.rounds ?? 0;
     const start = resumed ? await this.toolWave(context, resumed.wave.calls, turns, rounds, resumed.wave) : await this.checkInput(context);

@@ -95,9 +95,9 @@ export interface AgentConfig {
   modelOptions?: ModelOptions;
   toolChoice?: ToolChoice;
   /** How tools reach the model: `native` (default) function calling, or one of the text protocols of
-   * `agentloop/text-tools` (`string`, `action`, `plan`), or `auto` (native, falling back to string
+   * `agentloop/text-tools` (`string`, `action`, `plan`, `fenced`), or `auto` (native, falling back to string
    * when the server rejects tools). Applies to a `DEBUG_MOCK_RESPONSES` model too. */
-  toolCallMode?: "auto" | "native" | "string" | "action" | "plan";
+  toolCallMode?: "auto" | "native" | "string" | "action" | "plan" | "fenced";
   observers?: RunObserver[];
   /**
    * Wraps the run, each model call and each tool call (`otelInstrumentation()` from
