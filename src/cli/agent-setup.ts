@@ -1,8 +1,9 @@
 import { randomUUID } from "node:crypto";
 import { readFile } from "node:fs/promises";
 import { type Command, Option } from "commander";
-import { type AgentRuntime, buildAgentRuntime } from "../config/build-agent.js";
-import { type AgentSettings, type McpServerSetting, resolveAgentSettings, type ToolCallMode } from "../config/settings.js";
+// Types only: the configuration modules (settings, YAML, providers, MCP...) load when a command uses them.
+import type { AgentRuntime } from "../config/build-agent.js";
+import type { AgentSettings, McpServerSetting, ToolCallMode } from "../config/settings.js";
 import { AgentLoopError } from "../errors.js";
 import type { MemoryStore, SessionMemoryHandle } from "../memory/index.js";
 import type { McpElicitationHandler } from "../mcp/index.js";
@@ -166,6 +167,7 @@ export interface SetupOptions {
  */
 export async function setupCliAgent(options: AgentCliOptions, setup: SetupOptions = {}): Promise<CliAgent> {
   const env = setup.env ?? process.env;
+  const [{ resolveAgentSettings }, { buildAgentRuntime }] = await Promise.all([import("../config/settings.js"), import("../config/build-agent.js")]);
   const settings = await resolveAgentSettings({ agentFile: options.agent, env });
   await applyModelOptions(settings, options);
   settings.mcpServers = [...settings.mcpServers, ...mcpServersFromFlags(options.mcp)];
@@ -184,7 +186,7 @@ export async function setupCliAgent(options: AgentCliOptions, setup: SetupOption
   let memory: SessionMemoryHandle | undefined;
   if (sessionId !== undefined) {
     const { memoryFromEnv } = await import("../memory/index.js");
-    const opened = await memoryFromEnv(settings.memoryEnv);
+    const opened = await memoryFromEnv({ AGENT_NAME: settings.name, ...settings.memoryEnv });
     store = opened.store;
     memory = opened.config.enabled ? opened.memory : undefined;
   }
@@ -223,10 +225,11 @@ export async function setupCliAgent(options: AgentCliOptions, setup: SetupOption
 
 /** Opens the memory store the agent file and `MEMORY_*` variables describe (for `sessions` and `events`). */
 export async function openCliStore(agentFile: string | undefined, env: NodeJS.ProcessEnv = process.env): Promise<MemoryStore> {
+  const { resolveAgentSettings } = await import("../config/settings.js");
   const settings = await resolveAgentSettings({ agentFile, env });
   const { memoryConfigFromEnv, openMemoryStore } = await import("../memory/index.js");
-  const config = memoryConfigFromEnv(settings.memoryEnv);
+  const config = memoryConfigFromEnv({ AGENT_NAME: settings.name, ...settings.memoryEnv });
   if (!config.enabled) throw new AgentLoopError("configuration", "MEMORY_ENABLED is false: there is no session store to read");
-  // Read-only commands: while a server holds the embedded store, read a snapshot of what it wrote.
-  return openMemoryStore(config, { whenLocked: "snapshot" });
+  // The embedded store is read live, also while a server or a run writes to it.
+  return openMemoryStore(config);
 }

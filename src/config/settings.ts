@@ -1,5 +1,5 @@
 import { readFile } from "node:fs/promises";
-import { parse as parseYaml } from "yaml";
+import { createRequire } from "node:module";
 import { AgentLoopError } from "../errors.js";
 import { checkMockScript } from "../model/mock-script.js";
 
@@ -232,7 +232,8 @@ export async function loadAgentFile(path: string): Promise<AgentFile> {
 export function parseAgentFile(source: string, origin = "agent file"): AgentFile {
   let value: unknown;
   try {
-    value = parseYaml(source);
+    // The YAML parser loads with the first agent file, not with the settings.
+    value = (createRequire(import.meta.url)("yaml") as typeof import("yaml")).parse(source);
   } catch (error) {
     throw new AgentLoopError("configuration", `${origin}: invalid YAML (${(error as Error).message})`, { cause: error });
   }

@@ -84,7 +84,7 @@ export async function createAgentServer(options: AgentServerOptions = {}): Promi
       ? serverMemoryOf(new DisabledMemoryStore())
       : options.memory
         ? serverMemoryOf(options.memory, settings.memoryEnv)
-        : await serverMemoryFromEnv(settings.memoryEnv);
+        : await serverMemoryFromEnv(settings.memoryEnv, settings.name);
   const closeMemory = async () => {
     await memory.handle?.flush();
     if (memory.owned) await memory.store.close();

@@ -100,11 +100,28 @@ export function jsonSchemaOf(tool: Tool<any>): JsonSchema {
   return (schema as JsonSchema | undefined) ?? { type: "object", properties: {} };
 }
 
-/** Starts compiling the validators of JSON-Schema tools in the background, so the first wave does not wait for it. */
+/**
+ * The background warm-up starts this long after an agent is built, on a timer that does not keep
+ * the process alive: a short-lived process that never validates (`agentloop run "hi"` answered
+ * without tools, `--help`) does not load ajv, while a server or a run waiting on a real model has
+ * its validators ready long before the first wave. A wave that comes first compiles on demand.
+ */
+const WARM_DELAY_MS = 50;
+const toWarm = new Set<JsonSchema>();
+let warmTimer: ReturnType<typeof setTimeout> | undefined;
+
+/** Compiles the validators of JSON-Schema tools in the background, so the first wave does not wait for it. */
 export function warmValidators(tools: Iterable<Tool<any>>): void {
   for (const tool of tools) {
-    if (!isZodSchema(tool.parameters) && tool.parameters) schemaValidator(tool.parameters as JsonSchema).catch(() => undefined);
+    if (!isZodSchema(tool.parameters) && tool.parameters) toWarm.add(tool.parameters as JsonSchema);
   }
+  if (toWarm.size === 0 || warmTimer) return;
+  warmTimer = setTimeout(() => {
+    warmTimer = undefined;
+    for (const schema of toWarm) schemaValidator(schema).catch(() => undefined);
+    toWarm.clear();
+  }, WARM_DELAY_MS);
+  warmTimer.unref?.();
 }
 
 /**
