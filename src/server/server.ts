@@ -6,7 +6,7 @@ import { type AgentRuntime, type BuildAgentOptions, type PreparedAgentRuntime, p
 import { type AgentFile, type AgentSettings, resolveAgentSettings } from "../config/settings.js";
 import { AgentLoopError } from "../errors.js";
 import { DisabledMemoryStore, type MemoryStore } from "../memory/index.js";
-import { buildAgentCard } from "./agent-card.js";
+import { buildAgentCard, buildKaosAgentCard } from "./agent-card.js";
 import { errorResponse, type ReadyStatus, requestErrorMapper, type ServerContext, unixSeconds, VERSION } from "./context.js";
 import { HttpError, notFound } from "./http-errors.js";
 import { type ServerMemory, serverMemoryFromEnv, serverMemoryOf } from "./memory.js";
@@ -84,7 +84,7 @@ export async function createAgentServer(options: AgentServerOptions = {}): Promi
       ? serverMemoryOf(new DisabledMemoryStore())
       : options.memory
         ? serverMemoryOf(options.memory, settings.memoryEnv)
-        : await serverMemoryFromEnv(settings.memoryEnv);
+        : await serverMemoryFromEnv(settings.memoryEnv, settings.name);
   const closeMemory = async () => {
     await memory.handle?.flush();
     if (memory.owned) await memory.store.close();
@@ -97,7 +97,10 @@ export async function createAgentServer(options: AgentServerOptions = {}): Promi
     throw error;
   }
   let draining = false;
-  let baseUrl: string | undefined = options.publicUrl?.replace(/\/+$/, "");
+  /** Where the server listens (`url`, what `listen` resolves with). */
+  let baseUrl: string | undefined;
+  /** What the cards advertise: the public URL when one is set (behind a proxy), else the listening address. */
+  const publicUrl = (options.publicUrl ?? settings.publicUrl)?.replace(/\/+$/, "");
   let readyStatus: ReadyStatus = { status: "starting", name: settings.name, timestamp: unixSeconds() };
   let runtime: AgentRuntime | undefined;
   let runtimeFailure: AgentLoopError | undefined;
@@ -129,9 +132,14 @@ export async function createAgentServer(options: AgentServerOptions = {}): Promi
 
   /** The readiness, degraded while the memory store's last writes failed. */
   const currentReadyStatus = (): ReadyStatus => {
-    if (runs.storeFailure === undefined || readyStatus.status === "failed" || readyStatus.status === "starting") return readyStatus;
+    // Live once the agent is built: an MCP server that goes down (or comes back) shows at once.
+    const unavailable = runtime?.unavailable;
+    const base: ReadyStatus = unavailable
+      ? { status: unavailable.length === 0 ? "ready" : "degraded", name: settings.name, timestamp: unixSeconds(), ...(unavailable.length > 0 ? { unavailable } : {}) }
+      : readyStatus;
+    if (runs.storeFailure === undefined || base.status === "failed" || base.status === "starting") return base;
     const down = { kind: "memory" as const, name: memory.store.kind, reason: `a write failed: ${runs.storeFailure}` };
-    return { ...readyStatus, status: "degraded", unavailable: [...(readyStatus.unavailable ?? []), down] };
+    return { ...base, status: "degraded", unavailable: [...(base.unavailable ?? []), down] };
   };
 
   const context: ServerContext = {
@@ -148,7 +156,16 @@ export async function createAgentServer(options: AgentServerOptions = {}): Promi
     },
     connecting,
     card: () =>
-      buildAgentCard({ name: settings.name, description: settings.description, baseUrl: baseUrl ?? `http://localhost:${settings.port}`, version: VERSION, tools: runtime?.tools ?? [] }),
+      buildAgentCard({ name: settings.name, description: settings.description, baseUrl: publicUrl ?? baseUrl ?? `http://localhost:${settings.port}`, version: VERSION, tools: runtime?.tools ?? [] }),
+    kaosCard: () =>
+      buildKaosAgentCard({
+        name: settings.name,
+        description: settings.description,
+        baseUrl: publicUrl ?? baseUrl ?? `http://localhost:${settings.port}`,
+        version: VERSION,
+        tools: runtime?.tools ?? [],
+        delegates: settings.subAgents.length > 0,
+      }),
     httpErrorOfRequest: requestErrorMapper(settings, log),
   };
 

@@ -1,5 +1,4 @@
 import { type Command, Option } from "commander";
-import { resolveAgentSettings } from "../../config/settings.js";
 import { AgentLoopError } from "../../errors.js";
 import { type AgentCliOptions, addModelOptions, applyModelOptions, MCP_START_TIMEOUT_MS, takeOverMockScript } from "../agent-setup.js";
 import { startTraceExport } from "../otel.js";
@@ -11,6 +10,8 @@ export interface ServeCommandOptions extends Omit<AgentCliOptions, "session" | "
   host?: string;
   json?: boolean;
   graceMs?: number;
+  /** The base URL the agent cards advertise (AGENT_PUBLIC_URL). */
+  publicUrl?: string;
 }
 
 const integerOption = (name: string, minimum: number, maximum: number) => (value: string) => {
@@ -27,8 +28,13 @@ export async function serveCommand(options: ServeCommandOptions, io = { stdout: 
   const colors = palette(io.stderr);
   const log = (line: string) => io.stderr.write(`${colors.dim(line)}\n`);
   // The agent file and the KAOS variables, then --model, --mock, --max-steps, --tool-call-mode on top.
+  const { resolveAgentSettings } = await import("../../config/settings.js"); // loaded when serving, not for --help
   const settings = await resolveAgentSettings({ agentFile: options.agent });
   await applyModelOptions(settings, options);
+  if (options.publicUrl !== undefined) {
+    if (!/^https?:\/\/[^\s/]/i.test(options.publicUrl)) throw new AgentLoopError("configuration", `--public-url: must be an http(s) URL, got "${options.publicUrl}"`);
+    settings.publicUrl = options.publicUrl;
+  }
   takeOverMockScript(process.env);
   const server = await startAgentServer({
     settings,
@@ -64,6 +70,7 @@ export function registerServeCommand(program: Command): void {
     .option("--host <address>", "interface to listen on", "0.0.0.0")
     .addOption(new Option("--grace-ms <n>", "on SIGTERM, how long running streams may finish before they are aborted").default(10_000).argParser(integerOption("--grace-ms", 0, 3_600_000)))
     .option("--json", "print the listening address and readiness as JSON lines on stdout")
+    .option("--public-url <url>", "the base URL the agent cards advertise (AGENT_PUBLIC_URL), e.g. behind a proxy")
     .addHelpText(
       "after",
       `
