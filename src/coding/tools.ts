@@ -97,6 +97,7 @@ export function readFileTool(workspace: Workspace): Tool {
         return { content: parts };
       }
       if (isBinary(data)) return error(`read_file: ${file_path} is a binary file (${data.length} bytes); it cannot be shown as text`);
+      if (data.length === 0) return `${workspace.display(path)} is empty`;
       const all = data.toString("utf8").split(/\r?\n/);
       if (all.length > 1 && all[all.length - 1] === "") all.pop();
       if (offset > all.length) return error(`read_file: offset ${offset} is past the end of ${file_path} (${all.length} lines)`);

@@ -137,7 +137,7 @@ describe("the file tools", () => {
   it("read_file: offset and limit, a note to read on, binary files refused, images as image parts", async () => {
     const lines = Array.from({ length: 30 }, (_, index) => `line ${index + 1}`).join("\n");
     const png = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0, 0, 0, 0]);
-    const root = freshRoot({ "long.txt": `${lines}\n`, "blob.bin": Buffer.from([1, 2, 0, 3]), "pic.png": png });
+    const root = freshRoot({ "long.txt": `${lines}\n`, "blob.bin": Buffer.from([1, 2, 0, 3]), "pic.png": png, "empty.txt": "" });
     const { seen, ends } = await session(root, [
       calls(
         ["read_file", { file_path: "long.txt", offset: 9, limit: 3 }, "a"],
@@ -147,6 +147,7 @@ describe("the file tools", () => {
         ["read_file", { file_path: "missing.txt" }, "e"],
         ["read_file", { file_path: "long.txt", offset: 99 }, "f"],
         ["read_file", { file_path: "." }, "g"],
+        ["read_file", { file_path: "empty.txt" }, "h"],
       ),
       "ok",
     ]);
@@ -159,7 +160,8 @@ describe("the file tools", () => {
     ]);
     assert.deepEqual(seen[4], { isError: true, text: "read_file: missing.txt does not exist" });
     assert.deepEqual(seen[5], { isError: true, text: "read_file: offset 99 is past the end of long.txt (30 lines)" });
-    assert.equal(seen[6].isError, true);
+    assert.deepEqual(seen[6], { isError: true, text: "read_file: . is a folder; use glob to list its files" });
+    assert.deepEqual(seen[7], { isError: false, text: "empty.txt is empty" });
   });
 
   it("write_file creates folders; edit_file names the count when missing or not unique, replace_all replaces all", async () => {
