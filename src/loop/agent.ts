@@ -190,7 +190,10 @@ export class Agent {
     if (typeof input !== "string") {
       throw new TypeError(`agent.run: the input must be a string (the user's message), got ${input === null ? "null" : typeof input}`);
     }
-    const runId = `run_${randomUUID()}`;
+    if (options.runId !== undefined && (typeof options.runId !== "string" || options.runId === "")) {
+      throw new TypeError(`agent.run: options.runId must be a non-empty string, got ${JSON.stringify(options.runId)}`);
+    }
+    const runId = options.runId ?? `run_${randomUUID()}`;
     const fail = (error: unknown) => this.failedResult(runId, error);
     return new Run(runId, (control) => this.execute(control, input, options), fail, options.signal, options.onEvent);
   }
