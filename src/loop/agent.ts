@@ -74,7 +74,8 @@ export class Agent {
   private wrappedModel?: Model;
 
   constructor(config: AgentConfig) {
-    const model = scriptedModelFromEnv() ?? config.model;
+    // A durable model (agentloop/durable) wraps the model already chosen, the scripted one included.
+    const model = (config.model as { durable?: unknown } | undefined)?.durable === true ? config.model : (scriptedModelFromEnv() ?? config.model);
     if (!model || typeof model.stream !== "function") {
       throw new TypeError("Agent config: model must implement Model (a stream(request) method); see agentloop/providers");
     }
