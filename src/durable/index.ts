@@ -139,17 +139,17 @@ export function durableAgent(agent: Agent, options: DurableOptions): DurableAgen
       const stored: StoredOptions = { sessionId: runOptions.sessionId, inputs: runOptions.inputs, newSession: runOptions.newSession };
       const runId = runOptions.runId ?? `run_${crypto.randomUUID()}`;
       if (runOptions.onEvent) listeners.set(runId, runOptions.onEvent);
+      let handle: Awaited<ReturnType<ReturnType<typeof DBOS.startWorkflow<[string, StoredOptions], DurableRunResult>>>>;
       try {
-        const handle = await DBOS.startWorkflow(workflow, { workflowID: runId })(input, stored);
-        void handle.getResult().then(
-          () => listeners.delete(runId),
-          () => listeners.delete(runId),
-        );
+        handle = await DBOS.startWorkflow(workflow, { workflowID: runId })(input, stored);
       } catch (error) {
         listeners.delete(runId);
         throw error;
       }
-      return handleOf(runId);
+      // Started here: the result comes from the running workflow, without polling the database.
+      const result = handle.getResult().finally(() => listeners.delete(runId));
+      result.catch(() => undefined);
+      return { runId, result: () => result };
     },
     retrieve: handleOf,
     async shutdown() {

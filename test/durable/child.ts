@@ -53,8 +53,8 @@ const durable = durableAgent(agent, { databaseUrl: env.PG_URL!, schema: env.SCHE
 const events: string[] = [];
 await durable.launch();
 const runId = env.RUN_ID!;
-if (env.START === "1") await durable.run("do the four steps", { runId, onEvent: (event) => events.push(event.type) });
-const result = await durable.retrieve(runId).result();
+const run = env.START === "1" ? await durable.run("do the four steps", { runId, onEvent: (event) => events.push(event.type) }) : durable.retrieve(runId);
+const result = await run.result();
 process.stdout.write(`${JSON.stringify({ result, events })}\n`);
 await durable.shutdown();
 process.exit(0);

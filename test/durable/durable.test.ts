@@ -89,12 +89,24 @@ async function crashAndRecover(name: string, idempotent: boolean) {
   return { outcome, lines: readFileSync(file, "utf8").trim().split("\n"), runId };
 }
 
-test("a run killed after two of four tool calls finishes after a restart: tools 1-2 ran once, the answer is the uninterrupted one", async () => {
+// The three flows run at once (each process spends most of its time starting DBOS), each test awaits its own.
+let flows: { plain: Promise<Outcome>; idem: ReturnType<typeof crashAndRecover>; nonidem: ReturnType<typeof crashAndRecover> };
+before(() => {
   const plain = setup("plain");
-  const uninterrupted = parse(await start({ ...plain.env, START: "1", IDEMPOTENT: "1" }).output);
-  assert.equal(uninterrupted.result.state, "COMPLETED");
+  flows = {
+    plain: start({ ...plain.env, START: "1", IDEMPOTENT: "1" }).output.then(parse),
+    idem: crashAndRecover("idem", true),
+    nonidem: crashAndRecover("nonidem", false),
+  };
+  for (const flow of Object.values(flows)) flow.catch(() => undefined);
+});
 
-  const { outcome, lines, runId } = await crashAndRecover("idem", true);
+test("a run killed after two of four tool calls finishes after a restart: tools 1-2 ran once, the answer is the uninterrupted one", async () => {
+  const uninterrupted = await flows.plain;
+  assert.equal(uninterrupted.result.state, "COMPLETED");
+  assert.equal(uninterrupted.result.text, "done: step 1 ok | step 2 ok | step 3 ok | step 4 ok");
+
+  const { outcome, lines, runId } = await flows.idem;
   assert.equal(outcome.result.state, "COMPLETED");
   assert.equal(outcome.result.text, uninterrupted.result.text);
   assert.equal(outcome.result.runId, runId);
@@ -108,7 +120,7 @@ test("a run killed after two of four tool calls finishes after a restart: tools 
 });
 
 test("a non-idempotent tool call in flight at the crash is not run again: it gets the Interrupted result and the loop goes on", async () => {
-  const { outcome, lines, runId } = await crashAndRecover("nonidem", false);
+  const { outcome, lines, runId } = await flows.nonidem;
   assert.equal(outcome.result.state, "COMPLETED");
   assert.equal(outcome.result.text, `done: step 1 ok | step 2 ok | ${INTERRUPTED} | step 4 ok`);
   assert.deepEqual(lines, [
