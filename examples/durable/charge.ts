@@ -34,6 +34,7 @@ const agent = new Agent({ name: "shop", model, tools: [charge, ship] });
 const durable = durableAgent(agent, {
   databaseUrl: process.env.DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/postgres",
   executorId: "shop-0", // a restart with the same id recovers this process's unfinished runs
+  schema: process.env.DBOS_SCHEMA, // where DBOS keeps its tables (default "dbos")
 });
 await durable.launch();
 const runId = process.env.RUN_ID ?? `run_${Date.now()}`;
