@@ -65,11 +65,15 @@ export type {
   LoopDetectionOptions,
   RunInfo,
   RunObserver,
+  ResumeOptions,
   RunOptions,
   SessionMemory,
   ToolCallOutcome,
   Toolset,
 } from "./loop/types.js";
 export { Agent } from "./loop/agent.js";
+export { type ApprovalContext, ApprovalBroker, type ApprovalMode, approvalRequestOf } from "./loop/approvals.js";
+export { type ApprovalDecision, type PendingApproval, ResumeError, type RunCheckpoint } from "./loop/checkpoint.js";
+export type { GuardrailVerdict, Guardrails, InputGuardrailContext, OutputGuardrailContext, ToolDenyRule, ToolGuardrailContext, ToolGuardrailVerdict } from "./loop/guardrails.js";
 export { Run } from "./loop/run.js";
 export { truncateOutput } from "./loop/truncate.js";

@@ -51,3 +51,14 @@ test("README's agent server example is true: the served agent has the tool the s
     await cli.exited;
   }
 });
+
+test("examples/approvals.ts runs: a denied tool, a stop for approval, a resume from JSON", () => {
+  const env = { ...process.env };
+  delete env.DEBUG_MOCK_RESPONSES;
+  const run = spawnSync(process.execPath, ["--import", "tsx", "examples/approvals.ts"], { cwd: root, encoding: "utf8", env, timeout: 30_000 });
+  assert.equal(run.status, 0, run.stderr);
+  assert.match(run.stdout, /^INTERRUPTED \[ 'send_mail\(\{"to":"ada@example.com"\}\)' \]$/m);
+  assert.match(run.stdout, /^delete_file: Tool denied by guardrail: this assistant never deletes$/m);
+  assert.match(run.stdout, /^send_mail: sent to ada@example.com$/m);
+  assert.match(run.stdout, /^COMPLETED Mail sent; I may not delete files\.$/m);
+});

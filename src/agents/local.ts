@@ -1,5 +1,6 @@
 // Local sub-agents as tools. The core `Agent` imports `delegateTool` from here to turn
 // `config.subAgents` into tools, so this module stays light: type-only imports of the core.
+import { ToolInterrupt } from "../loop/checkpoint.js";
 import type { LoopEvent, RunResult } from "../loop/events.js";
 import type { DelegateTarget, RunOptions } from "../loop/types.js";
 import type { Tool, ToolContext, ToolResultValue } from "../tools/tool.js";
@@ -68,6 +69,7 @@ export function childRunOptions(context: ToolContext, path: readonly string[]): 
     parentRunId: context.runId,
     parentToolCallId: context.toolCallId,
     services: context.services,
+    approvals: context.approvals,
   };
 }
 
@@ -77,7 +79,9 @@ export function childRunOptions(context: ToolContext, path: readonly string[]): 
  * and reason when the child did not complete.
  */
 export async function runDelegate(target: DelegateTarget, task: string, context: ToolContext, path: readonly string[]): Promise<ToolResultValue | string> {
-  const run = target.run(task, childRunOptions(context, path));
+  // A call resumed after approvals resumes the sub-agent's stopped run instead of starting one.
+  const resume = context.resume;
+  const run = resume && target.resume ? target.resume(resume.checkpoint, { ...childRunOptions(context, path), decisions: resume.decisions }) : target.run(task, childRunOptions(context, path));
   try {
     for await (const event of run as AsyncIterable<LoopEvent>) context.nested(target.name, event);
   } catch (error) {
@@ -86,6 +90,8 @@ export async function runDelegate(target: DelegateTarget, task: string, context:
     return errorResult(`Sub-agent "${target.name}" failed: ${message}`);
   }
   const result: RunResult = await run;
+  // The sub-agent stopped for approvals: the parent's run stops too, its checkpoint nesting this one.
+  if (result.state === "INTERRUPTED" && result.checkpoint) throw new ToolInterrupt(result.checkpoint);
   return resultToToolOutput(target.name, result);
 }
 

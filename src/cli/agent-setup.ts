@@ -86,12 +86,13 @@ export async function applyModelOptions(settings: AgentSettings, options: AgentC
 }
 
 /**
- * The CLI builds its scripted model itself (paced; in `chat`, one script for the whole
- * conversation), so `DEBUG_MOCK_RESPONSES`, already read into the settings, must not make every
- * `Agent` of this process replace it with a fresh copy.
+ * The CLI reads `DEBUG_MOCK_RESPONSES` into its settings, where the flags override it (`--mock`,
+ * `--model`), and builds the scripted model itself (paced; in `chat`, one script for the whole
+ * conversation). So the variable must not make every `Agent` of this process replace the model
+ * with a fresh copy of the environment's script.
  */
-export function takeOverMockScript(settings: AgentSettings): void {
-  if (settings.mockResponses !== undefined) delete process.env.DEBUG_MOCK_RESPONSES;
+export function takeOverMockScript(env: NodeJS.ProcessEnv): void {
+  if (env === process.env) delete process.env.DEBUG_MOCK_RESPONSES;
 }
 
 /** How long `run`, `chat` and `serve` wait for an MCP server or peer agent that is still starting. */
@@ -188,7 +189,7 @@ export async function setupCliAgent(options: AgentCliOptions, setup: SetupOption
   try {
     // A script streams with a small delay per chunk so answers visibly stream (and can be interrupted).
     // It stands in for the provider: the agent still wraps it in the tool-call mode.
-    takeOverMockScript(settings);
+    takeOverMockScript(env);
     const model =
       settings.mockResponses !== undefined
         ? new ScriptedModel(settings.mockResponses, { chunkDelayMs: 10, continueAcrossRuns: setup.continueScript })

@@ -7,7 +7,9 @@ import type { Model } from "../model/model.js";
 import { ScriptedModel } from "../model/scripted.js";
 import { compatibleBaseURL, resolveModel } from "../providers/index.js";
 import { withToolCallMode } from "../text-tools/index.js";
+import type { Guardrails } from "../loop/guardrails.js";
 import type { Tool } from "../tools/tool.js";
+import { jsonSchemaOf } from "../tools/validate.js";
 import type { AgentSettings, McpServerSetting } from "./settings.js";
 
 /** A dependency that did not answer before the readiness timeout. */
@@ -23,7 +25,7 @@ export interface AgentRuntime {
   agent: Agent;
   settings: AgentSettings;
   /** Every tool the agent can call now (MCP tools and `delegate_to_<name>` tools included); follows the MCP servers' tool list changes. */
-  readonly tools: Array<{ name: string; description: string }>;
+  readonly tools: Array<{ name: string; description: string; inputSchema: unknown }>;
   /** MCP servers and peer agents that did not answer in time (their tools are left out). */
   unavailable: UnavailableDependency[];
   /** Closes MCP connections. */
@@ -39,6 +41,8 @@ export interface BuildAgentOptions {
   model?: Model;
   /** Extra local tools. */
   tools?: Tool[];
+  /** Guardrails in code (the settings' `deniedTools` are added to them). */
+  guardrails?: Guardrails;
   /** How long MCP servers and peer cards get to answer (default 10 s). */
   readyTimeoutMs?: number;
 }
@@ -174,18 +178,23 @@ export async function prepareAgentRuntime(settings: AgentSettings, options: Buil
         maxTurns: settings.maxSteps,
         memory: options.memory,
         observers: options.observers,
+        guardrails:
+          settings.deniedTools.length > 0 ? { ...options.guardrails, deniedTools: [...(options.guardrails?.deniedTools ?? []), ...settings.deniedTools] } : options.guardrails,
+        needsApproval: settings.approvals.tools.length > 0 ? settings.approvals.tools : undefined,
+        onApproval: settings.approvals.mode,
+        approvalTimeoutMs: settings.approvals.timeoutMs,
       });
     } catch (error) {
       await close();
       throw new AgentLoopError("configuration", `agent "${settings.name}": ${reasonOf(error)}`, { cause: error });
     }
-    let toolList = agent.currentTools().map(({ name, description }) => ({ name, description }));
+    let toolList = agent.currentTools().map((tool) => ({ name: tool.name, description: tool.description, inputSchema: jsonSchemaOf(tool) }));
     return {
       agent,
       settings,
       get tools() {
         try {
-          toolList = agent.currentTools().map(({ name, description }) => ({ name, description }));
+          toolList = agent.currentTools().map((tool) => ({ name: tool.name, description: tool.description, inputSchema: jsonSchemaOf(tool) }));
         } catch {
           // A server's change clashed with another tool's name: runs fail naming it; keep the last good list here.
         }

@@ -3,6 +3,7 @@ import { parse as parseYaml } from "yaml";
 import { AgentLoopError } from "../errors.js";
 import { checkMockScript } from "../model/mock-script.js";
 
+import type { ToolDenyRule } from "../loop/guardrails.js";
 import { TOOL_CALL_MODES, type ToolCallMode } from "../text-tools/index.js";
 
 export type { ToolCallMode };
@@ -53,6 +54,12 @@ export interface AgentSettings {
   port: number;
   /** `AGENT_API_KEY`: when set, every route but health and ready needs `Authorization: Bearer <key>`. */
   apiKey?: string;
+  /** `AGENT_PUBLIC_URL` (file: `publicUrl`): the base URL the agent card advertises (default: the listening address). */
+  publicUrl?: string;
+  /** The file's `guardrails`: denied tools (names or globs) with a reason. */
+  deniedTools: ToolDenyRule[];
+  /** The file's `approvals`: tools (names or globs, MCP and remote tools included) whose calls need approval. */
+  approvals: { tools: string[]; mode?: "wait" | "interrupt"; timeoutMs?: number };
 }
 
 /** The agent file (YAML). Every field is optional; the environment fills or overrides. */
@@ -63,6 +70,8 @@ export interface AgentFile {
   model?: string | { url?: string; name?: string };
   maxSteps?: number;
   toolCallMode?: ToolCallMode;
+  /** The base URL the agent card advertises (behind a proxy or ingress). */
+  publicUrl?: string;
   mcpServers?: Array<McpServerSetting | string> | Record<string, Omit<McpServerSetting, "name"> | string>;
   subAgents?: Array<{ name: string; url: string; protocol?: "kaos" | "a2a"; cardUrl?: string }> | Record<string, string | { url: string; protocol?: "kaos" | "a2a"; cardUrl?: string }>;
   memory?: {
@@ -79,6 +88,10 @@ export interface AgentFile {
     maxSessions?: number;
     maxSessionEvents?: number;
   };
+  /** `deniedTools: [{ tools: "shell_*" | [names or globs], reason }]`: such calls never run. */
+  guardrails?: { deniedTools?: ToolDenyRule[] };
+  /** `tools`: names or globs whose calls need a person's approval; `mode`: wait (default) or interrupt; `timeoutMs` (wait mode). */
+  approvals?: { tools?: string[]; mode?: "wait" | "interrupt"; timeoutMs?: number };
 }
 
 const memoryFileKeys: Record<string, string> = {
@@ -206,7 +219,7 @@ export function parseAgentFile(source: string, origin = "agent file"): AgentFile
   if (value === null || value === undefined) return {};
   if (typeof value !== "object" || Array.isArray(value)) throw new AgentLoopError("configuration", `${origin}: must be a YAML mapping of settings`);
   const file = value as Record<string, unknown>;
-  const known = new Set(["name", "description", "instructions", "model", "maxSteps", "toolCallMode", "mcpServers", "subAgents", "memory"]);
+  const known = new Set(["name", "description", "instructions", "model", "maxSteps", "toolCallMode", "publicUrl", "mcpServers", "subAgents", "memory", "guardrails", "approvals"]);
   for (const key of Object.keys(file)) {
     if (!known.has(key)) throw new AgentLoopError("configuration", `${origin}: unknown setting "${key}" (known: ${[...known].join(", ")})`);
   }
@@ -216,6 +229,7 @@ export function parseAgentFile(source: string, origin = "agent file"): AgentFile
   if (file.instructions !== undefined) text(field("instructions"), file.instructions);
   if (file.maxSteps !== undefined) positiveInteger(field("maxSteps"), file.maxSteps);
   if (file.toolCallMode !== undefined) toolCallMode(field("toolCallMode"), file.toolCallMode);
+  if (file.publicUrl !== undefined) httpUrl(field("publicUrl"), file.publicUrl);
   if (file.model !== undefined && typeof file.model !== "string") {
     if (typeof file.model !== "object" || file.model === null || Array.isArray(file.model)) {
       throw configurationError(field("model"), 'must be a model spec like "openai:gpt-4.1" or { url, name }');
@@ -230,9 +244,47 @@ export function parseAgentFile(source: string, origin = "agent file"): AgentFile
   for (const key of Object.keys((file.memory as object | undefined) ?? {})) {
     if (!(key in memoryFileKeys)) throw configurationError(field(`memory.${key}`), `unknown memory setting (known: ${Object.keys(memoryFileKeys).join(", ")})`);
   }
+  checkControl(file, field);
   normalizeMcpServers(file.mcpServers, field("mcpServers"));
   normalizeSubAgents(file.subAgents, field("subAgents"));
   return file as AgentFile;
+}
+
+function stringList(setting: string, value: unknown): string[] {
+  const items = typeof value === "string" ? [value] : value;
+  if (!Array.isArray(items) || !items.every((item) => typeof item === "string" && item !== "")) {
+    throw configurationError(setting, `must be a tool name or glob, or a list of them, got ${JSON.stringify(value)}`);
+  }
+  return items;
+}
+
+function mapping(setting: string, value: unknown, known: string[]): Record<string, unknown> {
+  if (typeof value !== "object" || value === null || Array.isArray(value)) throw configurationError(setting, "must be a mapping");
+  for (const key of Object.keys(value)) if (!known.includes(key)) throw configurationError(`${setting}.${key}`, `unknown setting (known: ${known.join(", ")})`);
+  return value as Record<string, unknown>;
+}
+
+/** Checks the file's `guardrails` and `approvals`. */
+function checkControl(file: Record<string, unknown>, field: (name: string) => string): void {
+  if (file.guardrails !== undefined) {
+    const guardrails = mapping(field("guardrails"), file.guardrails, ["deniedTools"]);
+    const rules = guardrails.deniedTools ?? [];
+    if (!Array.isArray(rules)) throw configurationError(field("guardrails.deniedTools"), "must be a list of { tools, reason }");
+    rules.forEach((rule, index) => {
+      const where = field(`guardrails.deniedTools[${index}]`);
+      const entry = mapping(where, rule, ["tools", "reason"]);
+      stringList(`${where}.tools`, entry.tools);
+      if (typeof entry.reason !== "string" || entry.reason.trim() === "") throw configurationError(`${where}.reason`, "is required (the denied call's result says it)");
+    });
+  }
+  if (file.approvals !== undefined) {
+    const approvals = mapping(field("approvals"), file.approvals, ["tools", "mode", "timeoutMs"]);
+    if (approvals.tools !== undefined) stringList(field("approvals.tools"), approvals.tools);
+    if (approvals.mode !== undefined && approvals.mode !== "wait" && approvals.mode !== "interrupt") {
+      throw configurationError(field("approvals.mode"), `must be wait or interrupt, got ${JSON.stringify(approvals.mode)}`);
+    }
+    if (approvals.timeoutMs !== undefined) positiveInteger(field("approvals.timeoutMs"), approvals.timeoutMs);
+  }
 }
 
 function normalizeMcpServers(value: unknown, setting: string): McpServerSetting[] {
@@ -355,6 +407,13 @@ export function settingsFrom(file: AgentFile, env: NodeJS.ProcessEnv): AgentSett
     mockResponses: set("DEBUG_MOCK_RESPONSES") ? env.DEBUG_MOCK_RESPONSES : undefined,
     port: set("AGENT_PORT") ? port("AGENT_PORT", env.AGENT_PORT) : 8000,
     apiKey: set("AGENT_API_KEY") ? env.AGENT_API_KEY : undefined,
+    publicUrl: set("AGENT_PUBLIC_URL") ? httpUrl("AGENT_PUBLIC_URL", env.AGENT_PUBLIC_URL) : file.publicUrl,
+    deniedTools: file.guardrails?.deniedTools ?? [],
+    approvals: {
+      tools: file.approvals?.tools === undefined ? [] : typeof file.approvals.tools === "string" ? [file.approvals.tools] : file.approvals.tools,
+      mode: file.approvals?.mode,
+      timeoutMs: file.approvals?.timeoutMs,
+    },
   };
   if (settings.mockResponses !== undefined) checkMockScript(settings.mockResponses, "DEBUG_MOCK_RESPONSES");
   for (const [key, variable] of Object.entries(memoryFileKeys)) {

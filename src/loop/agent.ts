@@ -7,13 +7,16 @@ import { scriptedModelFromEnv } from "../model/scripted.js";
 import type { Tool } from "../tools/tool.js";
 import { jsonSchemaOf, warmValidators } from "../tools/validate.js";
 import { type Usage, addUsage, emptyUsage } from "../usage.js";
+import { type ApprovalScope, runControlledWave, type WaveResume } from "./approvals.js";
 import { hideBoundParameters } from "./bindings.js";
+import { claimCheckpoint, newCheckpointId, type RunCheckpoint } from "./checkpoint.js";
 import { resolveInstrumentation } from "./global-tracing.js";
+import { AnswerBuffer, checkGuardrails, evaluate } from "./guardrails.js";
 import type { RunResult, TerminalState } from "./events.js";
 import { callSignature, detectLoop, signatureName } from "./loop-detection.js";
 import { Run, type RunControl } from "./run.js";
-import type { AgentConfig, Instrumentation, RunInfo, RunOptions, SessionMemory, Toolset } from "./types.js";
-import { cancelledResults, runWave } from "./wave.js";
+import type { AgentConfig, Instrumentation, ResumeOptions, RunInfo, RunOptions, SessionMemory, Toolset } from "./types.js";
+import { cancelledResults } from "./wave.js";
 
 const DEFAULT_MAX_TURNS = 10;
 const DEFAULT_LOOP_WINDOW = 10;
@@ -53,6 +56,11 @@ interface RunContext {
   agentPath: readonly string[];
   /** The configured instrumentation, or the global tracer provider's (see global-tracing.ts). */
   instrumentation: Instrumentation | undefined;
+  approvals: ApprovalScope;
+  /** Set by a guardrail that ended the input (the output guardrail decides inside the model call). */
+  stop?: Outcome;
+  /** Set when the run stops for approvals. */
+  checkpoint?: RunCheckpoint;
 }
 
 /**
@@ -94,12 +102,20 @@ export class Agent {
         throw new TypeError(`Agent config: truncation.mode must be "head_tail" or "tail", got ${JSON.stringify(mode)}`);
       }
     }
-    const modes = ["auto", "native", "string", "action", "plan"];
+    const modes = ["auto", "native", "string", "action", "plan", "fenced"];
     if (config.toolCallMode !== undefined && !modes.includes(config.toolCallMode)) {
       throw new TypeError(`Agent config: toolCallMode must be one of ${modes.join(", ")}, got ${JSON.stringify(config.toolCallMode)}`);
     }
     if (config.onLimit !== undefined && config.onLimit !== "stop" && config.onLimit !== "final-answer") {
       throw new TypeError(`Agent config: onLimit must be "stop" or "final-answer", got ${JSON.stringify(config.onLimit)}`);
+    }
+    checkGuardrails(config.guardrails);
+    if (config.onApproval !== undefined && config.onApproval !== "wait" && config.onApproval !== "interrupt") {
+      throw new TypeError(`Agent config: onApproval must be "wait" or "interrupt", got ${JSON.stringify(config.onApproval)}`);
+    }
+    positiveInteger(config.approvalTimeoutMs, "approvalTimeoutMs");
+    if (config.needsApproval !== undefined && (!Array.isArray(config.needsApproval) || !config.needsApproval.every((name) => typeof name === "string" && name !== ""))) {
+      throw new TypeError(`Agent config: needsApproval must be a list of tool names or globs, got ${JSON.stringify(config.needsApproval)}`);
     }
     this.config = config;
     this.model = model;
@@ -196,13 +212,30 @@ export class Agent {
     }
     const runId = options.runId ?? `run_${randomUUID()}`;
     const fail = (error: unknown) => this.failedResult(runId, error);
-    return new Run(runId, (control) => this.execute(control, input, options), fail, options.signal, options.onEvent);
+    return new Run(runId, (control) => this.execute(control, input, options), fail, options.signal, options.onEvent, options.approvals?.broker);
+  }
+
+  /**
+   * Goes on with a run that stopped for approvals (state INTERRUPTED), in this process or another:
+   * approved calls run once, rejected ones get `Rejected: <reason>`, the rest of the wave runs and
+   * the loop goes on. Throws a `ResumeError` for a checkpoint resumed before (in this process; across
+   * processes the session's memory refuses it: the run fails), a decision for a call that is not
+   * pending, or arguments that changed since the approval was asked for.
+   */
+  resume(checkpoint: RunCheckpoint, options: ResumeOptions): Run {
+    claimCheckpoint(checkpoint, options?.decisions, this.name);
+    const runId = `run_${randomUUID()}`;
+    const fail = (error: unknown) => this.failedResult(runId, error);
+    const runOptions: RunOptions = { ...options, sessionId: options.sessionId ?? checkpoint.sessionId, inputs: checkpoint.inputs };
+    const resume = { checkpoint, decisions: options.decisions };
+    return new Run(runId, (control) => this.execute(control, "", runOptions, resume), fail, options.signal, options.onEvent, options.approvals?.broker);
   }
 
   /** The model for one run: a fresh copy when the model offers one, wrapped in a text protocol if asked. */
-  private async modelForRun(): Promise<Model> {
+  private async modelForRun(resumedAfterTurns?: number): Promise<Model> {
     const mode = this.config.toolCallMode ?? "native";
-    if (mode === "native") return this.model.forRun?.() ?? this.model;
+    const run = resumedAfterTurns === undefined ? undefined : { resumedAfterTurns };
+    if (mode === "native") return this.model.forRun?.(run) ?? this.model;
     if (!this.wrappedModel) {
       // Loaded only when asked for: the text protocols are not part of the core import.
       const { withToolCallMode } = await import("../text-tools/index.js");
@@ -210,11 +243,11 @@ export class Agent {
       this.wrappedModel = withToolCallMode(this.model, mode, { maxSteps: steps, maxWaves: steps });
     }
     // One wrapper across runs, so `auto` remembers a fallback to string mode; its per-run copies share it.
-    return this.wrappedModel.forRun?.() ?? this.wrappedModel;
+    return this.wrappedModel.forRun?.(run) ?? this.wrappedModel;
   }
 
-  private async execute(control: RunControl, input: string, options: RunOptions): Promise<RunResult> {
-    const model = await this.modelForRun();
+  private async execute(control: RunControl, input: string, options: RunOptions, resume?: Resume): Promise<RunResult> {
+    const model = await this.modelForRun(resume?.checkpoint.counters.turns);
     const instrumentation = await resolveInstrumentation(this.config.instrumentation);
     const info: RunInfo = {
       runId: control.id,
@@ -244,11 +277,16 @@ export class Agent {
       inputs: options.inputs ?? {},
       agentPath: [...(options.agentPath ?? []), this.name],
       instrumentation,
+      approvals: {
+        broker: control.approvals,
+        mode: options.onApproval ?? options.approvals?.mode ?? this.config.onApproval ?? "wait",
+        timeoutMs: options.approvalTimeoutMs ?? options.approvals?.timeoutMs ?? this.config.approvalTimeoutMs,
+      },
     };
     const body = async () => {
       let outcome: Outcome;
       try {
-        outcome = await this.loop(context, input);
+        outcome = resume ? await this.resumeLoop(context, resume) : await this.loop(context, input);
       } catch (thrown) {
         const error = AgentLoopError.from(thrown);
         outcome = { state: "FAILED", reason: `internal error: ${error.message}`, error };
@@ -295,16 +333,55 @@ export class Agent {
     return outcome;
   }
 
+  /** The outer loop of a resumed run: the stopped wave first, then on as `loop` does. */
+  private async resumeLoop(context: RunContext, { checkpoint, decisions }: Resume): Promise<Outcome> {
+    const { control, info, options, messages } = context;
+    control.setState("RUNNING");
+    const memory = this.config.memory;
+    const sessionId = options.sessionId;
+    // Across processes, the session's log says whether this checkpoint was resumed before.
+    const usedBefore = memory?.checkpointResumed && sessionId ? await memory.checkpointResumed(sessionId, checkpoint.id) : false;
+    const resumedFrom = usedBefore ? undefined : { checkpointId: checkpoint.id, decisions };
+    const model = `${info.model.provider}:${info.model.modelId}`;
+    control.emit({ type: "run-start", runId: control.id, agent: this.name, model, input: "", sessionId, timestamp: Date.now(), resumedFrom });
+    if (usedBefore) {
+      const error = new AgentLoopError("invalid_request", `checkpoint ${checkpoint.id} was already resumed (session ${sessionId} records it); a checkpoint is resumed once`);
+      control.emit({ type: "error", runId: control.id, error, fatal: true });
+      return { state: "FAILED", reason: error.message, error };
+    }
+    const { counters } = checkpoint;
+    messages.push(...structuredClone(checkpoint.messages));
+    Object.assign(context, {
+      firstNew: checkpoint.firstNew,
+      usage: { ...counters.usage },
+      turns: counters.turns,
+      toolRounds: counters.toolRounds,
+      toolCalls: counters.toolCalls,
+      signatures: [...counters.signatures],
+      loopWarnings: counters.loopWarnings,
+    });
+    const wave = { ...checkpoint.wave, checkpointId: checkpoint.id, pending: checkpoint.pending, decisions };
+    let outcome = await this.runInput(context, { wave, turns: counters.inputTurns, rounds: counters.inputRounds });
+    for (let next: string | undefined; outcome.state === "COMPLETED" && (next = control.takeFollowUp()) !== undefined; ) {
+      messages.push({ role: "user", content: next });
+      control.emit({ type: "user-message", runId: control.id, content: next, followUp: true });
+      outcome = await this.runInput(context);
+    }
+    return outcome;
+  }
+
   /** The inner loop for one input: model call, wave, repeat, until an answer or a stop. */
-  private async runInput(context: RunContext): Promise<Outcome> {
+  private async runInput(context: RunContext, resumed?: { wave: WaveResume; turns: number; rounds: number }): Promise<Outcome> {
     const { control, messages } = context;
     const config = this.config;
     const maxTurns = config.maxTurns ?? DEFAULT_MAX_TURNS;
-    // In the action and plan protocols maxTurns counts their steps (action turns, waves) and the
+    // In the action, plan and fenced protocols maxTurns counts their steps (tool turns, waves) and the
     // protocol itself ends them; one more model call gives the final answer.
-    const turnLimit = config.toolCallMode === "action" || config.toolCallMode === "plan" ? maxTurns + 1 : maxTurns;
-    let turns = 0;
-    let rounds = 0;
+    const turnLimit = config.toolCallMode === "action" || config.toolCallMode === "plan" || config.toolCallMode === "fenced" ? maxTurns + 1 : maxTurns;
+    let turns = resumed?.turns ?? 0;
+    let rounds = resumed?.rounds ?? 0;
+    const start = resumed ? await this.toolWave(context, resumed.wave.calls, turns, rounds, resumed.wave) : await this.checkInput(context);
+    if (start) return start;
     for (;;) {
       if (control.signal.aborted) return { state: "ABORTED", reason: abortReason(control.signal) };
       if (turns >= turnLimit) return this.limit(context, "TURN_LIMIT", `maxTurns (${maxTurns}) reached`);
@@ -316,6 +393,7 @@ export class Agent {
       if (toolsFailure) return toolsFailure;
       const response = await this.callModel(context);
       if (response.error) return this.modelFailed(context, response);
+      if (context.stop) return context.stop;
       const calls = toolCallsOf(response.message);
       if (calls.length === 0) {
         // Steering asks for another answer, but never at the cost of the one we have on the last turn.
@@ -341,10 +419,21 @@ export class Agent {
       rounds++;
       context.toolRounds++;
       context.toolCalls += calls.length;
-      const outcomes = await runWave(calls, {
+      const stop = await this.toolWave(context, calls, turns, rounds);
+      if (stop) return stop;
+    }
+  }
+
+  /** One wave, under the guardrails and approvals; an outcome when the input ends here. */
+  private async toolWave(context: RunContext, calls: ToolCallPart[], turns: number, rounds: number, resume?: WaveResume): Promise<Outcome | undefined> {
+    const { control, messages } = context;
+    const config = this.config;
+    const wave = await runControlledWave(
+      calls,
+      {
         run: context.info,
         step: rounds,
-        maxSteps: config.maxToolRounds ?? maxTurns,
+        maxSteps: config.maxToolRounds ?? config.maxTurns ?? DEFAULT_MAX_TURNS,
         tools: this.tools,
         inputs: context.inputs,
         signal: control.signal,
@@ -358,13 +447,64 @@ export class Agent {
         instrumentation: context.instrumentation,
         onAbort: control.onAbort,
         emit: control.emit,
-      });
-      messages.push(...outcomes.map((outcome) => outcome.result));
-      if (control.signal.aborted) return { state: "ABORTED", reason: abortReason(control.signal) };
-      const loopStop = this.checkLoop(context, outcomes);
-      if (loopStop) return loopStop;
-      this.injectSteering(context);
+        approvals: context.approvals,
+      },
+      { agent: this.name, guardrails: config.guardrails, approvals: context.approvals, needsApproval: config.needsApproval, resume },
+    );
+    if (wave.interrupted) {
+      if (control.signal.aborted) {
+        messages.push(...cancelledResults(calls, abortReason(control.signal).slice("aborted: ".length)));
+        return { state: "ABORTED", reason: abortReason(control.signal) };
+      }
+      const { pending } = wave.interrupted;
+      context.checkpoint = JSON.parse(
+        JSON.stringify({
+          version: 1,
+          id: newCheckpointId(),
+          agent: this.name,
+          runId: control.id,
+          sessionId: context.options.sessionId,
+          createdAt: new Date().toISOString(),
+          pending,
+          messages,
+          firstNew: context.firstNew,
+          inputs: context.inputs,
+          counters: {
+            turns: context.turns,
+            toolRounds: context.toolRounds,
+            toolCalls: context.toolCalls,
+            inputTurns: turns,
+            inputRounds: rounds,
+            loopWarnings: context.loopWarnings,
+            signatures: context.signatures,
+            usage: context.usage,
+          },
+          wave: wave.interrupted.wave,
+        } satisfies RunCheckpoint),
+      );
+      const names = pending.map((entry) => `${entry.toolName} (${entry.toolCallId})`).join(", ");
+      return { state: "INTERRUPTED", reason: `waiting for approval of ${pending.length} tool call(s): ${names}` };
     }
+    const outcomes = wave.outcomes;
+    messages.push(...outcomes.map((outcome) => outcome.result));
+    if (control.signal.aborted) return { state: "ABORTED", reason: abortReason(control.signal) };
+    const loopStop = this.checkLoop(context, outcomes);
+    if (loopStop) return loopStop;
+    this.injectSteering(context);
+    return undefined;
+  }
+
+  /** The input guardrail, before the input's first model call. */
+  private async checkInput(context: RunContext): Promise<Outcome | undefined> {
+    const guardrail = this.config.guardrails?.input;
+    if (!guardrail) return undefined;
+    const { control, messages } = context;
+    const last = messages.at(-1);
+    const input = last?.role === "user" ? textOf(last) : "";
+    const verdict = await evaluate("input", guardrail, { input, messages, agent: this.name, runId: control.id });
+    if (verdict.allow) return undefined;
+    control.emit({ type: "guardrail", runId: control.id, guardrail: "input", allowed: false, reason: verdict.reason });
+    return { state: "GUARDRAIL", reason: `input guardrail: ${verdict.reason}` };
   }
 
   /** One model call, streaming text and reasoning out as events. Never throws. */
@@ -382,11 +522,14 @@ export class Agent {
       inputStart: context.inputStart,
     };
     const instrumentation = context.instrumentation;
+    // With an output guardrail, the answer text waits for its verdict (commentary and reasoning do not).
+    const buffer = this.config.guardrails?.output ? new AnswerBuffer((type, delta) => control.emit({ type, runId: control.id, turn, delta })) : undefined;
     const response = instrumentation
-      ? await instrumentation.modelCall({ ...info, turn, toolNames: tools.map((tool) => tool.name) }, () => streamModel(context, request, turn))
-      : await streamModel(context, request, turn);
+      ? await instrumentation.modelCall({ ...info, turn, toolNames: tools.map((tool) => tool.name) }, () => streamModel(context, request, turn, buffer))
+      : await streamModel(context, request, turn, buffer);
     let toolCalls = 0;
     for (const part of response.message.content) if (part.type === "tool-call") toolCalls++;
+    if (buffer) await this.checkOutput(context, response, toolCalls, buffer);
     if (!response.message.content.every(keepPart)) response.message.content = response.message.content.filter(keepPart);
     if (response.message.content.length > 0) messages.push(response.message);
     context.usage = addUsage(context.usage, response.usage);
@@ -401,6 +544,25 @@ export class Agent {
       toolCalls,
     });
     return response;
+  }
+
+  /** The output guardrail on an answer: allowed text is streamed, denied text is dropped from the transcript. */
+  private async checkOutput(context: RunContext, response: ModelResponse, toolCalls: number, buffer: AnswerBuffer): Promise<void> {
+    if (toolCalls > 0 || response.error) {
+      buffer.releaseAsCommentary();
+      return;
+    }
+    const { control, messages } = context;
+    const text = textOf(response.message);
+    const verdict = await evaluate("output", this.config.guardrails!.output!, { text, messages, agent: this.name, runId: control.id });
+    if (verdict.allow) {
+      buffer.release();
+      return;
+    }
+    buffer.drop();
+    response.message.content = response.message.content.filter((part) => part.type !== "text");
+    control.emit({ type: "guardrail", runId: control.id, guardrail: "output", allowed: false, reason: verdict.reason });
+    context.stop = { state: "GUARDRAIL", reason: `output guardrail: ${verdict.reason}` };
   }
 
   /** Syncs the toolsets' tools; a change that made two tools share a name fails the run. */
@@ -434,6 +596,7 @@ export class Agent {
     if (toolsFailure) return toolsFailure;
     const response = await this.callModel(context, "none");
     if (response.error) return this.modelFailed(context, response);
+    if (context.stop) return context.stop;
     const calls = toolCallsOf(response.message);
     if (calls.length) context.messages.push(...cancelledResults(calls, "tools are disabled for the final answer"));
     return { state, reason: `${reason}; final answer given without tools` };
@@ -507,7 +670,14 @@ function resultOf(context: RunContext, outcome: Outcome): RunResult {
     toolRounds: context.toolRounds,
     toolCalls: context.toolCalls,
     error: outcome.error,
+    checkpoint: context.checkpoint,
   };
+}
+
+/** What `agent.resume` hands the run. */
+interface Resume {
+  checkpoint: RunCheckpoint;
+  decisions: ResumeOptions["decisions"];
 }
 
 function abortReason(signal: AbortSignal, fallback = "aborted"): string {
@@ -646,9 +816,9 @@ function keepPart(part: AssistantPart): boolean {
 }
 
 /** One model call of the run, its deltas emitted as loop events. */
-function streamModel(context: RunContext, request: ModelRequest, turn: number): Promise<ModelResponse> {
+function streamModel(context: RunContext, request: ModelRequest, turn: number, buffer?: AnswerBuffer): Promise<ModelResponse> {
   const { control, info } = context;
-  return streamTurn(info.model, request, control.onAbort, (delta, type) => control.emit({ type, runId: control.id, turn, delta }));
+  return streamTurn(info.model, request, control.onAbort, buffer ? buffer.forward : (delta, type) => control.emit({ type, runId: control.id, turn, delta }));
 }
 
 function abortedError(signal: AbortSignal): AgentLoopError {

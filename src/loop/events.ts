@@ -2,6 +2,7 @@ import type { AgentLoopError } from "../errors.js";
 import type { AssistantMessage, Message, ToolResultMessage } from "../messages.js";
 import type { FinishReason } from "../model/model.js";
 import type { Usage } from "../usage.js";
+import type { ApprovalDecision, RunCheckpoint } from "./checkpoint.js";
 
 export type RunState =
   | "CREATED"
@@ -13,12 +14,16 @@ export type RunState =
   | "ROUND_LIMIT"
   | "TOKEN_BUDGET"
   | "TOOL_BUDGET"
-  | "LOOP_DETECTED";
+  | "LOOP_DETECTED"
+  /** A guardrail denied the input or the answer (`reason` names it). */
+  | "GUARDRAIL"
+  /** Stopped for approvals (`onApproval: "interrupt"`): `result.checkpoint` resumes it. */
+  | "INTERRUPTED";
 
 export type TerminalState = Exclude<RunState, "CREATED" | "RUNNING">;
 
 /** Why a tool call produced an error result. */
-export type ToolErrorKind = "unknown_tool" | "invalid_arguments" | "schema" | "threw" | "timeout" | "cancelled" | "error_result";
+export type ToolErrorKind = "unknown_tool" | "invalid_arguments" | "schema" | "threw" | "timeout" | "cancelled" | "error_result" | "guardrail" | "rejected";
 
 export interface ProgressBlock {
   type: "progress";
@@ -44,6 +49,8 @@ export interface RunResult {
   toolRounds: number;
   toolCalls: number;
   error?: AgentLoopError;
+  /** Set when the state is INTERRUPTED: JSON-serializable; `agent.resume(checkpoint, { decisions })` goes on. */
+  checkpoint?: RunCheckpoint;
 }
 
 /**
@@ -51,7 +58,17 @@ export interface RunResult {
  * this one union; the loop knows none of them.
  */
 export type LoopEvent =
-  | { type: "run-start"; runId: string; agent: string; model: string; input: string; sessionId?: string; timestamp: number }
+  | {
+      type: "run-start";
+      runId: string;
+      agent: string;
+      model: string;
+      input: string;
+      sessionId?: string;
+      timestamp: number;
+      /** A resumed run (`agent.resume`): the checkpoint it goes on from and the decisions given. */
+      resumedFrom?: { checkpointId: string; decisions: Record<string, ApprovalDecision> };
+    }
   | { type: "user-message"; runId: string; content: string; followUp: boolean }
   | { type: "turn-start"; runId: string; turn: number }
   /** Answer text, streamed as it arrives. */
@@ -100,6 +117,19 @@ export type LoopEvent =
     }
   | { type: "tool-error"; runId: string; toolCallId: string; name: string; kind: ToolErrorKind; message: string }
   | { type: "steering"; runId: string; content: string }
+  /** A guardrail denied something (or a tool guardrail rewrote a call's arguments: `allowed: true`). */
+  | { type: "guardrail"; runId: string; guardrail: "input" | "output" | "tool"; allowed: boolean; reason: string; toolCallId?: string; name?: string }
+  /** A call waits for a person's decision (`run.approve` / `run.reject`, or `agent.resume` after an interrupt). */
+  | {
+      type: "approval-request";
+      runId: string;
+      toolCallId: string;
+      name: string;
+      arguments: Record<string, unknown>;
+      argumentsHash: string;
+      agentPath: string[];
+    }
+  | { type: "approval-decision"; runId: string; toolCallId: string; name: string; approve: boolean; reason?: string; checkpointId?: string }
   | { type: "loop-warning"; runId: string; pattern: string[]; warnings: number; message: string }
   | { type: "usage"; runId: string; turn: number; usage: Usage; total: Usage }
   | { type: "nested"; runId: string; toolCallId: string; agent: string; event: LoopEvent }

@@ -1,5 +1,6 @@
 import { onAbort } from "../abort.js";
 import { AgentLoopError } from "../errors.js";
+import { ApprovalBroker } from "./approvals.js";
 import type { LoopEvent, RunResult, RunState } from "./events.js";
 import type { RunInfo, RunObserver } from "./types.js";
 
@@ -26,6 +27,8 @@ export interface RunControl {
    * Returns the function that removes it. Listeners must not throw.
    */
   onAbort(listener: () => void): () => void;
+  /** The approvals this run (and its sub-agents) wait for. */
+  readonly approvals: ApprovalBroker;
 }
 
 /**
@@ -54,6 +57,7 @@ export class Run implements AsyncIterable<LoopEvent>, PromiseLike<RunResult> {
   private runInfo?: RunInfo;
   /** The loop's own abort listeners (`RunControl.onAbort`). */
   private abortListeners: Array<() => void> = [];
+  private readonly approvals: ApprovalBroker;
 
   constructor(
     id: string,
@@ -61,8 +65,10 @@ export class Run implements AsyncIterable<LoopEvent>, PromiseLike<RunResult> {
     fail: (error: unknown) => RunResult,
     signal?: AbortSignal,
     onEvent?: (event: LoopEvent) => void,
+    approvals?: ApprovalBroker,
   ) {
     this.id = id;
+    this.approvals = approvals ?? new ApprovalBroker();
     this.onEvent = onEvent;
     // Removed when the run ends: one caller signal may serve many runs.
     const disposeSignal = signal ? onAbort(signal, () => this.abortRun(signal.reason)) : undefined;
@@ -107,6 +113,21 @@ export class Run implements AsyncIterable<LoopEvent>, PromiseLike<RunResult> {
   /** Queues a new input that starts when the current one completes. */
   followUp(message: string): void {
     this.followUps.push(message);
+  }
+
+  /** Approves a call waiting in an `approval-request` (a sub-agent's too). Throws when no such call waits. */
+  approve(toolCallId: string): void {
+    this.approvals.decide(toolCallId, { approve: true });
+  }
+
+  /** Rejects a waiting call: it gets the result `Rejected: <reason>` and the run goes on. Throws when no such call waits. */
+  reject(toolCallId: string, reason = "rejected by the user"): void {
+    this.approvals.decide(toolCallId, { approve: false, reason });
+  }
+
+  /** The ids of the calls waiting for `approve` / `reject` now. */
+  get pendingApprovals(): string[] {
+    return this.approvals.pending;
   }
 
   /** Aborts the run: the model stream and running tools receive the signal; the run ends ABORTED. */
@@ -226,6 +247,7 @@ export class Run implements AsyncIterable<LoopEvent>, PromiseLike<RunResult> {
     return {
       id: this.id,
       signal: this.controller.signal,
+      approvals: this.approvals,
       emit: (event) => {
         if (this.ending) return; // a straggler (a tool that outlived the run) cannot reopen it
         if (event.type === "run-end") this.ending = event;

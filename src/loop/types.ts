@@ -2,7 +2,10 @@ import type { AgentLoopError } from "../errors.js";
 import type { Message } from "../messages.js";
 import type { Model, ModelOptions, ModelResponse, ToolChoice } from "../model/model.js";
 import type { Tool, TruncationOptions } from "../tools/tool.js";
+import type { ApprovalMode, ApprovalScope } from "./approvals.js";
+import type { ApprovalDecision, RunCheckpoint } from "./checkpoint.js";
 import type { LoopEvent, RunResult, ToolErrorKind } from "./events.js";
+import type { Guardrails } from "./guardrails.js";
 
 export interface LoopDetectionOptions {
   /** How many recent tool calls are compared (default 10). */
@@ -33,6 +36,8 @@ export interface RunObserver {
 export interface SessionMemory extends RunObserver {
   /** The conversation to continue, rebuilt from the session's log (no dangling tool calls). */
   loadHistory(sessionId: string): Promise<Message[]>;
+  /** Whether the session's log records a resume of this checkpoint (a second resume is refused, across processes). */
+  checkpointResumed?(sessionId: string, checkpointId: string): Promise<boolean>;
 }
 
 export interface ToolCallOutcome {
@@ -90,9 +95,9 @@ export interface AgentConfig {
   modelOptions?: ModelOptions;
   toolChoice?: ToolChoice;
   /** How tools reach the model: `native` (default) function calling, or one of the text protocols of
-   * `agentloop/text-tools` (`string`, `action`, `plan`), or `auto` (native, falling back to string
+   * `agentloop/text-tools` (`string`, `action`, `plan`, `fenced`), or `auto` (native, falling back to string
    * when the server rejects tools). Applies to a `DEBUG_MOCK_RESPONSES` model too. */
-  toolCallMode?: "auto" | "native" | "string" | "action" | "plan";
+  toolCallMode?: "auto" | "native" | "string" | "action" | "plan" | "fenced";
   observers?: RunObserver[];
   /**
    * Wraps the run, each model call and each tool call (`otelInstrumentation()` from
@@ -101,6 +106,18 @@ export interface AgentConfig {
    */
   instrumentation?: Instrumentation | false;
   memory?: SessionMemory;
+  /** Checks of the input (before any model call), the answer, and each tool call (before its wave starts). */
+  guardrails?: Guardrails;
+  /**
+   * What a wave with calls that need approval (`needsApproval`) does: `wait` (default) for
+   * `run.approve(callId)` / `run.reject(callId, reason?)`, or `interrupt`: the run ends INTERRUPTED
+   * with `result.checkpoint`, and `agent.resume(checkpoint, { decisions })` goes on.
+   */
+  onApproval?: ApprovalMode;
+  /** In `wait` mode, a request not decided within this many milliseconds is rejected. */
+  approvalTimeoutMs?: number;
+  /** Tool names or globs (`*`, `?`) whose calls need approval, whatever the tool says: marks MCP and remote tools. */
+  needsApproval?: string[];
 }
 
 /**
@@ -122,6 +139,8 @@ export interface DelegateTarget {
   readonly name: string;
   readonly description: string;
   run(input: string, options?: RunOptions): AsyncIterable<LoopEvent> & PromiseLike<RunResult>;
+  /** Resumes a run of this target that stopped for approvals (an `Agent` has it). */
+  resume?(checkpoint: RunCheckpoint, options: ResumeOptions): AsyncIterable<LoopEvent> & PromiseLike<RunResult>;
 }
 
 export interface RunOptions {
@@ -151,6 +170,17 @@ export interface RunOptions {
   onEvent?: (event: LoopEvent) => void;
   /** Services handed to tools through their context (instrumentation uses it for trace context). */
   services?: Record<string, unknown>;
+  /** Overrides `AgentConfig.onApproval` for this run. */
+  onApproval?: ApprovalMode;
+  /** Overrides `AgentConfig.approvalTimeoutMs` for this run. */
+  approvalTimeoutMs?: number;
+  /** Set by sub-agent tools: the parent run's approvals (a sub-agent's requests are answered through the parent). */
+  approvals?: ApprovalScope;
+}
+
+export interface ResumeOptions extends Omit<RunOptions, "history" | "newSession" | "inputs"> {
+  /** Decisions by tool call id. Calls left undecided stop the run again (a new checkpoint). */
+  decisions: Record<string, ApprovalDecision>;
 }
 
 export type { AgentLoopError };

@@ -4,7 +4,9 @@ import type { ImagePart, Message, TextPart, ToolCallPart, ToolResultMessage } fr
 import { parseToolArguments } from "../tools/parse-arguments.js";
 import type { Tool, ToolContext, TruncationOptions } from "../tools/tool.js";
 import { type Validation, validateArguments, validateArgumentsNow, validatorReady } from "../tools/validate.js";
+import type { ApprovalScope } from "./approvals.js";
 import { applyBindings } from "./bindings.js";
+import { type NestedResume, type RunCheckpoint, ToolInterrupt } from "./checkpoint.js";
 import type { LoopEvent, ToolErrorKind } from "./events.js";
 import { truncateOutput } from "./truncate.js";
 import type { Instrumentation, RunInfo, ToolCallOutcome } from "./types.js";
@@ -27,13 +29,22 @@ export interface WaveSettings {
   /** Abort listeners for `signal` without an EventTarget registration (the run's); else `onAbort`. */
   onAbort?: (listener: () => void) => () => void;
   emit(event: LoopEvent): void;
+  /** What the wave's guardrails and approvals decided per call id (src/loop/approvals.ts). */
+  presets?: ReadonlyMap<string, CallPreset>;
+  /** The run's approvals, handed on to sub-agents through the tool context. */
+  approvals?: ApprovalScope;
 }
+
+/** A call decided before its wave: run with these arguments (a sub-agent maybe resumed), or this error result. */
+export type CallPreset = { args: unknown; resume?: NestedResume } | { error: string; kind: ToolErrorKind };
 
 export interface CallOutcome {
   call: ToolCallPart;
   /** Parsed (and bound) arguments, or the raw text when they could not be parsed. */
   arguments: unknown;
   result: ToolResultMessage;
+  /** The call's sub-agent stopped for approvals: its checkpoint (the call has no result yet). */
+  interrupt?: RunCheckpoint;
 }
 
 interface Settled {
@@ -41,6 +52,7 @@ interface Settled {
   isError: boolean;
   errorKind?: ToolErrorKind;
   structured?: unknown;
+  interrupt?: RunCheckpoint;
 }
 
 class ToolFailure extends Error {
@@ -120,6 +132,7 @@ function failed(kind: ToolErrorKind, message: string): Settled {
 /** A tool's exception as its result. */
 function thrown(error: unknown, settings: WaveSettings): Settled {
   if (error instanceof ToolFailure) return failed(error.kind, error.message);
+  if (error instanceof ToolInterrupt) return { content: "Interrupted: waiting for approval", isError: true, errorKind: "cancelled", interrupt: error.checkpoint };
   if (settings.signal.aborted) return cancelled(settings);
   const message = error instanceof Error ? `${error.name === "Error" ? "Error" : error.name}: ${error.message}` : `Error: ${String(error)}`;
   return failed("threw", message);
@@ -137,6 +150,12 @@ function prepare(state: CallState, settings: WaveSettings): Settled | undefined 
     if (!tool) {
       const names = [...settings.tools.keys()];
       return failed("unknown_tool", `Unknown tool: ${call.name}. Available tools: ${names.length ? names.join(", ") : "(none)"}`);
+    }
+    const preset = settings.presets?.get(call.id);
+    if (preset) {
+      if ("error" in preset) return failed(preset.kind, preset.error);
+      state.args = preset.args;
+      return undefined;
     }
     const parsed = parseToolArguments(call.arguments);
     if (!parsed.ok) return failed("invalid_arguments", `Invalid arguments for tool ${call.name}: ${parsed.error}`);
@@ -175,6 +194,8 @@ function toolContext(state: CallState, settings: WaveSettings, signal: AbortSign
     messages: settings.messages,
     progress: progressOf(state, settings),
     nested: nestedOf(state, settings),
+    approvals: settings.approvals,
+    resume: settings.presets && resumeOf(settings.presets.get(call.id)),
   };
 }
 
@@ -189,6 +210,10 @@ function nestedOf(state: CallState, settings: WaveSettings): ToolContext["nested
   return (agent, event) => {
     if (!state.settled) settings.emit({ type: "nested", runId: settings.run.runId, toolCallId: state.call.id, agent, event });
   };
+}
+
+function resumeOf(preset: CallPreset | undefined): NestedResume | undefined {
+  return preset && "args" in preset ? preset.resume : undefined;
 }
 
 function noop(): void {}
@@ -346,6 +371,8 @@ function isThenable(value: unknown): value is PromiseLike<unknown> {
 /** Finalize: the result the model sees (truncated) and the call's closing events. */
 function finish(state: CallState, settled: Settled, output: string, settings: WaveSettings): CallOutcome {
   const { call, tool } = state;
+  // A sub-agent waiting for approvals: no result yet, the resumed run ends the call.
+  if (settled.interrupt) return { call, arguments: state.args, result: { role: "tool", toolCallId: call.id, toolName: call.name, content: output, isError: true }, interrupt: settled.interrupt };
   const { run, step, emit } = settings;
   const limits = tool?.truncation ?? settings.truncation;
   let truncated = false;

@@ -60,6 +60,7 @@ const notRecorded: ReadonlySet<LoopEvent["type"]> = new Set<LoopEvent["type"]>([
   "tool-error",
   "usage",
   "nested",
+  "guardrail",
 ]);
 
 function activeSpanIds(): TraceIds | undefined {
@@ -118,6 +119,7 @@ export function sessionMemory(store: MemoryStore, options: SessionMemoryOptions 
 
   // The in-process store writes synchronously: its events are recorded without a promise each.
   // Only when `append` is its own: a subclass or wrapper that changes `append` is always called.
+  const inOrder = store.appendsInOrder === true;
   const appendSync = store instanceof InMemoryStore && store.append === InMemoryStore.prototype.append ? store.appendSync.bind(store) : undefined;
 
   /** Writes in event order; undefined when the events are already written (a synchronous store with nothing queued). */
@@ -132,11 +134,15 @@ export function sessionMemory(store: MemoryStore, options: SessionMemoryOptions 
         return Promise.reject(error);
       }
     }
-    const next = previous ? previous.then(() => store.append(sessionId, events)) : appendNow(sessionId, events);
-    const tail = next.then(
+    // A store that keeps a session's appends in call order is called at once (the events join the
+    // group commit already waiting); any other after the previous append settled.
+    const next = previous && !inOrder ? previous.then(() => store.append(sessionId, events)) : appendNow(sessionId, events);
+    const settled = next.then(
       () => {},
       (error: unknown) => failed(sessionId, error),
     );
+    // The tail settles after every earlier write too (an in-order store settles them in order anyway).
+    const tail = previous && inOrder ? previous.then(() => settled) : settled;
     queues.set(sessionId, tail);
     void tail.then(() => {
       if (queues.get(sessionId) === tail) queues.delete(sessionId);
@@ -157,13 +163,35 @@ export function sessionMemory(store: MemoryStore, options: SessionMemoryOptions 
       return Object.assign(data, extra);
     };
     switch (event.type) {
-      case "run-start":
+      case "run-start": {
+        const started: NewMemoryEvent = {
+          event_type: "run_started",
+          timestamp,
+          content: { agent: event.agent, model: event.model },
+          metadata: metadata({ depth: run.depth, ...(run.parentRunId ? { parent_run_id: run.parentRunId } : {}) }),
+        };
+        if (!event.resumedFrom) return [started];
+        // A resume is recorded once, with its decisions: a second resume of the checkpoint is refused.
+        const { checkpointId, decisions } = event.resumedFrom;
+        return [started, { event_type: "approval_decided", timestamp, content: { checkpoint_id: checkpointId, decisions }, metadata: metadata({ checkpoint_id: checkpointId }) }];
+      }
+      case "approval-request":
         return [
           {
-            event_type: "run_started",
+            event_type: "approval_requested",
             timestamp,
-            content: { agent: event.agent, model: event.model },
-            metadata: metadata({ depth: run.depth, ...(run.parentRunId ? { parent_run_id: run.parentRunId } : {}) }),
+            content: { tool_call_id: event.toolCallId, tool: event.name, arguments: event.arguments, arguments_hash: event.argumentsHash },
+            metadata: metadata({ tool_call_id: event.toolCallId, tool_name: event.name }),
+          },
+        ];
+      case "approval-decision":
+        if (event.checkpointId) return []; // recorded with the resume's run_started
+        return [
+          {
+            event_type: "approval_decided",
+            timestamp,
+            content: { tool_call_id: event.toolCallId, approve: event.approve, ...(event.reason ? { reason: event.reason } : {}) },
+            metadata: metadata({ tool_call_id: event.toolCallId, tool_name: event.name }),
           },
         ];
       case "user-message":
@@ -254,7 +282,18 @@ export function sessionMemory(store: MemoryStore, options: SessionMemoryOptions 
           metadata: metadata({ turns: result.turns, tool_calls: result.toolCalls, usage: result.usage }),
         };
         const answered = result.text && result.text !== state.recordedAnswer;
-        return answered ? [{ event_type: "agent_response", timestamp, content: result.text, metadata: metadata({}) }, ended] : [ended];
+        const events: NewMemoryEvent[] = answered ? [{ event_type: "agent_response", timestamp, content: result.text, metadata: metadata({}) }, ended] : [ended];
+        // An interrupted run's checkpoint lives in the log, so any process sharing the store can resume it.
+        if (result.checkpoint) {
+          const { checkpoint } = result;
+          events.unshift({
+            event_type: "approval_requested",
+            timestamp,
+            content: { checkpoint_id: checkpoint.id, pending: checkpoint.pending, checkpoint },
+            metadata: metadata({ checkpoint_id: checkpoint.id }),
+          });
+        }
+        return events;
       }
       case "text-delta":
       case "reasoning-delta":
@@ -264,6 +303,7 @@ export function sessionMemory(store: MemoryStore, options: SessionMemoryOptions 
       case "tool-error":
       case "usage":
       case "nested":
+      case "guardrail":
         return [];
       default: {
         const unknown: never = event;
@@ -308,6 +348,11 @@ export function sessionMemory(store: MemoryStore, options: SessionMemoryOptions 
       const active = running ? new Set(running) : undefined;
       const events = await store.events(sessionId);
       return historyFromEvents(active ? events.filter((event) => !active.has(String(event.metadata?.run_id))) : events, { contextLimit });
+    },
+    async checkpointResumed(sessionId: string, checkpointId: string): Promise<boolean> {
+      await queues.get(sessionId);
+      const events = await store.events(sessionId);
+      return events.some((event) => event.event_type === "approval_decided" && (event.content as { checkpoint_id?: unknown } | null)?.checkpoint_id === checkpointId);
     },
     async flush(): Promise<void> {
       await Promise.all(queues.values());

@@ -232,6 +232,11 @@ export class SqlMemoryStore implements MemoryStore {
     });
   }
 
+  /** With group commit, a session's appends go through one lane, in call order. */
+  get appendsInOrder(): boolean {
+    return this.lanes.length > 0;
+  }
+
   async append(sessionId: string, events: readonly NewMemoryEvent[]): Promise<MemoryEvent[]> {
     this.check();
     checkSessionId(sessionId);

@@ -18,7 +18,9 @@ export type MemoryEventType =
   | "run_started"
   | "run_ended"
   | "task_delegation_received"
-  | "loop_warning";
+  | "loop_warning"
+  | "approval_requested"
+  | "approval_decided";
 
 /** Every event type agentloop itself writes. Stores accept any non-empty type name. */
 export const MEMORY_EVENT_TYPES: readonly MemoryEventType[] = [
@@ -34,6 +36,8 @@ export const MEMORY_EVENT_TYPES: readonly MemoryEventType[] = [
   "run_ended",
   "task_delegation_received",
   "loop_warning",
+  "approval_requested",
+  "approval_decided",
 ];
 
 /**
@@ -125,6 +129,12 @@ export const DEFAULT_MAX_SESSIONS = 1000;
 export interface MemoryStore {
   /** "memory", "embedded", "postgres" or "disabled". */
   readonly kind: string;
+  /**
+   * True when appends to one session are written in the order they were called even while earlier
+   * ones are still in flight (a group-commit queue): a writer need not wait for one append before
+   * calling the next, so a run's last events can join the group already waiting.
+   */
+  readonly appendsInOrder?: boolean;
   /** Creates the session if it does not exist (a new id when none is given) and returns it. */
   createSession(sessionId?: string, metadata?: Record<string, unknown>): Promise<SessionInfo>;
   getSession(sessionId: string): Promise<SessionInfo | undefined>;

@@ -75,7 +75,7 @@ export interface Model {
   readonly modelId: string;
   stream(request: ModelRequest): AsyncIterable<ModelEvent>;
   /** Optional: a fresh instance for one run (the scripted model restarts its script per run). */
-  forRun?(): Model;
+  forRun?(run?: RunStart): Model;
 }
 
 export interface ModelResponse {
@@ -189,4 +189,9 @@ export async function generate(model: Model, request: ModelRequest): Promise<Mod
   const accumulator = new ResponseAccumulator();
   for await (const event of model.stream(request)) accumulator.add(event);
   return accumulator.response();
+}
+
+/** What a model's `forRun` learns about the run: a resumed run already made `resumedAfterTurns` model calls. */
+export interface RunStart {
+  resumedAfterTurns?: number;
 }

@@ -1,7 +1,7 @@
 import { onAbort } from "../abort.js";
 import { abortError } from "../errors.js";
 import type { Usage } from "../usage.js";
-import type { Model, ModelEvent, ModelRequest } from "./model.js";
+import type { Model, ModelEvent, ModelRequest, RunStart } from "./model.js";
 
 /** How many requests a scripted model (with its per-run copies) keeps in `requests`: the most recent. */
 export const MAX_RECORDED_REQUESTS = 1000;
@@ -119,10 +119,16 @@ export class ScriptedModel implements Model {
     this.parsed = parsed ?? [];
   }
 
-  /** A copy whose script starts again from the first entry (each run reads the script anew); with `continueAcrossRuns`, this model. */
-  forRun(): ScriptedModel {
+  /**
+   * A copy whose script starts again from the first entry (each run reads the script anew); with
+   * `continueAcrossRuns`, this model. A run resumed from a checkpoint goes on after the entries its
+   * model calls before the stop used.
+   */
+  forRun(run?: RunStart): ScriptedModel {
     if (this.options.continueAcrossRuns) return this;
-    return new ScriptedModel(this.entries, this.options, this.requests, this.parsed);
+    const copy = new ScriptedModel(this.entries, this.options, this.requests, this.parsed);
+    copy.cursor = run?.resumedAfterTurns ?? 0;
+    return copy;
   }
 
   private entry(index: number): ParsedEntry {

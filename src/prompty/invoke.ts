@@ -10,6 +10,7 @@ import { type Message, textOf } from "../messages.js";
 import type { Model, ModelOptions } from "../model/model.js";
 import { scriptedModelFromEnv } from "../model/scripted.js";
 import type { Tool, ToolContext, ToolOutput, ToolResultValue } from "../tools/tool.js";
+import { controlOfFrontmatter } from "./control.js";
 import { loadPrompty } from "./loader.js";
 import { getTool, getToolHandler, type PromptyKindCall, type PromptyToolHandler } from "./registry.js";
 import { prepare, propertiesSchema } from "./template.js";
@@ -275,6 +276,7 @@ export async function startAgent(
     const model = await resolvePromptyModel(agent, options);
     const loopAgent = new Agent({
       ...options.agentConfig,
+      ...controlOfFrontmatter(agent, options.agentConfig),
       name: agent.name,
       description: agent.description,
       instructions,

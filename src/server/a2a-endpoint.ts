@@ -12,7 +12,9 @@ import {
   type RequestContext,
   validateVersion,
 } from "@a2a-js/sdk/server";
+import { ContentTypeNotSupportedError, UnsupportedOperationError } from "@a2a-js/sdk/errors";
 import type { LoopEvent, RunResult } from "../loop/events.js";
+import { a2aParamsProblem, invalidParamsError, isJsonContentType, subscribedTaskId, withReturnedPageSize } from "./a2a-validation.js";
 
 /** Runs one A2A message through the agent: the context id is the session. */
 export type RunTask = (task: { input: string; sessionId: string; signal: AbortSignal; onEvent: (event: LoopEvent) => void }) => Promise<RunResult>;
@@ -110,15 +112,36 @@ class LoopAgentExecutor implements AgentExecutor {
   };
 }
 
+/** States after which a task never changes. */
+const TERMINAL_STATES = new Set<TaskState>([TaskState.TASK_STATE_COMPLETED, TaskState.TASK_STATE_FAILED, TaskState.TASK_STATE_CANCELED, TaskState.TASK_STATE_REJECTED]);
+
+/**
+ * The answer to an A2A request whose Content-Type is not JSON (ContentTypeNotSupportedError,
+ * -32005), or undefined when it is JSON or not given.
+ */
+export function a2aContentTypeRejection(request: Request): Response | undefined {
+  if (isJsonContentType(request.headers.get("content-type"))) return undefined;
+  const legacy = (request.headers.get(A2A_VERSION_HEADER) ?? "0.3") === "0.3";
+  const error = new ContentTypeNotSupportedError(`Content-Type ${request.headers.get("content-type")} is not supported; send application/json`);
+  const mapped = legacy ? LegacyJsonRpcTransportHandler.mapToLegacyJSONRPCError(error) : JsonRpcTransportHandler.mapToJSONRPCError(error);
+  return Response.json({ jsonrpc: "2.0", id: null, error: mapped });
+}
+
 /** The A2A JSON-RPC endpoint as a web-standard handler (A2A 1.0, and 0.3 for clients that send no `A2A-Version`). */
 export function createA2AHandler(card: () => AgentCard, runTask: RunTask): (request: Request, body: unknown) => Promise<Response> {
-  const requestHandler = new DefaultRequestHandler(card(), new InMemoryTaskStore(), new LoopAgentExecutor(runTask));
+  const store = new InMemoryTaskStore();
+  const requestHandler = new DefaultRequestHandler(card(), store, new LoopAgentExecutor(runTask));
   const current = new JsonRpcTransportHandler(requestHandler);
   const legacy = new LegacyJsonRpcTransportHandler(requestHandler);
   return async (request, body) => {
     const requestedVersion = request.headers.get(A2A_VERSION_HEADER) ?? undefined;
     const useLegacy = (requestedVersion ?? "0.3") === "0.3";
-    const id = typeof body === "object" && body !== null ? ((body as { id?: string | number }).id ?? null) : null;
+    const envelope = typeof body === "object" && body !== null ? (body as { id?: string | number; method?: unknown; params?: unknown }) : {};
+    const id = envelope.id ?? null;
+    const method = typeof envelope.method === "string" ? envelope.method : "";
+    // Checked here because the SDK's handler reads these leniently (a negative historyLength, Date.parse).
+    const problem = a2aParamsProblem(method, envelope.params);
+    if (problem) return Response.json({ jsonrpc: "2.0", id, error: invalidParamsError(problem, useLegacy) });
     const headers: Record<string, string> = {};
     request.headers.forEach((value, key) => {
       headers[key] = value;
@@ -126,6 +149,10 @@ export function createA2AHandler(card: () => AgentCard, runTask: RunTask): (requ
     try {
       const context = defaultServerCallContextBuilder({ extensions: undefined, user: undefined, headers, requestedVersion });
       validateVersion(context.requestedVersion, card(), "JSONRPC");
+      const subscribed = subscribedTaskId(method, envelope.params);
+      if (subscribed !== undefined && TERMINAL_STATES.has((await store.load(subscribed, context))?.status?.state as TaskState)) {
+        throw new UnsupportedOperationError(`task ${subscribed} has ended: there are no more updates to subscribe to`);
+      }
       const outcome = await (useLegacy ? legacy : current).handle(body as Record<string, unknown>, context);
       if (outcome && typeof (outcome as AsyncGenerator<unknown>)[Symbol.asyncIterator] === "function") {
         const iterator = outcome as AsyncGenerator<unknown>;
@@ -148,7 +175,7 @@ export function createA2AHandler(card: () => AgentCard, runTask: RunTask): (requ
         });
         return new Response(stream, { headers: { "content-type": "text/event-stream", "cache-control": "no-cache", connection: "keep-alive" } });
       }
-      return Response.json(outcome);
+      return Response.json(withReturnedPageSize(method, outcome));
     } catch (error) {
       const mapped = useLegacy ? LegacyJsonRpcTransportHandler.mapToLegacyJSONRPCError(error) : JsonRpcTransportHandler.mapToJSONRPCError(error);
       return Response.json({ jsonrpc: "2.0", id, error: mapped });

@@ -6,7 +6,7 @@ export interface AgentCardInput {
   /** The server's public base URL (no trailing slash). */
   baseUrl: string;
   version: string;
-  tools: Array<{ name: string; description: string }>;
+  tools: Array<{ name: string; description: string; inputSchema?: unknown }>;
 }
 
 /** The JSON-RPC endpoint path of the A2A protocol on this server. */
@@ -28,6 +28,19 @@ export function buildAgentCard(input: AgentCardInput): AgentCard & Record<string
     outputModes: [],
     securityRequirements: [],
   }));
+  // A card needs at least one skill: an agent without tools publishes itself.
+  if (skills.length === 0) {
+    skills.push({
+      id: input.name,
+      name: input.name,
+      description: input.description,
+      tags: ["agent"],
+      examples: [],
+      inputModes: [],
+      outputModes: [],
+      securityRequirements: [],
+    });
+  }
   const card: AgentCard & Record<string, unknown> = {
     name: input.name,
     description: input.description,
@@ -50,4 +63,48 @@ export function buildAgentCard(input: AgentCardInput): AgentCard & Record<string
     preferredTransport: "JSONRPC",
   };
   return card;
+}
+
+/** The A2A 0.3 top-level fields of the card. */
+const LEGACY_CARD_FIELDS = ["url", "protocolVersion", "preferredTransport"] as const;
+
+/**
+ * The card for the protocol version a request asks for with `A2A-Version`: without the header
+ * the client is a 0.3 client (the A2A spec: an empty value means 0.3), so it gets the card with
+ * the 0.3 fields too; a 1.x client gets the pure 1.0 card (the 1.0 schema allows no other fields).
+ */
+export function agentCardForVersion(card: Record<string, unknown>, requestedVersion: string | undefined): Record<string, unknown> {
+  const version = requestedVersion?.trim() ?? "";
+  if (version === "" || version.startsWith("0.")) return card;
+  const modern = { ...card };
+  for (const field of LEGACY_CARD_FIELDS) delete modern[field];
+  return modern;
+}
+
+/** KAOS's agent card (`GET /.well-known/agent`): capabilities as a list, tools as skills with `inputSchema`. */
+export interface KaosAgentCard {
+  name: string;
+  description: string;
+  url: string;
+  skills: Array<{ name: string; description: string; inputSchema: unknown }>;
+  capabilities: string[];
+}
+
+/**
+ * The card KAOS's runtime serves: `message_processing` and `task_execution` always,
+ * `tool_execution` when the agent has tools, `task_delegation` when it has sub-agents or peers.
+ * Delegation tools are not skills (KAOS lists its MCP tools only).
+ */
+export function buildKaosAgentCard(input: AgentCardInput & { delegates: boolean }): KaosAgentCard {
+  const tools = input.tools.filter((tool) => !tool.name.startsWith("delegate_to_"));
+  const capabilities = ["message_processing", "task_execution"];
+  if (tools.length > 0) capabilities.push("tool_execution");
+  if (input.delegates || input.tools.length > tools.length) capabilities.push("task_delegation");
+  return {
+    name: input.name,
+    description: input.description,
+    url: input.baseUrl,
+    skills: tools.map((tool) => ({ name: tool.name, description: tool.description, inputSchema: tool.inputSchema ?? { type: "object", properties: {} } })),
+    capabilities,
+  };
 }

@@ -1,5 +1,38 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
+import type { RunResult } from "../loop/events.js";
 import { HttpError, type OpenAIErrorBody } from "./http-errors.js";
+
+/**
+ * What a chat that stopped for approvals reports (the `approval_required` field of its last chunk,
+ * or of the completion): `POST /v1/approvals` with the session id and decisions by `tool_call_id`.
+ */
+export interface ApprovalRequired {
+  session_id: string;
+  checkpoint_id: string;
+  pending: Array<{ tool_call_id: string; tool: string; arguments: Record<string, unknown>; arguments_hash: string; agent_path: string[] }>;
+}
+
+/** The `approval_required` report of an interrupted run. */
+export function approvalRequiredOf(result: RunResult, sessionId: string): ApprovalRequired | undefined {
+  const checkpoint = result.checkpoint;
+  if (result.state !== "INTERRUPTED" || !checkpoint) return undefined;
+  return {
+    session_id: sessionId,
+    checkpoint_id: checkpoint.id,
+    pending: checkpoint.pending.map((entry) => ({
+      tool_call_id: entry.toolCallId,
+      tool: entry.toolName,
+      arguments: entry.arguments,
+      arguments_hash: entry.argumentsHash,
+      agent_path: entry.agentPath,
+    })),
+  };
+}
+
+/** The OpenAI finish reason of a run that ended (not failed, not stopped for approvals): a guardrail's deny is `content_filter`. */
+export function finishReasonOf(result: RunResult): "stop" | "length" | "content_filter" {
+  return result.state === "COMPLETED" ? "stop" : result.state === "GUARDRAIL" ? "content_filter" : "length";
+}
 
 /** The abort reason (and log note) of a run whose client went away. */
 export const CLIENT_DISCONNECTED = "client disconnected";
@@ -76,8 +109,13 @@ export class ChatChunkEncoder {
     return `${this.deltaPrefix}{"content":${JSON.stringify(text)}},"finish_reason":null}]}\n\n`;
   }
 
-  finish(reason: "stop" | "length"): string {
+  finish(reason: "stop" | "length" | "content_filter"): string {
     return `${this.deltaPrefix}{},"finish_reason":"${reason}"}]}\n\n`;
+  }
+
+  /** The last chunk of a run stopped for approvals: `finish_reason: "approval_required"` and the pending calls. */
+  approvalRequired(approvals: ApprovalRequired): string {
+    return `${this.deltaPrefix}{},"finish_reason":"approval_required"}],"approval_required":${JSON.stringify(approvals)}}\n\n`;
   }
 
   /** `stream_options.include_usage`: no choices, the usage. */

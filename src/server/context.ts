@@ -6,6 +6,7 @@ import type { Context } from "hono";
 import type { AgentCard } from "@a2a-js/sdk";
 import type { AgentRuntime, UnavailableDependency } from "../config/build-agent.js";
 import type { AgentSettings } from "../config/settings.js";
+import type { KaosAgentCard } from "./agent-card.js";
 import { AgentLoopError } from "../errors.js";
 import { badRequest, HttpError } from "./http-errors.js";
 import { jsonDepthError } from "./json-depth.js";
@@ -36,6 +37,8 @@ export interface ServerContext {
   readonly connecting: Promise<AgentRuntime | undefined>;
   /** The agent card as it is now (the tools of the built agent). */
   card(): AgentCard & Record<string, unknown>;
+  /** KAOS's card shape (`/.well-known/agent`). */
+  kaosCard(): KaosAgentCard;
   /** The answer to a request that threw: its own status, 503 for a store or dependency failure, else 500 (logged). */
   httpErrorOfRequest(error: unknown, method: string, path: string): HttpError;
 }

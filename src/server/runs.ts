@@ -4,10 +4,13 @@
  */
 import type { AgentRuntime } from "../config/build-agent.js";
 import type { AgentSettings } from "../config/settings.js";
+import type { Agent } from "../loop/agent.js";
+import { type ApprovalDecision, ResumeError, type RunCheckpoint } from "../loop/checkpoint.js";
 import type { LoopEvent, RunResult } from "../loop/events.js";
+import type { Run } from "../loop/run.js";
 import type { Message } from "../messages.js";
 import type { RequestController } from "./chat-stream.js";
-import { HttpError } from "./http-errors.js";
+import { HttpError, notFound } from "./http-errors.js";
 import type { ServerMemory } from "./memory.js";
 import { SessionQueue } from "./session-queue.js";
 
@@ -23,7 +26,19 @@ export interface RunRequest {
   onEvent?: (event: LoopEvent) => void;
 }
 
+/** `POST /v1/approvals`: decisions for the calls a session's last run stopped at. */
+export interface ResumeRequest {
+  sessionId: string;
+  decisions: Record<string, ApprovalDecision>;
+  controller: RequestController;
+  onEvent?: (event: LoopEvent) => void;
+  /** Called once the decisions were accepted, right before the run goes on (a stream may start). */
+  onStart?: () => void;
+}
+
 export class ServerRuns {
+  /** Checkpoints of interrupted runs by session, when memory is off (with memory, the session's log holds them). */
+  private readonly checkpoints = new Map<string, RunCheckpoint>();
   private readonly sessions = new SessionQueue();
   /** Aborted at the end of the shutdown grace period: every run still going stops. */
   readonly shutdown = new AbortController();
@@ -58,11 +73,56 @@ export class ServerRuns {
 
   /** Runs the agent for one input, after earlier requests on the same session finished. */
   run(request: RunRequest): Promise<RunResult> {
-    return this.sessions.run(request.sessionId, () => this.runInSession(request));
+    // A server cannot wait for a person: a call that needs approval stops the run (its checkpoint in the session).
+    const start = (agent: Agent) => ({
+      run: agent.run(request.input, { sessionId: request.sessionId, newSession: request.newSession, history: request.history, onEvent: request.onEvent, onApproval: "interrupt" }),
+    });
+    return this.sessions.run(request.sessionId, () => this.runInSession(request, start));
+  }
+
+  /**
+   * Resumes the run a session stopped at for approvals (on any replica sharing the store). Rejects
+   * with a 404 when nothing waits, a 409 when the checkpoint was decided already, a 400 for
+   * decisions the checkpoint refuses (an unknown call, other arguments).
+   */
+  resume(request: ResumeRequest): Promise<RunResult> {
+    // The run is wrapped: a Run is awaitable, and a promise would resolve it to its result.
+    const start = async (agent: Agent): Promise<{ run: Run }> => {
+      const checkpoint = await this.pendingCheckpoint(request.sessionId);
+      let run: Run;
+      try {
+        run = agent.resume(checkpoint, { decisions: request.decisions, sessionId: request.sessionId, onEvent: request.onEvent, onApproval: "interrupt" });
+      } catch (error) {
+        if (!(error instanceof ResumeError)) throw error;
+        const already = /already resumed/.test(error.message);
+        throw new HttpError(already ? 409 : 400, error.message, "invalid_request_error", already ? "approval_already_decided" : "invalid_decisions");
+      }
+      this.checkpoints.delete(request.sessionId);
+      request.onStart?.();
+      return { run };
+    };
+    return this.sessions.run(request.sessionId, () => this.runInSession(request, start));
+  }
+
+  /** The checkpoint the session's last run stopped at, not resumed yet; a 404/409 HttpError otherwise. */
+  private async pendingCheckpoint(sessionId: string): Promise<RunCheckpoint> {
+    const store = this.memory.handle ? this.memory.store : undefined;
+    if (!store) {
+      const checkpoint = this.checkpoints.get(sessionId);
+      if (!checkpoint) throw notFound(`no approval is pending in session "${sessionId}"`, "no_pending_approval", "session_id");
+      return checkpoint;
+    }
+    const events = await store.events(sessionId, { types: ["approval_requested", "approval_decided"] });
+    const requested = events.findLast((event) => (event.content as { checkpoint?: unknown } | null)?.checkpoint !== undefined);
+    if (!requested) throw notFound(`no approval is pending in session "${sessionId}"`, "no_pending_approval", "session_id");
+    const checkpoint = (requested.content as { checkpoint: RunCheckpoint }).checkpoint;
+    const decided = events.some((event) => event.event_type === "approval_decided" && (event.content as { checkpoint_id?: unknown } | null)?.checkpoint_id === checkpoint.id);
+    if (decided) throw new HttpError(409, `the approvals of checkpoint ${checkpoint.id} in session "${sessionId}" were decided already`, "invalid_request_error", "approval_already_decided");
+    return checkpoint;
   }
 
   /** One run, the session to itself (in this process, and across replicas on PostgreSQL). */
-  private async runInSession(request: RunRequest): Promise<RunResult> {
+  private async runInSession(request: RunRequest | ResumeRequest, start: (agent: Agent) => { run: Run } | Promise<{ run: Run }>): Promise<RunResult> {
     const agent = this.agent();
     const built = agent instanceof Promise ? await agent : agent;
     const { controller } = request;
@@ -75,15 +135,16 @@ export class ServerRuns {
     try {
       // Replicas sharing a PostgreSQL store take turns on a session too (the queue covers this process).
       if (memory.handle && memory.store.lockSession) release = await memory.store.lockSession(request.sessionId, controller.signal);
-      if (request.delegated && memory.handle) {
+      if ("delegated" in request && request.delegated && memory.handle) {
         await memory.store
           .append(request.sessionId, [{ event_type: "task_delegation_received", content: request.input, metadata: { source: "task-delegation" } }])
           .catch((error: unknown) => log(`[${settings.name}] could not record task_delegation_received in ${request.sessionId}: ${(error as Error).message}`));
       }
-      const run = built.agent.run(request.input, { sessionId: request.sessionId, newSession: request.newSession, history: request.history, onEvent: request.onEvent });
+      const { run } = await start(built.agent);
       // The run's own controller is the request's only one: a disconnect or the shutdown aborts the run.
       controller.attach(run);
       const result = await run;
+      if (result.checkpoint && !memory.handle) this.checkpoints.set(request.sessionId, result.checkpoint);
       const reason = result.state === "ABORTED" && controller.byClient ? `${result.reason} (client disconnected)` : result.reason;
       log(`[${settings.name}] run ${result.runId} session ${request.sessionId} ${result.state}: ${reason}`);
       // The answer is acknowledged only once the run's events (to run_ended) are stored: await its pending writes.

@@ -6,12 +6,13 @@ import { type AgentRuntime, type BuildAgentOptions, type PreparedAgentRuntime, p
 import { type AgentFile, type AgentSettings, resolveAgentSettings } from "../config/settings.js";
 import { AgentLoopError } from "../errors.js";
 import { DisabledMemoryStore, type MemoryStore } from "../memory/index.js";
-import { buildAgentCard } from "./agent-card.js";
+import { buildAgentCard, buildKaosAgentCard } from "./agent-card.js";
 import { errorResponse, type ReadyStatus, requestErrorMapper, type ServerContext, unixSeconds, VERSION } from "./context.js";
 import { HttpError, notFound } from "./http-errors.js";
 import { type ServerMemory, serverMemoryFromEnv, serverMemoryOf } from "./memory.js";
 import { a2aRoutes } from "./routes/a2a.js";
 import { agentCardRoutes } from "./routes/agent-card.js";
+import { approvalRoutes } from "./routes/approvals.js";
 import { chatCompletionRoutes, isChatRequest } from "./routes/chat-completions.js";
 import { authGuard, bodyLimitGuard, drainingGuard } from "./routes/guards.js";
 import { healthRoutes } from "./routes/health.js";
@@ -96,7 +97,10 @@ export async function createAgentServer(options: AgentServerOptions = {}): Promi
     throw error;
   }
   let draining = false;
-  let baseUrl: string | undefined = options.publicUrl?.replace(/\/+$/, "");
+  /** Where the server listens (`url`, what `listen` resolves with). */
+  let baseUrl: string | undefined;
+  /** What the cards advertise: the public URL when one is set (behind a proxy), else the listening address. */
+  const publicUrl = (options.publicUrl ?? settings.publicUrl)?.replace(/\/+$/, "");
   let readyStatus: ReadyStatus = { status: "starting", name: settings.name, timestamp: unixSeconds() };
   let runtime: AgentRuntime | undefined;
   let runtimeFailure: AgentLoopError | undefined;
@@ -147,7 +151,16 @@ export async function createAgentServer(options: AgentServerOptions = {}): Promi
     },
     connecting,
     card: () =>
-      buildAgentCard({ name: settings.name, description: settings.description, baseUrl: baseUrl ?? `http://localhost:${settings.port}`, version: VERSION, tools: runtime?.tools ?? [] }),
+      buildAgentCard({ name: settings.name, description: settings.description, baseUrl: publicUrl ?? baseUrl ?? `http://localhost:${settings.port}`, version: VERSION, tools: runtime?.tools ?? [] }),
+    kaosCard: () =>
+      buildKaosAgentCard({
+        name: settings.name,
+        description: settings.description,
+        baseUrl: publicUrl ?? baseUrl ?? `http://localhost:${settings.port}`,
+        version: VERSION,
+        tools: runtime?.tools ?? [],
+        delegates: settings.subAgents.length > 0,
+      }),
     httpErrorOfRequest: requestErrorMapper(settings, log),
   };
 
@@ -164,6 +177,7 @@ export async function createAgentServer(options: AgentServerOptions = {}): Promi
   app.route("/", chat.app);
   app.route("/", memoryRoutes(context));
   app.route("/", a2aRoutes(context));
+  app.route("/", approvalRoutes(context));
 
   let server: Server | undefined;
   let closing: Promise<void> | undefined;

@@ -22,6 +22,15 @@ export {
   stripCodeFence,
 } from "./json-extract.js";
 export {
+  FENCED_AGENT_INSTRUCTIONS,
+  FENCED_TOOLS_INSTRUCTIONS,
+  type FencedBlock,
+  type FencedToolCallingOptions,
+  fencedSystemPrompt,
+  fencedToolCalling,
+  parseFencedBlocks,
+} from "./fenced-mode.js";
+export {
   FINAL_RESPONSE_PROMPT as PLAN_FINAL_RESPONSE_PROMPT,
   PLAN_SCHEMA,
   type Plan,

@@ -5,7 +5,7 @@
 import { randomUUID } from "node:crypto";
 import { AgentLoopError, abortError } from "../errors.js";
 import type { AssistantMessage, AssistantPart, Message, TextPart, ToolCallPart, ToolResultMessage, UserMessage } from "../messages.js";
-import type { FinishReason, Model, ModelEvent, ModelRequest, ToolDefinition } from "../model/model.js";
+import type { FinishReason, Model, ModelEvent, ModelRequest, RunStart, ToolDefinition } from "../model/model.js";
 import { addUsage, type Usage } from "../usage.js";
 
 /**
@@ -31,8 +31,8 @@ export abstract class TextProtocolModel implements Model {
   /** The protocol's events for one request; may throw (the guard turns that into an `error` event). */
   protected abstract run(request: ModelRequest): AsyncGenerator<ModelEvent>;
 
-  forRun(): Model {
-    return this.inner.forRun ? this.around(this.inner.forRun()) : this;
+  forRun(run?: RunStart): Model {
+    return this.inner.forRun ? this.around(this.inner.forRun(run)) : this;
   }
 
   stream(request: ModelRequest): AsyncIterable<ModelEvent> {

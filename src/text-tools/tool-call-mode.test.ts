@@ -235,7 +235,7 @@ describe("withToolCallMode auto, edge cases", () => {
     assert.equal(toolCallModeFromEnv({ TOOL_CALL_MODE: "String" }), "string");
     assert.equal(toolCallModeFromEnv({}), undefined);
     assert.throws(() => toolCallModeFromEnv({ TOOL_CALL_MODE: "xml" }), /^TypeError: TOOL_CALL_MODE: unknown tool call mode "xml"/);
-    assert.deepEqual([...TOOL_CALL_MODES], ["auto", "native", "string", "action", "plan"]);
+    assert.deepEqual([...TOOL_CALL_MODES], ["auto", "native", "string", "action", "plan", "fenced"]);
     assert.equal(parseToolCallMode(" plan "), "plan");
   });
 

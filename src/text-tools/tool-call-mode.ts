@@ -5,14 +5,15 @@
 import type { AgentLoopError } from "../errors.js";
 import type { Model, ModelEvent, ModelRequest } from "../model/model.js";
 import { type ActionToolCallingOptions, actionToolCalling } from "./action-mode.js";
+import { type FencedToolCallingOptions, fencedToolCalling, recognizeFencedBlocks } from "./fenced-mode.js";
 import { type PlanToolCallingOptions, planToolCalling } from "./plan-mode.js";
 import { TextProtocolModel } from "./shared.js";
 import { type StringToolCallingOptions, stringToolCalling } from "./string-mode.js";
 
-export const TOOL_CALL_MODES = ["auto", "native", "string", "action", "plan"] as const;
+export const TOOL_CALL_MODES = ["auto", "native", "string", "action", "plan", "fenced"] as const;
 export type ToolCallMode = (typeof TOOL_CALL_MODES)[number];
 
-export interface ToolCallModeOptions extends StringToolCallingOptions, ActionToolCallingOptions, PlanToolCallingOptions {
+export interface ToolCallModeOptions extends StringToolCallingOptions, ActionToolCallingOptions, PlanToolCallingOptions, FencedToolCallingOptions {
   /** Called once when an `auto` model switches to the string protocol. */
   onFallback?(error: AgentLoopError): void;
 }
@@ -65,6 +66,12 @@ class AutoToolCallingModel extends TextProtocolModel {
   }
 
   protected async *run(request: ModelRequest): AsyncGenerator<ModelEvent> {
+    // KAOS-style fenced blocks in the text are recognised as tool calls too.
+    if (!request.tools?.length || request.toolChoice === "none") return yield* this.native(request);
+    yield* recognizeFencedBlocks(this.native(request));
+  }
+
+  private async *native(request: ModelRequest): AsyncGenerator<ModelEvent> {
     if (this.state.useString) return yield* this.fallback().stream(request);
     if (!request.tools?.length) return yield* this.inner.stream(request);
     // Events before the first output are held back, so a rejection can still be retried unseen.
@@ -91,10 +98,11 @@ class AutoToolCallingModel extends TextProtocolModel {
 }
 
 /**
- * A model that calls tools the chosen way. `native` is the model itself; `string`, `action`
- * and `plan` wrap it in that text protocol; `auto` calls natively and, when the server answers
+ * A model that calls tools the chosen way. `native` is the model itself; `string`, `action`,
+ * `plan` and `fenced` wrap it in that text protocol; `auto` calls natively and, when the server answers
  * 400/422 about tools or functions before any output, switches to the string protocol for good
- * (this wrapper and its per-run copies remember it) and retries the request that way.
+ * (this wrapper and its per-run copies remember it) and retries the request that way; `auto` also
+ * reads KAOS's fenced ```tool_call / ```delegate blocks in the text as tool calls.
  * Throws a TypeError for an unknown mode.
  */
 export function withToolCallMode(model: Model, mode: ToolCallMode, options: ToolCallModeOptions = {}): Model {
@@ -107,6 +115,8 @@ export function withToolCallMode(model: Model, mode: ToolCallMode, options: Tool
       return actionToolCalling(model, options);
     case "plan":
       return planToolCalling(model, options);
+    case "fenced":
+      return fencedToolCalling(model, options);
     case "auto":
       return new AutoToolCallingModel(model, options);
   }

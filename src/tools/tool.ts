@@ -38,6 +38,10 @@ export interface ToolContext {
   services: Record<string, unknown>;
   /** The conversation so far (read-only), up to the model response that asked for this call. */
   messages?: readonly import("../messages.js").Message[];
+  /** The run's approvals (set by the loop): delegating tools hand them to the sub-agent's run. */
+  approvals?: import("../loop/approvals.js").ApprovalScope;
+  /** Set when this call resumes a sub-agent that stopped for approvals: delegating tools resume it. */
+  resume?: import("../loop/checkpoint.js").NestedResume;
 }
 
 export interface TruncationOptions {
@@ -79,11 +83,24 @@ export interface Tool<Args = Record<string, unknown>> {
   idempotent?: boolean;
   /** For progress blocks: `delegate` for agents, `tool_call` otherwise (the default). */
   action?: "tool_call" | "delegate";
+  /**
+   * A call needs a person's approval before it runs: `true`, or a check of the (validated) arguments.
+   * A check that throws asks for approval. See `AgentConfig.onApproval`.
+   */
+  needsApproval?: boolean | ApprovalCheck<Args>;
 }
+
+/** Method-typed, so a `Tool<{ path: string }>` is still a `Tool` (as `execute` allows). */
+type ApprovalCheck<Args> = {
+  check(args: Args, context: import("../loop/approvals.js").ApprovalContext): boolean | Promise<boolean>;
+}["check"];
 
 export function defineTool<Args = Record<string, unknown>>(tool: Tool<Args>): Tool<Args> {
   if (!tool.name || typeof tool.name !== "string") throw new TypeError("defineTool: a tool needs a non-empty string name");
   if (typeof tool.execute !== "function") throw new TypeError(`defineTool: tool "${tool.name}" needs an execute function`);
+  if (tool.needsApproval !== undefined && typeof tool.needsApproval !== "boolean" && typeof tool.needsApproval !== "function") {
+    throw new TypeError(`defineTool: tool "${tool.name}": needsApproval must be true, false or a function (args, context) => boolean`);
+  }
   return tool;
 }
 

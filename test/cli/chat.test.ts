@@ -6,7 +6,7 @@ import { Readable } from "node:stream";
 import { chatCommand, registerChatCommand } from "../../src/cli/commands/chat.js";
 import { registerServeCommand } from "../../src/cli/commands/serve.js";
 import { registerEventsCommand, registerSessionsCommand } from "../../src/cli/commands/sessions.js";
-import { captured, cleanEnv, repositoryRoot, runCli, spawnCli } from "./helpers.js";
+import { captured, cleanEnv, cliArgs, repositoryRoot, runCli, spawnCli } from "./helpers.js";
 
 const toolCall = JSON.stringify({ tool_calls: [{ id: "call_1", name: "lookup", arguments: { city: "Paris" } }] });
 const longAnswer = Array.from({ length: 400 }, (_, index) => `word${index}`).join(" ");
@@ -97,7 +97,8 @@ const hasScript = spawnSync("script", ["--version"]).status === 0;
  * message once the prompt shows and `/exit` once the answer is in. */
 async function chatOnTty(extraEnv: NodeJS.ProcessEnv): Promise<string> {
   const mock = JSON.stringify([JSON.stringify({ tool_calls: [{ id: "c1", name: "lookup", arguments: {} }] }), "Answer on a TTY"]);
-  const command = `${process.execPath} --import tsx src/cli/main.ts chat --mock '${mock.replace(/'/g, "'\\''")}'`;
+  const quote = (word: string) => `'${word.replace(/'/g, "'\\''")}'`;
+  const command = [process.execPath, ...cliArgs(["chat", "--mock", mock])].map(quote).join(" ");
   const child = spawn("script", ["-qec", command, "/dev/null"], { cwd: repositoryRoot, env: cleanEnv({ MEMORY_TYPE: "memory", TERM: "xterm", ...extraEnv }) });
   let output = "";
   let step = 0;

@@ -24,9 +24,19 @@ export interface CliProcess {
   write(text: string): void;
 }
 
+/**
+ * The node arguments that run `agentloop <args>` from src (with the repository as working folder):
+ * the bundle scripts/run-tests.mjs built from src/cli/main.ts at the start of this run
+ * (AGENTLOOP_TEST_CLI), which starts as plain node, or else src/cli/main.ts through tsx.
+ */
+export function cliArgs(args: string[]): string[] {
+  const bundled = process.env.AGENTLOOP_TEST_CLI;
+  return bundled ? [bundled, ...args] : ["--import", "tsx", "src/cli/main.ts", ...args];
+}
+
 /** Runs `agentloop <args>` from source in a child process. */
 export function spawnCli(args: string[], env: NodeJS.ProcessEnv): CliProcess {
-  const child = spawn(process.execPath, ["--import", "tsx", "src/cli/main.ts", ...args], { cwd: repositoryRoot, env, stdio: "pipe" });
+  const child = spawn(process.execPath, cliArgs(args), { cwd: repositoryRoot, env, stdio: "pipe" });
   let out = "";
   let err = "";
   const listeners = new Set<() => void>();

@@ -3,13 +3,14 @@ import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import { test } from "node:test";
 import { fileURLToPath } from "node:url";
+import { cliArgs } from "./helpers.js";
 
 const root = fileURLToPath(new URL("../../", import.meta.url));
 
 function cli(args: string[], env: Record<string, string> = {}) {
   const childEnv: NodeJS.ProcessEnv = { ...process.env, NO_COLOR: "1", ...env };
   for (const name of ["DEBUG_MOCK_RESPONSES", "MODEL_API_URL", "MODEL_NAME"]) if (!(name in env)) delete childEnv[name];
-  const result = spawnSync(process.execPath, ["--import", "tsx", "src/cli/main.ts", ...args], { cwd: root, env: childEnv, encoding: "utf8", timeout: 30_000 });
+  const result = spawnSync(process.execPath, cliArgs(args), { cwd: root, env: childEnv, encoding: "utf8", timeout: 30_000 });
   return { code: result.status, stdout: result.stdout, stderr: result.stderr };
 }
 

@@ -127,6 +127,14 @@ describe("--mock input", { concurrency: 2 }, () => {
   });
 });
 
+describe("flags over the environment", { concurrency: 2 }, () => {
+  it("--mock wins over DEBUG_MOCK_RESPONSES", async () => {
+    const result = await runCli(["run", "hi", "--mock", '["from the flag"]'], cleanEnv({ DEBUG_MOCK_RESPONSES: '["from the environment"]', NO_COLOR: "1" }));
+    assert.equal(result.code, 0, result.stderr);
+    assert.equal(result.stdout, "from the flag\n");
+  });
+});
+
 describe("agentloop run has one personality", { concurrency: 2 }, () => {
   it("without a model it says in one line how to configure one and exits 2 (no canned hotel answer)", async () => {
     const result = await runCli(["run", "What's the weather?"], cleanEnv());

@@ -3,6 +3,7 @@ import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
 import { test } from "node:test";
 import { fileURLToPath } from "node:url";
+import { cliArgs } from "../cli/helpers.js";
 
 const root = fileURLToPath(new URL("../../", import.meta.url));
 
@@ -10,7 +11,7 @@ test("agentloop run: Ctrl-C while the answer streams aborts the run, exit 130 wi
   const words = Array.from({ length: 400 }, (_, index) => `word${index}`).join(" ");
   const env: NodeJS.ProcessEnv = { ...process.env, NO_COLOR: "1" };
   for (const name of ["DEBUG_MOCK_RESPONSES", "MODEL_API_URL", "MODEL_NAME"]) delete env[name];
-  const child = spawn(process.execPath, ["--import", "tsx", "src/cli/main.ts", "run", "hi", "--mock", JSON.stringify([words])], { cwd: root, env });
+  const child = spawn(process.execPath, cliArgs(["run", "hi", "--mock", JSON.stringify([words])]), { cwd: root, env });
   let stdout = "";
   let stderr = "";
   let interrupted = false;

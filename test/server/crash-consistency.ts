@@ -14,9 +14,9 @@ export interface CrashStore {
 }
 
 export interface CrashOptions {
-  /** Clients streaming chats at once (default 30). */
+  /** Clients streaming chats at once (default 20). */
   clients?: number;
-  /** Acknowledged runs to wait for before the kill (default 60). */
+  /** Acknowledged runs to wait for before the kill (default 40). */
   acknowledgedBeforeKill?: number;
 }
 
@@ -37,8 +37,8 @@ async function streamedChat(url: string, sessionId: string): Promise<boolean> {
 }
 
 export function crashConsistency(label: string, store: () => Promise<CrashStore>, options: CrashOptions = {}): void {
-  const clients = options.clients ?? 30;
-  const wanted = options.acknowledgedBeforeKill ?? 60;
+  const clients = options.clients ?? 20;
+  const wanted = options.acknowledgedBeforeKill ?? 40;
   it(`${label}: after kill -9 under ${clients} concurrent streams, every acknowledged run is complete in the store`, async () => {
     const { env, open } = await store();
     const cli = spawnCli(

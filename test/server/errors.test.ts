@@ -72,8 +72,11 @@ describe("bad input gets a 4xx with an OpenAI-style error body", () => {
     const init = { method: "POST", headers: { "content-type": "application/json" }, body: chunked, duplex: "half" } as RequestInit;
     await expectError(await fetch(endpoint, init), 413, "request_too_large");
   });
-  it("answers 404 for an unknown session on reads", async () => {
-    await expectError(await fetch(`${test.url}/memory/events?session_id=never-seen`), 404, "session_not_found", "session_id");
+  it("answers an unknown session's events like KAOS: 200 with no events", async () => {
+    const response = await fetch(`${test.url}/memory/events?session_id=never-seen`);
+    assert.equal(response.status, 200);
+    const body = (await response.json()) as { events: unknown[]; total: number };
+    assert.deepEqual([body.events, body.total], [[], 0]);
   });
   it("rejects a bad limit", async () => {
     await expectError(await fetch(`${test.url}/memory/events?limit=-3`), 400, "invalid_limit", "limit");

@@ -31,8 +31,10 @@ describe("readiness and KAOS sub-agents", () => {
 
       const card = (await (await fetch(`${coordinator.url}/.well-known/agent.json`)).json()) as { skills: Array<{ id: string }> };
       assert.ok(card.skills.some((skill) => skill.id === "delegate_to_worker"));
-      // KAOS's RemoteAgent discovers a peer at /.well-known/agent: the same card is served there.
-      assert.deepEqual(await (await fetch(`${coordinator.url}/.well-known/agent`)).json(), card);
+      // KAOS's RemoteAgent discovers a peer at /.well-known/agent: KAOS's card shape is served there.
+      const kaosCard = (await (await fetch(`${coordinator.url}/.well-known/agent`)).json()) as { name: string; capabilities: string[] };
+      assert.equal(kaosCard.name, "coordinator");
+      assert.ok(kaosCard.capabilities.includes("task_delegation"));
 
       const response = await postJson(`${coordinator.url}/v1/chat/completions`, { session_id: "delegating", stream: true, messages: [{ role: "user", content: "get it processed" }] });
       const text = await response.text();

@@ -2,6 +2,7 @@ import { createInterface } from "node:readline";
 import type { Command } from "commander";
 import type { LoopEvent, RunResult } from "../../loop/events.js";
 import { type AgentCliOptions, addAgentOptions, addModelOptions, setupCliAgent } from "../agent-setup.js";
+import { answerApproval } from "../approvals.js";
 import { startTraceExport } from "../otel.js";
 import { palette, RunRenderer } from "../render.js";
 import { ToolSpinner } from "../spinner.js";
@@ -56,6 +57,13 @@ export async function chatCommand(options: ChatCommandOptions, io: ChatIO = proc
   lines.on("SIGINT", interrupt);
   process.on("SIGINT", interrupt);
   lines.setPrompt(colors.cyan("› "));
+  // One reader for both the messages and the answers to approval questions asked mid-run.
+  const reader = lines[Symbol.asyncIterator]();
+  const ask = async (question: string): Promise<string | undefined> => {
+    (options.json ? io.stderr : io.stdout).write(colors.yellow(question));
+    const next = await reader.next();
+    return next.done ? undefined : next.value;
+  };
 
   /** One message: takes the session (a server replica on a shared store may be using it), runs, renders. */
   const runTurn = async (input: string, signal: AbortSignal): Promise<RunResult | undefined> => {
@@ -67,9 +75,13 @@ export async function chatCommand(options: ChatCommandOptions, io: ChatIO = proc
       return undefined;
     }
     try {
-      const run = runtime.agent.run(input, { sessionId, signal });
+      // Calls that need approval are asked about inline: Allow <tool>(<args>)? [y/N]
+      const run = runtime.agent.run(input, { sessionId, signal, onApproval: "wait" });
       if (options.json) {
-        for await (const event of run) io.stdout.write(`${JSON.stringify(event satisfies LoopEvent)}\n`);
+        for await (const event of run) {
+          io.stdout.write(`${JSON.stringify(event satisfies LoopEvent)}\n`);
+          await answerApproval(run, event, "ask", ask);
+        }
       } else {
         const spinner = io.stdout.isTTY ? new ToolSpinner(io.stdout, palette(io.stdout)) : undefined;
         const renderer = new RunRenderer(spinner ?? io.stdout, { colors: palette(io.stdout) });
@@ -78,6 +90,7 @@ export async function chatCommand(options: ChatCommandOptions, io: ChatIO = proc
             // The spinner learns of a tool first, so the renderer's line about it is drawn above it.
             spinner?.onEvent(event);
             renderer.onEvent(event);
+            await answerApproval(run, event, "ask", ask);
           }
         } finally {
           spinner?.stop();
@@ -90,8 +103,8 @@ export async function chatCommand(options: ChatCommandOptions, io: ChatIO = proc
   };
   try {
     if (interactive) lines.prompt();
-    for await (const raw of lines) {
-      const input = raw.trim();
+    for (let next = await reader.next(); !next.done; next = await reader.next()) {
+      const input = next.value.trim();
       if (input === "/exit" || input === "/quit") break;
       if (input === "") {
         if (interactive) lines.prompt();

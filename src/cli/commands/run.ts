@@ -3,12 +3,15 @@ import { AgentLoopError } from "../../errors.js";
 import type { LoopEvent, RunResult, TerminalState } from "../../loop/events.js";
 import type { Run } from "../../loop/run.js";
 import { type AgentCliOptions, addAgentOptions, addModelOptions, type CliAgent, setupCliAgent } from "../agent-setup.js";
+import { APPROVE_MODES, type ApproveMode, answerApproval, StdinQuestions } from "../approvals.js";
 import { startTraceExport } from "../otel.js";
 import { palette, RunRenderer } from "../render.js";
 
 export interface RunCommandOptions extends AgentCliOptions {
   json?: boolean;
   input?: string[];
+  /** Calls that need approval: approve `all`, reject them (`none`), or `ask` on the terminal (default). */
+  approve?: ApproveMode;
 }
 
 /** Exit codes: a script can tell an answer from a limit from a failure. */
@@ -20,12 +23,16 @@ export const EXIT_CODES: Record<TerminalState, number> = {
   TOKEN_BUDGET: 3,
   TOOL_BUDGET: 3,
   LOOP_DETECTED: 4,
+  GUARDRAIL: 5,
+  INTERRUPTED: 6,
   ABORTED: 130,
 };
 
 interface RunIO {
   stdout: NodeJS.WritableStream & { isTTY?: boolean };
   stderr: NodeJS.WritableStream & { isTTY?: boolean };
+  /** Where `--approve ask` reads answers (default `process.stdin`). */
+  stdin?: NodeJS.ReadableStream;
 }
 
 function parseInputs(pairs: string[] = []): Record<string, string> {
@@ -49,12 +56,18 @@ export function endReason(result: RunResult): string {
 }
 
 /** Shows a run as it happens (`--json`: one loop event per line), then its state; returns the exit code. */
-export async function showRun(run: Run, options: { json?: boolean }, io: RunIO): Promise<number> {
-  if (options.json) {
-    for await (const event of run) io.stdout.write(`${JSON.stringify(event satisfies LoopEvent)}\n`);
-  } else {
-    const renderer = new RunRenderer(io.stdout);
-    for await (const event of run) renderer.onEvent(event);
+export async function showRun(run: Run, options: { json?: boolean; approve?: ApproveMode }, io: RunIO): Promise<number> {
+  // Calls that need approval are answered as they come (`--approve`; `ask` reads stdin only then).
+  const questions = new StdinQuestions(io.stdin ?? process.stdin, io.stderr);
+  const renderer = options.json ? undefined : new RunRenderer(io.stdout);
+  try {
+    for await (const event of run) {
+      if (renderer) renderer.onEvent(event);
+      else io.stdout.write(`${JSON.stringify(event satisfies LoopEvent)}\n`);
+      await answerApproval(run, event, options.approve ?? "ask", questions.ask);
+    }
+  } finally {
+    questions.close();
   }
   const result = await run;
   const colors = palette(io.stderr);
@@ -80,7 +93,8 @@ export async function runCommand(prompt: string, options: RunCommandOptions, io:
   try {
     // Replicas sharing a PostgreSQL store take turns on a session: wait for it (Ctrl-C gives up).
     if (cli.memory && cli.sessionId) release = await cli.store?.lockSession?.(cli.sessionId, controller.signal);
-    const run = cli.runtime.agent.run(prompt, { inputs, sessionId: cli.sessionId, signal: controller.signal });
+    // The terminal answers approvals as they come (the agent file's `approvals.mode` is for servers).
+    const run = cli.runtime.agent.run(prompt, { inputs, sessionId: cli.sessionId, signal: controller.signal, onApproval: "wait" });
     return await showRun(run, options, io);
   } finally {
     process.off("SIGINT", interrupt);
@@ -95,6 +109,10 @@ export function registerRunCommand(program: Command): void {
     .argument("<prompt>", "what to ask")
     .option("--json", "print one JSON event per line on stdout")
     .option("-i, --input <key=value...>", "run inputs (bound tool parameters, templates)")
+    .option("--approve <mode>", "tool calls that need approval: all (approve), none (reject) or ask (default: Allow <tool>(<args>)? [y/N] on the terminal)", (value) => {
+      if (!(APPROVE_MODES as readonly string[]).includes(value)) throw new AgentLoopError("configuration", `--approve must be one of ${APPROVE_MODES.join(", ")}, got "${value}"`);
+      return value as ApproveMode;
+    })
     .addHelpText(
       "after",
       `
@@ -106,7 +124,9 @@ TOOL_CALL_MODE, DEBUG_MOCK_RESPONSES...), flags on top. Examples:
   $ agentloop run "Hi" --json --mock '["Hello"]' | jq -c 'select(.type=="text-delta")'
   $ agentloop demo hotel                           # the hotel demo, no model needed
 
-Exit codes: 0 completed, 1 failed, 2 bad configuration, 3 limit reached, 4 loop detected, 130 aborted.`,
+Tools that need approval (the agent file's approvals.tools) ask first: --approve all|none|ask.
+
+Exit codes: 0 completed, 1 failed, 2 bad configuration, 3 limit reached, 4 loop detected, 5 stopped by a guardrail, 130 aborted.`,
     )
     .action(async (prompt: string, options: RunCommandOptions) => {
       process.exitCode = await runCommand(prompt, options);

@@ -11,6 +11,8 @@ export interface ServeCommandOptions extends Omit<AgentCliOptions, "session" | "
   host?: string;
   json?: boolean;
   graceMs?: number;
+  /** The base URL the agent cards advertise (AGENT_PUBLIC_URL). */
+  publicUrl?: string;
 }
 
 const integerOption = (name: string, minimum: number, maximum: number) => (value: string) => {
@@ -29,7 +31,11 @@ export async function serveCommand(options: ServeCommandOptions, io = { stdout: 
   // The agent file and the KAOS variables, then --model, --mock, --max-steps, --tool-call-mode on top.
   const settings = await resolveAgentSettings({ agentFile: options.agent });
   await applyModelOptions(settings, options);
-  takeOverMockScript(settings);
+  if (options.publicUrl !== undefined) {
+    if (!/^https?:\/\/[^\s/]/i.test(options.publicUrl)) throw new AgentLoopError("configuration", `--public-url: must be an http(s) URL, got "${options.publicUrl}"`);
+    settings.publicUrl = options.publicUrl;
+  }
+  takeOverMockScript(process.env);
   const server = await startAgentServer({
     settings,
     readyTimeoutMs: MCP_START_TIMEOUT_MS,
@@ -64,6 +70,7 @@ export function registerServeCommand(program: Command): void {
     .option("--host <address>", "interface to listen on", "0.0.0.0")
     .addOption(new Option("--grace-ms <n>", "on SIGTERM, how long running streams may finish before they are aborted").default(10_000).argParser(integerOption("--grace-ms", 0, 3_600_000)))
     .option("--json", "print the listening address and readiness as JSON lines on stdout")
+    .option("--public-url <url>", "the base URL the agent cards advertise (AGENT_PUBLIC_URL), e.g. behind a proxy")
     .addHelpText(
       "after",
       `

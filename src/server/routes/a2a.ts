@@ -1,7 +1,7 @@
 /** The A2A JSON-RPC endpoint, at `/a2a` and at `/` (where some clients post). */
 import { type Context, Hono } from "hono";
 import { onAbort } from "../../abort.js";
-import { createA2AHandler } from "../a2a-endpoint.js";
+import { a2aContentTypeRejection, createA2AHandler } from "../a2a-endpoint.js";
 import { A2A_PATH } from "../agent-card.js";
 import { RequestController } from "../chat-stream.js";
 import { readJson, type ServerContext } from "../context.js";
@@ -45,6 +45,8 @@ export function a2aRoutes(server: ServerContext): Hono {
     return runs.track(runs.run({ input, sessionId, controller, onEvent }).finally(unlink));
   });
   const a2aRoute = async (c: Context) => {
+    const rejected = a2aContentTypeRejection(c.req.raw);
+    if (rejected) return rejected;
     let body: unknown;
     try {
       body = await readJson(c);
@@ -63,6 +65,8 @@ export function a2aRoutes(server: ServerContext): Hono {
     return a2a(c.req.raw, body);
   };
   app.post(A2A_PATH, a2aRoute);
+  // Clients that join the card's URL with "/" (httpx's base_url does) post here.
+  app.post(`${A2A_PATH}/`, a2aRoute);
   app.post("/", a2aRoute);
   return app;
 }

@@ -12,7 +12,9 @@ import type { LoopEvent, RunResult } from "../../loop/events.js";
 import type { Message } from "../../messages.js";
 import { type ChatRequest, parseChatRequest } from "../chat-request.js";
 import {
+  approvalRequiredOf,
   ChatChunkEncoder,
+  finishReasonOf,
   nodeSseSink,
   RequestController,
   readNodeBody,
@@ -51,6 +53,86 @@ export interface ChatCompletionRoutes {
   handleNode(incoming: IncomingMessage, outgoing: ServerResponse): Promise<void>;
 }
 
+/** The non-streamed answer; a failed or aborted run throws its `HttpError`. A run stopped for approvals says which. */
+export function completionOf(result: RunResult, model: string, sessionId: string) {
+  if (result.state === "FAILED" || result.state === "ABORTED") throw httpErrorOfRun(result.error ?? new AgentLoopError("aborted", result.reason));
+  const approvals = approvalRequiredOf(result, sessionId);
+  return {
+    id: `chatcmpl-${result.runId}`,
+    object: "chat.completion",
+    created: unixSeconds(),
+    model,
+    session_id: sessionId,
+    choices: [
+      {
+        index: 0,
+        message: { role: "assistant", content: result.text !== "" ? result.text : result.reason },
+        finish_reason: approvals ? "approval_required" : finishReasonOf(result),
+      },
+    ],
+    usage: { prompt_tokens: result.usage.inputTokens, completion_tokens: result.usage.outputTokens, total_tokens: result.usage.totalTokens },
+    ...(approvals ? { approval_required: approvals } : {}),
+  };
+}
+
+/**
+ * Streams one run as chat completion chunks into `sink`: the role chunk, progress blocks, answer
+ * deltas, the finish chunk (`approval_required` for a run stopped for approvals, or one error
+ * event), `[DONE]`, then ends the sink. `start` starts the run with the event listener. Tracked
+ * for shutdown; never rejects.
+ */
+export function streamRun(
+  server: ServerContext,
+  sink: SseSink,
+  chat: { model: string; sessionId: string; includeUsage?: boolean },
+  start: (onEvent: (event: LoopEvent) => void) => Promise<RunResult>,
+): Promise<void> {
+  const { runs } = server;
+  async function writeCompletion(): Promise<void> {
+    const chunks = new ChatChunkEncoder(`chatcmpl-${randomUUID()}`, unixSeconds(), chat.model);
+    sink.write(chunks.role());
+    let ended = false;
+    /** Writes the closing events and `[DONE]`, and ends the stream: once, after the run's events are stored. */
+    const end = (closing: readonly string[]) => {
+      if (ended) return;
+      ended = true;
+      for (const line of closing) sink.write(line);
+      sink.write(ChatChunkEncoder.done);
+      sink.end();
+    };
+    const closingOf = (result: RunResult): string[] => {
+      // The answer did not finish: an error event instead of a finish chunk.
+      if (result.state === "FAILED" || result.state === "ABORTED") {
+        return [ChatChunkEncoder.error(httpErrorOfRun(result.error ?? new AgentLoopError("aborted", result.reason)).body())];
+      }
+      const closing: string[] = [];
+      // A limit ended the run: say so when the model gave no answer text.
+      if (result.state !== "COMPLETED" && result.text === "") closing.push(chunks.content(result.reason));
+      const approvals = approvalRequiredOf(result, chat.sessionId);
+      closing.push(approvals ? chunks.approvalRequired(approvals) : chunks.finish(finishReasonOf(result)));
+      if (chat.includeUsage) {
+        closing.push(chunks.usage({ prompt_tokens: result.usage.inputTokens, completion_tokens: result.usage.outputTokens, total_tokens: result.usage.totalTokens }));
+      }
+      return closing;
+    };
+    try {
+      // The run resolves once its events to run_ended are stored: only then the finish chunk and [DONE].
+      const result = await start((event) => {
+        if (event.type === "text-delta") {
+          if (event.delta !== "") sink.write(chunks.content(event.delta));
+        } else if (event.type === "progress") {
+          const block = { type: "progress", step: event.step, max_steps: event.max_steps, action: event.action, target: event.target };
+          sink.write(chunks.content(JSON.stringify(block)));
+        }
+      });
+      end(closingOf(result));
+    } catch (error) {
+      end([ChatChunkEncoder.error((error instanceof HttpError ? error : httpErrorOfRun(error)).body())]);
+    }
+  }
+  return runs.track(writeCompletion());
+}
+
 export function chatCompletionRoutes(server: ServerContext): ChatCompletionRoutes {
   const { settings, runs, bodyLimitBytes } = server;
 
@@ -77,68 +159,14 @@ export function chatCompletionRoutes(server: ServerContext): ChatCompletionRoute
       onEvent,
     });
 
-  /** The non-streamed answer; a failed or aborted run throws its `HttpError`. */
-  function completionBody(result: RunResult, chat: PreparedChat) {
-    if (result.state === "FAILED" || result.state === "ABORTED") throw httpErrorOfRun(result.error ?? new AgentLoopError("aborted", result.reason));
-    return {
-      id: `chatcmpl-${result.runId}`,
-      object: "chat.completion",
-      created: unixSeconds(),
-      model: chat.model,
-      session_id: chat.sessionId,
-      choices: [{ index: 0, message: { role: "assistant", content: result.text !== "" ? result.text : result.reason }, finish_reason: result.state === "COMPLETED" ? "stop" : "length" }],
-      usage: { prompt_tokens: result.usage.inputTokens, completion_tokens: result.usage.outputTokens, total_tokens: result.usage.totalTokens },
-    };
-  }
+  const completionBody = (result: RunResult, chat: PreparedChat) => completionOf(result, chat.model, chat.sessionId);
 
   /**
    * Streams one completion into `sink`: the role chunk, progress blocks, answer deltas, the finish
    * chunk (or one error event), `[DONE]`, then ends the sink. Tracked for shutdown; never rejects.
    */
   function streamCompletion(sink: SseSink, chat: PreparedChat, controller: RequestController): Promise<void> {
-    return runs.track(writeCompletion(sink, chat, controller));
-  }
-
-  async function writeCompletion(sink: SseSink, chat: PreparedChat, controller: RequestController): Promise<void> {
-    const chunks = new ChatChunkEncoder(`chatcmpl-${randomUUID()}`, unixSeconds(), chat.model);
-    sink.write(chunks.role());
-    let ended = false;
-    /** Writes the closing events and `[DONE]`, and ends the stream: once, after the run's events are stored. */
-    const end = (closing: readonly string[]) => {
-      if (ended) return;
-      ended = true;
-      for (const line of closing) sink.write(line);
-      sink.write(ChatChunkEncoder.done);
-      sink.end();
-    };
-    const closingOf = (result: RunResult): string[] => {
-      // The answer did not finish: an error event instead of a finish chunk.
-      if (result.state === "FAILED" || result.state === "ABORTED") {
-        return [ChatChunkEncoder.error(httpErrorOfRun(result.error ?? new AgentLoopError("aborted", result.reason)).body())];
-      }
-      const closing: string[] = [];
-      // A limit ended the run: say so when the model gave no answer text.
-      if (result.state !== "COMPLETED" && result.text === "") closing.push(chunks.content(result.reason));
-      closing.push(chunks.finish(result.state === "COMPLETED" ? "stop" : "length"));
-      if (chat.request.includeUsage) {
-        closing.push(chunks.usage({ prompt_tokens: result.usage.inputTokens, completion_tokens: result.usage.outputTokens, total_tokens: result.usage.totalTokens }));
-      }
-      return closing;
-    };
-    try {
-      // The run resolves once its events to run_ended are stored: only then the finish chunk and [DONE].
-      const result = await runChat(chat, controller, (event) => {
-        if (event.type === "text-delta") {
-          if (event.delta !== "") sink.write(chunks.content(event.delta));
-        } else if (event.type === "progress") {
-          const block = { type: "progress", step: event.step, max_steps: event.max_steps, action: event.action, target: event.target };
-          sink.write(chunks.content(JSON.stringify(block)));
-        }
-      });
-      end(closingOf(result));
-    } catch (error) {
-      end([ChatChunkEncoder.error((error instanceof HttpError ? error : httpErrorOfRun(error)).body())]);
-    }
+    return streamRun(server, sink, { model: chat.model, sessionId: chat.sessionId, includeUsage: chat.request.includeUsage }, (onEvent) => runChat(chat, controller, onEvent));
   }
 
   const app = new Hono();

@@ -2,7 +2,7 @@
 import { Hono } from "hono";
 import { validSessionId } from "../session-id.js";
 import type { ServerContext } from "../context.js";
-import { badRequest, notFound } from "../http-errors.js";
+import { badRequest } from "../http-errors.js";
 import { eventView } from "../memory.js";
 
 export function memoryRoutes(server: ServerContext): Hono {
@@ -25,9 +25,7 @@ export function memoryRoutes(server: ServerContext): Hono {
     }
     let sessionId: string | undefined;
     if (sessionParam !== undefined && sessionParam !== "") sessionId = validSessionId(sessionParam, "session_id");
-    if (sessionId !== undefined) {
-      if (!(await memory.store.getSession(sessionId))) throw notFound(`session "${sessionId}" not found`, "session_not_found", "session_id");
-    }
+    // An unknown session has no events: 200 with an empty list, as KAOS answers.
     const stored = sessionId ? await memory.store.events(sessionId, { limit }) : await memory.store.latestEvents({ limit });
     const events = stored.map(eventView);
     return c.json({ agent: settings.name, events, total: events.length });

@@ -1,0 +1,149 @@
+/**
+ * Guardrails: functions (or declarative rules) that may stop an input before any model call, an
+ * answer before it reaches the caller, and a tool call before its wave starts.
+ */
+import type { Message } from "../messages.js";
+
+export type GuardrailVerdict = { allow: true } | { allow: false; reason: string };
+/** A tool guardrail may also rewrite the arguments (validated against the tool's schema again). */
+export type ToolGuardrailVerdict = GuardrailVerdict | { allow: true; arguments: Record<string, unknown> };
+
+export interface InputGuardrailContext {
+  /** The user's input for this turn of the conversation. */
+  input: string;
+  messages: readonly Message[];
+  agent: string;
+  runId: string;
+}
+
+export interface OutputGuardrailContext {
+  /** The final answer the model gave. */
+  text: string;
+  messages: readonly Message[];
+  agent: string;
+  runId: string;
+}
+
+export interface ToolGuardrailContext {
+  toolName: string;
+  toolCallId: string;
+  /** The parsed, bound and validated arguments. */
+  arguments: Record<string, unknown>;
+  agent: string;
+  runId: string;
+  inputs: Record<string, unknown>;
+}
+
+/** Denied tools in data form (agent file, `.prompty` frontmatter): names or globs (`*`, `?`). */
+export interface ToolDenyRule {
+  /** A tool name or glob, or several. */
+  tools: string | string[];
+  reason: string;
+}
+
+export interface Guardrails {
+  input?: (context: InputGuardrailContext) => GuardrailVerdict | Promise<GuardrailVerdict>;
+  output?: (context: OutputGuardrailContext) => GuardrailVerdict | Promise<GuardrailVerdict>;
+  tool?: (context: ToolGuardrailContext) => ToolGuardrailVerdict | Promise<ToolGuardrailVerdict>;
+  /** Declarative tool rules, checked before `tool`: a matching call is denied with the rule's reason. */
+  deniedTools?: ToolDenyRule[];
+}
+
+function globToRegExp(glob: string): RegExp {
+  const body = glob.replace(/[.+^${}()|[\]\\]/g, "\\$&").replace(/\*/g, ".*").replace(/\?/g, ".");
+  return new RegExp(`^${body}$`);
+}
+
+/** Throws a TypeError naming the problem (checked when the agent is built). */
+export function checkGuardrails(guardrails: unknown): void {
+  if (guardrails === undefined) return;
+  if (!guardrails || typeof guardrails !== "object") throw new TypeError("Agent config: guardrails must be an object { input?, output?, tool?, deniedTools? }");
+  const value = guardrails as Record<string, unknown>;
+  for (const key of Object.keys(value)) {
+    if (!["input", "output", "tool", "deniedTools"].includes(key)) {
+      throw new TypeError(`Agent config: guardrails.${key} is not a guardrail (expected input, output, tool or deniedTools)`);
+    }
+    if (key !== "deniedTools" && value[key] !== undefined && typeof value[key] !== "function") {
+      throw new TypeError(`Agent config: guardrails.${key} must be a function returning { allow: true } or { allow: false, reason }`);
+    }
+  }
+  if (value.deniedTools !== undefined) {
+    if (!Array.isArray(value.deniedTools)) throw new TypeError("Agent config: guardrails.deniedTools must be a list of { tools, reason }");
+    for (const rule of value.deniedTools as unknown[]) {
+      const entry = rule as ToolDenyRule;
+      const tools = typeof entry?.tools === "string" ? [entry.tools] : entry?.tools;
+      if (!Array.isArray(tools) || tools.length === 0 || !tools.every((name) => typeof name === "string" && name !== "") || typeof entry.reason !== "string" || !entry.reason) {
+        throw new TypeError(`Agent config: each guardrails.deniedTools entry needs tools (a name or glob, or a list) and a reason, got ${JSON.stringify(rule)}`);
+      }
+    }
+  }
+}
+
+/** Whether `toolName` matches one of the names or globs (`*`, `?`). */
+export function matchesAny(globs: readonly string[] | undefined, toolName: string): boolean {
+  return globs?.some((glob) => globToRegExp(glob).test(toolName)) === true;
+}
+
+/** The reason a declarative rule denies `toolName`, if one does. */
+export function deniedByRule(rules: readonly ToolDenyRule[] | undefined, toolName: string): string | undefined {
+  if (!rules) return undefined;
+  for (const rule of rules) {
+    if (matchesAny(typeof rule.tools === "string" ? [rule.tools] : rule.tools, toolName)) return rule.reason;
+  }
+  return undefined;
+}
+
+/**
+ * Runs one guardrail. A guardrail that throws, or answers something that is not a verdict, denies
+ * (fail closed): the reason says what went wrong.
+ */
+export async function evaluate<V extends GuardrailVerdict | ToolGuardrailVerdict>(
+  which: "input" | "output" | "tool",
+  guardrail: (context: any) => V | Promise<V>,
+  context: unknown,
+): Promise<V | { allow: false; reason: string }> {
+  try {
+    const verdict = await guardrail(context);
+    if (verdict && typeof verdict === "object" && verdict.allow === true) return verdict;
+    if (verdict && typeof verdict === "object" && verdict.allow === false) {
+      const reason = (verdict as { reason?: unknown }).reason;
+      return { allow: false, reason: typeof reason === "string" && reason ? reason : `denied by the ${which} guardrail` };
+    }
+    return { allow: false, reason: `the ${which} guardrail returned ${JSON.stringify(verdict)}, not { allow: boolean }` };
+  } catch (error) {
+    return { allow: false, reason: `the ${which} guardrail failed: ${error instanceof Error ? error.message : String(error)}` };
+  }
+}
+
+type Delta = { type: "text-delta" | "commentary-delta" | "reasoning-delta"; delta: string };
+
+/**
+ * Holds a turn's answer text while an output guardrail is set: nothing reaches the caller as answer
+ * text until the turn is known to be an answer and the guardrail allowed it. Reasoning passes at once.
+ */
+export class AnswerBuffer {
+  private held: string[] = [];
+
+  constructor(private readonly emit: (type: Delta["type"], delta: string) => void) {}
+
+  forward = (delta: string, type: Delta["type"]): void => {
+    if (type === "text-delta") this.held.push(delta);
+    else this.emit(type, delta);
+  };
+
+  /** The turn called tools: its text was commentary after all. */
+  releaseAsCommentary(): void {
+    for (const delta of this.held) this.emit("commentary-delta", delta);
+    this.held = [];
+  }
+
+  /** The answer was allowed: its deltas go out as they came. */
+  release(): void {
+    for (const delta of this.held) this.emit("text-delta", delta);
+    this.held = [];
+  }
+
+  drop(): void {
+    this.held = [];
+  }
+}

@@ -1,0 +1,166 @@
+import assert from "node:assert/strict";
+import { after, describe, it } from "node:test";
+import OpenAI from "openai";
+import { defineTool, ScriptedModel } from "../../src/index.js";
+import { dropSchemas, postgresUrl, uniqueSchema } from "../memory/postgres-server.js";
+import { echoTool, postJson, startTestServer } from "./helpers.js";
+
+after(dropSchemas);
+
+const written: string[] = [];
+const writeFile = defineTool<{ path: string }>({
+  name: "write_file",
+  description: "Writes a file",
+  parameters: { type: "object", properties: { path: { type: "string" } }, required: ["path"] },
+  needsApproval: true,
+  execute: ({ path }) => {
+    written.push(path);
+    return `wrote ${path}`;
+  },
+});
+const script = [
+  JSON.stringify({ tool_calls: [{ id: "call_a", name: "write_file", arguments: { path: "a.txt" } }, { id: "call_b", name: "write_file", arguments: { path: "b.txt" } }] }),
+  "I wrote a.txt and skipped b.txt.",
+];
+
+/** The `data:` payloads of an SSE body. */
+function sseData(text: string): string[] {
+  return text
+    .split("\n\n")
+    .filter((block) => block.startsWith("data: "))
+    .map((block) => block.slice("data: ".length));
+}
+
+interface ApprovalRequired {
+  session_id: string;
+  checkpoint_id: string;
+  pending: Array<{ tool_call_id: string; tool: string; arguments: Record<string, unknown>; arguments_hash: string; agent_path: string[] }>;
+}
+
+describe("approvals through the server", () => {
+  it("a streamed chat (official openai client) stops with approval_required; POST /v1/approvals on a second replica sharing PostgreSQL streams the rest", async () => {
+    written.length = 0;
+    const memoryEnv = { AGENT_NAME: "writer", MEMORY_TYPE: "postgres", MEMORY_POSTGRES_URL: postgresUrl(), MEMORY_POSTGRES_SCHEMA: uniqueSchema("approvals") };
+    const [first, second] = await Promise.all([0, 1].map(() => startTestServer(memoryEnv, { build: { model: new ScriptedModel(script), tools: [writeFile] } })));
+    try {
+      const client = new OpenAI({ baseURL: `${first.url}/v1`, apiKey: "unused", maxRetries: 0 });
+      const stream = await client.chat.completions.create(
+        { model: "writer", stream: true, messages: [{ role: "user", content: "write a.txt and b.txt" }] },
+        { headers: { "X-Session-ID": "needs-ok" } },
+      );
+      const chunks = [];
+      for await (const chunk of stream) chunks.push(chunk);
+      const last = chunks.at(-1)!;
+      assert.equal(last.choices[0]?.finish_reason as string, "approval_required");
+      const approvals = (last as unknown as { approval_required: ApprovalRequired }).approval_required;
+      assert.equal(approvals.session_id, "needs-ok");
+      assert.deepEqual(
+        approvals.pending.map((entry) => [entry.tool_call_id, entry.tool, entry.arguments, entry.agent_path]),
+        [
+          ["call_a", "write_file", { path: "a.txt" }, ["writer"]],
+          ["call_b", "write_file", { path: "b.txt" }, ["writer"]],
+        ],
+      );
+      assert.deepEqual(written, [], "nothing ran before the decisions");
+
+      // Nothing pending elsewhere, and bad decisions, are refused as plain JSON errors.
+      const none = await postJson(`${second.url}/v1/approvals`, { session_id: "nobody", decisions: { x: { approve: true } } });
+      assert.equal(none.status, 404);
+      assert.equal(((await none.json()) as { error: { code: string } }).error.code, "no_pending_approval");
+      const wrongHash = await postJson(`${second.url}/v1/approvals`, { session_id: "needs-ok", decisions: { call_a: { approve: true, arguments_hash: "f".repeat(32) } } });
+      assert.equal(wrongHash.status, 400);
+      assert.match(((await wrongHash.json()) as { error: { message: string } }).error.message, /made for other arguments/);
+      const malformed = await postJson(`${second.url}/v1/approvals`, { session_id: "needs-ok", decisions: { call_a: "yes" } });
+      assert.equal(malformed.status, 400);
+
+      const decisions = {
+        call_a: { approve: true, arguments_hash: approvals.pending[0]!.arguments_hash },
+        call_b: { approve: false, reason: "b.txt is read-only" },
+      };
+      const resumed = await postJson(`${second.url}/v1/approvals`, { session_id: "needs-ok", decisions });
+      assert.equal(resumed.status, 200);
+      assert.match(resumed.headers.get("content-type") ?? "", /text\/event-stream/);
+      const data = sseData(await resumed.text());
+      assert.equal(data.at(-1), "[DONE]");
+      const parsed = data.slice(0, -1).map((line) => JSON.parse(line) as { choices: Array<{ delta: { content?: string }; finish_reason: string | null }> });
+      const content = parsed.map((chunk) => chunk.choices[0]?.delta.content ?? "").join("");
+      assert.match(content, /"type":"progress","step":1/);
+      assert.match(content, /I wrote a\.txt and skipped b\.txt\.$/);
+      assert.equal(parsed.at(-1)!.choices[0]!.finish_reason, "stop");
+      assert.deepEqual(written, ["a.txt"], "the approved call ran once, on the second replica");
+
+      const again = await postJson(`${first.url}/v1/approvals`, { session_id: "needs-ok", decisions });
+      assert.equal(again.status, 409);
+      assert.equal(((await again.json()) as { error: { code: string } }).error.code, "approval_already_decided");
+      assert.deepEqual(written, ["a.txt"]);
+
+      // The session's log tells the story, on either replica.
+      const events = (await (await fetch(`${first.url}/memory/events?session_id=needs-ok`)).json()) as { events: Array<{ event_type: string; content: unknown }> };
+      const types = events.events.map((event) => event.event_type);
+      assert.ok(types.includes("approval_requested") && types.includes("approval_decided"), types.join(", "));
+      const results = events.events.filter((event) => event.event_type === "tool_result").map((event) => (event.content as { result: string }).result);
+      assert.deepEqual(results, ["wrote a.txt", "Rejected: b.txt is read-only"]);
+    } finally {
+      await Promise.all([first.close(), second.close()]);
+    }
+  });
+
+  it("without memory, and not streamed: the completion names the pending calls; the same server resumes it", async () => {
+    written.length = 0;
+    const server = await startTestServer({ AGENT_NAME: "writer", MEMORY_ENABLED: "false" }, { build: { model: new ScriptedModel(script), tools: [writeFile] } });
+    try {
+      const response = await postJson(`${server.url}/v1/chat/completions`, { session_id: "local", messages: [{ role: "user", content: "write" }] });
+      const body = (await response.json()) as { choices: Array<{ finish_reason: string }>; approval_required: ApprovalRequired };
+      assert.equal(body.choices[0]!.finish_reason, "approval_required");
+      assert.equal(body.approval_required.pending.length, 2);
+      const resumed = await postJson(`${server.url}/v1/approvals`, {
+        session_id: "local",
+        stream: false,
+        decisions: { call_a: { approve: true }, call_b: { approve: true } },
+      });
+      const completion = (await resumed.json()) as { choices: Array<{ message: { content: string }; finish_reason: string }> };
+      assert.equal(completion.choices[0]!.finish_reason, "stop");
+      assert.equal(completion.choices[0]!.message.content, "I wrote a.txt and skipped b.txt.");
+      assert.deepEqual(written, ["a.txt", "b.txt"]);
+      const again = await postJson(`${server.url}/v1/approvals`, { session_id: "local", decisions: { call_a: { approve: true } } });
+      assert.equal(again.status, 404);
+    } finally {
+      await server.close();
+    }
+  });
+});
+
+describe("guardrails through the server", () => {
+  it("an output guardrail's deny never reaches the client: finish_reason content_filter, the reason as content; deniedTools from the agent file", async () => {
+    const model = new ScriptedModel([
+      JSON.stringify({ tool_calls: [{ id: "s1", name: "echo", arguments: { text: "rm -rf" } }] }),
+      "the launch code is 0000",
+    ]);
+    const server = await startTestServer(
+      { AGENT_NAME: "guarded" },
+      {
+        file: { guardrails: { deniedTools: [{ tools: "ech?", reason: "echo is off today" }] } },
+        build: { model, tools: [echoTool], guardrails: { output: ({ text }) => (text.includes("code") ? { allow: false, reason: "secrets stay in" } : { allow: true }) } },
+      },
+    );
+    try {
+      const client = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: "unused", maxRetries: 0 });
+      const stream = await client.chat.completions.create({ model: "guarded", stream: true, messages: [{ role: "user", content: "tell me" }] }, { headers: { "X-Session-ID": "g1" } });
+      let content = "";
+      let finish: string | null | undefined;
+      for await (const chunk of stream) {
+        content += chunk.choices[0]?.delta.content ?? "";
+        finish = chunk.choices[0]?.finish_reason ?? finish;
+      }
+      assert.equal(finish, "content_filter");
+      assert.doesNotMatch(content, /0000/);
+      assert.match(content, /output guardrail: secrets stay in$/);
+      const events = (await (await fetch(`${server.url}/memory/events?session_id=g1`)).json()) as { events: Array<{ event_type: string; content: unknown }> };
+      const results = events.events.filter((event) => event.event_type === "tool_result").map((event) => (event.content as { result: string }).result);
+      assert.deepEqual(results, ["Tool denied by guardrail: echo is off today"]);
+      assert.ok(!JSON.stringify(events).includes("0000"), "the denied answer is not in the session's log");
+    } finally {
+      await server.close();
+    }
+  });
+});
