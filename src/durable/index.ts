@@ -18,12 +18,17 @@ import { DBOS } from "@dbos-inc/dbos-sdk";
 import { AgentLoopError } from "../errors.js";
 import type { RunResult } from "../loop/events.js";
 import { Agent } from "../loop/agent.js";
+import type { ApprovalDecision } from "../loop/checkpoint.js";
 import type { RunOptions, SessionMemory, Toolset } from "../loop/types.js";
 import type { Model, ModelEvent, ModelRequest } from "../model/model.js";
 import type { Tool, ToolContext, ToolOutput } from "../tools/tool.js";
 
 /** The result of a tool call that was running when the process died and is not idempotent. */
 export const INTERRUPTED = "Interrupted: the process stopped while this tool ran; it was not retried";
+
+const APPROVALS_TOPIC = "agentloop.approvals";
+/** How long a durable run waits for approvals without `approvalTimeoutMs`: 7 days. */
+const DEFAULT_APPROVAL_TIMEOUT_MS = 7 * 24 * 3600 * 1000;
 
 export interface DurableOptions {
   /** PostgreSQL URL of the database DBOS keeps its checkpoints in (its tables go in `schema`). */
@@ -64,6 +69,12 @@ export interface DurableAgent {
   launch(): Promise<void>;
   /** Starts a durable run. Live events go to `options.onEvent` and to the agent's observers and memory. */
   run(input: string, options?: DurableRunOptions): Promise<DurableRun>;
+  /**
+   * Decides the calls a run waits on (its `approval-request` events), from any process connected to
+   * the same database: the run resumes where it runs (or, after a crash, where it is recovered).
+   * Calls of the wave left undecided are rejected.
+   */
+  decide(runId: string, decisions: Record<string, ApprovalDecision>): Promise<void>;
   /** A run by id (started here or elsewhere). */
   retrieve(runId: string): DurableRun;
   /** Stops DBOS in this process (unfinished runs stay recoverable). */
@@ -100,7 +111,18 @@ export function durableAgent(agent: Agent, options: DurableOptions): DurableAgen
   const workflow = DBOS.registerWorkflow(
     async (input: string, stored: StoredOptions): Promise<DurableRunResult> => {
       const runId = DBOS.workflowID!;
-      const result = await inner.run(input, { ...stored, runId, onEvent: listeners.get(runId) });
+      const onEvent = listeners.get(runId);
+      // Approvals stop the loop with a checkpoint; the workflow waits for the decisions as a DBOS
+      // message (recorded: a recovered run does not wait again for what was decided), then resumes.
+      let result = await inner.run(input, { ...stored, runId, onEvent, onApproval: "interrupt" });
+      const timeoutSeconds = Math.ceil((config.approvalTimeoutMs ?? DEFAULT_APPROVAL_TIMEOUT_MS) / 1000);
+      while (result.state === "INTERRUPTED" && result.checkpoint) {
+        const pending = result.checkpoint.pending;
+        const decided = await DBOS.recv<Record<string, ApprovalDecision>>(APPROVALS_TOPIC, timeoutSeconds);
+        const decisions: Record<string, ApprovalDecision> = {};
+        for (const call of pending) decisions[call.toolCallId] = decided?.[call.toolCallId] ?? { approve: false, reason: "no decision in time" };
+        result = await inner.resume(result.checkpoint, { decisions, runId, onEvent, sessionId: stored.sessionId, onApproval: "interrupt" });
+      }
       return storedResult(result);
     },
     { name: `agentloop.run.${agent.name}` },
@@ -152,6 +174,11 @@ export function durableAgent(agent: Agent, options: DurableOptions): DurableAgen
       return { runId, result: () => result };
     },
     retrieve: handleOf,
+    async decide(runId, decisions) {
+      if (!launched) throw new Error("durable decide: call launch() first");
+      if (typeof decisions !== "object" || decisions === null) throw new TypeError("durable decide: decisions must be an object keyed by tool call id");
+      await DBOS.send(runId, decisions, APPROVALS_TOPIC);
+    },
     async shutdown() {
       if (!launched) return;
       launched = undefined;
@@ -178,7 +205,7 @@ export function durableModel(model: Model): Model & { durable: true } {
     modelId: model.modelId,
     durable: true,
     stream: (request) => (DBOS.isWithinWorkflow() ? recordedStream(model, request) : model.stream(request)),
-    ...(model.forRun ? { forRun: () => durableModel(model.forRun!()) } : {}),
+    ...(model.forRun ? { forRun: (run?: Parameters<NonNullable<Model["forRun"]>>[0]) => durableModel(model.forRun!(run)) } : {}),
   } as Model & { durable: true };
 }
 

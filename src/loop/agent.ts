@@ -224,7 +224,7 @@ export class Agent {
    */
   resume(checkpoint: RunCheckpoint, options: ResumeOptions): Run {
     claimCheckpoint(checkpoint, options?.decisions, this.name);
-    const runId = `run_${randomUUID()}`;
+    const runId = options.runId ?? `run_${randomUUID()}`;
     const fail = (error: unknown) => this.failedResult(runId, error);
     const runOptions: RunOptions = { ...options, sessionId: options.sessionId ?? checkpoint.sessionId, inputs: checkpoint.inputs };
     const resume = { checkpoint, decisions: options.decisions };
