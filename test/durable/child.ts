@@ -1,7 +1,7 @@
 // A process that runs (or recovers) one durable run, for test/durable/durable.test.ts and the bench.
 // Env: PG_URL, SCHEMA, EXECUTOR, RUN_ID, FILE (tool executions are appended to it), START=1 to start
 // the run (else only launch, which recovers it), HANG_AT=n (tool call n hangs: the parent kills us),
-// IDEMPOTENT=1 (the tool says it is idempotent).
+// IDEMPOTENT=1 (the tool says it is idempotent), APPROVAL=1 (call 2 needs approval), DECIDE=1 (approve it).
 import { appendFileSync } from "node:fs";
 import { durableAgent } from "../../src/durable/index.js";
 import { Agent, defineTool, type Model, type ModelEvent, type ModelRequest } from "../../src/index.js";
@@ -37,6 +37,8 @@ const step = defineTool<{ n: number }>({
   parameters: { type: "object", properties: { n: { type: "number" } }, required: ["n"] },
   sequential: true,
   idempotent: env.IDEMPOTENT === "1",
+  // APPROVAL=1: the second call waits for a person's decision.
+  needsApproval: ({ n }) => env.APPROVAL === "1" && n === 2,
   async execute({ n }, context) {
     appendFileSync(file, `start ${n} ${context.idempotencyKey}\n`);
     if (n === hangAt) {
@@ -53,7 +55,13 @@ const durable = durableAgent(agent, { databaseUrl: env.PG_URL!, schema: env.SCHE
 const events: string[] = [];
 await durable.launch();
 const runId = env.RUN_ID!;
-const run = env.START === "1" ? await durable.run("do the four steps", { runId, onEvent: (event) => events.push(event.type) }) : durable.retrieve(runId);
+const onEvent = (event: { type: string }) => {
+  events.push(event.type);
+  if (event.type === "approval-request") process.stdout.write("approval requested\n");
+};
+const run = env.START === "1" ? await durable.run("do the four steps", { runId, onEvent }) : durable.retrieve(runId);
+// DECIDE=1: approve the waiting call (from this process; any process on the database could).
+if (env.DECIDE === "1") await durable.decide(runId, { call_2: { approve: true } });
 const result = await run.result();
 process.stdout.write(`${JSON.stringify({ result, events })}\n`);
 await durable.shutdown();

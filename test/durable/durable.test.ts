@@ -89,14 +89,31 @@ async function crashAndRecover(name: string, idempotent: boolean) {
   return { outcome, lines: readFileSync(file, "utf8").trim().split("\n"), runId };
 }
 
-// The three flows run at once (each process spends most of its time starting DBOS), each test awaits its own.
-let flows: { plain: Promise<Outcome>; idem: ReturnType<typeof crashAndRecover>; nonidem: ReturnType<typeof crashAndRecover> };
+/** Starts a run whose second call waits for approval, kills the process while it waits, approves from the restarted one. */
+async function crashWhileWaiting() {
+  const { env, file, runId } = setup("approval");
+  const first = start({ ...env, START: "1", APPROVAL: "1" });
+  await waitForOutput(first.process, "approval requested");
+  first.process.kill("SIGKILL");
+  await first.output;
+  const outcome = parse(await start({ ...env, START: "0", APPROVAL: "1", DECIDE: "1" }).output);
+  return { outcome, lines: readFileSync(file, "utf8").trim().split("\n"), runId };
+}
+
+// The flows run at once (each process spends most of its time starting DBOS), each test awaits its own.
+let flows: {
+  plain: Promise<Outcome>;
+  idem: ReturnType<typeof crashAndRecover>;
+  nonidem: ReturnType<typeof crashAndRecover>;
+  approval: ReturnType<typeof crashWhileWaiting>;
+};
 before(() => {
   const plain = setup("plain");
   flows = {
     plain: start({ ...plain.env, START: "1", IDEMPOTENT: "1" }).output.then(parse),
     idem: crashAndRecover("idem", true),
     nonidem: crashAndRecover("nonidem", false),
+    approval: crashWhileWaiting(),
   };
   for (const flow of Object.values(flows)) flow.catch(() => undefined);
 });
@@ -132,4 +149,15 @@ test("a non-idempotent tool call in flight at the crash is not run again: it get
     `start 4 ${runId}:call_4`,
     "done 4",
   ]);
+});
+
+test("a run waiting for approval when its process was killed waits again after the restart; the decision resumes it", async () => {
+  const uninterrupted = await flows.plain;
+  const { outcome, lines, runId } = await flows.approval;
+  assert.equal(outcome.result.state, "COMPLETED");
+  assert.equal(outcome.result.text, uninterrupted.result.text);
+  assert.deepEqual(
+    lines.filter((line) => line.startsWith("start")),
+    [1, 2, 3, 4].map((n) => `start ${n} ${runId}:call_${n}`),
+  );
 });
