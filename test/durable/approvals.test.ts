@@ -24,8 +24,19 @@ const script = [JSON.stringify({ tool_calls: [{ id: "t1", name: "transfer", argu
 const agent = new Agent({ name: "payer", model: new ScriptedModel(script), tools: [transfer] });
 let durable: DurableAgent;
 
+const echo = defineTool<{ text: string }>({
+  name: "echo",
+  description: "echo",
+  parameters: { type: "object", properties: { text: { type: "string" } } },
+  execute: ({ text }) => `echo ${text}`,
+});
+const echoScript = [JSON.stringify({ tool_calls: [{ id: "e1", name: "echo", arguments: { text: "a" } }, { id: "e2", name: "echo", arguments: { text: "b" } }] }), "Both echoed."];
+const echoAgent = new Agent({ name: "echoer", model: new ScriptedModel(echoScript), tools: [echo] });
+let durableEcho: DurableAgent;
+
 before(async () => {
   durable = durableAgent(agent, { databaseUrl: postgresUrl(), schema, logLevel: "error" });
+  durableEcho = durableAgent(echoAgent, { databaseUrl: postgresUrl(), schema, logLevel: "error" }); // registered before launch
   await durable.launch();
 });
 
@@ -74,4 +85,17 @@ test("a rejected call gets its Rejected result and is never run", async () => {
   assert.equal(result.state, "COMPLETED");
   assert.match(JSON.stringify(result.newMessages), /Rejected: too much/);
   assert.deepEqual(executed, []);
+});
+
+test("a durable run emits the same events as the same run without durability (timestamps and durations aside)", async () => {
+  const strip = (events: LoopEvent[]) =>
+    JSON.stringify(events, (key, value) => (key === "timestamp" || key === "durationMs" || key === "runId" ? undefined : value));
+  const plainEvents: LoopEvent[] = [];
+  const plain = await echoAgent.run("echo a and b", { onEvent: (event) => plainEvents.push(event) });
+  const durableEvents: LoopEvent[] = [];
+  const run = await durableEcho.run("echo a and b", { onEvent: (event) => durableEvents.push(event) });
+  const result = await run.result();
+  assert.equal(result.text, plain.text);
+  assert.ok(plainEvents.some((event) => event.type === "text-delta"));
+  assert.equal(strip(durableEvents), strip(plainEvents));
 });
