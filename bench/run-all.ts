@@ -20,6 +20,7 @@ const SCENARIOS = [
   { id: "session", file: "scenario-session.ts" },
   { id: "server", file: "scenario-server.ts" },
   { id: "memory", file: "scenario-memory.ts" },
+  { id: "startup", file: "scenario-startup.ts" },
 ] as const;
 
 const COLUMNS = ["raw-fetch", "raw-http", "openai-sdk", "agentloop", "agentloop-sdk", "vercel-ai", "openai-agents"] as const;

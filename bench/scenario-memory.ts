@@ -1,7 +1,7 @@
 // Scenario 6: memory stores. Events appended per second (one event per append, as a run writes
 // them, and batches of 100), and the time to load a 10,000-event session (the event log, and
 // the log projected into a conversation history). Stores: in-process (reference), embedded
-// (PGlite in a temporary directory) and PostgreSQL (AGENTLOOP_TEST_PG_URL, or the local server
+// (a SQLite file in a temporary directory) and PostgreSQL (AGENTLOOP_TEST_PG_URL, or the local server
 // scripts/start-postgres.sh starts when PostgreSQL is installed; skipped otherwise).
 import { execFileSync } from "node:child_process";
 import { existsSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
@@ -62,7 +62,7 @@ async function storesUnderTest(notes: string[]): Promise<StoreUnderTest[]> {
   const stores: StoreUnderTest[] = [{ name: "in-process", open: async () => new InMemoryStore(limits), cleanup: async () => undefined }];
   const directory = mkdtempSync(join(tmpdir(), "agentloop-bench-embedded-"));
   const { openEmbeddedStore } = await import("../src/memory/embedded.js");
-  stores.push({ name: "embedded (PGlite)", open: () => openEmbeddedStore({ ...limits, path: directory }), cleanup: async () => rmSync(directory, { recursive: true, force: true }) });
+  stores.push({ name: "embedded (SQLite)", open: () => openEmbeddedStore({ ...limits, path: directory }), cleanup: async () => rmSync(directory, { recursive: true, force: true }) });
   const url = postgresUrl(notes);
   if (url) {
     const { openPostgresStore } = await import("../src/memory/postgres.js");

@@ -37,6 +37,10 @@ const FLOOR = "node:http floor";
 const AGENTLOOP = "agentloop serve";
 const AGENTLOOP_NO_MEMORY = "agentloop serve, memory off";
 const AGENTLOOP_EMBEDDED = "agentloop serve, embedded memory (the default store)";
+const AGENTLOOP_POSTGRES = "agentloop serve, PostgreSQL memory";
+const TARGET_RSS_MB = 150;
+/** The PostgreSQL of the postgres variant (`AGENTLOOP_TEST_PG_URL`); without it the variant is skipped. */
+const POSTGRES_URL = process.env.AGENTLOOP_TEST_PG_URL;
 
 async function spawnServer(name: string, chunkDelayMs: number): Promise<ServerProcess> {
   const env: Record<string, string> = { BENCH_CHUNK_DELAY_MS: String(chunkDelayMs) };
@@ -44,7 +48,13 @@ async function spawnServer(name: string, chunkDelayMs: number): Promise<ServerPr
   if (name === AGENTLOOP_NO_MEMORY) env.BENCH_SERVER_MEMORY = "off";
   if (name === AGENTLOOP_EMBEDDED) {
     directory = mkdtempSync(join(tmpdir(), "agentloop-bench-server-"));
+    // A new folder: the store's file (memory.db) is created there, as `agentloop serve` does in a new project.
     Object.assign(env, { BENCH_SERVER_MEMORY: "embedded", BENCH_SERVER_MEMORY_PATH: directory });
+  }
+  let schema: string | undefined;
+  if (name === AGENTLOOP_POSTGRES) {
+    schema = `bench_server_${process.pid}_${Date.now()}`;
+    Object.assign(env, { BENCH_SERVER_MEMORY: "postgres", BENCH_SERVER_POSTGRES_URL: POSTGRES_URL, BENCH_SERVER_POSTGRES_SCHEMA: schema });
   }
   const child = await startChild(name === FLOOR ? "./server-floor.ts" : "./server-agentloop.ts", [], env);
   return {
@@ -54,6 +64,7 @@ async function spawnServer(name: string, chunkDelayMs: number): Promise<ServerPr
     async close() {
       await child.close();
       if (directory) rmSync(directory, { recursive: true, force: true });
+      if (schema) await dropSchema(schema);
     },
   };
 }
@@ -63,8 +74,19 @@ async function spawnServer(name: string, chunkDelayMs: number): Promise<ServerPr
  * the comma-separated words of `BENCH_SERVERS` (`BENCH_SERVERS=off` adds "memory off"; `none`
  * only the two), for quicker runs while working on one of them.
  */
+async function dropSchema(schema: string): Promise<void> {
+  const { default: pg } = await import("pg");
+  const client = new pg.Client({ connectionString: POSTGRES_URL });
+  await client.connect();
+  try {
+    await client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+  } finally {
+    await client.end();
+  }
+}
+
 function serverNames(): string[] {
-  const all = [FLOOR, AGENTLOOP, AGENTLOOP_NO_MEMORY, AGENTLOOP_EMBEDDED];
+  const all = [FLOOR, AGENTLOOP, AGENTLOOP_NO_MEMORY, AGENTLOOP_EMBEDDED, ...(POSTGRES_URL ? [AGENTLOOP_POSTGRES] : [])];
   const filter = process.env.BENCH_SERVERS;
   if (!filter) return all;
   const words = filter.split(",").map((word) => word.trim()).filter((word) => word !== "");
@@ -205,6 +227,36 @@ export async function runServerScenario(options: BenchOptions): Promise<Scenario
   };
   const floor = summaryOf(FLOOR);
   const agent = summaryOf(AGENTLOOP);
+  // The stores' own rows: the default embedded store and PostgreSQL, each against the same target.
+  const storeRows = [
+    [AGENTLOOP_EMBEDDED, "embedded (default store)"],
+    [AGENTLOOP_POSTGRES, "PostgreSQL"],
+  ]
+    .filter(([name]) => rounds.has(name))
+    .flatMap(([name, label]) => {
+      const addedStore = addedOver(name, 0.99).median;
+      const rows: ScenarioReport["summary"] = [
+        {
+          scenario: "5 server",
+          metric: `p99 added latency ms, ${label} (− floor)`,
+          values: { agentloop: addedStore },
+          target: `< ${TARGET_ADDED_P99_MS} ms`,
+          met: addedStore < TARGET_ADDED_P99_MS,
+        },
+        { scenario: "5 server", metric: `server CPU ms / request, ${label}`, values: { "raw-fetch": floor.cpu.median, agentloop: summaryOf(name).cpu.median } },
+      ];
+      if (name === AGENTLOOP_EMBEDDED) {
+        const peak = summaryOf(name).peakRss;
+        rows.push({
+          scenario: "5 server",
+          metric: `peak RSS MB over 200 concurrent streams, ${label}`,
+          values: { "raw-fetch": floor.peakRss, agentloop: peak },
+          target: `< ${TARGET_RSS_MB} MB`,
+          met: peak < TARGET_RSS_MB,
+        });
+      }
+      return rows;
+    });
   const addedP50 = addedOver(AGENTLOOP, 0.5);
   const added = addedOver(AGENTLOOP, 0.99);
   const addedP99 = added.median;
@@ -246,10 +298,11 @@ export async function runServerScenario(options: BenchOptions): Promise<Scenario
       },
       { scenario: "5 server", metric: "server CPU ms / request", values: { "raw-fetch": floor.cpu.median, agentloop: agent.cpu.median } },
       { scenario: "5 server", metric: "peak RSS MB", values: { "raw-fetch": floor.peakRss, agentloop: agent.peakRss } },
+      ...storeRows,
     ],
     notes: [
       `${CONCURRENCY} clients each send ${perClient} streaming chats back to back (${measuredRounds} rounds per server, in rotating order, after ${warmUpRounds} warm-up rounds of the same size per server); latency is request start to the end of the stream, checked against the scripted answer. Each round is a repetition: p50 and p99 are per round, then the median (min–max) over the rounds; the added latency is agentloop's round minus the floor's round of the same cycle, then the median.`,
-      `agentloop serve: \`startAgentServer\` on the scripted model (one answer of 21 word chunks, chunk k due k × ${CHUNK_DELAY_MS} ms after the stream started, like a model's token stream: time spent on a chunk does not push the later ones back) with the in-process memory store (memory stores: scenario 6); the "memory off" variant records nothing, to show what recording costs; the "embedded" variant uses the store \`agentloop serve\` defaults to (PGlite in a temporary directory). Floor: node:http parsing the body and streaming the same chunks with the same pacing (the same deadlines). In the summary the floor sits in the raw-fetch column.`,
+      `agentloop serve: \`startAgentServer\` on the scripted model (one answer of 21 word chunks, chunk k due k × ${CHUNK_DELAY_MS} ms after the stream started, like a model's token stream: time spent on a chunk does not push the later ones back) with the in-process memory store (memory stores: scenario 6); the "memory off" variant records nothing, to show what recording costs; the "embedded" variant uses the store \`agentloop serve\` defaults to (a SQLite file created in a new temporary folder); the "PostgreSQL" variant a schema of its own on \`AGENTLOOP_TEST_PG_URL\` (skipped without it). Floor: node:http parsing the body and streaming the same chunks with the same pacing (the same deadlines). In the summary the floor sits in the raw-fetch column.`,
       "Both servers run as bundled JavaScript (esbuild) without a TypeScript loader, so RSS is the server's own.",
       "The load generator (node:http with keep-alive, a new pool of 200 connections per round) shares the 2 cores with the server, so absolute latencies include client time; the added latency compares like with like. The clients start together, so the first request of each waits behind the others' setup: that first wave holds the p99.",
     ],

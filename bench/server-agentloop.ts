@@ -1,6 +1,7 @@
 // Scenario 5's contestant, run as a child process: the agent server (`startAgentServer`, what
 // `agentloop serve` runs) on the scripted model, paced by BENCH_CHUNK_DELAY_MS, with the memory
-// store BENCH_SERVER_MEMORY names (default `memory`, the in-process one; `off` records nothing).
+// store BENCH_SERVER_MEMORY names (default `memory`, the in-process one; `off` records nothing;
+// `embedded` in BENCH_SERVER_MEMORY_PATH; `postgres` on BENCH_SERVER_POSTGRES_URL/_SCHEMA).
 import { ScriptedModel } from "../src/model/scripted.js";
 import { startAgentServer } from "../src/server/index.js";
 import { SERVER_ANSWER, announce, chunkDelayMs } from "./server-answer.js";
@@ -13,6 +14,7 @@ const server = await startAgentServer({
     AGENT_NAME: "bench",
     ...(process.env.BENCH_SERVER_MEMORY === "off" ? { MEMORY_ENABLED: "false" } : { MEMORY_TYPE: process.env.BENCH_SERVER_MEMORY ?? "memory" }),
     ...(process.env.BENCH_SERVER_MEMORY_PATH ? { MEMORY_PATH: process.env.BENCH_SERVER_MEMORY_PATH } : {}),
+    ...(process.env.BENCH_SERVER_POSTGRES_URL ? { MEMORY_POSTGRES_URL: process.env.BENCH_SERVER_POSTGRES_URL, MEMORY_POSTGRES_SCHEMA: process.env.BENCH_SERVER_POSTGRES_SCHEMA } : {}),
   },
   log: () => undefined,
 });

@@ -16,6 +16,8 @@ export type ErrorKind =
   | "refusal"
   | "configuration"
   | "tool"
+  /** The final answer did not match `AgentConfig.output`, also when asked again. */
+  | "output_validation"
   | "unknown";
 
 const marker = Symbol.for("agentloop.error");

@@ -27,6 +27,7 @@ export {
   type ModelRequest,
   type ModelResponse,
   ResponseAccumulator,
+  type ResponseFormat,
   type ToolChoice,
   type ToolDefinition,
   type UnifiedFinishReason,
@@ -72,6 +73,8 @@ export type {
   Toolset,
 } from "./loop/types.js";
 export { Agent } from "./loop/agent.js";
+export { type ContextBudget, estimateTokens } from "./loop/context.js";
+export type { OutputSchema } from "./loop/output.js";
 export { type ApprovalContext, ApprovalBroker, type ApprovalMode, approvalRequestOf } from "./loop/approvals.js";
 export { type ApprovalDecision, type PendingApproval, ResumeError, type RunCheckpoint } from "./loop/checkpoint.js";
 export type { GuardrailVerdict, Guardrails, InputGuardrailContext, OutputGuardrailContext, ToolDenyRule, ToolGuardrailContext, ToolGuardrailVerdict } from "./loop/guardrails.js";

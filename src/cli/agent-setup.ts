@@ -1,10 +1,12 @@
 import { randomUUID } from "node:crypto";
 import { readFile } from "node:fs/promises";
 import { type Command, Option } from "commander";
-import { type AgentRuntime, buildAgentRuntime } from "../config/build-agent.js";
-import { type AgentSettings, type McpServerSetting, resolveAgentSettings, type ToolCallMode } from "../config/settings.js";
+// Types only: the configuration modules (settings, YAML, providers, MCP...) load when a command uses them.
+import type { AgentRuntime } from "../config/build-agent.js";
+import type { AgentSettings, McpServerSetting, ToolCallMode } from "../config/settings.js";
 import { AgentLoopError } from "../errors.js";
 import type { MemoryStore, SessionMemoryHandle } from "../memory/index.js";
+import type { McpElicitationHandler } from "../mcp/index.js";
 import { checkMockScript } from "../model/mock-script.js";
 import type { Model } from "../model/model.js";
 import { ScriptedModel } from "../model/scripted.js";
@@ -150,6 +152,8 @@ export interface SetupOptions {
   /** Default model when nothing else names one. */
   fallbackModel?: () => Model;
   tools?: Tool[];
+  /** Answers MCP servers' questions to the user (`chat` asks inline; without it they are declined). */
+  elicitation?: McpElicitationHandler;
   /** One script across all runs (a scripted chat continues from message to message). */
   continueScript?: boolean;
   /** Fail (a `configuration` error naming the server) when an MCP server cannot start or connect. */
@@ -163,6 +167,7 @@ export interface SetupOptions {
  */
 export async function setupCliAgent(options: AgentCliOptions, setup: SetupOptions = {}): Promise<CliAgent> {
   const env = setup.env ?? process.env;
+  const [{ resolveAgentSettings }, { buildAgentRuntime }] = await Promise.all([import("../config/settings.js"), import("../config/build-agent.js")]);
   const settings = await resolveAgentSettings({ agentFile: options.agent, env });
   await applyModelOptions(settings, options);
   settings.mcpServers = [...settings.mcpServers, ...mcpServersFromFlags(options.mcp)];
@@ -181,7 +186,7 @@ export async function setupCliAgent(options: AgentCliOptions, setup: SetupOption
   let memory: SessionMemoryHandle | undefined;
   if (sessionId !== undefined) {
     const { memoryFromEnv } = await import("../memory/index.js");
-    const opened = await memoryFromEnv(settings.memoryEnv);
+    const opened = await memoryFromEnv({ AGENT_NAME: settings.name, ...settings.memoryEnv });
     store = opened.store;
     memory = opened.config.enabled ? opened.memory : undefined;
   }
@@ -198,7 +203,7 @@ export async function setupCliAgent(options: AgentCliOptions, setup: SetupOption
           : undefined;
     // A server that fails (a missing command, one that exits, a refused connection) is known at once;
     // one that is still starting (npx fetching a package, a busy machine) gets a minute.
-    runtime = await buildAgentRuntime(settings, { env, memory, model, tools: setup.tools, readyTimeoutMs: MCP_START_TIMEOUT_MS });
+    runtime = await buildAgentRuntime(settings, { env, memory, model, tools: setup.tools, readyTimeoutMs: MCP_START_TIMEOUT_MS, mcp: setup.elicitation ? { onElicitation: setup.elicitation } : undefined, interactiveAuth: true });
   } catch (error) {
     await store?.close();
     throw error;
@@ -220,10 +225,11 @@ export async function setupCliAgent(options: AgentCliOptions, setup: SetupOption
 
 /** Opens the memory store the agent file and `MEMORY_*` variables describe (for `sessions` and `events`). */
 export async function openCliStore(agentFile: string | undefined, env: NodeJS.ProcessEnv = process.env): Promise<MemoryStore> {
+  const { resolveAgentSettings } = await import("../config/settings.js");
   const settings = await resolveAgentSettings({ agentFile, env });
   const { memoryConfigFromEnv, openMemoryStore } = await import("../memory/index.js");
-  const config = memoryConfigFromEnv(settings.memoryEnv);
+  const config = memoryConfigFromEnv({ AGENT_NAME: settings.name, ...settings.memoryEnv });
   if (!config.enabled) throw new AgentLoopError("configuration", "MEMORY_ENABLED is false: there is no session store to read");
-  // Read-only commands: while a server holds the embedded store, read a snapshot of what it wrote.
-  return openMemoryStore(config, { whenLocked: "snapshot" });
+  // The embedded store is read live, also while a server or a run writes to it.
+  return openMemoryStore(config);
 }

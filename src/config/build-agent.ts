@@ -2,7 +2,7 @@ import { kaosAgentTool } from "../agents/index.js";
 import { AgentLoopError } from "../errors.js";
 import { Agent } from "../loop/agent.js";
 import type { RunObserver, SessionMemory, Toolset } from "../loop/types.js";
-import type { McpToolset } from "../mcp/index.js";
+import type { McpAuthConfig, McpElicitationHandler, McpToolset } from "../mcp/index.js";
 import type { Model } from "../model/model.js";
 import { ScriptedModel } from "../model/scripted.js";
 import { compatibleBaseURL, resolveModel } from "../providers/index.js";
@@ -26,8 +26,11 @@ export interface AgentRuntime {
   settings: AgentSettings;
   /** Every tool the agent can call now (MCP tools and `delegate_to_<name>` tools included); follows the MCP servers' tool list changes. */
   readonly tools: Array<{ name: string; description: string; inputSchema: unknown }>;
-  /** MCP servers and peer agents that did not answer in time (their tools are left out). */
-  unavailable: UnavailableDependency[];
+  /**
+   * MCP servers and peer agents that are not usable now: peers whose card did not answer at start,
+   * and MCP servers that are down (not connected yet, or lost and being reconnected). Read live.
+   */
+  readonly unavailable: UnavailableDependency[];
   /** Closes MCP connections. */
   close(): Promise<void>;
 }
@@ -45,6 +48,15 @@ export interface BuildAgentOptions {
   guardrails?: Guardrails;
   /** How long MCP servers and peer cards get to answer (default 10 s). */
   readyTimeoutMs?: number;
+  /**
+   * How the MCP connections are watched: pings of each server (default every 10 s), and the
+   * reconnection backoff (default 500 ms doubling up to 30 s). A server that is down at start or
+   * goes away later is reconnected for as long as the process lives. `onElicitation` answers the
+   * servers' questions to the user (without it they are declined: `run` and `serve` are unattended).
+   */
+  mcp?: { pingIntervalMs?: number; reconnectDelayMs?: number; maxReconnectDelayMs?: number; onElicitation?: McpElicitationHandler };
+  /** A person is there to sign in (the CLI): MCP servers with `auth.flow: authorization_code` are allowed. */
+  interactiveAuth?: boolean;
 }
 
 /** A runtime whose configuration is checked but whose MCP servers and peers are not contacted yet. */
@@ -89,13 +101,27 @@ export async function providerModelOfSettings(settings: AgentSettings, env: Node
   );
 }
 
-function mcpToolsetOf(server: McpServerSetting, McpToolset: typeof import("../mcp/index.js").McpToolset): McpToolset {
+function mcpAuthOf(server: McpServerSetting, interactive: boolean): McpAuthConfig | undefined {
+  const auth = server.auth;
+  if (!auth) return undefined;
+  if (auth.flow === "client_credentials") return { type: "client_credentials", clientId: auth.clientId!, clientSecret: auth.clientSecret!, scope: auth.scope };
+  if (!interactive) {
+    throw new AgentLoopError(
+      "configuration",
+      `mcpServers (${server.name}): auth flow authorization_code needs a person to sign in (agentloop run or chat); a server uses clientId and clientSecret (MCP_SERVER_<NAME>_CLIENT_ID / _CLIENT_SECRET)`,
+    );
+  }
+  return { type: "authorization_code", clientId: auth.clientId, clientSecret: auth.clientSecret, scope: auth.scope };
+}
+
+function mcpToolsetOf(server: McpServerSetting, McpToolset: typeof import("../mcp/index.js").McpToolset, watch: BuildAgentOptions["mcp"] = {}, interactive = false): McpToolset {
+  const auth = mcpAuthOf(server, interactive);
   try {
     // KAOS exposes MCP tools under their own names, so no server prefix.
-    const naming = { prefix: false as const };
+    const common = { name: server.name, naming: { prefix: false as const }, pingIntervalMs: 10_000, ...watch };
     return server.url !== undefined
-      ? new McpToolset({ name: server.name, url: server.url, naming })
-      : new McpToolset({ name: server.name, command: server.command!, args: server.args, env: server.env, naming });
+      ? new McpToolset({ ...common, url: server.url, auth })
+      : new McpToolset({ ...common, command: server.command!, args: server.args, env: server.env });
   } catch (error) {
     throw new AgentLoopError("configuration", `mcpServers (${server.name}): ${(error as Error).message}`, { cause: error });
   }
@@ -130,25 +156,28 @@ export async function prepareAgentRuntime(settings: AgentSettings, options: Buil
   const model = options.model ?? (await providerModelOfSettings(settings, env));
   // The MCP and A2A SDKs load only for agents that use them (a plain agent server stays small).
   const mcp = settings.mcpServers.length > 0 ? await import("../mcp/index.js") : undefined;
-  const toolsets = settings.mcpServers.map((server) => mcpToolsetOf(server, mcp!.McpToolset));
+  const toolsets = settings.mcpServers.map((server) => mcpToolsetOf(server, mcp!.McpToolset, options.mcp, options.interactiveAuth === true));
   const timeoutMs = options.readyTimeoutMs ?? 10_000;
   const close = async () => {
     await Promise.allSettled(toolsets.map((toolset) => toolset.close()));
   };
   const connect = async (signal?: AbortSignal): Promise<AgentRuntime> => {
     const unavailable: UnavailableDependency[] = [];
-    // Connected toolsets go to the agent as toolsets, so it follows their tools/list_changed.
-    const mcpToolsets = await Promise.all(
-      toolsets.map(async (toolset): Promise<McpToolset[]> => {
+    const startupFailures = new Map<McpToolset, string>();
+    // Every toolset goes to the agent as a toolset, so it follows tools/list_changed and a server
+    // that comes up later (its tools appear once it connects); one that did not answer in time
+    // keeps connecting in the background.
+    await Promise.all(
+      toolsets.map(async (toolset) => {
         try {
           await withTimeout(() => toolset.tools(), timeoutMs, signal);
-          return [toolset];
         } catch (error) {
-          unavailable.push({ kind: "mcp", name: toolset.name, reason: reasonOf(error) });
-          return [];
+          startupFailures.set(toolset, reasonOf(error));
+          toolset.keepConnecting();
         }
       }),
     );
+    const mcpToolsets = toolsets;
     const peerTools = await Promise.all(
       settings.subAgents.map(async (peer): Promise<Tool<any>> => {
         if (peer.protocol === "a2a") {
@@ -165,7 +194,7 @@ export async function prepareAgentRuntime(settings: AgentSettings, options: Buil
         return kaosAgentTool({ name: peer.name, url: peer.url });
       }),
     );
-    const tools: Array<Tool<any> | Toolset> = [...(options.tools ?? []), ...mcpToolsets.flat(), ...peerTools];
+    const tools: Array<Tool<any> | Toolset> = [...(options.tools ?? []), ...mcpToolsets, ...peerTools];
     let agent: Agent;
     try {
       agent = new Agent({
@@ -176,6 +205,8 @@ export async function prepareAgentRuntime(settings: AgentSettings, options: Buil
         toolCallMode: settings.toolCallMode,
         tools,
         maxTurns: settings.maxSteps,
+        // The model calls' time limits travel with each request, whatever adapter (or wrapper) serves it.
+        modelOptions: Object.keys(settings.modelTimeouts ?? {}).length > 0 ? { ...settings.modelTimeouts } : undefined,
         memory: options.memory,
         observers: options.observers,
         guardrails:
@@ -198,9 +229,16 @@ export async function prepareAgentRuntime(settings: AgentSettings, options: Buil
         } catch {
           // A server's change clashed with another tool's name: runs fail naming it; keep the last good list here.
         }
-        return toolList;
+        // The tools of an MCP server that is down now are not advertised.
+        const down = new Set(mcpToolsets.filter((toolset) => toolset.status !== "connected").flatMap((toolset) => toolset.loadedTools.map((tool) => tool.name)));
+        return down.size === 0 ? toolList : toolList.filter((tool) => !down.has(tool.name));
       },
-      unavailable,
+      get unavailable() {
+        const mcpDown = mcpToolsets
+          .filter((toolset) => toolset.status !== "connected")
+          .map((toolset): UnavailableDependency => ({ kind: "mcp", name: toolset.name, reason: toolset.failure ?? startupFailures.get(toolset) ?? "not connected" }));
+        return [...mcpDown, ...unavailable];
+      },
       close,
     };
   };

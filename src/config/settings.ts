@@ -1,5 +1,5 @@
 import { readFile } from "node:fs/promises";
-import { parse as parseYaml } from "yaml";
+import { createRequire } from "node:module";
 import { AgentLoopError } from "../errors.js";
 import { checkMockScript } from "../model/mock-script.js";
 
@@ -15,6 +15,11 @@ export interface McpServerSetting {
   command?: string;
   args?: string[];
   env?: Record<string, string>;
+  /**
+   * OAuth for an HTTP server: a client id and secret (the client-credentials flow, for `serve`), or
+   * `flow: authorization_code` (a person signs in; the CLI prints the URL and stores the tokens).
+   */
+  auth?: { flow?: "client_credentials" | "authorization_code"; clientId?: string; clientSecret?: string; scope?: string };
 }
 
 /** A peer agent. `kaos` agents get a chat-completions call with a `task-delegation` message;
@@ -56,6 +61,11 @@ export interface AgentSettings {
   apiKey?: string;
   /** `AGENT_PUBLIC_URL` (file: `publicUrl`): the base URL the agent card advertises (default: the listening address). */
   publicUrl?: string;
+  /**
+   * Time limits of each model call (`MODEL_FIRST_BYTE_TIMEOUT_MS`, `MODEL_IDLE_TIMEOUT_MS`, or the
+   * file's `modelTimeouts`); unset means the adapters' defaults (60 s, 30 s), 0 turns one off.
+   */
+  modelTimeouts: { firstByteTimeoutMs?: number; idleTimeoutMs?: number };
   /** The file's `guardrails`: denied tools (names or globs) with a reason. */
   deniedTools: ToolDenyRule[];
   /** The file's `approvals`: tools (names or globs, MCP and remote tools included) whose calls need approval. */
@@ -69,6 +79,8 @@ export interface AgentFile {
   instructions?: string;
   model?: string | { url?: string; name?: string };
   maxSteps?: number;
+  /** Milliseconds until a model call's first chunk, and of silence allowed between chunks (0: off). */
+  modelTimeouts?: { firstByteMs?: number; idleMs?: number };
   toolCallMode?: ToolCallMode;
   /** The base URL the agent card advertises (behind a proxy or ingress). */
   publicUrl?: string;
@@ -114,6 +126,14 @@ function positiveInteger(setting: string, value: unknown): number {
   const number = typeof value === "string" && value.trim() !== "" ? Number(value) : value;
   if (typeof number !== "number" || !Number.isInteger(number) || number < 1) {
     throw configurationError(setting, `must be a positive integer, got ${JSON.stringify(value)}`);
+  }
+  return number;
+}
+
+function milliseconds(setting: string, value: unknown): number {
+  const number = typeof value === "string" && value.trim() !== "" ? Number(value) : value;
+  if (typeof number !== "number" || !Number.isInteger(number) || number < 0) {
+    throw configurationError(setting, `must be a whole number of milliseconds (0 turns the limit off), got ${JSON.stringify(value)}`);
   }
   return number;
 }
@@ -212,14 +232,15 @@ export async function loadAgentFile(path: string): Promise<AgentFile> {
 export function parseAgentFile(source: string, origin = "agent file"): AgentFile {
   let value: unknown;
   try {
-    value = parseYaml(source);
+    // The YAML parser loads with the first agent file, not with the settings.
+    value = (createRequire(import.meta.url)("yaml") as typeof import("yaml")).parse(source);
   } catch (error) {
     throw new AgentLoopError("configuration", `${origin}: invalid YAML (${(error as Error).message})`, { cause: error });
   }
   if (value === null || value === undefined) return {};
   if (typeof value !== "object" || Array.isArray(value)) throw new AgentLoopError("configuration", `${origin}: must be a YAML mapping of settings`);
   const file = value as Record<string, unknown>;
-  const known = new Set(["name", "description", "instructions", "model", "maxSteps", "toolCallMode", "publicUrl", "mcpServers", "subAgents", "memory", "guardrails", "approvals"]);
+  const known = new Set(["name", "description", "instructions", "model", "maxSteps", "modelTimeouts", "toolCallMode", "publicUrl", "mcpServers", "subAgents", "memory", "guardrails", "approvals"]);
   for (const key of Object.keys(file)) {
     if (!known.has(key)) throw new AgentLoopError("configuration", `${origin}: unknown setting "${key}" (known: ${[...known].join(", ")})`);
   }
@@ -237,6 +258,15 @@ export function parseAgentFile(source: string, origin = "agent file"): AgentFile
     const model = file.model as Record<string, unknown>;
     if (model.url !== undefined) httpUrl(field("model.url"), model.url);
     if (model.name !== undefined) text(field("model.name"), model.name);
+  }
+  if (file.modelTimeouts !== undefined) {
+    if (typeof file.modelTimeouts !== "object" || file.modelTimeouts === null || Array.isArray(file.modelTimeouts)) {
+      throw configurationError(field("modelTimeouts"), "must be a mapping { firstByteMs, idleMs }");
+    }
+    for (const [key, value] of Object.entries(file.modelTimeouts)) {
+      if (key !== "firstByteMs" && key !== "idleMs") throw configurationError(field(`modelTimeouts.${key}`), "unknown setting (known: firstByteMs, idleMs)");
+      milliseconds(field(`modelTimeouts.${key}`), value);
+    }
   }
   if (file.memory !== undefined && (typeof file.memory !== "object" || file.memory === null || Array.isArray(file.memory))) {
     throw configurationError(field("memory"), "must be a mapping");
@@ -318,8 +348,24 @@ function normalizeMcpServers(value: unknown, setting: string): McpServerSetting[
       if (typeof server.env !== "object" || server.env === null) throw configurationError(`${where}.env`, "must be a mapping of strings");
       result.env = Object.fromEntries(Object.entries(server.env as Record<string, unknown>).map(([k, v]) => [k, String(v)]));
     }
+    if (server.auth !== undefined) result.auth = mcpAuth(`${where}.auth`, server.auth, result.url !== undefined);
     return result;
   });
+}
+
+function mcpAuth(setting: string, value: unknown, http: boolean): NonNullable<McpServerSetting["auth"]> {
+  if (!http) throw configurationError(setting, "OAuth applies to HTTP servers (url), not to stdio commands");
+  if (typeof value !== "object" || value === null || Array.isArray(value)) throw configurationError(setting, "must be a mapping { clientId, clientSecret, scope } or { flow: authorization_code }");
+  const auth = value as Record<string, unknown>;
+  for (const key of Object.keys(auth)) {
+    if (!["flow", "clientId", "clientSecret", "scope"].includes(key)) throw configurationError(`${setting}.${key}`, "unknown setting (known: flow, clientId, clientSecret, scope)");
+  }
+  const flow = auth.flow ?? (auth.clientSecret !== undefined ? "client_credentials" : "authorization_code");
+  if (flow !== "client_credentials" && flow !== "authorization_code") throw configurationError(`${setting}.flow`, `must be client_credentials or authorization_code, got ${JSON.stringify(flow)}`);
+  const result: NonNullable<McpServerSetting["auth"]> = { flow };
+  for (const key of ["clientId", "clientSecret", "scope"] as const) if (auth[key] !== undefined) result[key] = text(`${setting}.${key}`, auth[key]);
+  if (flow === "client_credentials" && (!result.clientId || !result.clientSecret)) throw configurationError(setting, "the client-credentials flow needs clientId and clientSecret");
+  return result;
 }
 
 function normalizeSubAgents(value: unknown, setting: string): SubAgentSetting[] {
@@ -366,7 +412,16 @@ function mcpServersFromEnv(env: NodeJS.ProcessEnv): McpServerSetting[] | undefin
   return list(env.MCP_SERVERS).map((name) => {
     const { key, value } = lookupPerName(env, "MCP_SERVER_", name, "_URL");
     if (!value) throw configurationError(key, `is required because MCP_SERVERS lists "${name}"`);
-    return { name, url: httpUrl(key, value) };
+    const server: McpServerSetting = { name, url: httpUrl(key, value) };
+    // OAuth client credentials: MCP_SERVER_<NAME>_CLIENT_ID, _CLIENT_SECRET (and _SCOPE).
+    const clientId = lookupPerName(env, "MCP_SERVER_", name, "_CLIENT_ID");
+    const clientSecret = lookupPerName(env, "MCP_SERVER_", name, "_CLIENT_SECRET");
+    const scope = lookupPerName(env, "MCP_SERVER_", name, "_SCOPE");
+    if (clientId.value || clientSecret.value) {
+      if (!clientId.value || !clientSecret.value) throw configurationError(clientId.value ? clientSecret.key : clientId.key, `is required with ${clientId.value ? clientId.key : clientSecret.key} (OAuth client credentials)`);
+      server.auth = { flow: "client_credentials", clientId: clientId.value, clientSecret: clientSecret.value, ...(scope.value ? { scope: scope.value } : {}) };
+    }
+    return server;
   });
 }
 
@@ -408,6 +463,7 @@ export function settingsFrom(file: AgentFile, env: NodeJS.ProcessEnv): AgentSett
     port: set("AGENT_PORT") ? port("AGENT_PORT", env.AGENT_PORT) : 8000,
     apiKey: set("AGENT_API_KEY") ? env.AGENT_API_KEY : undefined,
     publicUrl: set("AGENT_PUBLIC_URL") ? httpUrl("AGENT_PUBLIC_URL", env.AGENT_PUBLIC_URL) : file.publicUrl,
+    modelTimeouts: {},
     deniedTools: file.guardrails?.deniedTools ?? [],
     approvals: {
       tools: file.approvals?.tools === undefined ? [] : typeof file.approvals.tools === "string" ? [file.approvals.tools] : file.approvals.tools,
@@ -415,6 +471,10 @@ export function settingsFrom(file: AgentFile, env: NodeJS.ProcessEnv): AgentSett
       timeoutMs: file.approvals?.timeoutMs,
     },
   };
+  const firstByte = set("MODEL_FIRST_BYTE_TIMEOUT_MS") ? milliseconds("MODEL_FIRST_BYTE_TIMEOUT_MS", env.MODEL_FIRST_BYTE_TIMEOUT_MS) : file.modelTimeouts?.firstByteMs;
+  const idle = set("MODEL_IDLE_TIMEOUT_MS") ? milliseconds("MODEL_IDLE_TIMEOUT_MS", env.MODEL_IDLE_TIMEOUT_MS) : file.modelTimeouts?.idleMs;
+  if (firstByte !== undefined) settings.modelTimeouts.firstByteTimeoutMs = firstByte;
+  if (idle !== undefined) settings.modelTimeouts.idleTimeoutMs = idle;
   if (settings.mockResponses !== undefined) checkMockScript(settings.mockResponses, "DEBUG_MOCK_RESPONSES");
   for (const [key, variable] of Object.entries(memoryFileKeys)) {
     const value = file.memory?.[key as keyof NonNullable<AgentFile["memory"]>];

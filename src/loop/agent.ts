@@ -9,12 +9,15 @@ import { jsonSchemaOf, warmValidators } from "../tools/validate.js";
 import { type Usage, addUsage, emptyUsage } from "../usage.js";
 import { type ApprovalScope, runControlledWave, type WaveResume } from "./approvals.js";
 import { hideBoundParameters } from "./bindings.js";
+import { checkContextBudget, ContextWindow } from "./context.js";
 import { claimCheckpoint, newCheckpointId, type RunCheckpoint } from "./checkpoint.js";
 import { resolveInstrumentation } from "./global-tracing.js";
 import { AnswerBuffer, checkGuardrails, evaluate } from "./guardrails.js";
 import type { RunResult, TerminalState } from "./events.js";
 import { callSignature, detectLoop, signatureName } from "./loop-detection.js";
+import { type OutputContract, outputContract, parseAnswer, reaskMessage, withOutput } from "./output.js";
 import { Run, type RunControl } from "./run.js";
+import { trackTranscript } from "./transcript.js";
 import type { AgentConfig, Instrumentation, ResumeOptions, RunInfo, RunOptions, SessionMemory, Toolset } from "./types.js";
 import { cancelledResults } from "./wave.js";
 
@@ -54,6 +57,11 @@ interface RunContext {
   /** The same for every wave of the run. */
   inputs: Record<string, unknown>;
   agentPath: readonly string[];
+  window: ContextWindow;
+  /** What the final answer must match (`RunOptions.output`, else `AgentConfig.output`). */
+  contract?: OutputContract;
+  /** The current input's validated structured answer. */
+  output?: unknown;
   /** The configured instrumentation, or the global tracer provider's (see global-tracing.ts). */
   instrumentation: Instrumentation | undefined;
   approvals: ApprovalScope;
@@ -66,10 +74,10 @@ interface RunContext {
 /**
  * An agent: a model, instructions and tools, plus the limits of its loop. `run` starts one run.
  */
-export class Agent {
+export class Agent<Output = unknown> {
   readonly name: string;
   readonly description: string;
-  readonly config: Readonly<AgentConfig>;
+  readonly config: Readonly<AgentConfig<Output>>;
   readonly model: Model;
   /** The tools by name; replaced (never changed in place) when a toolset's tools change. */
   private tools = new Map<string, Tool<any>>();
@@ -80,8 +88,9 @@ export class Agent {
   private readonly toolsets: Toolset[] = [];
   private readonly toolsetVersions: number[] = [];
   private wrappedModel?: Model;
+  private readonly output?: OutputContract;
 
-  constructor(config: AgentConfig) {
+  constructor(config: AgentConfig<Output>) {
     // A durable model (agentloop/durable) wraps the model already chosen, the scripted one included.
     const model = (config.model as { durable?: unknown } | undefined)?.durable === true ? config.model : (scriptedModelFromEnv() ?? config.model);
     if (!model || typeof model.stream !== "function") {
@@ -109,6 +118,8 @@ export class Agent {
     if (config.onLimit !== undefined && config.onLimit !== "stop" && config.onLimit !== "final-answer") {
       throw new TypeError(`Agent config: onLimit must be "stop" or "final-answer", got ${JSON.stringify(config.onLimit)}`);
     }
+    checkContextBudget(config.context);
+    this.output = outputContract(config.output);
     checkGuardrails(config.guardrails);
     if (config.onApproval !== undefined && config.onApproval !== "wait" && config.onApproval !== "interrupt") {
       throw new TypeError(`Agent config: onApproval must be "wait" or "interrupt", got ${JSON.stringify(config.onApproval)}`);
@@ -203,16 +214,18 @@ export class Agent {
   }
 
   /** Starts a run for one user input. Consume it as events (`for await`) or await its result. */
-  run(input: string, options: RunOptions = {}): Run {
+  run(input: string, options: RunOptions = {}): Run<Output> {
     if (typeof input !== "string") {
       throw new TypeError(`agent.run: the input must be a string (the user's message), got ${input === null ? "null" : typeof input}`);
     }
     if (options.runId !== undefined && (typeof options.runId !== "string" || options.runId === "")) {
       throw new TypeError(`agent.run: options.runId must be a non-empty string, got ${JSON.stringify(options.runId)}`);
     }
+    // Checked now: a bad schema is the caller's error, thrown here.
+    const contract = options.output !== undefined ? outputContract(options.output, "agent.run: options.output") : this.output;
     const runId = options.runId ?? `run_${randomUUID()}`;
     const fail = (error: unknown) => this.failedResult(runId, error);
-    return new Run(runId, (control) => this.execute(control, input, options), fail, options.signal, options.onEvent, options.approvals?.broker);
+    return new Run<Output>(runId, (control) => this.execute(control, input, options, undefined, contract), fail, options.signal, options.onEvent, options.approvals?.broker);
   }
 
   /**
@@ -228,7 +241,7 @@ export class Agent {
     const fail = (error: unknown) => this.failedResult(runId, error);
     const runOptions: RunOptions = { ...options, sessionId: options.sessionId ?? checkpoint.sessionId, inputs: checkpoint.inputs };
     const resume = { checkpoint, decisions: options.decisions };
-    return new Run(runId, (control) => this.execute(control, "", runOptions, resume), fail, options.signal, options.onEvent, options.approvals?.broker);
+    return new Run(runId, (control) => this.execute(control, "", runOptions, resume, this.output), fail, options.signal, options.onEvent, options.approvals?.broker);
   }
 
   /** The model for one run: a fresh copy when the model offers one, wrapped in a text protocol if asked. */
@@ -246,7 +259,7 @@ export class Agent {
     return this.wrappedModel.forRun?.(run) ?? this.wrappedModel;
   }
 
-  private async execute(control: RunControl, input: string, options: RunOptions, resume?: Resume): Promise<RunResult> {
+  private async execute(control: RunControl, input: string, options: RunOptions, resume?: Resume, contract?: OutputContract): Promise<RunResult> {
     const model = await this.modelForRun(resume?.checkpoint.counters.turns);
     const instrumentation = await resolveInstrumentation(this.config.instrumentation);
     const info: RunInfo = {
@@ -276,6 +289,8 @@ export class Agent {
       services: options.services ?? {},
       inputs: options.inputs ?? {},
       agentPath: [...(options.agentPath ?? []), this.name],
+      window: new ContextWindow(this.config.context),
+      contract,
       instrumentation,
       approvals: {
         broker: control.approvals,
@@ -283,6 +298,7 @@ export class Agent {
         timeoutMs: options.approvalTimeoutMs ?? options.approvals?.timeoutMs ?? this.config.approvalTimeoutMs,
       },
     };
+    trackTranscript(control, context.messages);
     const body = async () => {
       let outcome: Outcome;
       try {
@@ -398,7 +414,7 @@ export class Agent {
       if (calls.length === 0) {
         // Steering asks for another answer, but never at the cost of the one we have on the last turn.
         if (turns < turnLimit && this.injectSteering(context)) continue;
-        return { state: "COMPLETED", reason: "the model answered" };
+        return (await this.checkStructuredOutput(context, response)) ?? { state: "COMPLETED", reason: "the model answered" };
       }
       if (config.maxToolRounds !== undefined && rounds >= config.maxToolRounds) {
         messages.push(...cancelledResults(calls, "the tool-round limit was reached"));
@@ -513,7 +529,9 @@ export class Agent {
     const turn = ++context.turns;
     control.emit({ type: "turn-start", runId: control.id, turn });
     const tools = this.currentDefinitions();
-    const request: ModelRequest = {
+    // The prepare phase of the call: the context budget, then the output format.
+    const window = { messages, inputIndex: context.inputStart, turn, runId: control.id, model: info.model, signal: control.signal, emit: control.emit };
+    const whole: ModelRequest = {
       messages: [...messages],
       tools: tools.length ? tools : undefined,
       toolChoice: tools.length ? toolChoice : undefined,
@@ -521,12 +539,26 @@ export class Agent {
       signal: control.signal,
       inputStart: context.inputStart,
     };
+    let fitted = this.config.context ? await context.window.fit(whole, window) : whole;
+    let request = withOutput(fitted, context.contract, info.model);
     const instrumentation = context.instrumentation;
     // With an output guardrail, the answer text waits for its verdict (commentary and reasoning do not).
     const buffer = this.config.guardrails?.output ? new AnswerBuffer((type, delta) => control.emit({ type, runId: control.id, turn, delta })) : undefined;
-    const response = instrumentation
-      ? await instrumentation.modelCall({ ...info, turn, toolNames: tools.map((tool) => tool.name) }, () => streamModel(context, request, turn, buffer))
-      : await streamModel(context, request, turn, buffer);
+    const call = () =>
+      instrumentation
+        ? instrumentation.modelCall({ ...info, turn, toolNames: tools.map((tool) => tool.name) }, () => streamModel(context, request, turn, buffer))
+        : streamModel(context, request, turn, buffer);
+    let response = await call();
+    // The provider found the request too long: one more try with less of the conversation.
+    if (response.error?.kind === "context_length" && response.message.content.length === 0 && !control.signal.aborted) {
+      const smaller = await context.window.shrink(fitted, window);
+      if (smaller) {
+        fitted = smaller;
+        request = withOutput(fitted, context.contract, info.model);
+        response = await call();
+      }
+    }
+    context.window.reported(fitted, response.usage);
     let toolCalls = 0;
     for (const part of response.message.content) if (part.type === "tool-call") toolCalls++;
     if (buffer) await this.checkOutput(context, response, toolCalls, buffer);
@@ -599,7 +631,34 @@ export class Agent {
     if (context.stop) return context.stop;
     const calls = toolCallsOf(response.message);
     if (calls.length) context.messages.push(...cancelledResults(calls, "tools are disabled for the final answer"));
-    return { state, reason: `${reason}; final answer given without tools` };
+    return (await this.checkStructuredOutput(context, response)) ?? { state, reason: `${reason}; final answer given without tools` };
+  }
+
+  /**
+   * With `config.output`: parses and validates the final answer into `context.output`. An invalid
+   * answer is asked again once (tools off), naming what failed; a second failure ends the run.
+   */
+  private async checkStructuredOutput(context: RunContext, response: ModelResponse): Promise<Outcome | undefined> {
+    const contract = context.contract;
+    if (!contract) return undefined;
+    context.output = undefined;
+    let parsed = await parseAnswer(contract, textOf(response.message));
+    if (!parsed.ok && context.control.signal.aborted) return { state: "ABORTED", reason: abortReason(context.control.signal) };
+    if (!parsed.ok) {
+      context.messages.push(reaskMessage(parsed.error));
+      const again = await this.callModel(context, "none");
+      if (again.error) return this.modelFailed(context, again);
+      const calls = toolCallsOf(again.message);
+      if (calls.length) context.messages.push(...cancelledResults(calls, "tools are disabled for the corrected answer"));
+      parsed = await parseAnswer(contract, textOf(again.message));
+    }
+    if (parsed.ok) {
+      context.output = parsed.value;
+      return undefined;
+    }
+    const error = new AgentLoopError("output_validation", `the final answer does not match the output schema, also when asked again: ${parsed.error}`, { retryable: false });
+    context.control.emit({ type: "error", runId: context.control.id, error, fatal: true });
+    return { state: "FAILED", reason: error.message, error };
   }
 
   /** Records the wave's call signatures; warns (and maybe stops) on a repeating pattern. */
@@ -669,6 +728,7 @@ function resultOf(context: RunContext, outcome: Outcome): RunResult {
     turns: context.turns,
     toolRounds: context.toolRounds,
     toolCalls: context.toolCalls,
+    ...(context.output !== undefined ? { output: context.output } : {}),
     error: outcome.error,
     checkpoint: context.checkpoint,
   };

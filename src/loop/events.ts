@@ -33,7 +33,7 @@ export interface ProgressBlock {
   target: string;
 }
 
-export interface RunResult {
+export interface RunResult<Output = unknown> {
   runId: string;
   state: TerminalState;
   /** Human-readable reason for the terminal state ("model answered", "maxTurns (10) reached", ...). */
@@ -48,6 +48,8 @@ export interface RunResult {
   turns: number;
   toolRounds: number;
   toolCalls: number;
+  /** With `AgentConfig.output`: the final answer parsed and validated (typed from a zod schema). */
+  output?: Output;
   error?: AgentLoopError;
   /** Set when the state is INTERRUPTED: JSON-serializable; `agent.resume(checkpoint, { decisions })` goes on. */
   checkpoint?: RunCheckpoint;
@@ -133,6 +135,36 @@ export type LoopEvent =
   | { type: "loop-warning"; runId: string; pattern: string[]; warnings: number; message: string }
   | { type: "usage"; runId: string; turn: number; usage: Usage; total: Usage }
   | { type: "nested"; runId: string; toolCallId: string; agent: string; event: LoopEvent }
+  /**
+   * The transcript grew to `count` messages (sent before the run's next event). `messages` is the
+   * live transcript, for in-process consumers (not serialized: copy what you keep).
+   */
+  | { type: "messages-updated"; runId: string; count: number; readonly messages: readonly Message[] }
+  /**
+   * The request of this turn left out older messages to fit the context budget (the transcript
+   * keeps them): `removedIndexes` are their positions in the transcript, replaced by one marker
+   * (or summary) message. `messages` is the request as sent (not serialized).
+   */
+  | {
+      type: "context-trimmed";
+      runId: string;
+      turn: number;
+      /** `budget`: over `AgentConfig.context.maxTokens`; `context_length`: the provider refused the request. */
+      reason: "budget" | "context_length";
+      strategy: "trim" | "summarize";
+      removedMessages: number;
+      /** Whole exchanges (or tool rounds of the current input) removed. */
+      removedExchanges: number;
+      removedIndexes: number[];
+      keptMessages: number;
+      tokensBefore: number;
+      tokensAfter: number;
+      maxTokens: number;
+      summary?: string;
+      /** The summarizer failed: the plain marker was used. */
+      summaryError?: string;
+      readonly messages: readonly Message[];
+    }
   | { type: "error"; runId: string; error: AgentLoopError; fatal: boolean }
   | { type: "run-end"; runId: string; state: TerminalState; reason: string; result: RunResult };
 

@@ -36,9 +36,9 @@ export interface RunControl {
  * object. Every iterator replays the events from the start, so late consumers miss nothing.
  * `await run` never rejects: failures are a result with state FAILED.
  */
-export class Run implements AsyncIterable<LoopEvent>, PromiseLike<RunResult> {
+export class Run<Output = unknown> implements AsyncIterable<LoopEvent>, PromiseLike<RunResult<Output>> {
   readonly id: string;
-  readonly result: Promise<RunResult>;
+  readonly result: Promise<RunResult<Output>>;
   private currentState: RunState = "CREATED";
   private readonly log: LoopEvent[] = [];
   private finished = false;
@@ -72,7 +72,7 @@ export class Run implements AsyncIterable<LoopEvent>, PromiseLike<RunResult> {
     this.onEvent = onEvent;
     // Removed when the run ends: one caller signal may serve many runs.
     const disposeSignal = signal ? onAbort(signal, () => this.abortRun(signal.reason)) : undefined;
-    this.result = this.start(execute, fail, disposeSignal);
+    this.result = this.start(execute, fail, disposeSignal) as Promise<RunResult<Output>>;
   }
 
   /** Runs the loop, started on the next microtask so callers can attach iterators first; never rejects. */
@@ -144,8 +144,8 @@ export class Run implements AsyncIterable<LoopEvent>, PromiseLike<RunResult> {
   }
 
   // biome-ignore lint/suspicious/noThenProperty: a Run is deliberately awaitable
-  then<A = RunResult, B = never>(
-    onFulfilled?: ((value: RunResult) => A | PromiseLike<A>) | null,
+  then<A = RunResult<Output>, B = never>(
+    onFulfilled?: ((value: RunResult<Output>) => A | PromiseLike<A>) | null,
     onRejected?: ((reason: unknown) => B | PromiseLike<B>) | null,
   ): Promise<A | B> {
     return this.result.then(onFulfilled, onRejected);

@@ -4,8 +4,10 @@ import type { Model, ModelOptions, ModelResponse, ToolChoice } from "../model/mo
 import type { Tool, TruncationOptions } from "../tools/tool.js";
 import type { ApprovalMode, ApprovalScope } from "./approvals.js";
 import type { ApprovalDecision, RunCheckpoint } from "./checkpoint.js";
+import type { ContextBudget } from "./context.js";
 import type { LoopEvent, RunResult, ToolErrorKind } from "./events.js";
 import type { Guardrails } from "./guardrails.js";
+import type { OutputSchema } from "./output.js";
 
 export interface LoopDetectionOptions {
   /** How many recent tool calls are compared (default 10). */
@@ -59,7 +61,7 @@ export interface Instrumentation {
   ): Promise<ToolCallOutcome>;
 }
 
-export interface AgentConfig {
+export interface AgentConfig<Output = unknown> {
   name?: string;
   description?: string;
   /** The system prompt. */
@@ -106,6 +108,17 @@ export interface AgentConfig {
    */
   instrumentation?: Instrumentation | false;
   memory?: SessionMemory;
+  /**
+   * A budget for each request's input: over it, the oldest exchanges are left out of the request
+   * (the transcript keeps them), replaced by a marker or a summary. See `ContextBudget`.
+   */
+  context?: ContextBudget;
+  /**
+   * The final answer must be JSON matching this schema (a zod schema types `result.output`). Sent
+   * natively to the built-in providers, as instructions to other models; an invalid answer is asked
+   * again once, then the run fails with kind `output_validation`.
+   */
+  output?: OutputSchema<Output>;
   /** Checks of the input (before any model call), the answer, and each tool call (before its wave starts). */
   guardrails?: Guardrails;
   /**
@@ -170,6 +183,8 @@ export interface RunOptions {
   onEvent?: (event: LoopEvent) => void;
   /** Services handed to tools through their context (instrumentation uses it for trace context). */
   services?: Record<string, unknown>;
+  /** Structured output for this run only, instead of `AgentConfig.output` (the server's `response_format`). */
+  output?: OutputSchema;
   /** Overrides `AgentConfig.onApproval` for this run. */
   onApproval?: ApprovalMode;
   /** Overrides `AgentConfig.approvalTimeoutMs` for this run. */

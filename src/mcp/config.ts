@@ -1,5 +1,6 @@
 import { AgentLoopError } from "../errors.js";
 import type { TruncationOptions } from "../tools/tool.js";
+import type { McpAuthConfig } from "./auth.js";
 
 /** Launch an MCP server as a child process and talk to it over stdin/stdout. */
 export interface McpStdioTransportConfig {
@@ -20,6 +21,12 @@ export interface McpHttpTransportConfig {
   appendMcpPath?: boolean;
   /** Sent with every HTTP request (authorization, tenant headers...). A function is called per request. */
   headers?: Record<string, string> | (() => Record<string, string>);
+  /**
+   * OAuth (the SDK's `authProvider`): `{ type: "client_credentials", clientId, clientSecret, scope? }`,
+   * `{ type: "authorization_code", ... }` (PKCE, loopback redirect, tokens stored per server), or
+   * `{ provider }` with any SDK `OAuthClientProvider`.
+   */
+  auth?: McpAuthConfig;
 }
 
 export interface McpToolNaming {
@@ -29,14 +36,44 @@ export interface McpToolNaming {
   separator?: string;
 }
 
+/** A server's question to the user (MCP elicitation, form mode). */
+export interface McpElicitation {
+  /** The MCP server that asks. */
+  server: string;
+  message: string;
+  /** A flat JSON Schema object of the fields asked for (strings, numbers, booleans, enums). */
+  requestedSchema: Record<string, unknown>;
+}
+
+/** The user's answer: `accept` with the field values, or `decline` / `cancel`. */
+export interface McpElicitationAnswer {
+  action: "accept" | "decline" | "cancel";
+  content?: Record<string, string | number | boolean | string[]>;
+}
+
+/** Answers a server's question, usually by asking a human (`agentloop chat` asks inline). */
+export type McpElicitationHandler = (request: McpElicitation, options: { signal: AbortSignal }) => Promise<McpElicitationAnswer>;
+
 export interface McpCommonConfig {
   /** The server's name: the default tool name prefix, and the name error results mention. */
   name: string;
   /** Only these MCP tools (by their server-side name) are exposed; or a predicate on the server-side name. */
   allowedTools?: readonly string[] | ((toolName: string) => boolean);
   naming?: McpToolNaming;
-  /** Reconnections allowed over the toolset's life after the connection dies (default 1). */
+  /**
+   * Reconnection attempts allowed over the toolset's life after the connection dies (default: no
+   * limit, for as long as the process lives). Attempts back off (see `reconnectDelayMs`).
+   */
   maxReconnects?: number;
+  /** Wait before the background reconnection attempt after a loss, doubled after each failed attempt (default 500). */
+  reconnectDelayMs?: number;
+  /** Longest wait between reconnection attempts (default 30,000). */
+  maxReconnectDelayMs?: number;
+  /**
+   * Milliseconds between pings of a connected server, so a server that went away is noticed (and
+   * reconnected) without waiting for a call; 0 or unset: no pings (a stdio server's exit is noticed at once anyway).
+   */
+  pingIntervalMs?: number;
   /** Milliseconds for one MCP request; progress notifications reset it (default 60,000). */
   requestTimeoutMs?: number;
   /** Milliseconds for opening a connection: the handshake and the first tool list (default 60,000;
@@ -49,6 +86,12 @@ export interface McpCommonConfig {
   sequential?: boolean;
   /** Called after the server's tool list changed and the cache was refreshed. */
   onToolsChanged?: (toolNames: string[]) => void;
+  /**
+   * Answers the server's questions to the user (elicitation; the client always declares the
+   * capability). Without a handler every question is declined, with the reason in `_meta`: an
+   * unattended agent has no one to ask.
+   */
+  onElicitation?: McpElicitationHandler;
 }
 
 export type McpServerConfig = McpCommonConfig & (McpStdioTransportConfig | McpHttpTransportConfig);
@@ -84,6 +127,12 @@ export function validateMcpConfig(config: McpServerConfig): void {
   }
   if (config.maxReconnects !== undefined && (!Number.isInteger(config.maxReconnects) || config.maxReconnects < 0)) {
     throw configurationError(`MCP server "${config.name}": \`maxReconnects\` must be a non-negative integer`);
+  }
+  for (const key of ["reconnectDelayMs", "maxReconnectDelayMs", "pingIntervalMs"] as const) {
+    const value = config[key];
+    if (value !== undefined && (typeof value !== "number" || !Number.isFinite(value) || value < 0)) {
+      throw configurationError(`MCP server "${config.name}": \`${key}\` must be a non-negative number of milliseconds`);
+    }
   }
   for (const key of ["requestTimeoutMs", "connectTimeoutMs", "toolTimeoutMs"] as const) {
     const value = config[key];

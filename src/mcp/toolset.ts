@@ -1,7 +1,9 @@
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import { ErrorCode, McpError, type Tool as McpToolDescription } from "@modelcontextprotocol/sdk/types.js";
+import { type OAuthClientProvider, UnauthorizedError } from "@modelcontextprotocol/sdk/client/auth.js";
+import { authProviderOf, isInteractive } from "./auth.js";
+import { ElicitRequestSchema, ErrorCode, McpError, type Tool as McpToolDescription } from "@modelcontextprotocol/sdk/types.js";
 import { AgentLoopError, abortError } from "../errors.js";
 import type { JsonSchema } from "../model/model.js";
 import type { Tool, ToolResultValue } from "../tools/tool.js";
@@ -16,8 +18,9 @@ import {
 import { type McpCallResult, mapCallResult } from "./result.js";
 
 /**
- * `idle`: not connected yet. `connected`: ready. `disconnected`: the connection died; the next call
- * reconnects if the reconnect budget allows. `failed`: dead for good, calls return error results.
+ * `idle`: not connected yet. `connected`: ready. `disconnected`: the connection died (or never came
+ * up, after `keepConnecting()`); it is being reopened with backoff, in the background and on the next
+ * call. `failed`: a finite `maxReconnects` budget is used up, calls return error results.
  * `closed`: `close()` was called.
  */
 export type McpToolsetStatus = "idle" | "connected" | "disconnected" | "failed" | "closed";
@@ -33,6 +36,8 @@ const defaultRequestTimeoutMs = 60_000;
 const stderrTailChars = 4_096;
 // A short debounce: servers often register several tools in a burst.
 const listChangedDebounceMs = 50;
+const defaultReconnectDelayMs = 500;
+const defaultMaxReconnectDelayMs = 30_000;
 
 type Transport = StdioClientTransport | StreamableHTTPClientTransport;
 
@@ -50,8 +55,10 @@ function messageOf(error: unknown): string {
  * The tools of one MCP server, as ordinary core tools (kind `mcp`).
  *
  * Connects lazily (or with `connect()`), caches the tool list per connection and refreshes it when the
- * server sends `notifications/tools/list_changed`. A connection that dies is reopened once (see
- * `maxReconnects`); after that every call returns an error result naming the server, so a run goes on.
+ * server sends `notifications/tools/list_changed`. A connection that dies is reopened for as long as
+ * the process lives: at once by the next call, and in the background with exponential backoff
+ * (`reconnectDelayMs` doubling up to `maxReconnectDelayMs`), so a server that comes back is used
+ * again. While it is down, calls return error results naming the server, so a run goes on.
  */
 export class McpToolset {
   readonly name: string;
@@ -62,6 +69,14 @@ export class McpToolset {
   private opening?: Promise<void>;
   private reconnectsLeft: number;
   private reconnectCount = 0;
+  /** Failed reconnection attempts since the connection was last up. */
+  private failedAttempts = 0;
+  /** No reconnection attempt before this time (Date.now() ms). */
+  private nextAttemptAt = 0;
+  private retryTimer: ReturnType<typeof setTimeout> | undefined;
+  private pingTimer: ReturnType<typeof setInterval> | undefined;
+  /** The OAuth provider of an HTTP server with `auth` (made once: it keeps tokens across reconnections). */
+  private authProvider?: OAuthClientProvider;
   private lastFailure = "";
   private stderrTail = "";
   /** Bumped on every (re)connection and on close, so callbacks of an old connection are ignored. */
@@ -74,11 +89,18 @@ export class McpToolset {
     validateMcpConfig(config);
     this.config = config;
     this.name = config.name;
-    this.reconnectsLeft = config.maxReconnects ?? 1;
+    this.reconnectsLeft = config.maxReconnects ?? Number.POSITIVE_INFINITY;
   }
 
   get status(): McpToolsetStatus {
     return this.statusValue;
+  }
+
+  /** Why the server is not usable now (undefined while connected or before the first connection). */
+  get failure(): string | undefined {
+    if (this.statusValue === "connected" || this.statusValue === "idle") return undefined;
+    if (this.statusValue === "closed") return "the toolset was closed";
+    return this.lastFailure || "connection lost";
   }
 
   /** How many times the connection was reopened. */
@@ -120,6 +142,7 @@ export class McpToolset {
       try {
         await this.opening;
       } catch (error) {
+        this.lastFailure = `could not connect: ${this.failureText(error)}`;
         throw new AgentLoopError("network", `MCP server "${this.name}" (${this.describeTarget()}): could not connect: ${this.failureText(error)}`, {
           cause: error,
         });
@@ -170,6 +193,16 @@ export class McpToolset {
         return mapCallResult(result as McpCallResult);
       } catch (error) {
         if (signal?.aborted) throw abortError(signal);
+        // Step-up: the server wants a broader scope for this call; the user signs in again, then the call is retried once.
+        const provider = this.authProvider;
+        if (error instanceof UnauthorizedError && isInteractive(provider) && attempt === 0 && this.transport instanceof StreamableHTTPClientTransport) {
+          try {
+            await this.transport.finishAuth(await provider.waitForAuthorizationCode());
+            continue;
+          } catch (authError) {
+            return { content: `MCP server "${this.name}", tool "${toolName}": authorization failed: ${messageOf(authError)}`, isError: true };
+          }
+        }
         if (error instanceof McpError && error.code !== ErrorCode.ConnectionClosed) {
           // The server answered with a protocol error (unknown tool, bad params, timeout): the connection is fine.
           return { content: `MCP server "${this.name}", tool "${toolName}": ${error.message}`, isError: true };
@@ -185,11 +218,30 @@ export class McpToolset {
     }
   }
 
+  /**
+   * After a first connection that failed (`connect()` threw): keep trying in the background, with
+   * the same backoff as after a lost connection, until it connects or the toolset is closed. The
+   * tools appear (`toolsVersion` grows) once it does. Does nothing in any other state.
+   */
+  keepConnecting(): void {
+    if (this.statusValue !== "idle") return;
+    if (this.opening) {
+      // A first connection still under way (slower than the caller waited): keep trying if it fails.
+      this.opening.then(undefined, () => this.keepConnecting());
+      return;
+    }
+    this.statusValue = "disconnected";
+    this.failedAttempts = 1;
+    this.retryLater(this.backoffMs());
+  }
+
   /** Closes the connection; a stdio server process is terminated. Safe to call twice. */
   async close(): Promise<void> {
     if (this.statusValue === "closed") return;
     this.statusValue = "closed";
     this.generation++;
+    this.stopTimers();
+    if (isInteractive(this.authProvider)) await this.authProvider.close();
     await this.opening?.catch(() => undefined);
     await this.dispose(this.client, this.transport, true);
     this.client = undefined;
@@ -218,30 +270,127 @@ export class McpToolset {
         }
         return this.usableClient();
       case "disconnected": {
-        if (this.reconnectsLeft <= 0) {
-          this.statusValue = "failed";
-          return this.unavailableText();
-        }
-        this.reconnectsLeft--;
-        this.reconnectCount++;
-        this.opening ??= this.open().finally(() => {
-          this.opening = undefined;
-        });
-        try {
-          await this.opening;
-        } catch (error) {
-          if ((this.statusValue as McpToolsetStatus) !== "closed") this.statusValue = "failed";
-          this.lastFailure = `reconnecting failed: ${this.failureText(error)}`;
-          return this.unavailableText();
-        }
+        // Right after a loss a call reconnects at once; after failed attempts it waits for the backoff.
+        const wait = this.nextAttemptAt - Date.now();
+        if (wait > 0) return this.unavailableText();
+        if (!(await this.reconnect())) return this.unavailableText();
         return this.usableClient();
       }
     }
   }
 
+  /**
+   * One reconnection attempt (shared by concurrent callers and the background timer). Resolves true
+   * when connected; on failure schedules the next attempt with backoff, or gives up for good when a
+   * finite `maxReconnects` is used up.
+   */
+  private reconnect(): Promise<boolean> {
+    if (!this.opening) {
+      if (this.reconnectsLeft <= 0) {
+        this.statusValue = "failed";
+        return Promise.resolve(false);
+      }
+      this.reconnectsLeft--;
+      clearTimeout(this.retryTimer);
+      this.retryTimer = undefined;
+      this.opening = this.open().finally(() => {
+        this.opening = undefined;
+      });
+      const attempt = this.opening.then(
+        () => {
+          this.reconnectCount++;
+          return true;
+        },
+        (error: unknown) => {
+          if (this.statusValue === "closed") return false;
+          this.lastFailure = `reconnecting failed: ${this.failureText(error)}`;
+          this.failedAttempts++;
+          if (this.reconnectsLeft <= 0) this.statusValue = "failed";
+          else this.retryLater(this.backoffMs());
+          return false;
+        },
+      );
+      return attempt;
+    }
+    return this.opening.then(
+      () => (this.statusValue as McpToolsetStatus) === "connected",
+      () => false,
+    );
+  }
+
+  /** The wait before the next attempt: `reconnectDelayMs` doubled per failed attempt, capped. */
+  private backoffMs(): number {
+    const initial = this.config.reconnectDelayMs ?? defaultReconnectDelayMs;
+    const cap = this.config.maxReconnectDelayMs ?? defaultMaxReconnectDelayMs;
+    return Math.min(cap, initial * 2 ** Math.max(0, this.failedAttempts - 1));
+  }
+
+  /** Schedules a background attempt (the timer never keeps the process alive). */
+  private retryLater(delayMs: number): void {
+    clearTimeout(this.retryTimer);
+    this.nextAttemptAt = Date.now() + delayMs;
+    this.retryTimer = setTimeout(() => {
+      this.retryTimer = undefined;
+      if (this.statusValue === "disconnected") void this.reconnect();
+    }, delayMs);
+    this.retryTimer.unref?.();
+  }
+
+  private stopTimers(): void {
+    clearTimeout(this.retryTimer);
+    this.retryTimer = undefined;
+    clearInterval(this.pingTimer);
+    this.pingTimer = undefined;
+  }
+
+  /** Pings the server every `pingIntervalMs`; a ping the server cannot answer marks the connection lost. */
+  private startPings(client: Client, generation: number): void {
+    const interval = this.config.pingIntervalMs ?? 0;
+    if (interval <= 0) return;
+    clearInterval(this.pingTimer);
+    let pinging = false;
+    this.pingTimer = setInterval(() => {
+      if (pinging || generation !== this.generation || this.statusValue !== "connected") return;
+      pinging = true;
+      client
+        .ping({ timeout: Math.max(interval, 1_000) })
+        .catch((error: unknown) => {
+          // A server that answers with a protocol error is alive.
+          if (error instanceof McpError && error.code !== ErrorCode.ConnectionClosed && error.code !== ErrorCode.RequestTimeout) return;
+          this.markDisconnected(client, error);
+        })
+        .finally(() => {
+          pinging = false;
+        });
+    }, interval);
+    this.pingTimer.unref?.();
+  }
+
+  /** A server's question: to the configured handler, else declined with the reason. */
+  private async elicit(params: Record<string, unknown>, signal: AbortSignal): Promise<Record<string, unknown>> {
+    const handler = this.config.onElicitation;
+    if (params.mode === "url") {
+      return { action: "decline", _meta: { "agentloop/reason": "URL-mode elicitation is not supported by this client" } };
+    }
+    if (!handler) {
+      return {
+        action: "decline",
+        _meta: { "agentloop/reason": `no one to ask: this agent runs unattended (agentloop run or serve); MCP server "${this.name}" asked: ${String(params.message ?? "")}` },
+      };
+    }
+    const answer = await handler(
+      { server: this.name, message: String(params.message ?? ""), requestedSchema: (params.requestedSchema ?? { type: "object", properties: {} }) as Record<string, unknown> },
+      { signal },
+    );
+    return answer.action === "accept" ? { action: "accept", content: answer.content ?? {} } : { action: answer.action };
+  }
+
   private unavailableText(): string {
-    const budget = this.config.maxReconnects ?? 1;
-    return `MCP server "${this.name}" is unavailable (${this.lastFailure || "connection lost"}; reconnect limit ${budget} reached)`;
+    const reason = this.lastFailure || "connection lost";
+    if (this.statusValue === "failed") return `MCP server "${this.name}" is unavailable (${reason}; reconnect limit ${this.config.maxReconnects} reached)`;
+    const wait = this.nextAttemptAt - Date.now();
+    const next = wait > 0 ? `; reconnecting, next attempt in ${Math.ceil(wait / 1000)} s` : "; reconnecting";
+    return `MCP server "${this.name}" is unavailable (${reason}${next})`;
   }
 
   private failureText(error: unknown): string {
@@ -256,7 +405,7 @@ export class McpToolset {
   }
 
   /** Opens a new connection (closing any old one) and loads the tool list. */
-  private async open(): Promise<void> {
+  private async open(afterLogin = false): Promise<void> {
     const oldClient = this.client;
     const oldTransport = this.transport;
     this.client = undefined;
@@ -266,7 +415,8 @@ export class McpToolset {
     const generation = ++this.generation;
     this.stderrTail = "";
     const client = new Client(clientInfo, {
-      capabilities: {},
+      // Form-mode elicitation: a server may ask the user a question (answered or declined, never "Method not found").
+      capabilities: { elicitation: { form: { applyDefaults: true } } },
       listChanged: {
         tools: {
           autoRefresh: false,
@@ -281,7 +431,10 @@ export class McpToolset {
         },
       },
     });
+    client.setRequestHandler(ElicitRequestSchema, (request, extra) => this.elicit(request.params as Record<string, unknown>, extra.signal));
     const transport = this.createTransport();
+    // The loopback redirect listens before any request, so its URL is known at registration.
+    if (isInteractive(this.authProvider)) await this.authProvider.start();
     client.onclose = () => {
       if (generation !== this.generation) return;
       this.markDisconnected(client, new Error(this.transport instanceof StdioClientTransport ? "server process exited" : "connection closed"));
@@ -301,11 +454,26 @@ export class McpToolset {
     } catch (error) {
       this.client = undefined;
       this.transport = undefined;
+      // The authorization-code flow: the user signs in (the URL was printed), the browser comes
+      // back to the loopback redirect with a code, the tokens are fetched and stored; then again.
+      const provider = this.authProvider;
+      if (!afterLogin && isInteractive(provider) && error instanceof UnauthorizedError && transport instanceof StreamableHTTPClientTransport) {
+        try {
+          await transport.finishAuth(await provider.waitForAuthorizationCode());
+        } finally {
+          await this.dispose(client, transport, false);
+        }
+        if (generation !== this.generation) throw new Error("toolset was closed while signing in");
+        return this.open(true);
+      }
       await this.dispose(client, transport, false);
       throw error;
     }
     this.statusValue = "connected";
     this.lastFailure = "";
+    this.failedAttempts = 0;
+    this.nextAttemptAt = 0;
+    this.startPings(client, generation);
   }
 
   private createTransport(): Transport {
@@ -326,9 +494,13 @@ export class McpToolset {
     const http = config as McpHttpTransportConfig;
     const url = normalizeMcpUrl(http.url, http.appendMcpPath, config.name);
     const headers = http.headers;
+    this.authProvider ??= authProviderOf(http.auth, config.name, url.href);
     return new StreamableHTTPClientTransport(url, {
-      // No automatic SSE stream reconnection: a dead server is handled by this toolset's own reconnect.
-      reconnectionOptions: { maxRetries: 0, initialReconnectionDelay: 1000, maxReconnectionDelay: 1000, reconnectionDelayGrowFactor: 1 },
+      authProvider: this.authProvider,
+      // Resumable streams, per the spec: an event stream that closes after an event with an id is
+      // reopened with Last-Event-ID, after the server's `retry` (else 1 s, growing 1.5x to 30 s), up
+      // to 2 times. A server that is gone for good is this toolset's own reconnection's business.
+      reconnectionOptions: { maxRetries: 2, initialReconnectionDelay: 1000, maxReconnectionDelay: 30_000, reconnectionDelayGrowFactor: 1.5 },
       fetch:
         typeof headers === "function"
           ? (input, init) => {
@@ -382,6 +554,12 @@ export class McpToolset {
     if (client !== this.client || this.statusValue !== "connected") return;
     this.statusValue = "disconnected";
     this.lastFailure = this.failureText(error);
+    clearInterval(this.pingTimer);
+    this.pingTimer = undefined;
+    // The next call reconnects at once; without calls, the background attempt comes a little later.
+    this.failedAttempts = 0;
+    this.retryLater(this.config.reconnectDelayMs ?? defaultReconnectDelayMs);
+    this.nextAttemptAt = 0;
   }
 
   /** Best-effort teardown: ends an HTTP session politely on close, then closes the transport (killing a stdio child). */

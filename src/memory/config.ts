@@ -9,6 +9,7 @@ import { type SessionMemoryHandle, type SessionMemoryOptions, sessionMemory } fr
 import {
   DEFAULT_MAX_EVENTS_PER_SESSION,
   DEFAULT_MAX_SESSIONS,
+  defaultEmbeddedPath,
   type EventQuery,
   type LatestEventsQuery,
   type MemoryEvent,
@@ -18,7 +19,7 @@ import {
   type SessionInfo,
 } from "./store.js";
 
-/** `memory`: in-process (KAOS `local`); `embedded`: PGlite in a directory (the default); `postgres`: a shared server. */
+/** `memory`: in-process (KAOS `local`); `embedded`: a SQLite file (the default); `postgres`: a shared server. */
 export type MemoryType = "memory" | "embedded" | "postgres";
 
 export interface MemoryConfig {
@@ -29,7 +30,7 @@ export interface MemoryConfig {
   maxSessions: number;
   maxEventsPerSession: number;
   retentionMs?: number;
-  /** The embedded store's directory. */
+  /** The embedded store's file (or a directory to hold its `memory.db`). Default: `.agentloop/<agent name>/memory.db`. */
   path: string;
   postgresUrl?: string;
   postgresSchema?: string;
@@ -41,7 +42,7 @@ export const DEFAULT_MEMORY_CONFIG: MemoryConfig = {
   contextLimit: DEFAULT_CONTEXT_LIMIT,
   maxSessions: DEFAULT_MAX_SESSIONS,
   maxEventsPerSession: DEFAULT_MAX_EVENTS_PER_SESSION,
-  path: ".agentloop/memory",
+  path: ".agentloop/agent/memory.db",
 };
 
 const TYPE_NAMES: Record<string, MemoryType> = {
@@ -49,7 +50,7 @@ const TYPE_NAMES: Record<string, MemoryType> = {
   memory: "memory",
   "in-memory": "memory",
   embedded: "embedded",
-  pglite: "embedded",
+  sqlite: "embedded",
   postgres: "postgres",
   postgresql: "postgres",
 };
@@ -96,16 +97,19 @@ export function parseDuration(name: string, value: string): number {
 /**
  * Reads the memory settings. Throws an `AgentLoopError` (kind `configuration`) naming the variable
  * when a value is invalid:
- * - `MEMORY_ENABLED` (true), `MEMORY_TYPE` (`embedded`; `local`/`memory`, `embedded`/`pglite`, `postgres`/`postgresql`)
+ * - `MEMORY_ENABLED` (true), `MEMORY_TYPE` (`embedded`; `local`/`memory`, `embedded`/`sqlite`, `postgres`/`postgresql`)
  * - `MEMORY_CONTEXT_LIMIT` (6), `MEMORY_MAX_SESSIONS` (1000), `MEMORY_MAX_SESSION_EVENTS` (500)
- * - `MEMORY_RETENTION` (keep forever; e.g. `7d`), `MEMORY_PATH` (`.agentloop/memory`)
+ * - `MEMORY_RETENTION` (keep forever; e.g. `7d`), `MEMORY_PATH` (`.agentloop/<AGENT_NAME>/memory.db`, `agent` when unnamed)
  * - `MEMORY_POSTGRES_URL` or `DATABASE_URL` (required for postgres), `MEMORY_POSTGRES_SCHEMA` (`public`)
  */
 export function memoryConfigFromEnv(env: Env = process.env): MemoryConfig {
   const enabled = boolean(env, "MEMORY_ENABLED", true);
   const typeName = read(env, "MEMORY_TYPE");
   const type = typeName === undefined ? DEFAULT_MEMORY_CONFIG.type : TYPE_NAMES[typeName.toLowerCase()];
-  if (type === undefined) throw bad("MEMORY_TYPE", typeName!, "one of local, memory, embedded, postgres");
+  if (type === undefined) {
+    const hint = typeName!.toLowerCase() === "pglite" ? " (the PGlite store was replaced by the SQLite file of MEMORY_TYPE=embedded)" : "";
+    throw bad("MEMORY_TYPE", typeName!, `one of local, memory, embedded, sqlite, postgres${hint}`);
+  }
   const retention = read(env, "MEMORY_RETENTION");
   const config: MemoryConfig = {
     enabled,
@@ -114,7 +118,7 @@ export function memoryConfigFromEnv(env: Env = process.env): MemoryConfig {
     maxSessions: integer(env, "MEMORY_MAX_SESSIONS", DEFAULT_MAX_SESSIONS, 1),
     maxEventsPerSession: integer(env, "MEMORY_MAX_SESSION_EVENTS", DEFAULT_MAX_EVENTS_PER_SESSION, 1),
     retentionMs: retention === undefined ? undefined : parseDuration("MEMORY_RETENTION", retention),
-    path: read(env, "MEMORY_PATH") ?? DEFAULT_MEMORY_CONFIG.path,
+    path: read(env, "MEMORY_PATH") ?? defaultEmbeddedPath(read(env, "AGENT_NAME")),
     postgresUrl: read(env, "MEMORY_POSTGRES_URL") ?? read(env, "DATABASE_URL"),
     postgresSchema: read(env, "MEMORY_POSTGRES_SCHEMA"),
   };
@@ -155,17 +159,11 @@ export class DisabledMemoryStore implements MemoryStore {
   async close(): Promise<void> {}
 }
 
-export interface OpenMemoryOptions {
-  /** Embedded store held by another process (a running server): `"fail"` (default) or `"snapshot"`
-   * to read a private copy of what it wrote so far (for read-only commands). */
-  whenLocked?: "fail" | "snapshot";
-}
-
 /**
  * Opens the store a configuration names (defaults from `DEFAULT_MEMORY_CONFIG`). The embedded and
  * PostgreSQL modules are loaded only when used, so importing `agentloop/memory` stays light.
  */
-export async function openMemoryStore(config: Partial<MemoryConfig> = {}, options: OpenMemoryOptions = {}): Promise<MemoryStore> {
+export async function openMemoryStore(config: Partial<MemoryConfig> = {}): Promise<MemoryStore> {
   const settings = { ...DEFAULT_MEMORY_CONFIG, ...config };
   if (!settings.enabled) return new DisabledMemoryStore();
   const limits = { maxSessions: settings.maxSessions, maxEventsPerSession: settings.maxEventsPerSession, retentionMs: settings.retentionMs };
@@ -174,7 +172,7 @@ export async function openMemoryStore(config: Partial<MemoryConfig> = {}, option
       return new InMemoryStore(limits);
     case "embedded": {
       const { openEmbeddedStore } = await import("./embedded.js");
-      return openEmbeddedStore({ ...limits, path: settings.path, whenLocked: options.whenLocked });
+      return openEmbeddedStore({ ...limits, path: settings.path });
     }
     case "postgres": {
       if (!settings.postgresUrl) throw new AgentLoopError("configuration", "memory: the postgres store needs postgresUrl (MEMORY_POSTGRES_URL or DATABASE_URL)");

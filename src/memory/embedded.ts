@@ -1,42 +1,154 @@
 /**
- * `agentloop/memory/embedded`: the durable default store. An embedded PostgreSQL (PGlite, WASM)
- * persisted to a directory: no server to run, and the very same SQL as the PostgreSQL store.
+ * `agentloop/memory/embedded`: the durable default store. One SQLite file (through `libsql`, a
+ * maintained driver with prebuilt binaries) in WAL mode: no server to run, opens in milliseconds,
+ * many processes read it while one at a time writes (a server, `agentloop run --session` and
+ * `agentloop events` on the same file at once).
+ *
+ * Statements run synchronously on the calling thread: a write transaction of a few events takes
+ * tens of microseconds, far less than a promise hop to a worker would. Appends are grouped: every
+ * append made in one turn of the event loop is written in the next, in one transaction.
  */
-import { closeSync, cpSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, unlinkSync, writeSync } from "node:fs";
-import { hostname, tmpdir } from "node:os";
-import { join, relative, resolve } from "node:path";
-import { PGlite } from "@electric-sql/pglite";
+import { existsSync, mkdirSync, statSync } from "node:fs";
+import { createRequire } from "node:module";
+import { hostname } from "node:os";
+import { dirname, join, resolve } from "node:path";
 import { AgentLoopError } from "../errors.js";
-import { type SqlDatabase, type SqlExecutor, SqlMemoryStore, type SqlStoreOptions } from "./sql-store.js";
+import {
+  checkAfterSeq,
+  checkLimit,
+  checkSessionId,
+  closedError,
+  defaultEmbeddedPath,
+  type EventQuery,
+  isoOf,
+  jsonCopy,
+  type LatestEventsQuery,
+  type MemoryEvent,
+  type MemoryLimits,
+  type MemoryStore,
+  type NewMemoryEvent,
+  newSessionId,
+  prepareEvent,
+  type ResolvedLimits,
+  resolveLimits,
+  type SessionInfo,
+} from "./store.js";
 
-export const DEFAULT_EMBEDDED_PATH = ".agentloop/memory";
+export { defaultEmbeddedPath };
 
-export interface EmbeddedStoreOptions extends SqlStoreOptions {
-  /** The database directory (created if missing). Default `.agentloop/memory`. */
-  path?: string;
-  /** Use this PGlite instance instead of opening `path`; `close()` leaves it open. */
-  database?: PGlite;
+export const DEFAULT_EMBEDDED_PATH = defaultEmbeddedPath();
+
+/** The file name used when `path` names a directory. */
+const FILE_IN_DIRECTORY = "memory.db";
+
+export interface EmbeddedStoreOptions extends MemoryLimits {
   /**
-   * When another process holds the directory: `"fail"` (default) rejects with a `configuration`
-   * error; `"snapshot"` opens a private copy of it instead, to read what was written so far
-   * (for `agentloop sessions` while a server runs). Writes to a snapshot are discarded on close.
+   * The database file (created with its folders if missing), or a directory to hold `memory.db`
+   * (an existing directory, or a path ending with a separator). Default `.agentloop/agent/memory.db`.
    */
-  whenLocked?: "fail" | "snapshot";
+  path?: string;
+  /**
+   * How long a write waits for another process's write to finish before failing (SQLite's busy
+   * timeout). Default 5000 ms.
+   */
+  busyTimeoutMs?: number;
+  /**
+   * `"normal"` (default): a commit survives the process being killed at any point; after a power
+   * loss or OS crash the last commits may be lost, never the file's consistency (SQLite WAL with
+   * `synchronous=NORMAL`). `"full"`: every commit also waits for the disk (fsync, ~1-2 ms here).
+   */
+  synchronous?: "normal" | "full";
+  /**
+   * Group commit: appends made in one turn of the event loop are written together in the next
+   * (one transaction). `false`: each append is written at once, in a transaction of its own.
+   */
+  groupCommit?: boolean;
 }
 
-class DirectoryInUse extends AgentLoopError {}
+/** The part of a SQLite driver the store uses (libsql's better-sqlite3-style API). */
+interface Statement {
+  run(params: unknown[]): unknown;
+  all(params: unknown[]): unknown[];
+  raw(toggle?: boolean): Statement;
+}
+interface Database {
+  prepare(sql: string): Statement;
+  exec(sql: string): unknown;
+  close(): void;
+}
+type DatabaseConstructor = new (path: string, options?: { timeout?: number }) => Database;
+
+let driver: DatabaseConstructor | undefined;
+function loadDriver(): DatabaseConstructor {
+  if (!driver) {
+    try {
+      driver = createRequire(import.meta.url)("libsql") as DatabaseConstructor;
+    } catch (error) {
+      throw new AgentLoopError("configuration", `memory: the embedded store needs the "libsql" package and its binary for ${process.platform}-${process.arch}: ${(error as Error).message}`, {
+        cause: error,
+      });
+    }
+  }
+  return driver;
+}
+
+/** Where the database file of `path` is (see `EmbeddedStoreOptions.path`). */
+export function embeddedFileOf(path: string): string {
+  const absolute = resolve(path);
+  const isDirectory = /[\\/]$/.test(path) || (existsSync(absolute) && statSync(absolute).isDirectory());
+  if (!isDirectory) return absolute;
+  if (existsSync(join(absolute, "PG_VERSION"))) {
+    throw new AgentLoopError(
+      "configuration",
+      `memory: ${absolute} is a PGlite store of an earlier agentloop version, which the embedded store (now a SQLite file) cannot read. ` +
+        "Point MEMORY_PATH at a new file, or remove that directory.",
+    );
+  }
+  return join(absolute, FILE_IN_DIRECTORY);
+}
 
 /**
- * PGlite's start parameters with a 32 MB buffer cache instead of PostgreSQL's 128 MB: the cache
- * lives in the WASM heap, which never shrinks, and an event log's working set is far smaller.
- * Measured (open store, 1200 single appends, 10,000 batched, loads of 10,000): ~100 MB less RSS
- * (~450 -> ~350 MB), appends and loads as fast or faster. Durability is unchanged (a cache setting).
+ * The tables. Every event insert writes two b-trees (the table, keyed by its rowid, which follows
+ * arrival order for `latestEvents`, and the (session, seq) index): no AUTOINCREMENT (its counter
+ * row is one more write per insert) and no timestamp index (retention reads go through the
+ * session index; the once-a-minute prune scans the table instead).
  */
-const START_PARAMS = [...PGlite.defaultStartParams, "-c", "shared_buffers=32MB"];
+const SCHEMA = `
+CREATE TABLE IF NOT EXISTS agentloop_sessions (
+  session_id TEXT PRIMARY KEY,
+  created_at TEXT NOT NULL,
+  updated_at TEXT NOT NULL,
+  updated_ms INTEGER NOT NULL,
+  activity INTEGER NOT NULL,
+  last_seq INTEGER NOT NULL DEFAULT 0,
+  metadata TEXT NOT NULL DEFAULT '{}'
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS agentloop_sessions_activity ON agentloop_sessions (activity);
+CREATE INDEX IF NOT EXISTS agentloop_sessions_updated ON agentloop_sessions (updated_ms);
+CREATE TABLE IF NOT EXISTS agentloop_events (
+  id INTEGER PRIMARY KEY,
+  session_id TEXT NOT NULL,
+  seq INTEGER NOT NULL,
+  event_id TEXT NOT NULL,
+  timestamp TEXT NOT NULL,
+  timestamp_ms INTEGER NOT NULL,
+  event_type TEXT NOT NULL,
+  content TEXT NOT NULL,
+  metadata TEXT NOT NULL,
+  UNIQUE (session_id, seq)
+);
+CREATE TABLE IF NOT EXISTS agentloop_session_locks (
+  session_id TEXT PRIMARY KEY,
+  owner_pid INTEGER NOT NULL,
+  owner_host TEXT NOT NULL,
+  token TEXT NOT NULL
+) WITHOUT ROWID;
+`;
 
-const LOCK_FILE = "agentloop.lock";
-/** Directories this process has open: two PGlite instances on one directory would corrupt it. */
-const openPaths = new Set<string>();
+/** How often a request waiting for a session another process is running asks again. */
+const LOCK_POLL_MS = 25;
+
+const thisHost = hostname();
 
 function processIsAlive(pid: number): boolean {
   try {
@@ -47,180 +159,532 @@ function processIsAlive(pid: number): boolean {
   }
 }
 
-/**
- * PGlite is single-user: one process at a time per directory. A lock file holding the owner's
- * `pid@host` turns a second opener into a clear error. A lock whose process is gone, or that was
- * written on another host (a restarted container sharing the volume), is stale and taken over.
- * turns a second opener into a clear error; a lock left by a killed process is taken over.
- */
-function acquireLock(directory: string): () => void {
-  const lockPath = join(directory, LOCK_FILE);
-  const inUse = (pid: number) =>
-    new DirectoryInUse(
-      "configuration",
-      `memory: the embedded store at ${directory} is already open in process ${pid} (PGlite allows one process per directory). ` +
-        "Stop that process, read its sessions through the server's /memory routes, or use MEMORY_TYPE=postgres to share sessions.",
-    );
-  if (openPaths.has(directory)) throw inUse(process.pid);
-  for (let attempt = 0; attempt < 3; attempt++) {
-    try {
-      const descriptor = openSync(lockPath, "wx");
-      writeSync(descriptor, `${process.pid}@${hostname()}`);
-      closeSync(descriptor);
-      openPaths.add(directory);
-      return () => {
-        openPaths.delete(directory);
-        try {
-          unlinkSync(lockPath);
-        } catch {
-          // already gone
-        }
-      };
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== "EEXIST") {
-        throw new AgentLoopError("configuration", `memory: cannot create ${lockPath}: ${(error as Error).message}`, { cause: error });
-      }
-      let owner = Number.NaN;
-      let ownerHost = hostname();
-      try {
-        const [pid, host] = readFileSync(lockPath, "utf8").trim().split("@");
-        owner = Number.parseInt(pid, 10);
-        if (host) ownerHost = host;
-      } catch {
-        // removed meanwhile: retry
-      }
-      // Our own pid here means a previous process with the same pid (containers reuse them); this
-      // process's own stores are caught by `openPaths` above.
-      const live = Number.isInteger(owner) && owner !== process.pid && ownerHost === hostname() && processIsAlive(owner);
-      if (live) throw inUse(owner);
-      // Stale (its process is gone) or unreadable: take it over.
-      try {
-        unlinkSync(lockPath);
-      } catch {
-        // someone else took it over first: retry
-      }
-    }
-  }
-  throw new AgentLoopError("configuration", `memory: cannot lock the embedded store at ${directory}`);
+function abortedWaiting(): AgentLoopError {
+  return new AgentLoopError("aborted", "memory: stopped waiting for the session, which another run is using");
 }
 
-function pgliteDatabase(db: PGlite, release: () => Promise<void>): SqlDatabase {
-  const executor = (target: Pick<PGlite, "query">): SqlExecutor => ({
-    query: async (text, params) => (await target.query<Record<string, unknown>>(text, params)).rows,
-  });
+/** Physical deletion of expired rows runs at most this often (reads filter them out anyway). */
+const PRUNE_INTERVAL_MS = 60_000;
+/** `timestamp_ms`/`updated_ms` below every real time: no retention cutoff. */
+const NO_CUTOFF = -8.64e15;
+
+interface PendingAppend {
+  sessionId: string;
+  events: Array<Omit<MemoryEvent, "seq">>;
+  resolve(stored: MemoryEvent[]): void;
+  reject(error: unknown): void;
+}
+
+type EventRow = [string, string, number, string, string, string, string, string];
+type SessionRow = [string, string, string, number, string, number];
+
+const EVENT_COLUMNS = "e.event_id, e.session_id, e.seq, e.timestamp, e.event_type, e.content, e.metadata, e.id";
+
+function toEvent(row: unknown[]): MemoryEvent {
+  const [eventId, sessionId, seq, timestamp, eventType, content, metadata] = row as EventRow;
   return {
-    ...executor(db),
-    transaction: (fn) => db.transaction((tx) => fn(executor(tx))),
-    close: release,
-    describeError: (error) =>
-      new AgentLoopError("unknown", `memory (embedded): ${(error as Error)?.message ?? String(error)}`, { cause: error }),
+    event_id: eventId,
+    session_id: sessionId,
+    seq: Number(seq),
+    timestamp,
+    event_type: eventType,
+    content: JSON.parse(content),
+    metadata: JSON.parse(metadata),
   };
 }
 
-/**
- * Copies a database directory another process is using, in the order that keeps the copy
- * recoverable: the control file first (its checkpoint predates every later change), then the data
- * files, then the write-ahead log last (it covers every change made while copying). PostgreSQL's
- * crash recovery then replays the log on the copy, like it does for a base backup.
- */
-function snapshotOf(directory: string): string {
-  const copy = mkdtempSync(join(tmpdir(), "agentloop-memory-snapshot-"));
-  const control = join(directory, "global", "pg_control");
-  if (!existsSync(control)) throw new AgentLoopError("configuration", `memory: ${directory} is not an embedded store directory`);
-  mkdirSync(join(copy, "global"), { recursive: true });
-  cpSync(control, join(copy, "global", "pg_control"));
-  const skip = new Set([LOCK_FILE, "postmaster.pid", "pg_wal", join("global", "pg_control")]);
-  cpSync(directory, copy, { recursive: true, filter: (source) => !skip.has(relative(directory, source)) });
-  cpSync(join(directory, "pg_wal"), join(copy, "pg_wal"), { recursive: true });
-  return copy;
+function toSession(row: unknown[]): SessionInfo {
+  const [sessionId, createdAt, updatedAt, lastSeq, metadata, eventCount] = row as SessionRow;
+  return {
+    session_id: sessionId,
+    created_at: createdAt,
+    updated_at: updatedAt,
+    event_count: Number(eventCount),
+    last_seq: Number(lastSeq),
+    metadata: JSON.parse(metadata),
+  };
 }
 
-async function openSnapshot(directory: string, options: EmbeddedStoreOptions): Promise<SqlMemoryStore> {
-  let copy: string | undefined;
-  let db: PGlite | undefined;
-  const cleanup = async () => {
-    await db?.close().catch(() => {});
-    if (copy) rmSync(copy, { recursive: true, force: true });
-  };
-  try {
-    copy = snapshotOf(directory);
-    db = await PGlite.create(copy, { startParams: START_PARAMS });
-    return await SqlMemoryStore.open("embedded", pgliteDatabase(db, cleanup), options);
-  } catch (error) {
-    await cleanup();
-    throw new AgentLoopError("configuration", `memory: cannot read a snapshot of the embedded store at ${directory}: ${(error as Error)?.message ?? String(error)}`, {
-      cause: error,
-    });
+function positiveMs(name: string, value: number | undefined, fallback: number): number {
+  if (value === undefined) return fallback;
+  if (!Number.isInteger(value) || value < 0) throw new AgentLoopError("configuration", `memory: ${name} must be a non-negative integer, got ${String(value)}`);
+  return value;
+}
+
+/** The SQLite store. Open it with `openEmbeddedStore`. */
+export class EmbeddedMemoryStore implements MemoryStore {
+  readonly kind = "embedded";
+  /** The database file. */
+  readonly path: string;
+  private readonly limits: ResolvedLimits;
+  private readonly statements = new Map<string, Statement>();
+  private readonly groupCommit: boolean;
+  private pending: PendingAppend[] = [];
+  private pendingLocks: Array<{ sessionId: string; token: string; resolve(taken: boolean): void; reject(error: unknown): void }> = [];
+  private pendingReleases: Array<{ sessionId: string; token: string; resolve(): void; reject(error: unknown): void }> = [];
+  private scheduled: NodeJS.Immediate | undefined;
+  private closed = false;
+  private lastPrune = 0;
+  /** Session locks this store holds: token → session. */
+  private readonly heldLocks = new Map<string, string>();
+
+  /** Use `openEmbeddedStore`. */
+  constructor(
+    private readonly db: Database,
+    path: string,
+    limits: ResolvedLimits,
+    groupCommit: boolean,
+  ) {
+    this.path = path;
+    this.limits = limits;
+    this.groupCommit = groupCommit;
   }
-}
 
-/**
- * Creates the database files of a new store in a child process. PGlite initializes a directory
- * with initdb and a second PGlite instance, each with a WASM heap of its own: in this process they
- * stay resident (~400-500 MB) until some later full GC, and even a worker thread's freed heaps are
- * not all returned to the system. The store then opens the initialized directory like an existing one.
- */
-async function initializeInChildProcess(directory: string): Promise<void> {
-  const { execFile } = await import("node:child_process");
-  const code = `import(process.env.AGENTLOOP_PGLITE_MODULE)
-  .then(async ({ PGlite }) => (await PGlite.create(process.env.AGENTLOOP_PGLITE_DIRECTORY, { startParams: JSON.parse(process.env.AGENTLOOP_PGLITE_START_PARAMS) })).close())
-  .catch((error) => { process.stderr.write(error instanceof Error ? error.message : JSON.stringify(error) ?? String(error)); process.exitCode = 1; });`;
-  const env = {
-    ...process.env,
-    AGENTLOOP_PGLITE_MODULE: import.meta.resolve("@electric-sql/pglite"),
-    AGENTLOOP_PGLITE_DIRECTORY: directory,
-    AGENTLOOP_PGLITE_START_PARAMS: JSON.stringify(START_PARAMS),
-  };
-  await new Promise<void>((resolve, reject) => {
-    execFile(process.execPath, ["-e", code], { env, maxBuffer: 1024 * 1024 }, (error, _stdout, stderr) =>
-      error ? reject(new Error(stderr.trim() || error.message)) : resolve(),
+  async createSession(sessionId?: string, metadata: Record<string, unknown> = {}): Promise<SessionInfo> {
+    this.check();
+    const id = checkSessionId(sessionId ?? newSessionId());
+    const metadataJson = JSON.stringify(jsonCopy(metadata, "session metadata"));
+    this.flushPending();
+    this.guard(() =>
+      this.write(() => {
+        this.maybePrune();
+        const now = Date.now();
+        const existing = this.query("SELECT updated_ms FROM agentloop_sessions WHERE session_id = ?", [id]) as Array<[number]>;
+        const cutoff = this.cutoffMs();
+        if (existing.length === 0) {
+          this.statement(
+            `INSERT INTO agentloop_sessions (session_id, created_at, updated_at, updated_ms, activity, last_seq, metadata)
+             VALUES (?, ?, ?, ?, (SELECT coalesce(max(activity), 0) + 1 FROM agentloop_sessions), 0, ?)`,
+          ).run([id, isoOf(now), isoOf(now), now, metadataJson]);
+          this.evict(id);
+        } else if (existing[0][0] < cutoff) {
+          // An expired session that was not pruned yet is revived (its old events stay hidden).
+          this.statement(
+            "UPDATE agentloop_sessions SET updated_at = ?, updated_ms = ?, activity = (SELECT coalesce(max(activity), 0) + 1 FROM agentloop_sessions) WHERE session_id = ?",
+          ).run([isoOf(now), now, id]);
+        }
+      }),
     );
-  });
-}
+    return (await this.getSession(id))!;
+  }
 
-/** Opens (creating if needed) the embedded store. Rejects with a `configuration` error when the directory is in use. */
-export async function openEmbeddedStore(options: EmbeddedStoreOptions = {}): Promise<SqlMemoryStore> {
-  if (options.database) {
-    return SqlMemoryStore.open("embedded", pgliteDatabase(options.database, async () => {}), options);
-  }
-  const directory = resolve(options.path ?? DEFAULT_EMBEDDED_PATH);
-  try {
-    mkdirSync(directory, { recursive: true });
-  } catch (error) {
-    throw new AgentLoopError("configuration", `memory: cannot create the embedded store directory ${directory}: ${(error as Error).message}`, {
-      cause: error,
+  async getSession(sessionId: string): Promise<SessionInfo | undefined> {
+    this.check();
+    checkSessionId(sessionId);
+    this.flushPending();
+    return this.guard(() => {
+      const rows = this.query(
+        `SELECT s.session_id, s.created_at, s.updated_at, s.last_seq, s.metadata,
+           (SELECT count(*) FROM agentloop_events e WHERE e.session_id = s.session_id AND e.timestamp_ms >= ?2)
+         FROM agentloop_sessions s WHERE s.session_id = ?1 AND s.updated_ms >= ?2`,
+        [sessionId, this.cutoffMs()],
+      );
+      return rows.length > 0 ? toSession(rows[0] as unknown[]) : undefined;
     });
   }
-  let unlock: () => void;
-  try {
-    unlock = acquireLock(directory);
-  } catch (error) {
-    if (error instanceof DirectoryInUse && options.whenLocked === "snapshot") return openSnapshot(directory, options);
-    throw error;
-  }
-  let db: PGlite;
-  try {
-    if (!existsSync(join(directory, "PG_VERSION"))) await initializeInChildProcess(directory);
-    db = await PGlite.create(directory, { startParams: START_PARAMS });
-  } catch (error) {
-    unlock();
-    throw new AgentLoopError("configuration", `memory: cannot open the embedded store at ${directory}: ${(error as Error)?.message ?? String(error)}`, {
-      cause: error,
+
+  async append(sessionId: string, events: readonly NewMemoryEvent[]): Promise<MemoryEvent[]> {
+    this.check();
+    checkSessionId(sessionId);
+    if (!Array.isArray(events)) throw new TypeError("memory: append expects an array of events");
+    const prepared = events.map((event) => prepareEvent(sessionId, event));
+    if (prepared.length === 0) return [];
+    return new Promise<MemoryEvent[]>((resolve, reject) => {
+      this.pending.push({ sessionId, events: prepared, resolve, reject });
+      this.schedule();
     });
   }
-  const release = async () => {
-    try {
-      await db.close();
-    } finally {
-      unlock();
+
+  /** Queues work for the next group transaction (after this turn of the event loop, or now without group commit). */
+  private schedule(): void {
+    if (!this.groupCommit) this.flushPending();
+    else this.scheduled ??= setImmediate(() => this.flushPending());
+  }
+
+  /**
+   * Writes every pending append, lock release and lock attempt in one transaction, then settles
+   * each one's promise: releases first (a session released and taken again in one turn changes
+   * hands), then the appends in arrival order, then the lock attempts. The events were validated
+   * and serialized before they were queued, so what can still fail is the database itself (busy
+   * past the timeout, disk full, I/O): then the whole group fails, none of it written.
+   */
+  private flushPending(): void {
+    if (this.scheduled) {
+      clearImmediate(this.scheduled);
+      this.scheduled = undefined;
     }
-  };
-  try {
-    return await SqlMemoryStore.open("embedded", pgliteDatabase(db, release), options);
-  } catch (error) {
-    await release();
-    throw error;
+    if (this.pending.length === 0 && this.pendingLocks.length === 0 && this.pendingReleases.length === 0) return;
+    const group = this.pending;
+    const locks = this.pendingLocks;
+    const releases = this.pendingReleases;
+    this.pending = [];
+    this.pendingLocks = [];
+    this.pendingReleases = [];
+    let stored: MemoryEvent[][];
+    let taken: boolean[];
+    try {
+      [stored, taken] = this.write(() => {
+        this.maybePrune();
+        for (const release of releases) this.statement("DELETE FROM agentloop_session_locks WHERE session_id = ? AND token = ?").run([release.sessionId, release.token]);
+        let inserted = false;
+        const written = group.map((member) => {
+          const result = this.writeAppend(member);
+          inserted ||= result.inserted;
+          return result.stored;
+        });
+        // A new session may push the count over maxSessions; never evict the group's last session.
+        if (inserted) this.evict(group[group.length - 1].sessionId);
+        return [written, locks.map((attempt) => this.tryLock(attempt.sessionId, attempt.token))] as const;
+      });
+    } catch (error) {
+      const failure = this.describe(error);
+      for (const member of group) member.reject(failure);
+      for (const attempt of locks) attempt.reject(failure);
+      for (const release of releases) release.reject(failure);
+      return;
+    }
+    for (const release of releases) release.resolve();
+    for (const [index, member] of group.entries()) member.resolve(stored[index]);
+    for (const [index, attempt] of locks.entries()) attempt.resolve(taken[index]);
+  }
+
+  /** Inside a write transaction: takes the session's lock row when it is free or its holder's process is gone. */
+  private tryLock(sessionId: string, token: string): boolean {
+    const holder = this.query("SELECT owner_pid, owner_host FROM agentloop_session_locks WHERE session_id = ?", [sessionId]) as Array<[number, string]>;
+    if (holder.length > 0) {
+      const [pid, ownerHost] = holder[0];
+      const stale = ownerHost === thisHost && Number(pid) !== process.pid && !processIsAlive(Number(pid));
+      if (!stale) return false;
+    }
+    this.statement("INSERT OR REPLACE INTO agentloop_session_locks (session_id, owner_pid, owner_host, token) VALUES (?, ?, ?, ?)").run([
+      sessionId,
+      process.pid,
+      thisHost,
+      token,
+    ]);
+    return true;
+  }
+
+  /** One append inside the group's transaction: the session row, the events, the trimmed ones. */
+  private writeAppend(member: PendingAppend): { stored: MemoryEvent[]; inserted: boolean } {
+    const now = Date.now();
+    const rows = this.query("SELECT last_seq FROM agentloop_sessions WHERE session_id = ?", [member.sessionId]) as Array<[number]>;
+    const inserted = rows.length === 0;
+    const lastSeq = inserted ? 0 : Number(rows[0][0]);
+    const count = member.events.length;
+    const newLast = lastSeq + count;
+    if (inserted) {
+      this.statement(
+        `INSERT INTO agentloop_sessions (session_id, created_at, updated_at, updated_ms, activity, last_seq, metadata)
+         VALUES (?, ?, ?, ?, (SELECT coalesce(max(activity), 0) + 1 FROM agentloop_sessions), ?, '{}')`,
+      ).run([member.sessionId, isoOf(now), isoOf(now), now, newLast]);
+    } else {
+      this.statement(
+        "UPDATE agentloop_sessions SET last_seq = ?, updated_at = ?, updated_ms = ?, activity = (SELECT coalesce(max(activity), 0) + 1 FROM agentloop_sessions) WHERE session_id = ?",
+      ).run([newLast, isoOf(now), now, member.sessionId]);
+    }
+    const max = this.limits.maxEventsPerSession;
+    const insert = this.statement(
+      "INSERT INTO agentloop_events (session_id, seq, event_id, timestamp, timestamp_ms, event_type, content, metadata) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+    );
+    const stored: MemoryEvent[] = new Array(count);
+    for (let index = 0; index < count; index++) {
+      const event = member.events[index];
+      const seq = lastSeq + index + 1;
+      stored[index] = { ...event, seq };
+      // Events the session's limit would trim at once are not written.
+      if (newLast - seq >= max) continue;
+      insert.run([
+        member.sessionId,
+        seq,
+        event.event_id,
+        event.timestamp,
+        Date.parse(event.timestamp),
+        event.event_type,
+        JSON.stringify(event.content),
+        JSON.stringify(event.metadata),
+      ]);
+    }
+    if (newLast > max) this.statement("DELETE FROM agentloop_events WHERE session_id = ? AND seq <= ?").run([member.sessionId, newLast - max]);
+    return { stored, inserted };
+  }
+
+  async events(sessionId: string, query: EventQuery = {}): Promise<MemoryEvent[]> {
+    this.check();
+    checkSessionId(sessionId);
+    const limit = checkLimit(query.limit);
+    const afterSeq = checkAfterSeq(query.afterSeq);
+    const types = query.types ? JSON.stringify([...query.types]) : null;
+    this.flushPending();
+    return this.guard(() => {
+      const where = `e.session_id = ?1 AND e.timestamp_ms >= ?2 AND e.seq > ?3
+        AND (?4 IS NULL OR e.event_type IN (SELECT value FROM json_each(?4)))
+        AND EXISTS (SELECT 1 FROM agentloop_sessions s WHERE s.session_id = ?1 AND s.updated_ms >= ?2)`;
+      const sql =
+        afterSeq === undefined
+          ? `SELECT * FROM (SELECT ${EVENT_COLUMNS} FROM agentloop_events e WHERE ${where} ORDER BY e.seq DESC LIMIT ?5) ORDER BY seq ASC`
+          : `SELECT ${EVENT_COLUMNS} FROM agentloop_events e WHERE ${where} ORDER BY e.seq ASC LIMIT ?5`;
+      const rows = this.query(sql, [sessionId, this.cutoffMs(), afterSeq ?? 0, types, limit ?? -1]);
+      return rows.map((row) => toEvent(row as unknown[]));
+    });
+  }
+
+  async latestEvents(query: LatestEventsQuery = {}): Promise<MemoryEvent[]> {
+    this.check();
+    const limit = checkLimit(query.limit) ?? 100;
+    const types = query.types ? JSON.stringify([...query.types]) : null;
+    this.flushPending();
+    return this.guard(() => {
+      const rows = this.query(
+        `SELECT * FROM (
+           SELECT ${EVENT_COLUMNS} FROM agentloop_events e JOIN agentloop_sessions s ON s.session_id = e.session_id
+           WHERE e.timestamp_ms >= ?1 AND s.updated_ms >= ?1 AND (?2 IS NULL OR e.event_type IN (SELECT value FROM json_each(?2)))
+           ORDER BY e.id DESC LIMIT ?3) ORDER BY id ASC`,
+        [this.cutoffMs(), types, limit],
+      );
+      return rows.map((row) => toEvent(row as unknown[]));
+    });
+  }
+
+  async listSessions(options: { limit?: number } = {}): Promise<SessionInfo[]> {
+    this.check();
+    const limit = checkLimit(options.limit);
+    this.flushPending();
+    return this.guard(() => {
+      const rows = this.query(
+        `SELECT session_id, created_at, updated_at, last_seq, metadata, event_count FROM (
+           SELECT s.*, (SELECT count(*) FROM agentloop_events e WHERE e.session_id = s.session_id AND e.timestamp_ms >= ?1) AS event_count
+           FROM agentloop_sessions s WHERE s.updated_ms >= ?1 ORDER BY s.activity DESC LIMIT ?2) ORDER BY activity ASC`,
+        [this.cutoffMs(), limit ?? -1],
+      );
+      return rows.map((row) => toSession(row as unknown[]));
+    });
+  }
+
+  async deleteSession(sessionId: string): Promise<boolean> {
+    this.check();
+    checkSessionId(sessionId);
+    this.flushPending();
+    return this.guard(() =>
+      this.write(() => {
+        this.statement("DELETE FROM agentloop_events WHERE session_id = ?").run([sessionId]);
+        const deleted = this.query("DELETE FROM agentloop_sessions WHERE session_id = ? RETURNING session_id", [sessionId]);
+        return deleted.length > 0;
+      }),
+    );
+  }
+
+  /**
+   * Exclusive use of a session across the processes sharing the file (a server and
+   * `agentloop run --session` on one session take turns). A row in `agentloop_session_locks`
+   * names the holder; a holder whose process is gone (killed) is taken over. Waits while another
+   * holder has it, polling; rejects with an `aborted` error when `signal` aborts first.
+   */
+  async lockSession(sessionId: string, signal?: AbortSignal): Promise<() => Promise<void>> {
+    this.check();
+    checkSessionId(sessionId);
+    const token = newSessionId();
+    // Each attempt joins the next group transaction (no commit of its own).
+    while (!(await new Promise<boolean>((resolve, reject) => {
+      if (signal?.aborted) return reject(abortedWaiting());
+      this.pendingLocks.push({ sessionId, token, resolve, reject });
+      this.schedule();
+    }))) {
+      await new Promise<void>((resolve, reject) => {
+        if (signal?.aborted) return reject(abortedWaiting());
+        const onAbort = () => {
+          clearTimeout(timer);
+          reject(abortedWaiting());
+        };
+        const timer = setTimeout(() => {
+          signal?.removeEventListener("abort", onAbort);
+          resolve();
+        }, LOCK_POLL_MS);
+        signal?.addEventListener("abort", onAbort, { once: true });
+      });
+    }
+    this.heldLocks.set(token, sessionId);
+    let released = false;
+    return async () => {
+      if (released || this.closed) return;
+      released = true;
+      this.heldLocks.delete(token);
+      await new Promise<void>((resolve, reject) => {
+        this.pendingReleases.push({ sessionId, token, resolve, reject });
+        this.schedule();
+      });
+    };
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    // Appends accepted before close are written first.
+    this.flushPending();
+    this.closed = true;
+    // Locks still held are given back (a lock of this live process would never be taken over).
+    for (const [token, sessionId] of this.heldLocks) {
+      try {
+        this.statement("DELETE FROM agentloop_session_locks WHERE session_id = ? AND token = ?").run([sessionId, token]);
+      } catch {
+        // the file is unusable: its process's locks go stale when it exits
+      }
+    }
+    this.heldLocks.clear();
+    this.statements.clear();
+    this.db.close();
+  }
+
+  /** Deletes expired events and sessions now (appends also do it, at most once a minute). */
+  async prune(): Promise<void> {
+    this.check();
+    this.flushPending();
+    this.guard(() => this.write(() => this.pruneNow()));
+  }
+
+  private check(): void {
+    if (this.closed) throw closedError(this.kind);
+  }
+
+  /** A prepared statement, made once per text; `rows`: one that returns rows, as arrays (no object per row). */
+  private statement(sql: string, rows = false): Statement {
+    let statement = this.statements.get(sql);
+    if (!statement) {
+      statement = this.db.prepare(sql);
+      if (rows) statement.raw(true);
+      this.statements.set(sql, statement);
+    }
+    return statement;
+  }
+
+  private query(sql: string, params: unknown[]): unknown[][] {
+    return this.statement(sql, true).all(params) as unknown[][];
+  }
+
+  /**
+   * Runs `fn` in a write transaction. `BEGIN IMMEDIATE` takes the file's write lock at once
+   * (waiting up to the busy timeout while another process writes), so a transaction never has
+   * to upgrade a read lock, which SQLite cannot wait for.
+   */
+  private write<T>(fn: () => T): T {
+    this.db.exec("BEGIN IMMEDIATE");
+    let result: T;
+    try {
+      result = fn();
+    } catch (error) {
+      this.rollback();
+      throw error;
+    }
+    try {
+      this.db.exec("COMMIT");
+    } catch (error) {
+      this.rollback();
+      throw error;
+    }
+    return result;
+  }
+
+  /** Rolls back what is left of a transaction (SQLite may already have, after some errors). */
+  private rollback(): void {
+    try {
+      this.db.exec("ROLLBACK");
+    } catch {
+      // no transaction left
+    }
+  }
+
+  private guard<T>(fn: () => T): T {
+    try {
+      return fn();
+    } catch (error) {
+      throw this.describe(error);
+    }
+  }
+
+  private describe(error: unknown): AgentLoopError {
+    if (AgentLoopError.isInstance(error)) return error;
+    const code = (error as { code?: unknown })?.code;
+    const busy = code === "SQLITE_BUSY" || code === "SQLITE_LOCKED";
+    const message = (error as Error)?.message ?? String(error);
+    return new AgentLoopError(
+      busy ? "rate_limit" : "unknown",
+      busy ? `memory (embedded): ${this.path} stayed locked by another process's write past the busy timeout (${message})` : `memory (embedded): ${message}`,
+      { cause: error, retryable: busy },
+    );
+  }
+
+  private cutoffMs(): number {
+    return this.limits.retentionMs === undefined ? NO_CUTOFF : Date.now() - this.limits.retentionMs;
+  }
+
+  private maybePrune(): void {
+    if (this.limits.retentionMs === undefined || Date.now() - this.lastPrune < PRUNE_INTERVAL_MS) return;
+    this.pruneNow();
+  }
+
+  private pruneNow(): void {
+    this.lastPrune = Date.now();
+    if (this.limits.retentionMs === undefined) return;
+    const cutoff = this.cutoffMs();
+    this.statement("DELETE FROM agentloop_events WHERE session_id IN (SELECT session_id FROM agentloop_sessions WHERE updated_ms < ?)").run([cutoff]);
+    this.statement("DELETE FROM agentloop_sessions WHERE updated_ms < ?").run([cutoff]);
+    this.statement("DELETE FROM agentloop_events WHERE timestamp_ms < ?").run([cutoff]);
+  }
+
+  /** Evicts the least recently updated sessions beyond `maxSessions`, never `keep` (inside a write transaction). */
+  private evict(keep: string): void {
+    const [[count]] = this.query("SELECT count(*) FROM agentloop_sessions", []) as Array<[number]>;
+    const excess = Number(count) - this.limits.maxSessions;
+    if (excess <= 0) return;
+    const victims = this.query("SELECT session_id FROM agentloop_sessions WHERE session_id <> ? ORDER BY activity ASC LIMIT ?", [keep, excess]) as Array<[string]>;
+    for (const [sessionId] of victims) {
+      this.statement("DELETE FROM agentloop_events WHERE session_id = ?").run([sessionId]);
+      this.statement("DELETE FROM agentloop_sessions WHERE session_id = ?").run([sessionId]);
+    }
   }
 }
 
-export { SqlMemoryStore };
+/**
+ * Opens (creating if needed) the embedded store: its file, WAL mode, the tables. Several processes
+ * may open one file at once. Rejects with a `configuration` error naming the file when it cannot.
+ */
+export async function openEmbeddedStore(options: EmbeddedStoreOptions = {}): Promise<EmbeddedMemoryStore> {
+  const limits = resolveLimits(options);
+  const busyTimeoutMs = positiveMs("busyTimeoutMs", options.busyTimeoutMs, 5000);
+  const synchronous = options.synchronous ?? "normal";
+  if (synchronous !== "normal" && synchronous !== "full") {
+    throw new AgentLoopError("configuration", `memory: synchronous must be "normal" or "full", got ${JSON.stringify(synchronous)}`);
+  }
+  const file = embeddedFileOf(options.path ?? DEFAULT_EMBEDDED_PATH);
+  try {
+    mkdirSync(dirname(file), { recursive: true });
+  } catch (error) {
+    throw new AgentLoopError("configuration", `memory: cannot create the folder of the embedded store ${file}: ${(error as Error).message}`, {
+      cause: error,
+    });
+  }
+  const Driver = loadDriver();
+  let db: Database | undefined;
+  try {
+    db = new Driver(file, { timeout: busyTimeoutMs });
+    db.exec(`PRAGMA busy_timeout = ${busyTimeoutMs}`);
+    // WAL: readers never block the writer nor each other; a commit is one append to the log.
+    db.exec("PRAGMA journal_mode = WAL");
+    db.exec(`PRAGMA synchronous = ${synchronous === "full" ? "FULL" : "NORMAL"}`);
+    db.exec("BEGIN IMMEDIATE");
+    try {
+      db.exec(SCHEMA);
+      db.exec("COMMIT");
+    } catch (error) {
+      db.exec("ROLLBACK");
+      throw error;
+    }
+  } catch (error) {
+    try {
+      db?.close();
+    } catch {
+      // already failing
+    }
+    throw new AgentLoopError("configuration", `memory: cannot open the embedded store ${file}: ${(error as Error)?.message ?? String(error)}`, { cause: error });
+  }
+  return new EmbeddedMemoryStore(db, file, limits, options.groupCommit ?? true);
+}

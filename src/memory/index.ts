@@ -1,6 +1,6 @@
 /**
  * `agentloop/memory`: an append-only event log per session, the stores behind it, the history
- * projection, and the loop's `SessionMemory` adapter. The embedded (PGlite) and PostgreSQL stores
+ * projection, and the loop's `SessionMemory` adapter. The embedded (SQLite) and PostgreSQL stores
  * live in `agentloop/memory/embedded` and `agentloop/memory/postgres` and load only when used.
  */
 export {
@@ -11,7 +11,6 @@ export {
   type MemoryType,
   memoryConfigFromEnv,
   memoryFromEnv,
-  type OpenMemoryOptions,
   openMemoryStore,
   parseDuration,
 } from "./config.js";
@@ -21,6 +20,7 @@ export { type SessionMemoryHandle, type SessionMemoryOptions, sessionMemory, typ
 export {
   DEFAULT_MAX_EVENTS_PER_SESSION,
   DEFAULT_MAX_SESSIONS,
+  defaultEmbeddedPath,
   type EventQuery,
   type LatestEventsQuery,
   MEMORY_EVENT_TYPES,

@@ -1,6 +1,6 @@
 /**
  * `agentloop/memory/postgres`: sessions in PostgreSQL through `pg`, so several server replicas
- * share them. Same schema and statements as the embedded store.
+ * share them.
  */
 import pg from "pg";
 import { AgentLoopError } from "../errors.js";

@@ -303,6 +303,8 @@ export function sessionMemory(store: MemoryStore, options: SessionMemoryOptions 
       case "tool-error":
       case "usage":
       case "nested":
+      case "messages-updated":
+      case "context-trimmed":
       case "guardrail":
         return [];
       default: {

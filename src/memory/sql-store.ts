@@ -1,6 +1,5 @@
 /**
- * The SQL store shared by the embedded (PGlite) and PostgreSQL (`pg`) stores: the same schema and
- * the same statements run on both, so the embedded default behaves exactly like a shared server.
+ * The PostgreSQL store's SQL (through `pg`): schema, group commit, limits, locks.
  */
 import { AgentLoopError } from "../errors.js";
 import {
@@ -47,7 +46,7 @@ export interface SqlStoreOptions extends MemoryLimits {
    * wait and are written together in the next one (across sessions, one statement), instead of one
    * transaction each. `lanes` writes run at once (sessions are spread over them; one session always
    * uses the same lane, so its appends keep their order). `false`: one write per append.
-   * Default: `{ lanes: 1 }` (the embedded store), `{ lanes: 4 }` for `openPostgresStore`.
+   * Default: `{ lanes: 1 }`, `{ lanes: 4 }` for `openPostgresStore`.
    */
   groupCommit?: false | { lanes?: number };
 }
@@ -261,8 +260,8 @@ export class SqlMemoryStore implements MemoryStore {
     try {
       while (lane.pending.length > 0) {
         // Each group starts after the current turn of the event loop: appends made by the timers
-        // and I/O callbacks of this turn join it. PGlite runs statements on this very thread, so
-        // without the wait no other append could arrive while one is written.
+        // and I/O callbacks of this turn join it (a database running statements on this very thread
+        // would otherwise see no other append arrive while one is written).
         await new Promise((resolve) => setImmediate(resolve));
         let size = 0;
         let count = 0;
@@ -464,7 +463,7 @@ export class SqlMemoryStore implements MemoryStore {
     });
   }
 
-  /** Across replicas on PostgreSQL; immediate (nothing to share) for the embedded store. */
+  /** Across replicas on PostgreSQL; immediate when the database has no locks. */
   async lockSession(sessionId: string, signal?: AbortSignal): Promise<() => Promise<void>> {
     this.check();
     checkSessionId(sessionId);

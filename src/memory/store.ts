@@ -1,6 +1,6 @@
 /**
  * The memory contract: an append-only event log per session, behind one `MemoryStore`
- * interface that every store (in-memory, embedded PGlite, PostgreSQL) implements.
+ * interface that every store (in-memory, embedded SQLite, PostgreSQL) implements.
  */
 import { randomUUID } from "node:crypto";
 import { AgentLoopError } from "../errors.js";
@@ -154,9 +154,10 @@ export interface MemoryStore {
   deleteSession(sessionId: string): Promise<boolean>;
   /**
    * Exclusive use of a session across every process sharing the store (server replicas on one
-   * PostgreSQL), until the returned function is called. Waits while another holder has it; rejects
-   * with an `aborted` error when `signal` aborts first. Stores only one process uses (in-memory,
-   * embedded) do not need it: the server's per-session queue serializes within a process.
+   * PostgreSQL; a server and `agentloop run --session` on one embedded file), until the returned
+   * function is called. Waits while another holder has it; rejects with an `aborted` error when
+   * `signal` aborts first. The in-process store does not need it: the server's per-session queue
+   * serializes within a process.
    */
   lockSession?(sessionId: string, signal?: AbortSignal): Promise<() => Promise<void>>;
   /** Releases connections and files. Idempotent; other calls reject afterwards. */
@@ -203,6 +204,12 @@ export function checkSessionId(sessionId: unknown): string {
   }
   if (sessionId.includes("\u0000")) throw new AgentLoopError("invalid_request", "memory: a session id cannot contain NUL characters");
   return sessionId;
+}
+
+/** The default file of an agent's embedded store: `.agentloop/<agent name>/memory.db` (relative to the working directory). */
+export function defaultEmbeddedPath(agentName: string | undefined = "agent"): string {
+  const safe = agentName.replace(/[^A-Za-z0-9_.-]/g, "_").replace(/^\.+/, "_") || "agent";
+  return `.agentloop/${safe}/memory.db`;
 }
 
 export function newSessionId(): string {

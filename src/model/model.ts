@@ -19,8 +19,29 @@ export interface ModelOptions {
   maxOutputTokens?: number;
   stopSequences?: string[];
   seed?: number;
+  /**
+   * Time limits of a streamed call on the built-in adapters (override the adapter's options):
+   * milliseconds until the first chunk of the answer (default 60 s), and of silence allowed between
+   * chunks after it (default 30 s); 0 turns one off. Expiry ends the call with a `timeout` error.
+   */
+  firstByteTimeoutMs?: number;
+  idleTimeoutMs?: number;
   /** Passed through to one provider, keyed by provider name: `{ openai: { reasoning_effort: "low" } }`. */
   providerOptions?: Record<string, Record<string, unknown>>;
+}
+
+/**
+ * Asks for an answer that is JSON matching `schema` (structured output). Models with
+ * `supportsStructuredOutput` send it with the provider's native mechanism; others ignore it (the
+ * loop then asks in the instructions and validates).
+ */
+export interface ResponseFormat {
+  type: "json_schema";
+  /** A name for the schema (`[A-Za-z0-9_-]`, at most 64 characters). */
+  name: string;
+  schema: JsonSchema;
+  /** OpenAI strict mode: every object closed (`additionalProperties: false`) with all properties required. */
+  strict?: boolean;
 }
 
 export interface ModelRequest {
@@ -28,6 +49,8 @@ export interface ModelRequest {
   tools?: ToolDefinition[];
   toolChoice?: ToolChoice;
   options?: ModelOptions;
+  /** Structured output: the final answer must be JSON matching this schema. */
+  responseFormat?: ResponseFormat;
   signal?: AbortSignal;
   /**
    * Index in `messages` of the user message that started the current input. Everything after it
@@ -74,6 +97,8 @@ export interface Model {
   readonly provider: string;
   readonly modelId: string;
   stream(request: ModelRequest): AsyncIterable<ModelEvent>;
+  /** True when the model sends `request.responseFormat` natively (the built-in provider adapters). */
+  readonly supportsStructuredOutput?: boolean;
   /** Optional: a fresh instance for one run (the scripted model restarts its script per run). */
   forRun?(run?: RunStart): Model;
 }

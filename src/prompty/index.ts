@@ -10,8 +10,11 @@ export {
   resolvePromptyModel,
   runPrompty,
   type StartedPrompty,
+  Steering,
   startAgent,
 } from "./invoke.js";
+export { estimateChars, promptyContextBudget, summarizeDropped } from "./context.js";
+export { type PromptyEventData, type PromptyEventHandler, type PromptyEventType, type PromptyToolResult, promptyEventBridge } from "./events.js";
 export { type LoadPromptyOptions, loadPrompty, parsePrompty, resolveEnvReferences } from "./loader.js";
 export {
   getTool,

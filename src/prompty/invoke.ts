@@ -1,15 +1,18 @@
 import { dirname, resolve } from "node:path";
 import { childRunOptions, DEFAULT_MAX_DELEGATION_DEPTH, delegationPath, delegationRefusal, errorResult } from "../agents/local.js";
 import { singleModelCall } from "../agents/single-call.js";
-import { AgentLoopError } from "../errors.js";
+import { AgentLoopError, type ErrorKind } from "../errors.js";
 import { Agent } from "../loop/agent.js";
 import type { LoopEvent, RunResult } from "../loop/events.js";
 import type { Run } from "../loop/run.js";
+import type { Guardrails } from "../loop/guardrails.js";
 import type { AgentConfig, Instrumentation, RunObserver, SessionMemory } from "../loop/types.js";
 import { type Message, textOf } from "../messages.js";
-import type { Model, ModelOptions } from "../model/model.js";
+import type { JsonSchema, Model, ModelOptions } from "../model/model.js";
 import { scriptedModelFromEnv } from "../model/scripted.js";
 import type { Tool, ToolContext, ToolOutput, ToolResultValue } from "../tools/tool.js";
+import { promptyContextBudget } from "./context.js";
+import { type PromptyEventHandler, promptyEventBridge } from "./events.js";
 import { controlOfFrontmatter } from "./control.js";
 import { loadPrompty } from "./loader.js";
 import { getTool, getToolHandler, type PromptyKindCall, type PromptyToolHandler } from "./registry.js";
@@ -43,6 +46,21 @@ export interface InvokeAgentOptions {
   services?: Record<string, unknown>;
   /** More agent settings (toolTimeoutMs, concurrency, truncation, onLimit...). */
   agentConfig?: Partial<Omit<AgentConfig, "model" | "tools" | "instructions">>;
+  /**
+   * Prompty agent events (§13.1): `token`, `thinking`, `tool_call_start`, `tool_result`, `status`,
+   * `messages_updated`, `done`, `error`, `cancelled`, `compaction_*`, each with its payload.
+   */
+  onEvent?: PromptyEventHandler;
+  /** Context budget in characters (§13.3); default: the file's `contextBudget`. */
+  contextBudget?: number;
+  /** Guardrails (§13.4), handed to `AgentConfig.guardrails` (the file's `guardrails.deniedTools` are added to them). */
+  guardrails?: Guardrails;
+  /** Steering (§13.5): messages sent to it are injected between iterations. */
+  steering?: Steering;
+  /** Run the tool calls of one response concurrently (§13.6). Default `false`: one after another. */
+  parallelToolCalls?: boolean;
+  /** `false`: non-streaming requests and no `token` events. Default: the file's `stream`, else `true`. */
+  stream?: boolean;
   /** Set when a prompty runs as another agent's tool. */
   depth?: number;
   agentPath?: readonly string[];
@@ -51,15 +69,68 @@ export interface InvokeAgentOptions {
   parentToolCallId?: string;
 }
 
-/** A prompty run that did not complete. `result` holds the whole run. */
+/** A prompty run that did not complete. `result` holds the whole run (`result.messages`: the conversation so far). */
 export class PromptyRunError extends AgentLoopError {
   constructor(
     message: string,
     readonly result: RunResult,
+    kind: ErrorKind = result.error?.kind ?? "unknown",
   ) {
-    super(result.error?.kind ?? "unknown", message, { cause: result.error, retryable: false });
+    super(kind, message, { cause: result.error, retryable: false });
     this.name = "PromptyRunError";
   }
+}
+
+/**
+ * Steering (§13.5): `send` queues a user message for the running prompty, injected between its
+ * iterations; messages sent before the run starts wait for it.
+ */
+export class Steering {
+  private queue: string[] = [];
+  private run?: Run;
+
+  send(message: string): void {
+    if (this.run) this.run.steer(message);
+    else this.queue.push(message);
+  }
+
+  /** Messages not yet handed to a run. */
+  get hasPending(): boolean {
+    return this.queue.length > 0;
+  }
+
+  /** Removes and returns the messages not yet handed to a run. */
+  drain(): string[] {
+    return this.queue.splice(0);
+  }
+
+  /** Called by `startAgent`: queued messages go to the run, later ones straight to it. */
+  attach(run: Run): void {
+    this.run = run;
+    for (const message of this.drain()) run.steer(message);
+  }
+}
+
+/** The tool a run called without the prompty having it (`Tool not registered: <name>`). */
+const notRegistered = new WeakMap<Run, string>();
+
+/** §9.9: a tool that throws gives the result `Error: Tool '<name>' failed: <message>`. */
+function toolFailure(name: string, error: unknown): ToolResultValue {
+  return errorResult(`Error: Tool '${name}' failed: ${error instanceof Error ? error.message : String(error)}`);
+}
+
+function failuresAsResults(tool: Tool<any>): Tool<any> {
+  const execute = tool.execute;
+  return {
+    ...tool,
+    async execute(args, context) {
+      try {
+        return await execute.call(tool, args, context);
+      } catch (error) {
+        return toolFailure(tool.name, error);
+      }
+    },
+  };
 }
 
 /** The message a run that used up its iterations reports. */
@@ -95,7 +166,11 @@ export async function resolvePromptyModel(agent: PromptyAgent, options: InvokeAg
     providerName = "openai-compatible"; // foundry, azure, ollama...: an OpenAI-compatible endpoint
   }
   const { resolveModel } = await import("../providers/index.js");
-  return resolveModel({ provider: providerName, model: id, baseURL, apiKey: text(connection.apiKey) ?? text(connection.key) }, options.env ?? process.env);
+  const stream = options.stream ?? agent.stream;
+  return resolveModel(
+    { provider: providerName, model: id, baseURL, apiKey: text(connection.apiKey) ?? text(connection.key), ...(stream === false ? { stream: false } : {}) },
+    options.env ?? process.env,
+  );
 }
 
 /** The file's `model.options` as request options. */
@@ -150,14 +225,18 @@ function dispatchingTool(spec: PromptyToolSpec, state: BuildState, builtIn?: (ar
     bindings: Object.keys(spec.bindings).length ? spec.bindings : undefined,
     kind: spec.kind,
     action: spec.kind === "prompty" ? "delegate" : "tool_call",
-    execute(args: Record<string, unknown>, context: ToolContext) {
-      const byName = state.nameHandlers[spec.name] ?? getTool(spec.name);
-      if (byName) return byName(args, context);
-      const call: PromptyKindCall = { agent: state.agent, inputs: state.inputs, context };
-      const byKind = getToolHandler(spec.kind);
-      if (byKind) return byKind(spec, args, call);
-      if (builtIn) return builtIn(args, call);
-      throw new AgentLoopError("configuration", `No handler registered for tool: ${spec.name} (kind: ${spec.kind})`, { retryable: false });
+    async execute(args: Record<string, unknown>, context: ToolContext) {
+      try {
+        const byName = state.nameHandlers[spec.name] ?? getTool(spec.name);
+        if (byName) return await byName(args, context);
+        const call: PromptyKindCall = { agent: state.agent, inputs: state.inputs, context };
+        const byKind = getToolHandler(spec.kind);
+        if (byKind) return await byKind(spec, args, call);
+        if (builtIn) return await builtIn(args, call);
+        throw new AgentLoopError("configuration", `No handler registered for tool: ${spec.name} (kind: ${spec.kind})`, { retryable: false });
+      } catch (error) {
+        return toolFailure(spec.name, error);
+      }
     },
   };
 }
@@ -183,11 +262,12 @@ async function runChild(
   const path = delegationPath(context);
   const refusal = delegationRefusal(child.name, context, path, DEFAULT_MAX_DELEGATION_DEPTH);
   if (refusal) return errorResult(refusal);
+  const { onEvent: _loopListener, ...runOptions } = childRunOptions(context, path);
   const inherited: InvokeAgentOptions = {
     model: state.options.model,
     env: state.options.env,
     instrumentation: state.options.instrumentation,
-    ...childRunOptions(context, path),
+    ...runOptions,
     parentToolCallId: context.toolCallId,
   };
   if (mode === "single") return runPrompty(child, args, inherited).catch((error) => errorResult(AgentLoopError.from(error).message));
@@ -236,7 +316,13 @@ async function buildTools(state: BuildState, runtime: PromptyRuntimeTools | unde
     else if (spec.kind === "mcp" && !handled) tools.push(...(await mcpTools(spec, state)));
     else tools.push(dispatchingTool(spec, state));
   }
-  return [...tools, ...extra];
+  return [...tools, ...extra.map(failuresAsResults)];
+}
+
+/** The file's `outputs` as the schema of the final answer: an object with exactly those properties (§7.7). */
+function outputsSchema(agent: PromptyAgent): JsonSchema {
+  const schema = propertiesSchema((agent.outputs ?? []).map((property) => ({ ...property, default: undefined })));
+  return { ...schema, required: Object.keys(schema.properties as object), additionalProperties: false };
 }
 
 function maxIterationsOf(agent: PromptyAgent, options: InvokeAgentOptions): number {
@@ -245,6 +331,7 @@ function maxIterationsOf(agent: PromptyAgent, options: InvokeAgentOptions): numb
 
 function failureMessage(agent: PromptyAgent, result: RunResult, maxIterations: number): string {
   if (result.state === "TURN_LIMIT" || result.state === "ROUND_LIMIT") return iterationsExceeded(maxIterations);
+  if (result.error?.kind === "refusal") return `Model refused: ${result.error.message}`;
   return `Prompty ${agent.name} ended with state ${result.state}: ${result.reason}`;
 }
 
@@ -274,9 +361,16 @@ export async function startAgent(
   const closeAll = () => Promise.all(state.cleanups.map((cleanup) => cleanup().catch(() => undefined)));
   try {
     const model = await resolvePromptyModel(agent, options);
+    const streaming = options.stream ?? agent.stream ?? true;
+    const contextBudget = options.contextBudget ?? agent.contextBudget;
     const loopAgent = new Agent({
+      ...(options.guardrails !== undefined ? { guardrails: options.guardrails } : {}),
+      ...(contextBudget !== undefined ? { context: promptyContextBudget(contextBudget) } : {}),
+      ...(agent.outputs?.length ? { output: outputsSchema(agent) } : {}),
+      // §13.6: tool calls one after another unless parallel execution is asked for.
+      ...(options.parallelToolCalls ? {} : { concurrency: 1 }),
       ...options.agentConfig,
-      ...controlOfFrontmatter(agent, options.agentConfig),
+      ...controlOfFrontmatter(agent, { ...options.agentConfig, guardrails: options.agentConfig?.guardrails ?? options.guardrails }),
       name: agent.name,
       description: agent.description,
       instructions,
@@ -288,7 +382,25 @@ export async function startAgent(
       memory: options.memory ?? options.agentConfig?.memory,
       instrumentation: options.instrumentation ?? options.agentConfig?.instrumentation,
     });
+    let started: Run | undefined;
+    const bridge = promptyEventBridge(options.onEvent, {
+      streaming,
+      isKnownTool(name) {
+        try {
+          return loopAgent.currentTools().some((tool) => tool.name === name);
+        } catch {
+          return true; // a toolset conflict: the loop reports it itself
+        }
+      },
+      onUnknownTool(name) {
+        // §12.4: a configuration error, raised (not a tool result): the run stops here.
+        if (!started) return;
+        notRegistered.set(started, name);
+        started.abort(`Tool not registered: ${name}`);
+      },
+    });
     const run = loopAgent.run(input, {
+      onEvent: bridge,
       history,
       inputs: prepared.inputs,
       signal: options.signal,
@@ -298,6 +410,8 @@ export async function startAgent(
       agentPath: options.agentPath,
       parentRunId: options.parentRunId,
     });
+    started = run;
+    options.steering?.attach(run);
     if (state.cleanups.length) void run.result.finally(closeAll);
     return { run, prompty: agent };
   } catch (error) {
@@ -322,7 +436,11 @@ export async function invokeAgent(
   const agent = await resolveAgent(pathOrAgent, options);
   const { run } = await startAgent(agent, inputs, tools, options);
   const outcome = await run;
-  if (outcome.state !== "COMPLETED") throw new PromptyRunError(failureMessage(agent, outcome, maxIterationsOf(agent, options)), outcome);
+  const unregistered = notRegistered.get(run);
+  if (unregistered !== undefined) throw new PromptyRunError(`Tool not registered: ${unregistered}`, outcome, "configuration");
+  if (outcome.state !== "COMPLETED") {
+    throw new PromptyRunError(failureMessage(agent, outcome, maxIterationsOf(agent, options)), outcome, outcome.state === "ABORTED" ? "aborted" : undefined);
+  }
   return outcome;
 }
 

@@ -160,6 +160,20 @@ export function parsePrompty(text: string, path?: string, options: LoadPromptyOp
     }
     agent.maxIterations = maxIterations;
   }
+  const stream = frontmatter.stream ?? agent.model.options?.stream;
+  if (stream !== undefined) {
+    if (typeof stream !== "boolean") throw configurationError(`stream in ${where} must be true or false, got ${JSON.stringify(stream)}`);
+    agent.stream = stream;
+  }
+  const budget = frontmatter.contextBudget ?? frontmatter.context_budget;
+  if (budget !== undefined) {
+    if (typeof budget !== "number" || !Number.isInteger(budget) || budget < 1) {
+      throw configurationError(`contextBudget in ${where} must be a positive integer (characters), got ${JSON.stringify(budget)}`);
+    }
+    agent.contextBudget = budget;
+  }
+  if (frontmatter.guardrails !== undefined) agent.guardrails = frontmatter.guardrails;
+  if (frontmatter.outputs !== undefined) agent.outputs = namedEntries(frontmatter.outputs, "outputs", where, "kind").map((entry) => toProperty(entry, "outputs", where));
   return agent;
 }
 

@@ -54,6 +54,14 @@ export interface PromptyAgent {
   path?: string;
   /** Model calls allowed per invocation (frontmatter `maxIterations`; default 10). */
   maxIterations?: number;
+  /** `false` (frontmatter `stream: false` or `model.options.stream: false`): non-streaming requests, no `token` events. */
+  stream?: boolean;
+  /** Context budget in characters (frontmatter `contextBudget` or `context_budget`, Prompty §13.3). */
+  contextBudget?: number;
+  /** Frontmatter `guardrails`, handed to `AgentConfig.guardrails` as written. */
+  guardrails?: unknown;
+  /** Frontmatter `outputs`: the final answer must be a JSON object with these properties (`result.output`). */
+  outputs?: PromptyProperty[];
   /** The whole frontmatter, env references resolved. */
   frontmatter: Record<string, unknown>;
 }

@@ -11,9 +11,12 @@ import type { Usage } from "../usage.js";
 import { incompleteStreamError, toAgentLoopError } from "./errors.js";
 import { type RetryOptions, retryingStream } from "./retry.js";
 import { ToolNameMap } from "./tool-names.js";
+import { CallWatchdog, type CallLimits, callLimits } from "./watchdog.js";
+
+export type { CallLimits };
 
 /** Options every adapter accepts. */
-export interface AdapterOptions {
+export interface AdapterOptions extends CallLimits {
   /** The API key. Default: the adapter's environment variable (`OPENAI_API_KEY`, `ANTHROPIC_API_KEY`). */
   apiKey?: string;
   /** Base URL of the API (any OpenAI-compatible server for the OpenAI adapters). */
@@ -29,6 +32,18 @@ export interface AdapterOptions {
    * until the whole body of a non-streaming request (the SDKs: until the response headers).
    */
   timeoutMs?: number;
+  /**
+   * Milliseconds a streamed call may take until the first chunk of the answer arrives (connect,
+   * response headers and the first chunk; default 60 s, 0 turns it off). A call that outlives it
+   * ends with a `timeout` error, retried by `retry`. A request's `options.firstByteTimeoutMs` wins.
+   */
+  firstByteTimeoutMs?: number;
+  /**
+   * Milliseconds of silence allowed between the chunks of a streamed answer (default 30 s, 0 turns
+   * it off); a stream that stalls longer ends with a `timeout` error (retried while nothing of the
+   * answer reached the caller). A request's `options.idleTimeoutMs` wins.
+   */
+  idleTimeoutMs?: number;
   /** Retry policy (the SDK's own retries are always off). */
   retry?: RetryOptions;
   /** Environment to read keys and URLs from (default `process.env`). */
@@ -104,9 +119,18 @@ export function adapterConnection<Client>(
 export interface CallContext {
   /** Tool names for this request, both ways. */
   names: ToolNameMap;
-  /** This call's own signal: it aborts with the request's, and is unlinked when the call ends. */
+  /** This call's own signal: it aborts with the request's (or a time limit), and is unlinked when the call ends. */
   signal: AbortSignal;
+  /**
+   * Marks activity for the time limits: call it for each piece of the answer read (a body chunk,
+   * an SDK event), so a stream that only sends keep-alives or slow pieces is measured right.
+   * Every event the call yields counts too.
+   */
+  alive: () => void;
 }
+
+/** The limits of one streamed call, resolved (`undefined`: no time limits, as for non-streamed calls). */
+export type ResolvedCallLimits = { firstByteMs: number; idleMs: number } | undefined;
 
 const isTerminal = (event: ModelEvent) => event.type === "finish" || event.type === "error";
 
@@ -123,8 +147,9 @@ export function adapterStream(
   retry: RetryOptions | undefined,
   call: (context: CallContext) => AsyncIterable<ModelEvent>,
   ownSignal = true,
+  limits: ResolvedCallLimits = callLimits(request.options, undefined),
 ): AsyncIterable<ModelEvent> {
-  return retryingStream(() => adapterCall(connection, request, call, ownSignal), retry, request.signal);
+  return retryingStream(() => adapterCall(connection, request, call, ownSignal, limits), retry, request.signal);
 }
 
 /** The signal of a request that has none: it never aborts. */
@@ -137,6 +162,8 @@ const neverAborted = new AbortController().signal;
 export abstract class AdapterModel<Client, Options extends AdapterOptions & { client?: Client }> implements Model {
   readonly provider: string;
   readonly modelId: string;
+  /** Every built-in adapter sends `request.responseFormat` in its provider's native form. */
+  readonly supportsStructuredOutput = true;
   protected readonly connection: AdapterConnection<Client>;
 
   constructor(
@@ -151,7 +178,8 @@ export abstract class AdapterModel<Client, Options extends AdapterOptions & { cl
   }
 
   stream(request: ModelRequest): AsyncIterable<ModelEvent> {
-    return adapterStream(this.connection, request, this.options.retry, (context) => this.call(request, context), this.needsOwnSignal());
+    const limits = this.options.stream === false ? undefined : callLimits(request.options, this.options);
+    return adapterStream(this.connection, request, this.options.retry, (context) => this.call(request, context), this.needsOwnSignal(), limits);
   }
 
   /**
@@ -172,35 +200,48 @@ async function* adapterCall(
   request: ModelRequest,
   call: (context: CallContext) => AsyncIterable<ModelEvent>,
   ownSignal: boolean,
+  limits: ResolvedCallLimits,
 ): AsyncGenerator<ModelEvent> {
   const signal = request.signal;
   if (signal?.aborted) {
     yield { type: "error", error: abortError(signal) };
     return;
   }
+  const timed = limits !== undefined && (limits.firstByteMs > 0 || limits.idleMs > 0);
   // The SDKs add an abort listener to the signal they are given and never remove it. The loop
   // hands one run-long signal to every turn, so each call gets its own signal, unlinked when it
-  // ends: no listener pile-up (and no MaxListenersExceededWarning) over long runs.
+  // ends: no listener pile-up (and no MaxListenersExceededWarning) over long runs. A timed call
+  // always gets one: the time limits abort it.
   let callSignal = signal ?? neverAborted;
   let unlink: () => void = () => undefined;
-  if (ownSignal) {
+  let watchdog: CallWatchdog | undefined;
+  if (ownSignal || timed) {
     const callAbort = new AbortController();
     unlink = onAbort(signal, () => callAbort.abort(signal?.reason));
     callSignal = callAbort.signal;
+    if (timed) watchdog = new CallWatchdog(connection.provider, limits.firstByteMs, limits.idleMs, (error) => callAbort.abort(error));
   }
+  const alive = watchdog ? () => watchdog.alive() : noActivity;
   try {
     const names = ToolNameMap.forRequest(request.tools, request.messages);
-    for await (const event of call({ names, signal: callSignal })) {
+    for await (const event of call({ names, signal: callSignal, alive })) {
+      if (watchdog?.expired) break;
+      alive();
       yield event;
       if (isTerminal(event)) return;
     }
-    yield { type: "error", error: signal?.aborted ? abortError(signal) : incompleteStreamError(connection.provider) };
+    yield { type: "error", error: watchdog?.expired ?? (signal?.aborted ? abortError(signal) : incompleteStreamError(connection.provider)) };
   } catch (error) {
-    yield { type: "error", error: toAgentLoopError(error, { provider: connection.provider, apiKeyEnvVar: connection.apiKeyEnvVar, signal }) };
+    // A call aborted by a time limit fails with whatever its client says about the abort.
+    const failure = watchdog?.expired && !signal?.aborted ? watchdog.expired : toAgentLoopError(error, { provider: connection.provider, apiKeyEnvVar: connection.apiKeyEnvVar, signal });
+    yield { type: "error", error: failure };
   } finally {
+    watchdog?.stop();
     unlink();
   }
 }
+
+const noActivity = () => undefined;
 
 /** Key used for servers that need none (Ollama, vLLM, llama.cpp): the SDKs insist on one. */
 export const placeholderApiKey = "not-needed";

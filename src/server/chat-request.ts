@@ -1,4 +1,5 @@
 import type { AssistantMessage, Message } from "../messages.js";
+import type { JsonSchema } from "../model/model.js";
 import { badRequest } from "./http-errors.js";
 import { validSessionId } from "./session-id.js";
 
@@ -18,6 +19,26 @@ export interface ChatRequest {
   includeUsage: boolean;
   /** From the body's `session_id` or the `X-Session-ID` header. */
   sessionId?: string;
+  /** `response_format` `json_schema` (its schema) or `json_object` (any object): the answer must match. */
+  output?: JsonSchema;
+}
+
+const isObject = (value: unknown): value is Record<string, unknown> => typeof value === "object" && value !== null && !Array.isArray(value);
+
+/** The schema a `response_format` asks for; `text` (or none) asks for nothing. */
+function responseFormat(value: unknown): JsonSchema | undefined {
+  if (value === undefined || value === null) return undefined;
+  if (!isObject(value)) throw badRequest("response_format must be an object", "response_format", "invalid_type");
+  if (value.type === "text") return undefined;
+  if (value.type === "json_object") return { type: "object" };
+  if (value.type === "json_schema") {
+    const spec = value.json_schema;
+    if (!isObject(spec) || !isObject(spec.schema)) {
+      throw badRequest("response_format.json_schema.schema must be a JSON Schema object", "response_format.json_schema.schema", "invalid_type");
+    }
+    return spec.schema;
+  }
+  throw badRequest(`response_format.type must be "text", "json_object" or "json_schema", got ${JSON.stringify(value.type)}`, "response_format.type", "invalid_value");
 }
 
 const roles = new Set(["system", "developer", "user", "assistant", "tool", "task-delegation"]);
@@ -101,5 +122,6 @@ export function parseChatRequest(body: unknown, headerSessionId: string | undefi
     stream: request.stream === true,
     includeUsage: streamOptions?.include_usage === true,
     sessionId,
+    output: responseFormat(request.response_format),
   };
 }

@@ -39,8 +39,8 @@ export function serverMemoryOf(store: MemoryStore, memoryEnv: Record<string, str
   return { store, handle: sessionMemory(store, { contextLimit }), owned: false };
 }
 
-/** Opens the store the `MEMORY_*` variables describe. */
-export async function serverMemoryFromEnv(env: Record<string, string | undefined>): Promise<ServerMemory> {
-  const memory = await memoryFromEnv(env);
+/** Opens the store the `MEMORY_*` variables describe; the embedded store's default file is the agent's own. */
+export async function serverMemoryFromEnv(env: Record<string, string | undefined>, agentName?: string): Promise<ServerMemory> {
+  const memory = await memoryFromEnv({ AGENT_NAME: agentName, ...env });
   return { store: memory.store, handle: memory.config.enabled ? memory.memory : undefined, owned: true };
 }

@@ -9,6 +9,7 @@ import { type ApprovalDecision, ResumeError, type RunCheckpoint } from "../loop/
 import type { LoopEvent, RunResult } from "../loop/events.js";
 import type { Run } from "../loop/run.js";
 import type { Message } from "../messages.js";
+import type { JsonSchema } from "../model/model.js";
 import type { RequestController } from "./chat-stream.js";
 import { HttpError, notFound } from "./http-errors.js";
 import type { ServerMemory } from "./memory.js";
@@ -24,6 +25,8 @@ export interface RunRequest {
   /** The request's one controller: the client leaving aborts it, and so does the shutdown. */
   controller: RequestController;
   onEvent?: (event: LoopEvent) => void;
+  /** The request's `response_format` schema: structured output for this run. */
+  output?: JsonSchema;
 }
 
 /** `POST /v1/approvals`: decisions for the calls a session's last run stopped at. */
@@ -75,7 +78,7 @@ export class ServerRuns {
   run(request: RunRequest): Promise<RunResult> {
     // A server cannot wait for a person: a call that needs approval stops the run (its checkpoint in the session).
     const start = (agent: Agent) => ({
-      run: agent.run(request.input, { sessionId: request.sessionId, newSession: request.newSession, history: request.history, onEvent: request.onEvent, onApproval: "interrupt" }),
+      run: agent.run(request.input, { sessionId: request.sessionId, newSession: request.newSession, history: request.history, onEvent: request.onEvent, onApproval: "interrupt", output: request.output }),
     });
     return this.sessions.run(request.sessionId, () => this.runInSession(request, start));
   }

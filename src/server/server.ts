@@ -84,7 +84,7 @@ export async function createAgentServer(options: AgentServerOptions = {}): Promi
       ? serverMemoryOf(new DisabledMemoryStore())
       : options.memory
         ? serverMemoryOf(options.memory, settings.memoryEnv)
-        : await serverMemoryFromEnv(settings.memoryEnv);
+        : await serverMemoryFromEnv(settings.memoryEnv, settings.name);
   const closeMemory = async () => {
     await memory.handle?.flush();
     if (memory.owned) await memory.store.close();
@@ -132,9 +132,14 @@ export async function createAgentServer(options: AgentServerOptions = {}): Promi
 
   /** The readiness, degraded while the memory store's last writes failed. */
   const currentReadyStatus = (): ReadyStatus => {
-    if (runs.storeFailure === undefined || readyStatus.status === "failed" || readyStatus.status === "starting") return readyStatus;
+    // Live once the agent is built: an MCP server that goes down (or comes back) shows at once.
+    const unavailable = runtime?.unavailable;
+    const base: ReadyStatus = unavailable
+      ? { status: unavailable.length === 0 ? "ready" : "degraded", name: settings.name, timestamp: unixSeconds(), ...(unavailable.length > 0 ? { unavailable } : {}) }
+      : readyStatus;
+    if (runs.storeFailure === undefined || base.status === "failed" || base.status === "starting") return base;
     const down = { kind: "memory" as const, name: memory.store.kind, reason: `a write failed: ${runs.storeFailure}` };
-    return { ...readyStatus, status: "degraded", unavailable: [...(readyStatus.unavailable ?? []), down] };
+    return { ...base, status: "degraded", unavailable: [...(base.unavailable ?? []), down] };
   };
 
   const context: ServerContext = {

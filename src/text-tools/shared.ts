@@ -325,10 +325,13 @@ export async function* guardStream(source: AsyncIterable<ModelEvent>, label: str
   if (!ended) yield { type: "error", error: new AgentLoopError("unknown", `${label}: stream ended without a finish event`) };
 }
 
-/** The request for the inner model: same options and signal, no native tools. */
+/**
+ * The request for the inner model: same options and signal, no native tools and no native output
+ * format (the protocol's replies are text; the loop asks for structured output in the instructions).
+ */
 export function innerRequest(request: ModelRequest, messages: Message[]): ModelRequest {
   // inputStart indexes the caller's messages, not these.
-  const { tools: _tools, toolChoice: _toolChoice, inputStart: _inputStart, ...rest } = request;
+  const { tools: _tools, toolChoice: _toolChoice, inputStart: _inputStart, responseFormat: _format, ...rest } = request;
   return { ...rest, messages };
 }
 

@@ -7,23 +7,33 @@ export type ParsedArguments = { ok: true; value: Record<string, unknown> } | { o
 
 const FENCE = /```[a-zA-Z0-9_-]*\s*\n?([\s\S]*?)```/;
 
-/** The first balanced `{...}` in `text`, skipping braces inside strings; undefined if none closes. */
+/**
+ * The first balanced `{...}` in `text` (the one that starts first), skipping braces inside strings;
+ * undefined if none closes. One pass with a stack of open braces, so text full of braces that
+ * never close (`{{{{...`) costs linear time, not a rescan per brace.
+ */
 export function firstBalancedObject(text: string, from = 0): { start: number; end: number } | undefined {
-  for (let start = text.indexOf("{", from); start !== -1; start = text.indexOf("{", start + 1)) {
-    let depth = 0;
-    let inString = false;
-    for (let index = start; index < text.length; index++) {
-      const char = text[index];
-      if (inString) {
-        if (char === "\\") index++;
-        else if (char === '"') inString = false;
-      } else if (char === '"') inString = true;
-      else if (char === "{") depth++;
-      else if (char === "}" && --depth === 0) return { start, end: index + 1 };
+  const first = text.indexOf("{", from);
+  if (first === -1) return undefined;
+  const open: number[] = [];
+  let best: { start: number; end: number } | undefined;
+  let inString = false;
+  for (let index = first; index < text.length; index++) {
+    const char = text[index];
+    if (inString) {
+      if (char === "\\") index++;
+      else if (char === '"') inString = false;
+    } else if (char === '"') inString = true;
+    else if (char === "{") open.push(index);
+    else if (char === "}" && open.length > 0) {
+      const start = open.pop()!;
+      // The stack empties only when the first brace closes: nothing can start before it.
+      if (open.length === 0) return { start, end: index + 1 };
+      // The first brace may never close; a later one still may (`Sure {here: {"a": 1}`).
+      if (best === undefined || start < best.start) best = { start, end: index + 1 };
     }
-    // This "{" never closes; a later one still may (`Sure {here: {"a": 1}`).
   }
-  return undefined;
+  return best;
 }
 
 /** Removes commas that directly precede `}` or `]`, outside strings. */
@@ -40,8 +50,9 @@ export function dropTrailingCommas(text: string): string {
     }
     if (char === '"') inString = true;
     if (char === ",") {
-      const rest = text.slice(index + 1).trimStart();
-      if (rest.startsWith("}") || rest.startsWith("]")) continue;
+      let next = index + 1;
+      while (next < text.length && /\s/.test(text[next])) next++;
+      if (text[next] === "}" || text[next] === "]") continue;
     }
     output += char;
   }

@@ -100,9 +100,52 @@ export function jsonSchemaOf(tool: Tool<any>): JsonSchema {
   return (schema as JsonSchema | undefined) ?? { type: "object", properties: {} };
 }
 
-/** Starts compiling the validators of JSON-Schema tools in the background, so the first wave does not wait for it. */
+/**
+ * The background warm-up starts this long after an agent is built, on a timer that does not keep
+ * the process alive: a short-lived process that never validates (`agentloop run "hi"` answered
+ * without tools, `--help`) does not load ajv, while a server or a run waiting on a real model has
+ * its validators ready long before the first wave. A wave that comes first compiles on demand.
+ */
+const WARM_DELAY_MS = 50;
+const toWarm = new Set<JsonSchema>();
+let warmTimer: ReturnType<typeof setTimeout> | undefined;
+
+/** Compiles the validators of JSON-Schema tools in the background, so the first wave does not wait for it. */
 export function warmValidators(tools: Iterable<Tool<any>>): void {
   for (const tool of tools) {
-    if (!isZodSchema(tool.parameters) && tool.parameters) schemaValidator(tool.parameters as JsonSchema).catch(() => undefined);
+    if (!isZodSchema(tool.parameters) && tool.parameters) toWarm.add(tool.parameters as JsonSchema);
+  }
+  if (toWarm.size === 0 || warmTimer) return;
+  warmTimer = setTimeout(() => {
+    warmTimer = undefined;
+    for (const schema of toWarm) schemaValidator(schema).catch(() => undefined);
+    toWarm.clear();
+  }, WARM_DELAY_MS);
+  warmTimer.unref?.();
+}
+
+/**
+ * Validates any value (not only an arguments object) against a JSON Schema or a zod schema, naming
+ * each failing field; the zod schema's parsed data is the value returned.
+ */
+export async function validateValue(schema: JsonSchema | ZodLikeSchema, value: unknown): Promise<{ ok: true; value: unknown } | { ok: false; error: string }> {
+  if (isZodSchema(schema)) {
+    const result = schema.safeParse(value);
+    if (result.success) return { ok: true, value: result.data };
+    return { ok: false, error: result.error.issues.map((issue) => `field "${issue.path.map(String).join(".") || "(answer)"}" ${issue.message}`).join("; ") };
+  }
+  const validate = await schemaValidator(schema);
+  const result = validate(value as Record<string, unknown>);
+  return result.ok ? { ok: true, value } : { ok: false, error: result.error.replaceAll('"(arguments)"', '"(answer)"').replaceAll("(arguments)", "(answer)") };
+}
+
+/** Why a JSON Schema cannot be used (ajv refuses to compile it), or undefined when it can. */
+export async function schemaProblem(schema: JsonSchema): Promise<string | undefined> {
+  try {
+    await schemaValidator(schema);
+    return undefined;
+  } catch (error) {
+    compiled.delete(schema);
+    return error instanceof Error ? error.message : String(error);
   }
 }

@@ -1,4 +1,4 @@
-// The runnable examples of docs/{mcp,tracing,agents,prompty,text-tools,control}.md, run as they are written
+// The runnable examples of docs/{mcp,tracing,agents,prompty,text-tools,control,context-and-output}.md, run as they are written
 // (imports of `agentloop/...` pointed at the sources) in child processes. A `console.log(...)`
 // followed by a `// text` comment must print that text.
 import assert from "node:assert/strict";
@@ -52,7 +52,7 @@ writeFileSync(join(folder, "trip/children/summarizer.prompty"), "---\nname: summ
 
 // Each example is its own child process: they run side by side.
 describe("docs examples", { concurrency: 4 }, () => {
-  for (const doc of ["mcp", "tracing", "agents", "prompty", "text-tools", "control"]) {
+  for (const doc of ["mcp", "tracing", "agents", "prompty", "text-tools", "control", "context-and-output"]) {
     const examples = blocks(readFileSync(join(root, `docs/${doc}.md`), "utf8"), "ts").filter((code) => code.startsWith("import "));
     examples.forEach((code, index) => {
       const outside = Object.keys(needsOutsideService).find((marker) => code.includes(marker));

@@ -24,19 +24,24 @@ export interface CliProcess {
   write(text: string): void;
 }
 
+const tsxLoader = import.meta.resolve("tsx");
+const cliMain = fileURLToPath(new URL("../../src/cli/main.ts", import.meta.url));
+const tsconfig = fileURLToPath(new URL("../../tsconfig.json", import.meta.url));
+
 /**
- * The node arguments that run `agentloop <args>` from src (with the repository as working folder):
- * the bundle scripts/run-tests.mjs built from src/cli/main.ts at the start of this run
- * (AGENTLOOP_TEST_CLI), which starts as plain node, or else src/cli/main.ts through tsx.
+ * The node arguments that run `agentloop <args>` from src: the bundle scripts/run-tests.mjs built
+ * from src/cli/main.ts at the start of this run (AGENTLOOP_TEST_CLI), which starts as plain node,
+ * or else src/cli/main.ts through tsx (absolute paths: any working folder).
  */
 export function cliArgs(args: string[]): string[] {
   const bundled = process.env.AGENTLOOP_TEST_CLI;
-  return bundled ? [bundled, ...args] : ["--import", "tsx", "src/cli/main.ts", ...args];
+  return bundled ? [bundled, ...args] : ["--import", tsxLoader, cliMain, ...args];
 }
 
-/** Runs `agentloop <args>` from source in a child process. */
-export function spawnCli(args: string[], env: NodeJS.ProcessEnv): CliProcess {
-  const child = spawn(process.execPath, cliArgs(args), { cwd: repositoryRoot, env, stdio: "pipe" });
+/** Runs `agentloop <args>` from source in a child process (in the repository, or in `cwd`). */
+export function spawnCli(args: string[], env: NodeJS.ProcessEnv, cwd = repositoryRoot): CliProcess {
+  // tsx reads the tsconfig of the working folder: name the repository's (its "agentloop" paths) from elsewhere.
+  const child = spawn(process.execPath, cliArgs(args), { cwd, env: { TSX_TSCONFIG_PATH: tsconfig, ...env }, stdio: "pipe" });
   let out = "";
   let err = "";
   const listeners = new Set<() => void>();
@@ -77,8 +82,8 @@ export function spawnCli(args: string[], env: NodeJS.ProcessEnv): CliProcess {
 }
 
 /** Runs a CLI command to the end with the given stdin. */
-export async function runCli(args: string[], env: NodeJS.ProcessEnv, input = ""): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const cli = spawnCli(args, env);
+export async function runCli(args: string[], env: NodeJS.ProcessEnv, input = "", cwd?: string): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const cli = spawnCli(args, env, cwd);
   cli.child.stdin.end(input);
   const { code } = await cli.exited;
   return { code, stdout: cli.stdout(), stderr: cli.stderr() };

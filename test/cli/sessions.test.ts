@@ -9,7 +9,6 @@ import { Readable } from "node:stream";
 import { chatCommand } from "../../src/cli/commands/chat.js";
 import { eventsCommand, sessionsCommand } from "../../src/cli/commands/sessions.js";
 import { openPostgresStore } from "../../src/memory/postgres.js";
-import { freshEmbeddedDirectory } from "../memory/embedded-template.js";
 import { dropSchemas, postgresUrl, uniqueSchema } from "../memory/postgres-server.js";
 import { captured, cleanEnv, runCli } from "./helpers.js";
 
@@ -18,7 +17,7 @@ after(dropSchemas);
 /**
  * The store shared by the server and the CLI: a real PostgreSQL (AGENTLOOP_TEST_PG_URL, set by
  * `.ci/run`, or started by scripts/start-postgres.sh), in a schema of its own. The embedded store
- * is checked below with one round trip, as each process opening it takes seconds.
+ * is checked below and in shared-store.test.ts.
  */
 describe("agentloop sessions and events read the store the server writes (PostgreSQL)", () => {
   let memoryEnv: Record<string, string>;
@@ -122,10 +121,10 @@ describe("agentloop sessions and events read the store the server writes (Postgr
 });
 
 describe("the embedded store (the default) is shared the same way", () => {
-  it("events --json reads what a running server wrote (a snapshot of its locked store)", async () => {
+  it("events --json reads what a running server wrote, while it runs", async () => {
     const directory = await mkdtemp(join(tmpdir(), "agentloop-cli-embedded-"));
     try {
-      const memoryEnv = { MEMORY_TYPE: "embedded", MEMORY_PATH: await freshEmbeddedDirectory(join(directory, "memory")) };
+      const memoryEnv = { MEMORY_TYPE: "embedded", MEMORY_PATH: join(directory, "memory.db") };
       const server = await createAgentServer({ env: { DEBUG_MOCK_RESPONSES: '["embedded answer"]', ...memoryEnv }, log: () => {} });
       try {
         const url = await server.listen(0, "127.0.0.1");
@@ -135,7 +134,6 @@ describe("the embedded store (the default) is shared the same way", () => {
           body: JSON.stringify({ session_id: "embedded-1", messages: [{ role: "user", content: "hello embedded" }] }),
         });
         assert.equal(response.status, 200);
-        // The server holds the directory (one process per embedded store): the CLI reads a copy.
         const result = await runCli(["events", "embedded-1", "--json"], cleanEnv(memoryEnv));
         assert.equal(result.code, 0, result.stderr);
         const body = JSON.parse(result.stdout) as { events: Array<{ event_type: string; content: unknown }> };

@@ -118,16 +118,20 @@ test("the events of a full run come in order", async () => {
   const types = (await eventsOf(run)).map((event) => event.type);
   assert.deepEqual(types, [
     "run-start",
+    "messages-updated", // system + input
     "user-message",
     "turn-start",
+    "messages-updated", // + the assistant's tool call
     "usage",
     "turn-end",
     "progress",
     "tool-start",
     "tool-end",
+    "messages-updated", // + the tool result
     "turn-start",
     "text-delta",
     "text-delta",
+    "messages-updated", // + the answer
     "usage",
     "turn-end",
     "run-end",

@@ -51,8 +51,8 @@ test("an Agent calls MCP tools end to end: parallel wave, structured content, im
   }
 });
 
-test("an MCP server that dies twice: the run continues with an error result naming the server", async () => {
-  const toolset = await connectMcp({ name: "everything", ...everythingStdio(), allowedTools: ["echo"] });
+test("an MCP server that dies twice with maxReconnects 1: the run continues with an error result naming the server", async () => {
+  const toolset = await connectMcp({ name: "everything", ...everythingStdio(), allowedTools: ["echo"], maxReconnects: 1 });
   try {
     const tools = await toolset.tools();
     process.kill(toolset.pid!, "SIGKILL");

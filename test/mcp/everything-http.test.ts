@@ -3,7 +3,7 @@ import { createServer, type Server } from "node:http";
 import { after, before, describe, test } from "node:test";
 import { AgentLoopError } from "../../src/errors.js";
 import { connectMcp, type McpToolset } from "../../src/mcp/index.js";
-import { freePort, type RunningHttpServer, startEverythingHttp } from "./helpers.js";
+import { freePort, type RunningHttpServer, startEverythingHttp, waitFor } from "./helpers.js";
 
 describe("everything server over Streamable HTTP", () => {
   let server: RunningHttpServer;
@@ -14,7 +14,7 @@ describe("everything server over Streamable HTTP", () => {
     port = await freePort();
     server = await startEverythingHttp(port);
     // KAOS style: no /mcp in the URL; the toolset appends it.
-    toolset = await connectMcp({ name: "remote", url: `http://127.0.0.1:${port}`, allowedTools: ["echo", "get-sum", "get-structured-content"] });
+    toolset = await connectMcp({ name: "remote", url: `http://127.0.0.1:${port}`, allowedTools: ["echo", "get-sum", "get-structured-content"], reconnectDelayMs: 100 });
   });
   after(async () => {
     await toolset.close();
@@ -29,7 +29,7 @@ describe("everything server over Streamable HTTP", () => {
     assert.equal((structured.structured as { conditions: string }).conditions.length > 0, true);
   });
 
-  test("a server that goes away and comes back is reconnected once; the second loss gives error results", async () => {
+  test("a server that goes away and comes back is used again, every time", async () => {
     await server.stop();
     server = await startEverythingHttp(port);
     // The old session is unknown to the new server process: the toolset opens a new session and retries.
@@ -39,8 +39,35 @@ describe("everything server over Streamable HTTP", () => {
     await server.stop();
     const result = await toolset.callTool("echo", { message: "gone" });
     assert.equal(result.isError, true);
-    assert.match(result.content as string, /MCP server "remote"/);
-    assert.equal(toolset.status, "failed");
+    assert.match(result.content as string, /MCP server "remote" is unavailable \(.*reconnecting/);
+    assert.equal(toolset.status, "disconnected");
+    assert.ok(toolset.failure);
+
+    // Down for a while: the background attempts back off; when the server is back it is used again.
+    server = await startEverythingHttp(port);
+    await waitFor(() => toolset.status === "connected", 15_000, "the background reconnection");
+    assert.deepEqual(await toolset.callTool("echo", { message: "again" }), { content: "Echo: again", isError: false });
+    assert.equal(toolset.reconnects, 2);
+    assert.equal(toolset.failure, undefined);
+  });
+});
+
+describe("pings", () => {
+  test("pingIntervalMs notices a server that went away without any call, and the toolset reconnects when it is back", async () => {
+    const port = await freePort();
+    let server = await startEverythingHttp(port);
+    const toolset = await connectMcp({ name: "pinged", url: `http://127.0.0.1:${port}`, allowedTools: ["echo"], pingIntervalMs: 100, reconnectDelayMs: 100 });
+    try {
+      await server.stop();
+      await waitFor(() => toolset.status === "disconnected", 10_000, "a failed ping");
+      assert.match(toolset.failure ?? "", /./);
+      server = await startEverythingHttp(port);
+      await waitFor(() => toolset.status === "connected", 15_000, "the background reconnection");
+      assert.equal((await toolset.callTool("echo", { message: "pong" })).content, "Echo: pong");
+    } finally {
+      await toolset.close();
+      await server.stop();
+    }
   });
 });
 

@@ -169,8 +169,8 @@ describe("naming and allowedTools", () => {
 });
 
 describe("a stdio server that dies", () => {
-  test("is restarted once; after the second death calls return error results naming the server", async () => {
-    const toolset = await connectMcp({ name: "everything", ...everythingStdio(), allowedTools: ["echo"] });
+  test("with maxReconnects 1: restarted once; after the second death calls return error results naming the server", async () => {
+    const toolset = await connectMcp({ name: "everything", ...everythingStdio(), allowedTools: ["echo"], maxReconnects: 1 });
     try {
       const tools = await toolset.tools();
       const firstPid = toolset.pid!;
@@ -197,6 +197,37 @@ describe("a stdio server that dies", () => {
       assert.equal(toolset.status, "failed");
       // Later calls fail fast the same way; nothing throws.
       assert.equal((await execute(tools, "everything.echo", { message: "fourth" })).isError, true);
+    } finally {
+      await toolset.close();
+    }
+  });
+
+  test("by default it is restarted after every death, for as long as the process lives", async () => {
+    const toolset = await connectMcp({ name: "everything", ...everythingStdio(), allowedTools: ["echo"] });
+    try {
+      const pids = new Set<number>();
+      for (let death = 1; death <= 3; death++) {
+        pids.add(toolset.pid!);
+        process.kill(toolset.pid!, "SIGKILL");
+        await waitFor(() => toolset.status === "disconnected", 5000, `the toolset to notice death ${death}`);
+        assert.equal((await toolset.callTool("echo", { message: `life ${death + 1}` })).content, `Echo: life ${death + 1}`);
+      }
+      assert.equal(toolset.reconnects, 3);
+      assert.equal(pids.size, 3);
+    } finally {
+      await toolset.close();
+    }
+  });
+
+  test("a dead server with no calls is restarted in the background", async () => {
+    const toolset = await connectMcp({ name: "everything", ...everythingStdio(), allowedTools: ["echo"], reconnectDelayMs: 50 });
+    try {
+      const firstPid = toolset.pid!;
+      const version = toolset.toolsVersion;
+      process.kill(firstPid, "SIGKILL");
+      await waitFor(() => toolset.status === "connected" && toolset.pid !== firstPid, 15_000, "the background reconnection");
+      assert.equal(toolset.reconnects, 1);
+      assert.ok(toolset.toolsVersion > version, "the tool list was loaded again");
     } finally {
       await toolset.close();
     }

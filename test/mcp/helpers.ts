@@ -88,3 +88,42 @@ export function isAlive(pid: number): boolean {
     return false;
   }
 }
+
+export const resumableServerPath = fileURLToPath(new URL("./fixtures/resumable-server.mjs", import.meta.url));
+
+/** Starts a node MCP server script that prints `listening on port <n>` on stderr (PORT=0: any port). */
+export async function startHttpServerScript(path: string, port = 0): Promise<RunningHttpServer> {
+  const child = spawn(process.execPath, [path], { env: { ...process.env, PORT: String(port) }, stdio: ["ignore", "ignore", "pipe"] });
+  const listening = await new Promise<number>((resolve, reject) => {
+    let output = "";
+    const timer = setTimeout(() => {
+      child.kill("SIGKILL");
+      reject(new Error(`${path} did not start within 30 s: ${output}`));
+    }, 30_000);
+    child.stderr!.on("data", (chunk: Buffer) => {
+      output += chunk.toString();
+      const match = /listening on port (\d+)/.exec(output);
+      if (match) {
+        clearTimeout(timer);
+        resolve(Number(match[1]));
+      }
+    });
+    child.once("exit", (code) => {
+      clearTimeout(timer);
+      reject(new Error(`${path} exited (${code}): ${output}`));
+    });
+  });
+  child.stderr!.resume();
+  return {
+    process: child,
+    port: listening,
+    stop: () =>
+      new Promise<void>((resolve) => {
+        if (child.exitCode !== null || child.signalCode !== null) return resolve();
+        child.once("exit", () => resolve());
+        child.kill("SIGKILL");
+      }),
+  };
+}
+
+export const elicitServerPath = fileURLToPath(new URL("./fixtures/elicit-server.mjs", import.meta.url));

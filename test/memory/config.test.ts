@@ -14,7 +14,7 @@ describe("memory configuration from the environment", () => {
     assert.equal(DEFAULT_MEMORY_CONFIG.contextLimit, 6);
     assert.equal(DEFAULT_MEMORY_CONFIG.maxSessions, 1000);
     assert.equal(DEFAULT_MEMORY_CONFIG.maxEventsPerSession, 500);
-    assert.equal(DEFAULT_MEMORY_CONFIG.path, ".agentloop/memory");
+    assert.equal(DEFAULT_MEMORY_CONFIG.path, ".agentloop/agent/memory.db");
   });
 
   it("reads every variable", () => {
@@ -41,7 +41,7 @@ describe("memory configuration from the environment", () => {
       postgresSchema: "agents",
     });
     assert.equal(memoryConfigFromEnv({ MEMORY_TYPE: "local" }).type, "memory", "KAOS local is the in-process store");
-    assert.equal(memoryConfigFromEnv({ MEMORY_TYPE: "PGlite" }).type, "embedded");
+    assert.equal(memoryConfigFromEnv({ MEMORY_TYPE: "SQLite" }).type, "embedded");
     assert.equal(memoryConfigFromEnv({ MEMORY_RETENTION: "90" }).retentionMs, 90_000);
     assert.equal(memoryConfigFromEnv({ MEMORY_RETENTION: "30m" }).retentionMs, 1_800_000);
     assert.equal(
@@ -53,7 +53,8 @@ describe("memory configuration from the environment", () => {
   it("rejects bad values naming the variable", () => {
     const cases: Array<[Record<string, string>, RegExp]> = [
       [{ MEMORY_ENABLED: "maybe" }, /^MEMORY_ENABLED must be true or false, got "maybe"/],
-      [{ MEMORY_TYPE: "redis" }, /^MEMORY_TYPE must be one of local, memory, embedded, postgres, got "redis"/],
+      [{ MEMORY_TYPE: "redis" }, /^MEMORY_TYPE must be one of local, memory, embedded, sqlite, postgres, got "redis"/],
+      [{ MEMORY_TYPE: "pglite" }, /PGlite store was replaced by the SQLite file of MEMORY_TYPE=embedded/],
       [{ MEMORY_CONTEXT_LIMIT: "-1" }, /^MEMORY_CONTEXT_LIMIT must be a non-negative integer/],
       [{ MEMORY_MAX_SESSIONS: "0" }, /^MEMORY_MAX_SESSIONS must be a positive integer, got "0"/],
       [{ MEMORY_MAX_SESSION_EVENTS: "many" }, /^MEMORY_MAX_SESSION_EVENTS must be a positive integer/],

@@ -1,112 +1,180 @@
 import assert from "node:assert/strict";
-import { cpSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { execFile } from "node:child_process";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { createRequire } from "node:module";
 import { hostname, tmpdir } from "node:os";
 import { join } from "node:path";
-import { after, before, describe, it } from "node:test";
-import { PGlite } from "@electric-sql/pglite";
+import { after, describe, it } from "node:test";
+import { promisify } from "node:util";
 import { AgentLoopError } from "../../src/errors.js";
-import { openEmbeddedStore } from "../../src/memory/embedded.js";
+import { embeddedFileOf, openEmbeddedStore } from "../../src/memory/embedded.js";
+import { memoryConfigFromEnv } from "../../src/memory/index.js";
 import { memoryStoreConformance } from "./conformance.js";
-import { freshEmbeddedDirectory } from "./embedded-template.js";
 
 const root = mkdtempSync(join(tmpdir(), "agentloop-embedded-"));
-let shared: PGlite;
-let schemas = 0;
+after(() => rmSync(root, { recursive: true, force: true }));
+let files = 0;
+const freshFile = () => join(root, `store-${files++}.db`);
 
-/** A fresh store directory, copied from one initialized once (creating a database takes seconds). */
-function freshDirectory(name: string): string {
-  const path = join(root, name);
-  cpSync(join(root, "template"), path, { recursive: true });
-  return path;
+memoryStoreConformance("embedded (SQLite)", async (limits) => openEmbeddedStore({ ...limits, path: freshFile() }));
+memoryStoreConformance("embedded (SQLite, no group commit)", async (limits) => openEmbeddedStore({ ...limits, path: freshFile(), groupCommit: false }));
+
+const appendInChild = promisify(execFile);
+/** A separate process appending `count` events one by one to `session` of the store at `path`. */
+function childAppends(path: string, session: string, count: number) {
+  const code = `
+    const { openEmbeddedStore } = await import(${JSON.stringify(new URL("../../src/memory/embedded.ts", import.meta.url).href)});
+    const store = await openEmbeddedStore({ path: ${JSON.stringify(path)} });
+    for (let index = 0; index < ${count}; index++) await store.append(${JSON.stringify(session)}, [{ event_type: "x", content: { pid: process.pid, index } }, { event_type: "y", content: { pid: process.pid, index } }]);
+    await store.close();`;
+  return appendInChild(process.execPath, ["--import", "tsx", "--input-type=module", "-e", code]);
 }
 
-before(async () => {
-  await freshEmbeddedDirectory(join(root, "template"));
-  // One embedded database for the conformance suite; each test gets its own schema.
-  shared = await PGlite.create(freshDirectory("shared"));
-});
-after(async () => {
-  await shared.close();
-  rmSync(root, { recursive: true, force: true });
-});
-
-memoryStoreConformance("embedded (PGlite)", async (limits) => openEmbeddedStore({ ...limits, database: shared, schema: `conformance_${schemas++}` }));
-
-// One directory for these tests, in order (copying and opening a store takes seconds on a busy machine).
-describe("embedded store: its directory", () => {
-  let path: string;
-  before(() => {
-    path = freshDirectory("lifecycle");
-  });
-
-  it("persists sessions across close and reopen; takes over the lock of a dead process; refuses a second opener while open", async () => {
+describe("embedded store: its file", () => {
+  it("persists sessions across close and reopen; two stores on one file see each other's writes at once", async () => {
+    const path = freshFile();
     const first = await openEmbeddedStore({ path });
     await first.append("s", [{ event_type: "user_message", content: "remember me" }]);
-    await first.close(); // releases the lock: the reopen below would fail otherwise
-    // A pid that cannot exist on this host: the lock of a killed process.
-    writeFileSync(join(path, "agentloop.lock"), `2147483646@${hostname()}`);
     const second = await openEmbeddedStore({ path });
     try {
-      const events = await second.events("s");
       assert.deepEqual(
-        events.map((event) => [event.seq, event.content]),
+        (await second.events("s")).map((event) => [event.seq, event.content]),
         [[1, "remember me"]],
       );
       assert.equal((await second.append("s", [{ event_type: "x" }]))[0].seq, 2);
-      await assert.rejects(openEmbeddedStore({ path }), (error: unknown) => {
+      assert.equal((await first.append("s", [{ event_type: "y" }]))[0].seq, 3, "seqs continue across the writers");
+    } finally {
+      await first.close();
+      await second.close();
+    }
+    const reopened = await openEmbeddedStore({ path });
+    try {
+      assert.deepEqual(
+        (await reopened.events("s")).map((event) => event.event_type),
+        ["user_message", "x", "y"],
+      );
+    } finally {
+      await reopened.close();
+    }
+  });
+
+  it("two processes append to one session at once: every event lands, seqs gap-free, each append's events adjacent", async () => {
+    const path = freshFile();
+    const store = await openEmbeddedStore({ path });
+    try {
+      const writing = childAppends(path, "shared", 60);
+      for (let index = 0; index < 60; index++) await store.append("shared", [{ event_type: "x", content: { pid: process.pid, index } }, { event_type: "y", content: { pid: process.pid, index } }]);
+      await writing;
+      const events = await store.events("shared");
+      assert.deepEqual(
+        events.map((event) => event.seq),
+        Array.from({ length: 240 }, (_, index) => index + 1),
+      );
+      for (let index = 0; index < 240; index += 2) assert.deepEqual(events[index].content, events[index + 1].content);
+      assert.equal(new Set(events.map((event) => (event.content as { pid: number }).pid)).size, 2);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it("a write waits for another connection's write, then fails with a clear error past the busy timeout", async () => {
+    const path = freshFile();
+    const store = await openEmbeddedStore({ path, busyTimeoutMs: 100 });
+    const Database = createRequire(import.meta.url)("libsql");
+    const other = new Database(path);
+    try {
+      other.exec("BEGIN IMMEDIATE");
+      await assert.rejects(store.append("s", [{ event_type: "x" }]), (error: unknown) => {
         assert.ok(AgentLoopError.isInstance(error));
-        assert.equal(error.kind, "configuration");
-        assert.match(error.message, new RegExp(`already open in process ${process.pid}`));
-        assert.match(error.message, /MEMORY_TYPE=postgres/);
+        assert.equal(error.kind, "rate_limit");
+        assert.match(error.message, /stayed locked by another process's write past the busy timeout/);
         return true;
       });
+      other.exec("COMMIT");
+      assert.equal((await store.append("s", [{ event_type: "x" }]))[0].seq, 1, "the failed append used no seq");
     } finally {
+      other.close();
+      await store.close();
+    }
+  });
+
+  it("lockSession: processes on one file take turns on a session; a dead holder's lock is taken over; waiting stops on abort", async () => {
+    const path = freshFile();
+    const first = await openEmbeddedStore({ path });
+    const second = await openEmbeddedStore({ path });
+    try {
+      const release = await first.lockSession("s");
+      let acquired = false;
+      const waiting = second.lockSession("s").then((releaseSecond) => {
+        acquired = true;
+        return releaseSecond;
+      });
+      const other = await second.lockSession("other");
+      await other();
+      const controller = new AbortController();
+      const aborted = assert.rejects(second.lockSession("s", controller.signal), (error: unknown) => AgentLoopError.isInstance(error) && error.kind === "aborted");
+      controller.abort();
+      await aborted;
+      assert.equal(acquired, false, "still held by the first store");
+      await release();
+      await (await waiting)();
+      // A lock row left by a killed process (a pid that cannot exist here) is stale.
+      const Database = createRequire(import.meta.url)("libsql");
+      const raw = new Database(path);
+      raw.prepare("INSERT INTO agentloop_session_locks (session_id, owner_pid, owner_host, token) VALUES (?, ?, ?, ?)").run(["s", 2147483646, hostname(), "dead"]);
+      raw.close();
+      await (await second.lockSession("s"))();
+      // A store closed while holding a lock gives it back.
+      await first.lockSession("held-at-close");
+      await first.close();
+      await (await second.lockSession("held-at-close"))();
+    } finally {
+      await first.close();
       await second.close();
     }
   });
 
-  it("refuses a directory locked by another live process (with or without its host)", async () => {
-    // The parent of this test process is alive and is not us.
-    writeFileSync(join(path, "agentloop.lock"), String(process.ppid));
-    await assert.rejects(openEmbeddedStore({ path }), new RegExp(`already open in process ${process.ppid}`));
-    writeFileSync(join(path, "agentloop.lock"), `${process.ppid}@${hostname()}`);
-    await assert.rejects(openEmbeddedStore({ path }), new RegExp(`already open in process ${process.ppid}`));
+  it("a directory holds memory.db; the default file is the agent's own", async () => {
+    const directory = join(root, "a-directory");
+    mkdirSync(directory);
+    assert.equal(embeddedFileOf(directory), join(directory, "memory.db"));
+    assert.equal(embeddedFileOf(`${join(root, "new-directory")}/`), join(root, "new-directory", "memory.db"));
+    assert.equal(embeddedFileOf(join(root, "plain.db")), join(root, "plain.db"));
+    assert.equal(memoryConfigFromEnv({}).path, ".agentloop/agent/memory.db");
+    assert.equal(memoryConfigFromEnv({ AGENT_NAME: "coordinator" }).path, ".agentloop/coordinator/memory.db");
+    assert.equal(memoryConfigFromEnv({ AGENT_NAME: "../up" }).path, ".agentloop/__up/memory.db");
+    assert.equal(memoryConfigFromEnv({ AGENT_NAME: "worker", MEMORY_PATH: "/data/x.db" }).path, "/data/x.db");
   });
 
-  it("takes over a lock written on another host; a second opener reads a snapshot without touching it", async () => {
-    // Written on another host (a restarted container sharing the volume): stale.
-    writeFileSync(join(path, "agentloop.lock"), `${process.ppid}@some-old-pod`);
-    const owner = await openEmbeddedStore({ path });
-    try {
-      await owner.append("s", [{ event_type: "user_message", content: "written by the owner" }]);
-      const snapshot = await openEmbeddedStore({ path, whenLocked: "snapshot" });
-      try {
-        assert.deepEqual(
-          (await snapshot.events("s")).map((event) => event.content),
-          ["remember me", null, "written by the owner"],
-        );
-        await snapshot.append("s", [{ event_type: "x", content: "only in the copy" }]);
-      } finally {
-        await snapshot.close();
-      }
-      await owner.append("s", [{ event_type: "agent_response", content: "still the owner's" }]);
-      assert.deepEqual(
-        (await owner.events("s")).map((event) => [event.seq, event.content]),
-        [
-          [1, "remember me"],
-          [2, null],
-          [3, "written by the owner"],
-          [4, "still the owner's"],
-        ],
-      );
-    } finally {
-      await owner.close();
-    }
-  });
-
-  it("reports a directory that cannot be created", async () => {
+  it("names a PGlite directory of an earlier version, and a folder that cannot be created", async () => {
+    const old = join(root, "old-pglite");
+    mkdirSync(old);
+    writeFileSync(join(old, "PG_VERSION"), "17\n");
+    await assert.rejects(openEmbeddedStore({ path: old }), /PGlite store of an earlier agentloop version.*Point MEMORY_PATH at a new file/);
     const file = join(root, "a-file");
     writeFileSync(file, "not a directory");
-    await assert.rejects(openEmbeddedStore({ path: join(file, "memory") }), /cannot create the embedded store directory/);
+    await assert.rejects(openEmbeddedStore({ path: join(file, "memory", "memory.db") }), (error: unknown) => {
+      assert.ok(AgentLoopError.isInstance(error));
+      assert.equal(error.kind, "configuration");
+      assert.match(error.message, /cannot create the folder of the embedded store/);
+      return true;
+    });
+    writeFileSync(join(root, "garbage.db"), "this is not a SQLite database, just some text that is long enough to have a header".repeat(20));
+    await assert.rejects(openEmbeddedStore({ path: join(root, "garbage.db") }), /cannot open the embedded store .*garbage\.db/);
+    await assert.rejects(openEmbeddedStore({ path: freshFile(), synchronous: "sometimes" as never }), /synchronous must be "normal" or "full"/);
+    await assert.rejects(openEmbeddedStore({ path: freshFile(), busyTimeoutMs: -1 }), /busyTimeoutMs must be a non-negative integer/);
+  });
+
+  it("synchronous: full stores the same way", async () => {
+    const store = await openEmbeddedStore({ path: freshFile(), synchronous: "full" });
+    try {
+      await store.append("s", [{ event_type: "x", content: "durable" }]);
+      assert.deepEqual(
+        (await store.events("s")).map((event) => event.content),
+        ["durable"],
+      );
+    } finally {
+      await store.close();
+    }
   });
 });

@@ -5,7 +5,6 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, describe } from "node:test";
 import { memoryConfigFromEnv, openMemoryStore } from "../../src/memory/index.js";
-import { freshEmbeddedDirectory } from "../memory/embedded-template.js";
 import { crashConsistency } from "./crash-consistency.js";
 
 const root = mkdtempSync(join(tmpdir(), "agentloop-crash-"));
@@ -16,7 +15,7 @@ const opener = (env: Record<string, string>) => () => openMemoryStore(memoryConf
 
 describe("crash consistency (embedded store): kill -9 under concurrent streams", () => {
   crashConsistency("embedded", async () => {
-    const env = { MEMORY_TYPE: "embedded", MEMORY_PATH: await freshEmbeddedDirectory(join(root, "embedded")) };
+    const env = { MEMORY_TYPE: "embedded", MEMORY_PATH: join(root, "embedded", "memory.db") };
     return { env, open: opener(env) };
   });
 });

@@ -1,9 +1,11 @@
 import { createInterface } from "node:readline";
 import type { Command } from "commander";
 import type { LoopEvent, RunResult } from "../../loop/events.js";
+import type { McpElicitationHandler } from "../../mcp/index.js";
 import { type AgentCliOptions, addAgentOptions, addModelOptions, setupCliAgent } from "../agent-setup.js";
 import { answerApproval } from "../approvals.js";
 import { startTraceExport } from "../otel.js";
+import { askInline } from "../elicitation.js";
 import { palette, RunRenderer } from "../render.js";
 import { ToolSpinner } from "../spinner.js";
 import { endReason } from "./run.js";
@@ -29,7 +31,10 @@ export async function chatCommand(options: ChatCommandOptions, io: ChatIO = proc
   const colors = palette(io.stderr);
   await startTraceExport(io.env ?? process.env, io.stderr); // OTLP trace export when OTEL_EXPORTER_OTLP_*ENDPOINT is set (flushed at exit)
   // A script runs across the whole conversation: the second message gets the entries after the first's.
-  const cli = await setupCliAgent(options, { alwaysSession: true, sessionPrefix: "chat", env: io.env, continueScript: true });
+  // An MCP server's question (elicitation) is asked inline, reading the answers from the chat's input.
+  let askUser: McpElicitationHandler | undefined;
+  const elicitation: McpElicitationHandler = (request, context) => (askUser ? askUser(request, context) : Promise.resolve({ action: "decline" }));
+  const cli = await setupCliAgent(options, { alwaysSession: true, sessionPrefix: "chat", env: io.env, continueScript: true, elicitation });
   const { runtime, sessionId } = cli;
   const interactive = io.stdin.isTTY === true && io.stdout.isTTY === true;
   io.stderr.write(
@@ -64,6 +69,7 @@ export async function chatCommand(options: ChatCommandOptions, io: ChatIO = proc
     const next = await reader.next();
     return next.done ? undefined : next.value;
   };
+  askUser = (request) => askInline(request, reader, io.stderr, colors);
 
   /** One message: takes the session (a server replica on a shared store may be using it), runs, renders. */
   const runTurn = async (input: string, signal: AbortSignal): Promise<RunResult | undefined> => {

@@ -1,5 +1,4 @@
 import { type Command, Option } from "commander";
-import { resolveAgentSettings } from "../../config/settings.js";
 import { AgentLoopError } from "../../errors.js";
 import { type AgentCliOptions, addModelOptions, applyModelOptions, MCP_START_TIMEOUT_MS, takeOverMockScript } from "../agent-setup.js";
 import { startTraceExport } from "../otel.js";
@@ -29,6 +28,7 @@ export async function serveCommand(options: ServeCommandOptions, io = { stdout: 
   const colors = palette(io.stderr);
   const log = (line: string) => io.stderr.write(`${colors.dim(line)}\n`);
   // The agent file and the KAOS variables, then --model, --mock, --max-steps, --tool-call-mode on top.
+  const { resolveAgentSettings } = await import("../../config/settings.js"); // loaded when serving, not for --help
   const settings = await resolveAgentSettings({ agentFile: options.agent });
   await applyModelOptions(settings, options);
   if (options.publicUrl !== undefined) {

@@ -1,7 +1,6 @@
 import { type Command, Option } from "commander";
 import { AgentLoopError } from "../../errors.js";
 import type { MemoryEvent, SessionInfo } from "../../memory/index.js";
-import { eventView } from "../../server/memory.js";
 import { openCliStore } from "../agent-setup.js";
 import { type Palette, palette } from "../render.js";
 
@@ -65,34 +64,89 @@ function typeColor(c: Palette, type: string): (text: string) => string {
   return c.yellow;
 }
 
-/** `agentloop events SESSION`: one line per event, or the KAOS JSON shape with `--json`. */
-export async function eventsCommand(sessionId: string, options: { agent?: string; limit?: number; json?: boolean }, io: CommandIO = process): Promise<number> {
+/** How often `events --follow` asks the store for new events. */
+const FOLLOW_POLL_MS = 200;
+
+export interface EventsOptions {
+  agent?: string;
+  limit?: number;
+  json?: boolean;
+  /** Keep printing events as they are stored (until `signal` aborts, or SIGINT/SIGTERM). */
+  follow?: boolean;
+}
+
+/**
+ * `agentloop events SESSION`: one line per event, or the KAOS JSON shape with `--json`. With
+ * `--follow`, new events are printed as they are stored, by any process (JSON lines with `--json`),
+ * and a session that does not exist yet is waited for.
+ */
+export async function eventsCommand(sessionId: string, options: EventsOptions, io: CommandIO & { signal?: AbortSignal } = process): Promise<number> {
   const store = await openCliStore(options.agent, io.env);
   try {
-    if (!(await store.getSession(sessionId))) {
+    if (!options.follow && !(await store.getSession(sessionId))) {
       io.stderr.write(`agentloop: session "${sessionId}" not found (list them with: agentloop sessions)\n`);
       return 1;
     }
     const events = await store.events(sessionId, { limit: options.limit });
-    if (options.json) {
-      // The events as the server's GET /memory/events gives them (KAOS's five fields).
-      const shaped = events.map(eventView);
-      io.stdout.write(`${JSON.stringify({ session_id: sessionId, events: shaped, total: shaped.length })}\n`);
+    const { eventView } = await import("../../server/memory.js");
+    const c = palette(io.stdout);
+    const line = (event: MemoryEvent) => {
+      if (options.json) return `${JSON.stringify(eventView(event))}\n`;
+      const time = event.timestamp.slice(11, 19);
+      return `${c.dim(time)}  ${typeColor(c, event.event_type)(event.event_type.padEnd(24))} ${contentPreview(event)}\n`;
+    };
+    if (!options.follow) {
+      if (options.json) {
+        // The events as the server's GET /memory/events gives them (KAOS's five fields).
+        const shaped = events.map(eventView);
+        io.stdout.write(`${JSON.stringify({ session_id: sessionId, events: shaped, total: shaped.length })}\n`);
+      } else for (const event of events) io.stdout.write(line(event));
       return 0;
     }
-    const c = palette(io.stdout);
-    for (const event of events) {
-      const time = event.timestamp.slice(11, 19);
-      io.stdout.write(`${c.dim(time)}  ${typeColor(c, event.event_type)(event.event_type.padEnd(24))} ${contentPreview(event)}\n`);
+    const stop = followSignal(io.signal);
+    let last = 0;
+    let batch = events;
+    while (!stop.signal.aborted) {
+      for (const event of batch) io.stdout.write(line(event));
+      if (batch.length > 0) last = batch[batch.length - 1].seq;
+      await new Promise<void>((resolve) => {
+        const onAbort = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+        const timer = setTimeout(() => {
+          stop.signal.removeEventListener("abort", onAbort);
+          resolve();
+        }, FOLLOW_POLL_MS);
+        stop.signal.addEventListener("abort", onAbort, { once: true });
+      });
+      if (!stop.signal.aborted) batch = await store.events(sessionId, { afterSeq: last });
     }
+    stop.dispose();
     return 0;
   } finally {
     await store.close();
   }
 }
 
+/** Stops `--follow` on the given signal, or on SIGINT/SIGTERM when none is given. */
+function followSignal(signal: AbortSignal | undefined): { signal: AbortSignal; dispose(): void } {
+  if (signal) return { signal, dispose: () => {} };
+  const controller = new AbortController();
+  const stop = () => controller.abort();
+  process.once("SIGINT", stop);
+  process.once("SIGTERM", stop);
+  return {
+    signal: controller.signal,
+    dispose: () => {
+      process.off("SIGINT", stop);
+      process.off("SIGTERM", stop);
+    },
+  };
+}
+
 export function registerSessionsCommand(program: Command): void {
-  program
+  const sessions = program
     .command("sessions")
     .description("List the sessions in the memory store (the same store `agentloop serve` writes)")
     .option("-a, --agent <file>", "agent file whose memory settings to use (else MEMORY_* variables)")
@@ -109,6 +163,41 @@ Examples:
     .action(async (options: { agent?: string; limit?: number; json?: boolean }) => {
       process.exitCode = await sessionsCommand(options);
     });
+  sessions
+    .command("export")
+    .description("Write sessions' events as JSON lines (one event a line), to move them to another store")
+    .argument("[session...]", "only these sessions (default: all)")
+    .option("-a, --agent <file>", "agent file whose memory settings to use (else MEMORY_* variables)")
+    .option("-o, --output <file>", "write to this file instead of stdout")
+    .addHelpText(
+      "after",
+      `
+Examples:
+  $ agentloop sessions export > sessions.jsonl
+  $ MEMORY_TYPE=postgres MEMORY_POSTGRES_URL=postgres://localhost/agents agentloop sessions import sessions.jsonl`,
+    )
+    .action(async (sessionIds: string[], options: { agent?: string; output?: string }) => {
+      const { exportSessionsCommand } = await import("./sessions-transfer.js");
+      process.exitCode = await exportSessionsCommand(sessionIds, options);
+    });
+  sessions
+    .command("import")
+    .description("Append the events of an export (JSON lines) to the store; events already there (same event_id) are skipped")
+    .argument("[file]", "the JSON lines file (default: stdin)")
+    .option("-a, --agent <file>", "agent file whose memory settings to use (else MEMORY_* variables)")
+    .addHelpText(
+      "after",
+      `
+Examples:
+  $ agentloop sessions import sessions.jsonl
+  $ agentloop sessions export s1 | AGENT_NAME=worker agentloop sessions import
+
+Exit codes: 0 imported, 1 bad input (a line is named; nothing imported), 2 bad configuration.`,
+    )
+    .action(async (file: string | undefined, options: { agent?: string }) => {
+      const { importSessionsCommand } = await import("./sessions-transfer.js");
+      process.exitCode = await importSessionsCommand(file, options);
+    });
 }
 
 export function registerEventsCommand(program: Command): void {
@@ -119,6 +208,7 @@ export function registerEventsCommand(program: Command): void {
     .option("-a, --agent <file>", "agent file whose memory settings to use (else MEMORY_* variables)")
     .addOption(new Option("-n, --limit <n>", "only the last n events").argParser(positive("--limit")))
     .option("--json", "print the KAOS shape {session_id, events:[{event_id, timestamp, event_type, content, metadata}], total}")
+    .option("-f, --follow", "keep printing new events as any process stores them (JSON lines with --json), until Ctrl-C")
     .addHelpText(
       "after",
       `
@@ -126,10 +216,11 @@ Examples:
   $ agentloop events chat_1a2b3c4d
   $ agentloop events s1 --limit 20
   $ agentloop events s1 --json | jq -r '.events[].event_type'
+  $ agentloop events s1 --follow
 
 Exit codes: 0 shown, 1 unknown session, 2 bad configuration.`,
     )
-    .action(async (sessionId: string, options: { agent?: string; limit?: number; json?: boolean }) => {
+    .action(async (sessionId: string, options: EventsOptions) => {
       process.exitCode = await eventsCommand(sessionId, options);
     });
 }

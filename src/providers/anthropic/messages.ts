@@ -332,10 +332,12 @@ export class AnthropicModel extends AdapterModel<Anthropic, AnthropicOptions> {
     };
     if (system !== undefined) body.system = system;
     if (options.stopSequences?.length) body.stop_sequences = options.stopSequences;
+    // Structured outputs (generally available): `output_config.format`, no beta header.
+    if (request.responseFormat) body.output_config = { format: { type: "json_schema", schema: request.responseFormat.schema } };
     return Object.assign(body, providerOptionsFor(request, ["anthropic", this.provider]));
   }
 
-  protected async *call(request: ModelRequest, { names, signal }: CallContext): AsyncGenerator<ModelEvent> {
+  protected async *call(request: ModelRequest, { names, signal, alive }: CallContext): AsyncGenerator<ModelEvent> {
     const mapper = new AnthropicStreamMapper(this.provider, names);
     const body = this.body(request, names);
     if (body.stream === false) {
@@ -344,7 +346,10 @@ export class AnthropicModel extends AdapterModel<Anthropic, AnthropicOptions> {
       return;
     }
     const stream = await this.connection.client.messages.create(body as unknown as Anthropic.MessageCreateParamsStreaming, { signal });
-    for await (const event of stream) yield* mapper.event(event as unknown as StreamEventLike);
+    for await (const event of stream) {
+      alive();
+      yield* mapper.event(event as unknown as StreamEventLike);
+    }
   }
 }
 

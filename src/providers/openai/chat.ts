@@ -313,6 +313,8 @@ export class OpenAIChatModel extends AdapterModel<OpenAI | ChatEndpoint, OpenAIC
     }
     if (options.stopSequences?.length) body.stop = options.stopSequences;
     if (options.seed !== undefined) body.seed = options.seed;
+    const format = request.responseFormat;
+    if (format) body.response_format = { type: "json_schema", json_schema: { name: format.name, schema: format.schema, strict: format.strict ?? false } };
     return Object.assign(body, providerOptionsFor(request, ["openai", this.provider]));
   }
 
@@ -324,7 +326,7 @@ export class OpenAIChatModel extends AdapterModel<OpenAI | ChatEndpoint, OpenAIC
     return !(client instanceof ChatEndpoint) || client.fetch !== undefined;
   }
 
-  protected async *call(request: ModelRequest, { names, signal }: CallContext): AsyncGenerator<ModelEvent> {
+  protected async *call(request: ModelRequest, { names, signal, alive }: CallContext): AsyncGenerator<ModelEvent> {
     const mapper = new ChatStreamMapper(this.provider, names);
     const body = this.body(request, names);
     const streaming = this.options.stream !== false;
@@ -334,6 +336,7 @@ export class OpenAIChatModel extends AdapterModel<OpenAI | ChatEndpoint, OpenAIC
     const out: ModelEvent[] = [];
     if (!(client instanceof ChatEndpoint)) {
       for await (const chunk of sdkChunks(client, body, streaming, signal)) {
+        alive();
         mapper.chunk(chunk, out);
         yield* drain(out);
       }
@@ -349,6 +352,7 @@ export class OpenAIChatModel extends AdapterModel<OpenAI | ChatEndpoint, OpenAIC
         else {
           const events = new ServerSentEvents();
           for await (const bytes of response.body) {
+            alive();
             const failure = mapSse(events.feed(bytes), mapper, out);
             // What came before a bad event still reaches the caller, then the failure.
             if (out.length > 0) yield* drain(out);

@@ -290,10 +290,12 @@ export class OpenAIResponsesModel extends AdapterModel<OpenAI, OpenAIResponsesOp
     };
     if (instructions !== undefined) body.instructions = instructions;
     if (options.maxOutputTokens !== undefined) body.max_output_tokens = options.maxOutputTokens;
+    const format = request.responseFormat;
+    if (format) body.text = { format: { type: "json_schema", name: format.name, schema: format.schema, strict: format.strict ?? false } };
     return Object.assign(body, providerOptionsFor(request, ["openai", "openai-responses", this.provider]));
   }
 
-  protected async *call(request: ModelRequest, { names, signal }: CallContext): AsyncGenerator<ModelEvent> {
+  protected async *call(request: ModelRequest, { names, signal, alive }: CallContext): AsyncGenerator<ModelEvent> {
     const mapper = new ResponsesStreamMapper(this.provider, names);
     const body = this.body(request, names);
     if (body.stream === false) {
@@ -302,7 +304,10 @@ export class OpenAIResponsesModel extends AdapterModel<OpenAI, OpenAIResponsesOp
       return;
     }
     const stream = await this.connection.client.responses.create(body as unknown as OpenAI.Responses.ResponseCreateParamsStreaming, { signal });
-    for await (const event of stream) yield* mapper.event(event as unknown as StreamEventLike);
+    for await (const event of stream) {
+      alive();
+      yield* mapper.event(event as unknown as StreamEventLike);
+    }
   }
 }
 

@@ -39,11 +39,17 @@ const requestId = (body: unknown) => {
 export function a2aRoutes(server: ServerContext): Hono {
   const app = new Hono();
   const { runs } = server;
-  const a2a = createA2AHandler(server.card, ({ input, sessionId, signal, onEvent }) => {
-    const controller = new RequestController();
-    const unlink = onAbort(signal, () => controller.disconnect(signal.reason));
-    return runs.track(runs.run({ input, sessionId, controller, onEvent }).finally(unlink));
-  });
+  let handler: Promise<ReturnType<typeof createA2AHandler>> | undefined;
+  const a2a = async (request: Request, body: unknown) => {
+    handler ??= Promise.resolve().then(() =>
+      createA2AHandler(server.card, ({ input, sessionId, signal, onEvent }) => {
+        const controller = new RequestController();
+        const unlink = onAbort(signal, () => controller.disconnect(signal.reason));
+        return runs.track(runs.run({ input, sessionId, controller, onEvent }).finally(unlink));
+      }),
+    );
+    return (await handler)(request, body);
+  };
   const a2aRoute = async (c: Context) => {
     const rejected = a2aContentTypeRejection(c.req.raw);
     if (rejected) return rejected;

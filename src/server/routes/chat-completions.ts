@@ -10,6 +10,7 @@ import { onAbort } from "../../abort.js";
 import { AgentLoopError } from "../../errors.js";
 import type { LoopEvent, RunResult } from "../../loop/events.js";
 import type { Message } from "../../messages.js";
+import type { JsonSchema } from "../../model/model.js";
 import { type ChatRequest, parseChatRequest } from "../chat-request.js";
 import {
   approvalRequiredOf,
@@ -25,7 +26,8 @@ import {
   webSseSink,
 } from "../chat-stream.js";
 import { parseJsonText, readJson, type ServerContext, shuttingDownError, unixSeconds } from "../context.js";
-import { HttpError, httpErrorOfRun } from "../http-errors.js";
+import { schemaProblem } from "../../tools/validate.js";
+import { badRequest, HttpError, httpErrorOfRun } from "../http-errors.js";
 import { WWW_AUTHENTICATE, authorizationError } from "./guards.js";
 
 export const CHAT_PATH = "/v1/chat/completions";
@@ -84,7 +86,7 @@ export function completionOf(result: RunResult, model: string, sessionId: string
 export function streamRun(
   server: ServerContext,
   sink: SseSink,
-  chat: { model: string; sessionId: string; includeUsage?: boolean },
+  chat: { model: string; sessionId: string; includeUsage?: boolean; structured?: boolean },
   start: (onEvent: (event: LoopEvent) => void) => Promise<RunResult>,
 ): Promise<void> {
   const { runs } = server;
@@ -106,6 +108,8 @@ export function streamRun(
         return [ChatChunkEncoder.error(httpErrorOfRun(result.error ?? new AgentLoopError("aborted", result.reason)).body())];
       }
       const closing: string[] = [];
+      // A structured answer goes out whole, once validated (an answer asked again is never sent).
+      if (chat.structured && result.text !== "") closing.push(chunks.content(result.text));
       // A limit ended the run: say so when the model gave no answer text.
       if (result.state !== "COMPLETED" && result.text === "") closing.push(chunks.content(result.reason));
       const approvals = approvalRequiredOf(result, chat.sessionId);
@@ -119,7 +123,7 @@ export function streamRun(
       // The run resolves once its events to run_ended are stored: only then the finish chunk and [DONE].
       const result = await start((event) => {
         if (event.type === "text-delta") {
-          if (event.delta !== "") sink.write(chunks.content(event.delta));
+          if (event.delta !== "" && !chat.structured) sink.write(chunks.content(event.delta));
         } else if (event.type === "progress") {
           const block = { type: "progress", step: event.step, max_steps: event.max_steps, action: event.action, target: event.target };
           sink.write(chunks.content(JSON.stringify(block)));
@@ -147,6 +151,12 @@ export function chatCompletionRoutes(server: ServerContext): ChatCompletionRoute
     };
   }
 
+  /** A `response_format` schema ajv cannot compile is the client's error (400), not a failed run. */
+  async function checkOutputSchema(schema: JsonSchema): Promise<void> {
+    const problem = await schemaProblem(schema);
+    if (problem) throw badRequest(`response_format.json_schema.schema is not a valid JSON Schema: ${problem}`, "response_format.json_schema.schema", "invalid_value");
+  }
+
   const runChat = (chat: PreparedChat, controller: RequestController, onEvent?: (event: LoopEvent) => void) =>
     runs.run({
       input: chat.request.input,
@@ -157,6 +167,7 @@ export function chatCompletionRoutes(server: ServerContext): ChatCompletionRoute
       delegated: chat.request.delegated,
       controller,
       onEvent,
+      output: chat.request.output,
     });
 
   const completionBody = (result: RunResult, chat: PreparedChat) => completionOf(result, chat.model, chat.sessionId);
@@ -166,7 +177,7 @@ export function chatCompletionRoutes(server: ServerContext): ChatCompletionRoute
    * chunk (or one error event), `[DONE]`, then ends the sink. Tracked for shutdown; never rejects.
    */
   function streamCompletion(sink: SseSink, chat: PreparedChat, controller: RequestController): Promise<void> {
-    return streamRun(server, sink, { model: chat.model, sessionId: chat.sessionId, includeUsage: chat.request.includeUsage }, (onEvent) => runChat(chat, controller, onEvent));
+    return streamRun(server, sink, { model: chat.model, sessionId: chat.sessionId, includeUsage: chat.request.includeUsage, structured: chat.request.output !== undefined }, (onEvent) => runChat(chat, controller, onEvent));
   }
 
   const app = new Hono();
@@ -178,6 +189,7 @@ export function chatCompletionRoutes(server: ServerContext): ChatCompletionRoute
   // The web-standard route (`AgentServer.fetch`, and any request not taken by `handleNode`).
   app.post(CHAT_PATH, async (c) => {
     const chat = prepareChat(parseChatRequest(await readJson(c), c.req.header("x-session-id")));
+    if (chat.request.output) await checkOutputSchema(chat.request.output);
     const controller = new RequestController();
     if (chat.request.stream) {
       const { sink, body } = webSseSink(() => controller.disconnect());
@@ -210,6 +222,7 @@ export function chatCompletionRoutes(server: ServerContext): ChatCompletionRoute
       const sessionHeader = incoming.headers["x-session-id"];
       const body = parseJsonText(await readNodeBody(incoming, bodyLimitBytes));
       const chat = prepareChat(parseChatRequest(body, Array.isArray(sessionHeader) ? sessionHeader.join(", ") : sessionHeader));
+      if (chat.request.output) await checkOutputSchema(chat.request.output);
       headers = { "x-session-id": chat.sessionId };
       const controller = new RequestController();
       outgoing.once("close", () => {
