@@ -217,7 +217,13 @@ export async function setupCliAgent(options: AgentCliOptions, setup: SetupOption
   if (missing.length > 0) {
     await close();
     // The toolset's reason already names the server ("MCP server "x" (stdio: cmd): could not connect: ...").
-    const describe = (item: (typeof missing)[number]) => (item.reason.startsWith(`MCP server "${item.name}"`) ? item.reason : `MCP server "${item.name}": ${item.reason}`);
+    const describe = (item: (typeof missing)[number]) => {
+      if (item.reason.startsWith(`MCP server "${item.name}"`)) return item.reason;
+      const server = runtime.settings.mcpServers.find((candidate) => candidate.name === item.name);
+      const where = server?.command ? `stdio: ${[server.command, ...(server.args ?? [])].join(" ")}` : server?.url ? `http: ${server.url}` : undefined;
+      const target = where ? ` (${where})` : "";
+      return `MCP server "${item.name}"${target}: ${item.reason}`;
+    };
     throw new AgentLoopError("configuration", missing.map(describe).join("; "));
   }
   return { runtime, settings, sessionId, store, memory, close };

@@ -91,7 +91,8 @@ export class Agent<Output = unknown> {
   private readonly output?: OutputContract;
 
   constructor(config: AgentConfig<Output>) {
-    const model = scriptedModelFromEnv() ?? config.model;
+    // A durable model (agentloop/durable) wraps the model already chosen, the scripted one included.
+    const model = (config.model as { durable?: unknown } | undefined)?.durable === true ? config.model : (scriptedModelFromEnv() ?? config.model);
     if (!model || typeof model.stream !== "function") {
       throw new TypeError("Agent config: model must implement Model (a stream(request) method); see agentloop/providers");
     }
@@ -217,9 +218,12 @@ export class Agent<Output = unknown> {
     if (typeof input !== "string") {
       throw new TypeError(`agent.run: the input must be a string (the user's message), got ${input === null ? "null" : typeof input}`);
     }
+    if (options.runId !== undefined && (typeof options.runId !== "string" || options.runId === "")) {
+      throw new TypeError(`agent.run: options.runId must be a non-empty string, got ${JSON.stringify(options.runId)}`);
+    }
     // Checked now: a bad schema is the caller's error, thrown here.
     const contract = options.output !== undefined ? outputContract(options.output, "agent.run: options.output") : this.output;
-    const runId = `run_${randomUUID()}`;
+    const runId = options.runId ?? `run_${randomUUID()}`;
     const fail = (error: unknown) => this.failedResult(runId, error);
     return new Run<Output>(runId, (control) => this.execute(control, input, options, undefined, contract), fail, options.signal, options.onEvent, options.approvals?.broker);
   }
@@ -233,7 +237,7 @@ export class Agent<Output = unknown> {
    */
   resume(checkpoint: RunCheckpoint, options: ResumeOptions): Run {
     claimCheckpoint(checkpoint, options?.decisions, this.name);
-    const runId = `run_${randomUUID()}`;
+    const runId = options.runId ?? `run_${randomUUID()}`;
     const fail = (error: unknown) => this.failedResult(runId, error);
     const runOptions: RunOptions = { ...options, sessionId: options.sessionId ?? checkpoint.sessionId, inputs: checkpoint.inputs };
     const resume = { checkpoint, decisions: options.decisions };

@@ -158,6 +158,9 @@ export interface DelegateTarget {
 
 export interface RunOptions {
   signal?: AbortSignal;
+  /** The run's id (default: a new `run_<uuid>`). A durable run passes its workflow id, so a
+   * recovered run keeps its id and its tools' idempotency keys. */
+  runId?: string;
   /** Named inputs for bindings and templates. */
   inputs?: Record<string, unknown>;
   /** Conversation to continue (after the system prompt). Appended to what memory loads. */

@@ -184,6 +184,7 @@ function toolContext(state: CallState, settings: WaveSettings, signal: AbortSign
     signal,
     runId: settings.run.runId,
     toolCallId: call.id,
+    idempotencyKey: `${settings.run.runId}:${call.id}`,
     toolName: call.name,
     step: settings.step,
     inputs: settings.inputs,

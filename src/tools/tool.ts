@@ -18,6 +18,9 @@ export interface ToolContext {
   signal: AbortSignal;
   runId: string;
   toolCallId: string;
+  /** `<runId>:<toolCallId>`: stable for this call, across a durable run's recovery too. Pass it to
+   * outside systems (payment APIs, queues) so a retried call is recognised as the same one. */
+  idempotencyKey: string;
   toolName: string;
   /** The wave's step number (1-based), shared by all calls of one wave. */
   step: number;
@@ -74,6 +77,10 @@ export interface Tool<Args = Record<string, unknown>> {
   bindings?: Record<string, string>;
   /** `function`, `mcp`, `agent`, `a2a`, `prompty`...: what the progress block calls it. */
   kind?: string;
+  /** Safe to run again with the same arguments and idempotency key: in a durable run (see
+   * `agentloop/durable`), a call in flight when the process died is run again only if this is true;
+   * otherwise it gets an `Interrupted` error result. */
+  idempotent?: boolean;
   /** For progress blocks: `delegate` for agents, `tool_call` otherwise (the default). */
   action?: "tool_call" | "delegate";
   /**

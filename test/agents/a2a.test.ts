@@ -306,6 +306,7 @@ describe("a2aAgentTool against a real A2A server", () => {
         {
           signal: controller.signal,
           runId: "run_x",
+          idempotencyKey: "run_x:call_x",
           toolCallId: "c1",
           toolName: tool.name,
           step: 1,

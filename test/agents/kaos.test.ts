@@ -189,6 +189,7 @@ describe("kaosAgentTool", () => {
       signal: controller.signal,
       runId: "run_x",
       toolCallId: "c",
+      idempotencyKey: "run_x:c",
       toolName: tool.name,
       step: 1,
       inputs: {},

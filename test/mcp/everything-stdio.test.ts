@@ -12,6 +12,7 @@ function toolContext(overrides: Partial<ToolContext> = {}): ToolContext & { prog
     signal: new AbortController().signal,
     runId: "run_test",
     toolCallId: "call_1",
+    idempotencyKey: "run_test:call_1",
     toolName: "test",
     step: 1,
     inputs: {},

@@ -1,0 +1,83 @@
+// Added cost of durability (agentloop/durable) per step: the same scripted run (5 model calls, 4 tool
+// calls) with and without DBOS checkpoints in a real PostgreSQL, median of rounds. Standalone:
+//
+//   AGENTLOOP_TEST_PG_URL=postgres://... node --import tsx bench/durable.ts [rounds]
+//
+// Uses (and drops) its own schema. Not part of `npm run bench` yet.
+import pg from "pg";
+import { durableAgent } from "../src/durable/index.js";
+import { Agent, defineTool, type Model, type ModelEvent, type ModelRequest } from "../src/index.js";
+
+const url = process.env.AGENTLOOP_TEST_PG_URL;
+if (!url) throw new Error("set AGENTLOOP_TEST_PG_URL to a PostgreSQL URL");
+const rounds = Number(process.argv[2] ?? 30);
+const schema = `dbos_bench_${process.pid}`;
+const STEPS = 9;
+
+const model: Model = {
+  provider: "bench",
+  modelId: "plan",
+  async *stream(request: ModelRequest): AsyncGenerator<ModelEvent> {
+    const done = request.messages.filter((message) => message.role === "tool").length;
+    if (done < 4) {
+      yield { type: "tool-call-start", id: `call_${done + 1}`, name: "step" };
+      yield { type: "tool-call-end", id: `call_${done + 1}`, name: "step", arguments: JSON.stringify({ n: done + 1 }) };
+      yield { type: "finish", reason: { unified: "tool-calls" } };
+      return;
+    }
+    yield { type: "text-start", id: "t" };
+    yield { type: "text-delta", id: "t", delta: "done" };
+    yield { type: "text-end", id: "t" };
+    yield { type: "finish", reason: { unified: "stop" } };
+  },
+};
+const step = defineTool<{ n: number }>({
+  name: "step",
+  description: "Does step n",
+  parameters: { type: "object", properties: { n: { type: "number" } }, required: ["n"] },
+  execute: ({ n }) => `step ${n} ok`,
+});
+
+const agent = new Agent({ name: "bench", model, tools: [step] });
+const durable = durableAgent(agent, { databaseUrl: url, schema, logLevel: "error" });
+await durable.launch();
+
+function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.floor(sorted.length / 2)]!;
+}
+
+const plain: number[] = [];
+const checkpointed: number[] = [];
+for (let round = 0; round < rounds + 3; round++) {
+  let start = performance.now();
+  await agent.run("go");
+  const plainMs = performance.now() - start;
+  start = performance.now();
+  // Timed to the run's last event (the loop's own end), not to DBOS's result, which is polled.
+  let ended!: () => void;
+  const end = new Promise<void>((resolve) => {
+    ended = resolve;
+  });
+  const run = await durable.run("go", { onEvent: (event) => event.type === "run-end" && ended() });
+  await end;
+  const durableMs = performance.now() - start;
+  const result = await run.result();
+  if (result.state !== "COMPLETED") throw new Error(`durable run ended ${result.state}: ${result.reason}`);
+  if (round >= 3) {
+    plain.push(plainMs);
+    checkpointed.push(durableMs);
+  }
+}
+await durable.shutdown();
+const client = new pg.Client({ connectionString: url });
+await client.connect();
+await client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+await client.end();
+
+const plainMedian = median(plain);
+const durableMedian = median(checkpointed);
+console.log(`rounds: ${rounds}; run of ${STEPS} steps (5 model calls, 4 tool calls)`);
+console.log(`plain run median: ${plainMedian.toFixed(2)} ms; durable run median: ${durableMedian.toFixed(2)} ms`);
+console.log(`added per step: ${((durableMedian - plainMedian) / STEPS).toFixed(2)} ms (target <= 2 ms)`);
+process.exit(0);

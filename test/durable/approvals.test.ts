@@ -1,0 +1,101 @@
+// Approvals in a durable run: the run stops at the approval, the workflow waits for a DBOS message,
+// `decide` (from any process on the same database) resumes it. Real PostgreSQL, its own schema.
+import assert from "node:assert/strict";
+import { randomUUID } from "node:crypto";
+import { after, before, test } from "node:test";
+import pg from "pg";
+import { type DurableAgent, durableAgent } from "../../src/durable/index.js";
+import { Agent, defineTool, type LoopEvent, ScriptedModel } from "../../src/index.js";
+import { postgresUrl } from "../memory/postgres-server.js";
+
+const schema = `dbos_approvals_${randomUUID().slice(0, 8)}`;
+const executed: number[] = [];
+const transfer = defineTool<{ amount: number }>({
+  name: "transfer",
+  description: "Moves money",
+  parameters: { type: "object", properties: { amount: { type: "number" } }, required: ["amount"] },
+  needsApproval: true,
+  execute: ({ amount }) => {
+    executed.push(amount);
+    return `moved ${amount} EUR`;
+  },
+});
+const script = [JSON.stringify({ tool_calls: [{ id: "t1", name: "transfer", arguments: { amount: 500 } }] }), "Done."];
+const agent = new Agent({ name: "payer", model: new ScriptedModel(script), tools: [transfer] });
+let durable: DurableAgent;
+
+const echo = defineTool<{ text: string }>({
+  name: "echo",
+  description: "echo",
+  parameters: { type: "object", properties: { text: { type: "string" } } },
+  execute: ({ text }) => `echo ${text}`,
+});
+const echoScript = [JSON.stringify({ tool_calls: [{ id: "e1", name: "echo", arguments: { text: "a" } }, { id: "e2", name: "echo", arguments: { text: "b" } }] }), "Both echoed."];
+const echoAgent = new Agent({ name: "echoer", model: new ScriptedModel(echoScript), tools: [echo] });
+let durableEcho: DurableAgent;
+
+before(async () => {
+  durable = durableAgent(agent, { databaseUrl: postgresUrl(), schema, logLevel: "error" });
+  durableEcho = durableAgent(echoAgent, { databaseUrl: postgresUrl(), schema, logLevel: "error" }); // registered before launch
+  await durable.launch();
+});
+
+after(async () => {
+  await durable.shutdown();
+  const client = new pg.Client({ connectionString: postgresUrl() });
+  await client.connect();
+  await client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+  await client.end();
+});
+
+async function runUntilRequest(runId: string) {
+  const events: LoopEvent[] = [];
+  let requested!: () => void;
+  const request = new Promise<void>((resolve) => {
+    requested = resolve;
+  });
+  const run = await durable.run("Pay the invoice", {
+    runId,
+    onEvent: (event) => {
+      events.push(event);
+      if (event.type === "approval-request") requested();
+    },
+  });
+  await request;
+  return { run, events };
+}
+
+test("a durable run waits for its approval as a DBOS message; decide() resumes it and the approved call runs once", async () => {
+  executed.length = 0;
+  const { run } = await runUntilRequest(`run_approve_${randomUUID().slice(0, 8)}`);
+  assert.deepEqual(executed, []);
+  await durable.decide(run.runId, { t1: { approve: true } });
+  const result = await run.result();
+  assert.equal(result.state, "COMPLETED");
+  assert.equal(result.text, "Done.");
+  assert.deepEqual(executed, [500]);
+  assert.equal(result.runId, run.runId);
+});
+
+test("a rejected call gets its Rejected result and is never run", async () => {
+  executed.length = 0;
+  const { run } = await runUntilRequest(`run_reject_${randomUUID().slice(0, 8)}`);
+  await durable.decide(run.runId, { t1: { approve: false, reason: "too much" } });
+  const result = await run.result();
+  assert.equal(result.state, "COMPLETED");
+  assert.match(JSON.stringify(result.newMessages), /Rejected: too much/);
+  assert.deepEqual(executed, []);
+});
+
+test("a durable run emits the same events as the same run without durability (timestamps and durations aside)", async () => {
+  const strip = (events: LoopEvent[]) =>
+    JSON.stringify(events, (key, value) => (key === "timestamp" || key === "durationMs" || key === "runId" ? undefined : value));
+  const plainEvents: LoopEvent[] = [];
+  const plain = await echoAgent.run("echo a and b", { onEvent: (event) => plainEvents.push(event) });
+  const durableEvents: LoopEvent[] = [];
+  const run = await durableEcho.run("echo a and b", { onEvent: (event) => durableEvents.push(event) });
+  const result = await run.result();
+  assert.equal(result.text, plain.text);
+  assert.ok(plainEvents.some((event) => event.type === "text-delta"));
+  assert.equal(strip(durableEvents), strip(plainEvents));
+});
