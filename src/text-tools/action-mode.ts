@@ -22,6 +22,7 @@ import {
   toolResultText,
   toolTurnsOfInput,
   withUserText,
+  stepLimit,
 } from "./shared.js";
 
 /** Sub-agents appear to the model as tools with this prefix (`delegate_to_researcher`). */
@@ -150,11 +151,7 @@ class ActionToolCallingModel extends TextProtocolModel {
     private readonly options: ActionToolCallingOptions,
   ) {
     super(inner, "action tool calling");
-    const maxSteps = options.maxSteps ?? 5;
-    if (!Number.isInteger(maxSteps) || maxSteps < 1) {
-      throw new TypeError(`actionToolCalling: maxSteps must be a positive integer, got ${String(options.maxSteps)}`);
-    }
-    this.maxSteps = maxSteps;
+    this.maxSteps = stepLimit(options.maxSteps, "actionToolCalling: maxSteps");
   }
 
   protected around(inner: Model): Model {

@@ -31,6 +31,7 @@ import {
   TextProtocolModel,
   toolResultText,
   toolTurnsOfInput,
+  stepLimit,
 } from "./shared.js";
 
 /** KAOS's tool instructions, verbatim (data-plane/kaos-framework/agent/client.py). */
@@ -221,11 +222,7 @@ class FencedToolCallingModel extends TextProtocolModel {
     private readonly options: FencedToolCallingOptions,
   ) {
     super(inner, "fenced tool calling");
-    const maxSteps = options.maxSteps ?? 5;
-    if (!Number.isInteger(maxSteps) || maxSteps < 1) {
-      throw new TypeError(`fencedToolCalling: maxSteps must be a positive integer, got ${String(options.maxSteps)}`);
-    }
-    this.maxSteps = maxSteps;
+    this.maxSteps = stepLimit(options.maxSteps, "fencedToolCalling: maxSteps");
   }
 
   protected around(inner: Model): Model {

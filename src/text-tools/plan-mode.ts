@@ -24,6 +24,7 @@ import {
   toolResultText,
   toolTurnsOfInput,
   withUserText,
+  stepLimit,
 } from "./shared.js";
 
 /** One planned tool call. `needs` lists ids of earlier results it depends on. */
@@ -208,11 +209,8 @@ class PlanToolCallingModel extends TextProtocolModel {
     private readonly options: PlanToolCallingOptions,
   ) {
     super(inner, "plan tool calling");
-    this.maxWaves = options.maxWaves ?? 5;
+    this.maxWaves = stepLimit(options.maxWaves, "planToolCalling: maxWaves");
     this.maxRepairs = options.maxRepairs ?? 1;
-    if (!Number.isInteger(this.maxWaves) || this.maxWaves < 1) {
-      throw new TypeError(`planToolCalling: maxWaves must be a positive integer, got ${String(options.maxWaves)}`);
-    }
     if (!Number.isInteger(this.maxRepairs) || this.maxRepairs < 0) {
       throw new TypeError(`planToolCalling: maxRepairs must be a non-negative integer, got ${String(options.maxRepairs)}`);
     }

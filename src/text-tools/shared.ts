@@ -347,3 +347,10 @@ export function* fixedTextAnswer(text: string): Generator<ModelEvent> {
   yield* emitter.end();
   yield { type: "finish", reason: { unified: "stop", raw: "stop" } };
 }
+
+/** A protocol's step limit (`maxSteps`, `maxWaves`): a positive integer, 5 when unset. */
+export function stepLimit(value: number | undefined, label: string): number {
+  const limit = value ?? 5;
+  if (!Number.isInteger(limit) || limit < 1) throw new TypeError(`${label} must be a positive integer, got ${String(value)}`);
+  return limit;
+}
