@@ -14,6 +14,7 @@ import { hostname } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { AgentLoopError } from "../errors.js";
 import {
+  abortedWaiting,
   checkAfterSeq,
   checkLimit,
   checkSessionId,
@@ -28,6 +29,7 @@ import {
   type MemoryStore,
   type NewMemoryEvent,
   newSessionId,
+  pauseForLock,
   prepareEvent,
   type ResolvedLimits,
   resolveLimits,
@@ -159,9 +161,6 @@ function processIsAlive(pid: number): boolean {
   }
 }
 
-function abortedWaiting(): AgentLoopError {
-  return new AgentLoopError("aborted", "memory: stopped waiting for the session, which another run is using");
-}
 
 /** Physical deletion of expired rows runs at most this often (reads filter them out anyway). */
 const PRUNE_INTERVAL_MS = 60_000;
@@ -490,18 +489,7 @@ export class EmbeddedMemoryStore implements MemoryStore {
       this.pendingLocks.push({ sessionId, token, resolve, reject });
       this.schedule();
     }))) {
-      await new Promise<void>((resolve, reject) => {
-        if (signal?.aborted) return reject(abortedWaiting());
-        const onAbort = () => {
-          clearTimeout(timer);
-          reject(abortedWaiting());
-        };
-        const timer = setTimeout(() => {
-          signal?.removeEventListener("abort", onAbort);
-          resolve();
-        }, LOCK_POLL_MS);
-        signal?.addEventListener("abort", onAbort, { once: true });
-      });
+      await pauseForLock(LOCK_POLL_MS, signal);
     }
     this.heldLocks.set(token, sessionId);
     let released = false;

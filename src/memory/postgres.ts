@@ -5,6 +5,7 @@
 import pg from "pg";
 import { AgentLoopError } from "../errors.js";
 import { type SqlDatabase, SqlMemoryStore, type SqlStoreOptions } from "./sql-store.js";
+import { abortedWaiting, pauseForLock } from "./store.js";
 
 export interface PostgresStoreOptions extends SqlStoreOptions {
   /** A connection string, e.g. `postgres://user:password@host:5432/database`. */
@@ -48,25 +49,6 @@ const DEFAULT_WRITE_LANES = 4;
 
 /** How often a request waiting for a session another replica is running asks again. */
 const LOCK_POLL_MS = 50;
-
-function abortedWaiting(): AgentLoopError {
-  return new AgentLoopError("aborted", "memory: stopped waiting for the session, which another request is using");
-}
-
-function pause(milliseconds: number, signal?: AbortSignal): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (signal?.aborted) return reject(abortedWaiting());
-    const onAbort = () => {
-      clearTimeout(timer);
-      reject(abortedWaiting());
-    };
-    const timer = setTimeout(() => {
-      signal?.removeEventListener("abort", onAbort);
-      resolve();
-    }, milliseconds);
-    signal?.addEventListener("abort", onAbort, { once: true });
-  });
-}
 
 function poolDatabase(pool: pg.Pool, where: string, ownsPool: boolean): SqlDatabase {
   // Session locks are PostgreSQL advisory locks held by one dedicated connection: taken with a
@@ -113,7 +95,7 @@ function poolDatabase(pool: pg.Pool, where: string, ownsPool: boolean): SqlDatab
             await client.query("SELECT pg_advisory_unlock(hashtext($1))", [key]).catch(() => {});
           };
         }
-        await pause(LOCK_POLL_MS, signal);
+        await pauseForLock(LOCK_POLL_MS, signal);
       }
     },
     close: async () => {

@@ -357,3 +357,24 @@ export function checkAfterSeq(afterSeq: number | undefined): number | undefined 
 export function closedError(kind: string): AgentLoopError {
   return new AgentLoopError("invalid_request", `memory: the ${kind} store is closed`);
 }
+
+/** The error of a session-lock wait that its signal ended. */
+export function abortedWaiting(): AgentLoopError {
+  return new AgentLoopError("aborted", "memory: stopped waiting for the session, which another run is using");
+}
+
+/** Waits `milliseconds` between attempts to take a session lock; the signal ends the wait with `abortedWaiting()`. */
+export function pauseForLock(milliseconds: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) return reject(abortedWaiting());
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(abortedWaiting());
+    };
+    const timer = setTimeout(() => {
+      signal?.removeEventListener("abort", onAbort);
+      resolve();
+    }, milliseconds);
+    signal?.addEventListener("abort", onAbort, { once: true });
+  });
+}

@@ -9,6 +9,7 @@ import { extractJsonObjects, isJsonObject, type JsonObject, parseLenientJson, st
 import {
   argumentsText,
   argumentsValue,
+  delegationTask,
   type ConversationFormat,
   finishEvent,
   fixedTextAnswer,
@@ -115,16 +116,11 @@ export function actionModeInstructions(tools: readonly ToolDefinition[]): string
   return parts.join("\n");
 }
 
-function delegateTask(argumentsText: string): string | undefined {
-  const value = argumentsValue(argumentsText);
-  return isJsonObject(value) && typeof value.task === "string" ? value.task : undefined;
-}
-
 const actionFormat: ConversationFormat = {
   toolCalls(calls) {
     return calls
       .map((call) => {
-        const task = call.name.startsWith(DELEGATE_PREFIX) ? delegateTask(call.arguments) : undefined;
+        const task = call.name.startsWith(DELEGATE_PREFIX) ? delegationTask(call.arguments) : undefined;
         if (task !== undefined) return JSON.stringify({ agent: call.name.slice(DELEGATE_PREFIX.length), task });
         return JSON.stringify({ tool: call.name, arguments: argumentsValue(call.arguments) });
       })

@@ -19,6 +19,7 @@ import { isJsonObject, parseLenientJson } from "./json-extract.js";
 import {
   argumentsText,
   argumentsValue,
+  delegationTask,
   type ConversationFormat,
   closingFinish,
   finishEvent,
@@ -113,17 +114,12 @@ export function fencedSystemPrompt(instructions: string, tools: readonly ToolDef
   return parts.join("\n");
 }
 
-function delegatedTask(argumentsJson: string): string | undefined {
-  const value = argumentsValue(argumentsJson);
-  return isJsonObject(value) && typeof value.task === "string" ? value.task : undefined;
-}
-
 /** Calls are shown back as the blocks the model wrote; results as KAOS words them. */
 const fencedFormat: ConversationFormat = {
   toolCalls(calls) {
     return calls
       .map((call) => {
-        const task = call.name.startsWith(DELEGATE_PREFIX) ? delegatedTask(call.arguments) : undefined;
+        const task = call.name.startsWith(DELEGATE_PREFIX) ? delegationTask(call.arguments) : undefined;
         if (task !== undefined) return `\`\`\`delegate\n${JSON.stringify({ agent: call.name.slice(DELEGATE_PREFIX.length), task })}\n\`\`\``;
         return `\`\`\`tool_call\n${JSON.stringify({ tool: call.name, arguments: argumentsValue(call.arguments) })}\n\`\`\``;
       })

@@ -7,6 +7,7 @@ import { AgentLoopError, abortError } from "../errors.js";
 import type { AssistantMessage, AssistantPart, Message, TextPart, ToolCallPart, ToolResultMessage, UserMessage } from "../messages.js";
 import type { FinishReason, Model, ModelEvent, ModelRequest, RunStart, ToolDefinition } from "../model/model.js";
 import { addUsage, type Usage } from "../usage.js";
+import { isJsonObject } from "./json-extract.js";
 
 /**
  * The frame every text protocol shares: provider and model id of the wrapped model, a per-run
@@ -53,6 +54,12 @@ export function argumentsValue(text: string): unknown {
   } catch {
     return text;
   }
+}
+
+/** The task of a `delegate_to_<agent>` call's arguments, when they carry one as a string. */
+export function delegationTask(argumentsText: string): string | undefined {
+  const value = argumentsValue(argumentsText);
+  return isJsonObject(value) && typeof value.task === "string" ? value.task : undefined;
 }
 
 /** A fresh tool-call id in OpenAI's style (`call_` + 24 hex characters). */
