@@ -213,6 +213,8 @@ function positiveMs(name: string, value: number | undefined, fallback: number): 
 /** The SQLite store. Open it with `openEmbeddedStore`. */
 export class EmbeddedMemoryStore implements MemoryStore {
   readonly kind = "embedded";
+  /** Every append waits in one queue written in call order (one transaction per group): a writer need not wait for one append before the next. */
+  readonly appendsInOrder = true;
   /** The database file. */
   readonly path: string;
   private readonly limits: ResolvedLimits;
@@ -325,12 +327,7 @@ export class EmbeddedMemoryStore implements MemoryStore {
       [stored, taken] = this.write(() => {
         this.maybePrune();
         for (const release of releases) this.statement("DELETE FROM agentloop_session_locks WHERE session_id = ? AND token = ?").run([release.sessionId, release.token]);
-        let inserted = false;
-        const written = group.map((member) => {
-          const result = this.writeAppend(member);
-          inserted ||= result.inserted;
-          return result.stored;
-        });
+        const { stored: written, inserted } = this.writeAppends(group);
         // A new session may push the count over maxSessions; never evict the group's last session.
         if (inserted) this.evict(group[group.length - 1].sessionId);
         return [written, locks.map((attempt) => this.tryLock(attempt.sessionId, attempt.token))] as const;
@@ -364,47 +361,69 @@ export class EmbeddedMemoryStore implements MemoryStore {
     return true;
   }
 
-  /** One append inside the group's transaction: the session row, the events, the trimmed ones. */
-  private writeAppend(member: PendingAppend): { stored: MemoryEvent[]; inserted: boolean } {
+  /**
+   * The appends of a group inside its transaction: one upsert per session (however many appends
+   * it has in the group), then the events in arrival order (their rowids follow it), then the
+   * events each session's limit trims. `inserted`: a session may be new.
+   */
+  private writeAppends(group: readonly PendingAppend[]): { stored: MemoryEvent[][]; inserted: boolean } {
+    // Per session: its events in the group and the index of its last append (sessions are updated
+    // in that order, so "least recently updated" follows the appends).
+    const sessions = new Map<string, { count: number; last: number; nextSeq: number; newLast: number }>();
+    group.forEach((member, index) => {
+      const entry = sessions.get(member.sessionId);
+      if (entry) {
+        entry.count += member.events.length;
+        entry.last = index;
+      } else sessions.set(member.sessionId, { count: member.events.length, last: index, nextSeq: 0, newLast: 0 });
+    });
     const now = Date.now();
-    const rows = this.query("SELECT last_seq FROM agentloop_sessions WHERE session_id = ?", [member.sessionId]) as Array<[number]>;
-    const inserted = rows.length === 0;
-    const lastSeq = inserted ? 0 : Number(rows[0][0]);
-    const count = member.events.length;
-    const newLast = lastSeq + count;
-    if (inserted) {
-      this.statement(
-        `INSERT INTO agentloop_sessions (session_id, created_at, updated_at, updated_ms, activity, last_seq, metadata)
-         VALUES (?, ?, ?, ?, (SELECT coalesce(max(activity), 0) + 1 FROM agentloop_sessions), ?, '{}')`,
-      ).run([member.sessionId, isoOf(now), isoOf(now), now, newLast]);
-    } else {
-      this.statement(
-        "UPDATE agentloop_sessions SET last_seq = ?, updated_at = ?, updated_ms = ?, activity = (SELECT coalesce(max(activity), 0) + 1 FROM agentloop_sessions) WHERE session_id = ?",
-      ).run([newLast, isoOf(now), now, member.sessionId]);
+    const upsert = this.statement(
+      `INSERT INTO agentloop_sessions (session_id, created_at, updated_at, updated_ms, activity, last_seq, metadata)
+       VALUES (?1, ?2, ?2, ?3, (SELECT coalesce(max(activity), 0) + 1 FROM agentloop_sessions), ?4, '{}')
+       ON CONFLICT (session_id) DO UPDATE SET last_seq = last_seq + ?4, updated_at = ?2, updated_ms = ?3,
+         activity = (SELECT coalesce(max(activity), 0) + 1 FROM agentloop_sessions)
+       RETURNING last_seq`,
+      true,
+    );
+    let inserted = false;
+    const ordered = sessions.size === 1 ? [...sessions] : [...sessions].sort((a, b) => a[1].last - b[1].last);
+    for (const [sessionId, entry] of ordered) {
+      const newLast = Number((upsert.all([sessionId, isoOf(now), now, entry.count]) as unknown[][])[0][0]);
+      // The session's first events: it may be new (or made empty by createSession; evicting checks the count anyway).
+      if (newLast === entry.count) inserted = true;
+      entry.newLast = newLast;
+      entry.nextSeq = newLast - entry.count + 1;
     }
     const max = this.limits.maxEventsPerSession;
     const insert = this.statement(
       "INSERT INTO agentloop_events (session_id, seq, event_id, timestamp, timestamp_ms, event_type, content, metadata) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
     );
-    const stored: MemoryEvent[] = new Array(count);
-    for (let index = 0; index < count; index++) {
-      const event = member.events[index];
-      const seq = lastSeq + index + 1;
-      stored[index] = { ...event, seq };
-      // Events the session's limit would trim at once are not written.
-      if (newLast - seq >= max) continue;
-      insert.run([
-        member.sessionId,
-        seq,
-        event.event_id,
-        event.timestamp,
-        Date.parse(event.timestamp),
-        event.event_type,
-        JSON.stringify(event.content),
-        JSON.stringify(event.metadata),
-      ]);
+    const stored = group.map((member) => {
+      const entry = sessions.get(member.sessionId)!;
+      const events: MemoryEvent[] = new Array(member.events.length);
+      for (let index = 0; index < member.events.length; index++) {
+        const event = member.events[index];
+        const seq = entry.nextSeq++;
+        events[index] = { ...event, seq };
+        // Events the session's limit would trim at once are not written.
+        if (entry.newLast - seq >= max) continue;
+        insert.run([
+          member.sessionId,
+          seq,
+          event.event_id,
+          event.timestamp,
+          Date.parse(event.timestamp),
+          event.event_type,
+          JSON.stringify(event.content),
+          JSON.stringify(event.metadata),
+        ]);
+      }
+      return events;
+    });
+    for (const [sessionId, { newLast }] of sessions) {
+      if (newLast > max) this.statement("DELETE FROM agentloop_events WHERE session_id = ? AND seq <= ?").run([sessionId, newLast - max]);
     }
-    if (newLast > max) this.statement("DELETE FROM agentloop_events WHERE session_id = ? AND seq <= ?").run([member.sessionId, newLast - max]);
     return { stored, inserted };
   }
 
@@ -493,14 +512,22 @@ export class EmbeddedMemoryStore implements MemoryStore {
     }
     this.heldLocks.set(token, sessionId);
     let released = false;
-    return async () => {
-      if (released || this.closed) return;
-      released = true;
-      this.heldLocks.delete(token);
-      await new Promise<void>((resolve, reject) => {
+    const giveBack = () =>
+      new Promise<void>((resolve, reject) => {
         this.pendingReleases.push({ sessionId, token, resolve, reject });
         this.schedule();
       });
+    return async () => {
+      if (released || this.closed) return;
+      released = true;
+      try {
+        // Joins the group commit with the appends made before it (see MemoryStore.lockSession).
+        await giveBack();
+      } catch {
+        // That group failed (its appends with it): once more on its own, so the session is not left locked.
+        if (!this.closed) await giveBack();
+      }
+      this.heldLocks.delete(token);
     };
   }
 

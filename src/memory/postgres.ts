@@ -50,6 +50,26 @@ const DEFAULT_WRITE_LANES = 4;
 /** How often a request waiting for a session another replica is running asks again. */
 const LOCK_POLL_MS = 50;
 
+/**
+ * Statements run often are named, so each connection parses and plans them once. One name per
+ * text in the whole process: stores on a shared pool never give one name two texts.
+ */
+const statementNames = new Map<string, string>();
+function nameOf(text: string): string {
+  let name = statementNames.get(text);
+  if (!name) statementNames.set(text, (name = `agentloop_${statementNames.size + 1}`));
+  return name;
+}
+
+/** A lock attempt or release waiting for the next statement on the lock connection. */
+interface LockRequest {
+  key: string;
+  /** A release names the connection that holds its lock. */
+  client?: pg.PoolClient;
+  resolve(locked: boolean): void;
+  reject(error: unknown): void;
+}
+
 function poolDatabase(pool: pg.Pool, where: string, ownsPool: boolean): SqlDatabase {
   // Session locks are PostgreSQL advisory locks held by one dedicated connection: taken with a
   // non-blocking try (so one connection serves every session of this process) and released by
@@ -69,8 +89,54 @@ function poolDatabase(pool: pg.Pool, where: string, ownsPool: boolean): SqlDatab
         throw error;
       },
     ));
+  // Lock attempts and releases are batched: those made while a batch is on the wire (or in the
+  // same turn of the event loop) go together in the next one, one statement for the releases and
+  // one for the attempts, instead of a round trip each (200 requests starting together: 2
+  // statements, not 200).
+  let attempts: LockRequest[] = [];
+  let releases: LockRequest[] = [];
+  let sending: Promise<void> | undefined;
+  const sendBatches = async () => {
+    try {
+      while (attempts.length > 0 || releases.length > 0) {
+        await new Promise((resolve) => setImmediate(resolve));
+        const tries = attempts;
+        const gone = releases;
+        attempts = [];
+        releases = [];
+        // Releases first, each on the connection that holds its lock.
+        for (const client of new Set(gone.map((release) => release.client!))) {
+          const mine = gone.filter((release) => release.client === client);
+          await client.query("SELECT pg_advisory_unlock(hashtext(k)) FROM unnest($1::text[]) AS k", [mine.map((release) => release.key)]).catch(() => {});
+          for (const release of mine) release.resolve(false);
+        }
+        if (tries.length === 0) continue;
+        try {
+          const client = await lockClient();
+          const { rows } = await client.query(
+            "SELECT t.i, pg_try_advisory_lock(hashtext(t.k)) AS locked FROM unnest($1::text[]) WITH ORDINALITY AS t(k, i)",
+            [tries.map((attempt) => attempt.key)],
+          );
+          const locked = new Set(rows.filter((row) => row.locked === true).map((row) => Number(row.i)));
+          lastClient = client;
+          tries.forEach((attempt, index) => attempt.resolve(locked.has(index + 1)));
+        } catch (error) {
+          for (const attempt of tries) attempt.reject(error);
+        }
+      }
+    } finally {
+      sending = undefined;
+    }
+  };
+  /** The connection the last batch of attempts ran on (the one holding what it took). */
+  let lastClient: pg.PoolClient | undefined;
+  const send = (list: LockRequest[], request: Omit<LockRequest, "resolve" | "reject">) =>
+    new Promise<boolean>((resolve, reject) => {
+      list.push({ ...request, resolve, reject });
+      sending ??= sendBatches();
+    });
   return {
-    query: async (text, params) => (await pool.query(text, params as unknown[])).rows,
+    query: async (text, params, prepare) => (await pool.query(prepare ? { name: nameOf(text), text, values: params as unknown[] } : { text, values: params as unknown[] })).rows,
     async transaction(fn) {
       const client = await pool.connect();
       try {
@@ -88,17 +154,17 @@ function poolDatabase(pool: pg.Pool, where: string, ownsPool: boolean): SqlDatab
     async lock(key, signal) {
       for (;;) {
         if (signal?.aborted) throw abortedWaiting();
-        const client = await lockClient();
-        const { rows } = await client.query("SELECT pg_try_advisory_lock(hashtext($1)) AS locked", [key]);
-        if (rows[0]?.locked === true) {
+        if (await send(attempts, { key })) {
+          const client = lastClient!;
           return async () => {
-            await client.query("SELECT pg_advisory_unlock(hashtext($1))", [key]).catch(() => {});
+            await send(releases, { key, client });
           };
         }
         await pauseForLock(LOCK_POLL_MS, signal);
       }
     },
     close: async () => {
+      await sending;
       const locking = lockConnection;
       lockConnection = undefined;
       if (locking) await locking.then((client) => client.release(true)).catch(() => {});

@@ -24,7 +24,8 @@ import {
 
 /** Runs one statement and returns its rows. */
 export interface SqlExecutor {
-  query(text: string, params?: unknown[]): Promise<Array<Record<string, unknown>>>;
+  /** `prepare`: a statement run often; the driver may keep it prepared per connection (parsed and planned once). */
+  query(text: string, params?: unknown[], prepare?: boolean): Promise<Array<Record<string, unknown>>>;
 }
 
 /** A database the SQL store can use: statements, transactions, and a way to let go of it. */
@@ -134,6 +135,8 @@ export class SqlMemoryStore implements MemoryStore {
   private lastPrune = 0;
   /** Empty when group commit is off. */
   private readonly lanes: WriteLane[];
+  /** The last append of each session still being written: a lock release waits for it. */
+  private readonly lastAppends = new Map<string, Promise<unknown>>();
 
   private constructor(
     readonly kind: string,
@@ -242,17 +245,28 @@ export class SqlMemoryStore implements MemoryStore {
     if (!Array.isArray(events)) throw new TypeError("memory: append expects an array of events");
     const prepared = events.map((event) => prepareEvent(sessionId, event));
     if (prepared.length === 0) return [];
-    if (this.lanes.length === 0) {
-      return this.run(async () => {
-        await this.maybePrune();
-        return (await this.writeGroup([{ sessionId, events: prepared }]))[0];
-      });
-    }
-    return new Promise<MemoryEvent[]>((resolve, reject) => {
-      const lane = this.lanes.length === 1 ? this.lanes[0] : this.lanes[laneOf(sessionId, this.lanes.length)];
-      lane.pending.push({ sessionId, events: prepared, resolve, reject });
-      lane.running ??= this.drain(lane);
-    });
+    const written =
+      this.lanes.length === 0
+        ? this.run(async () => {
+            await this.maybePrune();
+            return (await this.writeGroup([{ sessionId, events: prepared }]))[0];
+          })
+        : new Promise<MemoryEvent[]>((resolve, reject) => {
+            const lane = this.lanes.length === 1 ? this.lanes[0] : this.lanes[laneOf(sessionId, this.lanes.length)];
+            lane.pending.push({ sessionId, events: prepared, resolve, reject });
+            lane.running ??= this.drain(lane);
+          });
+    // A lock release waits for the session's appends made before it (see `MemoryStore.lockSession`).
+    // With group commit a session's appends settle in call order; without it, in any order.
+    const last = this.lastAppends;
+    const previous = last.get(sessionId);
+    const tail: Promise<unknown> = previous && this.lanes.length === 0 ? Promise.allSettled([previous, written]) : written;
+    last.set(sessionId, tail);
+    const forget = () => {
+      if (last.get(sessionId) === tail) last.delete(sessionId);
+    };
+    tail.then(forget, forget);
+    return written;
   }
 
   /** Writes a lane's queue, one group (one statement) at a time, until it is empty. */
@@ -377,6 +391,7 @@ export class SqlMemoryStore implements MemoryStore {
        trimmed AS (DELETE FROM ${this.events_} e USING upserted u WHERE e.session_id = u.session_id AND e.seq <= u.last_seq - $3)
        SELECT session_id, last_seq, inserted FROM upserted`,
       params,
+      true,
     );
     for (const row of result) {
       const entry = sessions.get(String(row.session_id))!;
@@ -469,7 +484,12 @@ export class SqlMemoryStore implements MemoryStore {
     checkSessionId(sessionId);
     const lock = this.database.lock;
     if (!lock) return async () => {};
-    return this.run(() => lock(`agentloop.session.${this.schema}.${sessionId}`, signal));
+    const unlock = await this.run(() => lock(`agentloop.session.${this.schema}.${sessionId}`, signal));
+    return async () => {
+      // Appends made before the release are committed before another holder can take the session.
+      await this.lastAppends.get(sessionId)?.catch(() => {});
+      await unlock();
+    };
   }
 
   async close(): Promise<void> {

@@ -157,7 +157,9 @@ export interface MemoryStore {
    * PostgreSQL; a server and `agentloop run --session` on one embedded file), until the returned
    * function is called. Waits while another holder has it; rejects with an `aborted` error when
    * `signal` aborts first. The in-process store does not need it: the server's per-session queue
-   * serializes within a process.
+   * serializes within a process. The release takes effect only after the appends to the session
+   * this store was already given are written (it joins their group commit, or waits for them):
+   * a holder may release right after its last append, without waiting for that append first.
    */
   lockSession?(sessionId: string, signal?: AbortSignal): Promise<() => Promise<void>>;
   /** Releases connections and files. Idempotent; other calls reject afterwards. */

@@ -80,7 +80,17 @@ export class ServerRuns {
     const start = (agent: Agent) => ({
       run: agent.run(request.input, { sessionId: request.sessionId, newSession: request.newSession, history: request.history, onEvent: request.onEvent, onApproval: "interrupt", output: request.output }),
     });
-    return this.sessions.run(request.sessionId, () => this.runInSession(request, start));
+    return this.acknowledged(request, start);
+  }
+
+  /**
+   * The run in its session's turn; resolves once the run's events are stored (the acknowledgment),
+   * while the session's turn lasts until its lock is given back too.
+   */
+  private acknowledged(request: RunRequest | ResumeRequest, start: (agent: Agent) => { run: Run } | Promise<{ run: Run }>): Promise<RunResult> {
+    return new Promise((resolve, reject) => {
+      this.sessions.run(request.sessionId, () => this.runInSession(request, start, resolve)).then(resolve, reject);
+    });
   }
 
   /**
@@ -104,7 +114,7 @@ export class ServerRuns {
       request.onStart?.();
       return { run };
     };
-    return this.sessions.run(request.sessionId, () => this.runInSession(request, start));
+    return this.acknowledged(request, start);
   }
 
   /** The checkpoint the session's last run stopped at, not resumed yet; a 404/409 HttpError otherwise. */
@@ -124,8 +134,15 @@ export class ServerRuns {
     return checkpoint;
   }
 
-  /** One run, the session to itself (in this process, and across replicas on PostgreSQL). */
-  private async runInSession(request: RunRequest | ResumeRequest, start: (agent: Agent) => { run: Run } | Promise<{ run: Run }>): Promise<RunResult> {
+  /**
+   * One run, the session to itself (in this process, and across replicas on PostgreSQL).
+   * `acknowledge` gets the result once the run's events are stored, before the lock is given back.
+   */
+  private async runInSession(
+    request: RunRequest | ResumeRequest,
+    start: (agent: Agent) => { run: Run } | Promise<{ run: Run }>,
+    acknowledge: (result: RunResult) => void,
+  ): Promise<RunResult> {
     const agent = this.agent();
     const built = agent instanceof Promise ? await agent : agent;
     const { controller } = request;
@@ -135,6 +152,7 @@ export class ServerRuns {
     if (shutdown.signal.aborted) controller.abort(shutdown.signal.reason);
     running.add(controller);
     let release: (() => Promise<void>) | undefined;
+    let releasing: Promise<void> | undefined;
     try {
       // Replicas sharing a PostgreSQL store take turns on a session too (the queue covers this process).
       if (memory.handle && memory.store.lockSession) release = await memory.store.lockSession(request.sessionId, controller.signal);
@@ -150,6 +168,10 @@ export class ServerRuns {
       if (result.checkpoint && !memory.handle) this.checkpoints.set(request.sessionId, result.checkpoint);
       const reason = result.state === "ABORTED" && controller.byClient ? `${result.reason} (client disconnected)` : result.reason;
       log(`[${settings.name}] run ${result.runId} session ${request.sessionId} ${result.state}: ${reason}`);
+      // The lock goes back now: the store gives it back once the run's appends, all made by now,
+      // are written (in the same group commit on SQLite), never before.
+      releasing = release?.();
+      release = undefined;
       // The answer is acknowledged only once the run's events (to run_ended) are stored: await its pending writes.
       const writes = memory.handle?.settled(request.sessionId);
       if (writes) await writes.catch((error: unknown) => this.writeFailed(result.runId, request.sessionId, error));
@@ -157,10 +179,13 @@ export class ServerRuns {
         this.storeFailure = undefined;
         log(`[${settings.name}] memory store ${memory.store.kind} writes again`);
       }
+      acknowledge(result);
       return result;
     } finally {
       running.delete(controller);
-      if (release) await release();
+      // The session's next run here waits until the lock is back.
+      releasing ??= release?.();
+      await releasing?.catch((error: unknown) => log(`[${settings.name}] could not give back the lock of session ${request.sessionId}: ${(error as Error).message}`));
     }
   }
 

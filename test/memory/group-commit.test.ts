@@ -30,7 +30,9 @@ function countingPool(size: number): pg.Pool & { transactions: number } {
   pools.push(pool);
   const query = pool.query.bind(pool) as (text: unknown, params?: unknown) => Promise<unknown>;
   pool.query = ((text: unknown, params?: unknown) => {
-    if (typeof text === "string" && /INSERT INTO "\w+"\.agentloop_events/.test(text)) pool.transactions++;
+    // A statement as text, or as a config object (a named, prepared statement).
+    const sql = typeof text === "string" ? text : (text as { text?: unknown } | null)?.text;
+    if (typeof sql === "string" && /INSERT INTO "\w+"\.agentloop_events/.test(sql)) pool.transactions++;
     return query(text, params);
   }) as typeof pool.query;
   return pool;
