@@ -119,7 +119,7 @@ function poolDatabase(pool: pg.Pool, where: string, ownsPool: boolean): SqlDatab
           );
           const locked = new Set(rows.filter((row) => row.locked === true).map((row) => Number(row.i)));
           lastClient = client;
-          tries.forEach((attempt, index) => attempt.resolve(locked.has(index + 1)));
+          for (const [index, attempt] of tries.entries()) attempt.resolve(locked.has(index + 1));
         } catch (error) {
           for (const attempt of tries) attempt.reject(error);
         }
