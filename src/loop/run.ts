@@ -198,11 +198,12 @@ export class Run<Output = unknown> implements AsyncIterable<LoopEvent>, PromiseL
   }
 
   private deliver(entry: ObserverEntry, event: LoopEvent): void {
-    if (entry.pending === 0) {
+    if (entry.pending === 0 || entry.observer.ordersItself === true) {
       const settled = this.callObserver(entry.observer, event);
       if (!settled) return;
-      entry.pending++;
-      entry.chain = settled.then(() => void entry.pending--);
+      const done = settled.then(() => void entry.pending--);
+      // The chain settles once every event handed over so far was handled.
+      entry.chain = entry.pending++ === 0 ? done : Promise.all([entry.chain, done]).then(() => undefined);
       return;
     }
     entry.pending++;

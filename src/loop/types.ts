@@ -32,6 +32,12 @@ export interface RunInfo {
  * delivered to this observer, and all are settled before the run's result resolves. */
 export interface RunObserver {
   onEvent(event: LoopEvent, run: RunInfo): void | Promise<void>;
+  /**
+   * True when the observer keeps its own order (as `sessionMemory` does): it is handed each event
+   * at once, even while the promise it returned for an earlier one is pending, so a run's events
+   * can join one group commit. Default: the next event waits for that promise.
+   */
+  readonly ordersItself?: boolean;
 }
 
 /** A session store as the loop sees it: history in, events out. Implemented in `agentloop/memory`. */

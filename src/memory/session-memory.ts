@@ -317,6 +317,8 @@ export function sessionMemory(store: MemoryStore, options: SessionMemoryOptions 
   return {
     store,
     contextLimit,
+    // Writes keep event order per session (`write`): a run's events go out without waiting for each other.
+    ordersItself: true,
     onEvent(event: LoopEvent, run: RunInfo): Promise<void> | undefined {
       // Most events of a run (one per streamed chunk) are not stored: they cost nothing here.
       if (notRecorded.has(event.type)) return undefined;
