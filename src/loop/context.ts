@@ -104,13 +104,15 @@ function definitionsTokens(request: ModelRequest): number {
  * and the last removal (so a summary is made again only when more was removed).
  */
 export class ContextWindow {
-  private readonly sizes = new WeakMap<Message, number>();
+  /** Made on first use: a run without a budget never measures (a WeakMap per run costs the collector). */
+  private sizes?: WeakMap<Message, number>;
   private base?: { tokens: number; messages: Set<Message> };
   private last?: Removal;
 
   constructor(private readonly budget: ContextBudget | undefined) {}
 
   private size(message: Message): number {
+    this.sizes ??= new WeakMap();
     let size = this.sizes.get(message);
     if (size === undefined) {
       size = (this.budget?.estimator ?? estimateTokens)(message);

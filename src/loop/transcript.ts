@@ -6,6 +6,26 @@ import type { Message } from "../messages.js";
 import type { LoopEvent } from "./events.js";
 import type { RunControl } from "./run.js";
 
+/**
+ * The event. The live transcript is a getter on the prototype: in-process consumers read it, JSON
+ * leaves it out (it can be long), and the event stays a plain fast object (no defineProperty per event).
+ */
+class MessagesUpdated {
+  readonly type: "messages-updated";
+  readonly runId: string;
+  readonly count: number;
+  readonly #messages: readonly Message[];
+  constructor(runId: string, count: number, messages: readonly Message[]) {
+    this.type = "messages-updated";
+    this.runId = runId;
+    this.count = count;
+    this.#messages = messages;
+  }
+  get messages(): readonly Message[] {
+    return this.#messages;
+  }
+}
+
 /** Makes `control.emit` announce transcript changes first. */
 export function trackTranscript(control: RunControl, messages: readonly Message[]): void {
   const emit = control.emit;
@@ -13,10 +33,7 @@ export function trackTranscript(control: RunControl, messages: readonly Message[
   control.emit = (event: LoopEvent) => {
     if (messages.length !== reported) {
       reported = messages.length;
-      const update = { type: "messages-updated" as const, runId: control.id, count: reported };
-      // The live transcript, for in-process consumers; left out of JSON (it can be long).
-      Object.defineProperty(update, "messages", { value: messages, enumerable: false });
-      emit(update as LoopEvent);
+      emit(new MessagesUpdated(control.id, reported, messages));
     }
     emit(event);
   };
