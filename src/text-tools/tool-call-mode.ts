@@ -65,6 +65,13 @@ class AutoToolCallingModel extends TextProtocolModel {
     return this.stringModel;
   }
 
+  override stream(request: ModelRequest): AsyncIterable<ModelEvent> {
+    // Without tools there is no rejection to fall back from and no fenced block to read: the
+    // inner model's stream as it is (no generator per layer for every streamed chunk).
+    if (!this.state.useString && !request.tools?.length) return this.inner.stream(request);
+    return super.stream(request);
+  }
+
   protected async *run(request: ModelRequest): AsyncGenerator<ModelEvent> {
     // KAOS-style fenced blocks in the text are recognised as tool calls too.
     if (!request.tools?.length || request.toolChoice === "none") return yield* this.native(request);
