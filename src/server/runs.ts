@@ -153,9 +153,17 @@ export class ServerRuns {
     running.add(controller);
     let release: (() => Promise<void>) | undefined;
     let releasing: Promise<void> | undefined;
+    // Replicas sharing a PostgreSQL store, or a CLI run on the SQLite file, take turns on a session
+    // too (the queue covers this process). A session id this server just made is known to nobody
+    // before its answer starts: its lock is taken alongside the run's first events (the same group
+    // commit on SQLite), and held before the answer is acknowledged, instead of before the run.
+    let locking = memory.handle && memory.store.lockSession ? memory.store.lockSession(request.sessionId, controller.signal) : undefined;
+    locking?.catch(() => {});
     try {
-      // Replicas sharing a PostgreSQL store take turns on a session too (the queue covers this process).
-      if (memory.handle && memory.store.lockSession) release = await memory.store.lockSession(request.sessionId, controller.signal);
+      if (locking && !("newSession" in request && request.newSession)) {
+        release = await locking;
+        locking = undefined;
+      }
       if ("delegated" in request && request.delegated && memory.handle) {
         await memory.store
           .append(request.sessionId, [{ event_type: "task_delegation_received", content: request.input, metadata: { source: "task-delegation" } }])
@@ -168,6 +176,9 @@ export class ServerRuns {
       if (result.checkpoint && !memory.handle) this.checkpoints.set(request.sessionId, result.checkpoint);
       const reason = result.state === "ABORTED" && controller.byClient ? `${result.reason} (client disconnected)` : result.reason;
       log(`[${settings.name}] run ${result.runId} session ${request.sessionId} ${result.state}: ${reason}`);
+      // A failed lock of a new session failed with the store (its writes report it) or with the request's abort.
+      if (locking) release = await locking.catch(() => undefined);
+      locking = undefined;
       // The lock goes back now: the store gives it back once the run's appends, all made by now,
       // are written (in the same group commit on SQLite), never before.
       releasing = release?.();
@@ -184,6 +195,7 @@ export class ServerRuns {
     } finally {
       running.delete(controller);
       // The session's next run here waits until the lock is back.
+      if (locking && !release) release = await locking.catch(() => undefined);
       releasing ??= release?.();
       await releasing?.catch((error: unknown) => log(`[${settings.name}] could not give back the lock of session ${request.sessionId}: ${(error as Error).message}`));
     }

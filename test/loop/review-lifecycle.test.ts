@@ -212,3 +212,32 @@ test("tools with a timeout unlink from the run's signal once they settle", async
   // loop's own abort listeners are kept by the run, not on the signal).
   assert.deepEqual(counts, [0]);
 });
+
+test("an observer that keeps its own order gets each event at once; the run resolves only once all its promises settled", async () => {
+  const pending: Array<() => void> = [];
+  const seen: string[] = [];
+  const ordered = {
+    ordersItself: true,
+    onEvent: (event: LoopEvent) => {
+      seen.push(event.type);
+      // Every event answered with a promise that settles only when the test says so.
+      return new Promise<void>((resolve) => pending.push(resolve));
+    },
+  };
+  const waiting: string[] = [];
+  const serial = { onEvent: (event: LoopEvent) => void waiting.push(event.type) || new Promise<void>((resolve) => pending.push(resolve)) };
+  const run = new Agent({ model: new ScriptedModel(["hi"]), observers: [ordered, serial] }).run("go");
+  let ended = false;
+  void run.then(() => {
+    ended = true;
+  });
+  for (let waited = 0; waited < 2000 && !seen.includes("run-end"); waited++) await sleep(1);
+  assert.ok(seen.indexOf("user-message") > 0 && seen.includes("turn-end"), `every event reached the ordered observer with none settled: ${seen.join(", ")}`);
+  assert.deepEqual(waiting, ["run-start"], "an ordinary observer still gets the next event only once its promise settled");
+  // Settle everything (the ordinary observer's events arrive one by one as they do).
+  while (!ended) {
+    for (const resolve of pending.splice(0)) resolve();
+    await sleep(1);
+  }
+  assert.equal(waiting.at(-1), "run-end");
+});

@@ -98,6 +98,29 @@ describe("embedded store: its file", () => {
     }
   });
 
+  it("lockSession: a release made right after an append (not awaited) hands the session over only with that append written", async () => {
+    const path = freshFile();
+    const first = await openEmbeddedStore({ path });
+    const second = await openEmbeddedStore({ path });
+    try {
+      await (await first.lockSession("s"))();
+      const release = await first.lockSession("s");
+      const taken = second.lockSession("s").then(async (releaseSecond) => {
+        // The new holder sees the previous holder's last events.
+        const seen = (await second.events("s")).map((event) => event.content);
+        await releaseSecond();
+        return seen;
+      });
+      const appended = first.append("s", [{ event_type: "x", content: "last words" }]);
+      const released = release();
+      await Promise.all([appended, released]);
+      assert.deepEqual(await taken, ["last words"]);
+    } finally {
+      await first.close();
+      await second.close();
+    }
+  });
+
   it("lockSession: processes on one file take turns on a session; a dead holder's lock is taken over; waiting stops on abort", async () => {
     const path = freshFile();
     const first = await openEmbeddedStore({ path });

@@ -65,6 +65,25 @@ describe("postgres store: replicas", () => {
 });
 
 describe("postgres store: session locks across replicas", () => {
+  it("a release made right after an append (not awaited) hands the session over only once that append is committed", async () => {
+    const schema = uniqueSchema("locks");
+    const [first, second] = await Promise.all([openPostgresStore({ url: postgresUrl(), schema, poolSize: 2 }), openPostgresStore({ url: postgresUrl(), schema, poolSize: 2 })]);
+    try {
+      const release = await first.lockSession("s");
+      const taken = second.lockSession("s").then(async (releaseSecond) => {
+        const seen = (await second.events("s")).map((event) => event.content);
+        await releaseSecond();
+        return seen;
+      });
+      const appended = first.append("s", Array.from({ length: 50 }, (_, index) => ({ event_type: "x", content: index })));
+      const released = release();
+      await Promise.all([appended, released]);
+      assert.deepEqual(await taken, Array.from({ length: 50 }, (_, index) => index));
+    } finally {
+      await Promise.all([first.close(), second.close()]);
+    }
+  });
+
   it("lets one replica at a time hold a session; a waiter gets it on release or stops when aborted", async () => {
     const schema = uniqueSchema("locks");
     const [first, second] = await Promise.all([openPostgresStore({ url: postgresUrl(), schema, poolSize: 2 }), openPostgresStore({ url: postgresUrl(), schema, poolSize: 2 })]);
