@@ -158,8 +158,16 @@ class LoopbackAuthProvider implements InteractiveAuthProvider {
         return;
       }
       const code = url.searchParams.get("code") ?? undefined;
-      const problem =
-        url.searchParams.get("error") ?? (this.expectedState !== undefined && url.searchParams.get("state") !== this.expectedState ? "state mismatch" : code ? undefined : "no code");
+      // The authorization server's refusal (`error`, e.g. access_denied, with its description), a forged state, or no code.
+      const refusal = url.searchParams.get("error");
+      const description = url.searchParams.get("error_description");
+      const problem = refusal
+        ? `${refusal}${description ? ` (${description})` : ""}`
+        : this.expectedState !== undefined && url.searchParams.get("state") !== this.expectedState
+          ? "state mismatch"
+          : code
+            ? undefined
+            : "no code";
       response.writeHead(problem ? 400 : 200, { "content-type": "text/plain; charset=utf-8" });
       response.end(problem ? `Authorization failed: ${problem}` : "agentloop is authorized. You can close this tab.");
       this.deliver(problem ? { error: problem } : { code });
@@ -189,19 +197,26 @@ class LoopbackAuthProvider implements InteractiveAuthProvider {
     if (arrived?.code) return Promise.resolve(arrived.code);
     if (arrived?.error) return Promise.reject(new Error(`MCP server "${this.serverName}": authorization failed: ${arrived.error}`));
     const timeoutMs = this.options.timeoutMs ?? 300_000;
+    // While someone is signing in, the redirect's listener keeps the process alive (else a CLI
+    // whose only pending work is this wait would exit before the browser comes back).
+    this.server?.ref();
     return new Promise<string>((resolve, reject) => {
+      const settle = () => {
+        clearTimeout(timer);
+        this.server?.unref();
+      };
       const timer = setTimeout(() => {
         this.waiting = undefined;
+        settle();
         reject(new Error(`MCP server "${this.serverName}": nobody completed the authorization within ${Math.round(timeoutMs / 1000)} s`));
       }, timeoutMs);
-      timer.unref();
       this.waiting = {
         resolve: (code) => {
-          clearTimeout(timer);
+          settle();
           resolve(code);
         },
         reject: (error) => {
-          clearTimeout(timer);
+          settle();
           reject(error);
         },
       };
