@@ -106,14 +106,14 @@ function mcpAuthOf(server: McpServerSetting, interactive: boolean): McpAuthConfi
   const auth = server.auth;
   if (!auth) return undefined;
   if (auth.flow === "client_credentials") {
-    if (auth.privateKeyFile === undefined) return { type: "client_credentials", clientId: auth.clientId!, clientSecret: auth.clientSecret!, scope: auth.scope };
+    if (auth.privateKeyFile === undefined) return { type: "client_credentials", clientId: auth.clientId!, clientSecret: auth.clientSecret!, scope: auth.scope, issuer: auth.issuer };
     let privateKey: string;
     try {
       privateKey = readFileSync(auth.privateKeyFile, "utf8");
     } catch (error) {
       throw new AgentLoopError("configuration", `mcpServers (${server.name}): cannot read the private key file ${auth.privateKeyFile}: ${reasonOf(error)}`, { cause: error });
     }
-    return { type: "client_credentials", clientId: auth.clientId!, privateKey, algorithm: auth.algorithm, scope: auth.scope };
+    return { type: "client_credentials", clientId: auth.clientId!, privateKey, algorithm: auth.algorithm, scope: auth.scope, issuer: auth.issuer };
   }
   if (!interactive) {
     throw new AgentLoopError(

@@ -19,7 +19,7 @@ export interface McpServerSetting {
    * OAuth for an HTTP server: a client id and secret (the client-credentials flow, for `serve`), or
    * `flow: authorization_code` (a person signs in; the CLI prints the URL and stores the tokens).
    */
-  auth?: { flow?: "client_credentials" | "authorization_code"; clientId?: string; clientSecret?: string; scope?: string; clientMetadataUrl?: string; privateKeyFile?: string; algorithm?: string };
+  auth?: { flow?: "client_credentials" | "authorization_code"; clientId?: string; clientSecret?: string; scope?: string; clientMetadataUrl?: string; privateKeyFile?: string; algorithm?: string; issuer?: string };
 }
 
 /** A peer agent. `kaos` agents get a chat-completions call with a `task-delegation` message;
@@ -368,8 +368,8 @@ function mcpAuth(setting: string, value: unknown, http: boolean): NonNullable<Mc
   if (typeof value !== "object" || value === null || Array.isArray(value)) throw configurationError(setting, "must be a mapping { clientId, clientSecret, scope } or { flow: authorization_code }");
   const auth = value as Record<string, unknown>;
   for (const key of Object.keys(auth)) {
-    if (!["flow", "clientId", "clientSecret", "privateKeyFile", "algorithm", "scope", "clientMetadataUrl"].includes(key)) {
-      throw configurationError(`${setting}.${key}`, "unknown setting (known: flow, clientId, clientSecret, privateKeyFile, algorithm, scope, clientMetadataUrl)");
+    if (!["flow", "clientId", "clientSecret", "privateKeyFile", "algorithm", "issuer", "scope", "clientMetadataUrl"].includes(key)) {
+      throw configurationError(`${setting}.${key}`, "unknown setting (known: flow, clientId, clientSecret, privateKeyFile, algorithm, issuer, scope, clientMetadataUrl)");
     }
   }
   const flow = auth.flow ?? (auth.clientSecret !== undefined || auth.privateKeyFile !== undefined ? "client_credentials" : "authorization_code");
@@ -380,6 +380,10 @@ function mcpAuth(setting: string, value: unknown, http: boolean): NonNullable<Mc
     throw configurationError(setting, "the client-credentials flow needs clientId and clientSecret (or privateKeyFile, for private_key_jwt)");
   }
   if (result.clientSecret && result.privateKeyFile) throw configurationError(setting, "give clientSecret or privateKeyFile, not both");
+  if (auth.issuer !== undefined) {
+    if (flow !== "client_credentials") throw configurationError(`${setting}.issuer`, "applies to client credentials (the authorization server they may be sent to)");
+    result.issuer = httpUrl(`${setting}.issuer`, auth.issuer);
+  }
   if (auth.clientMetadataUrl !== undefined) {
     if (flow !== "authorization_code") throw configurationError(`${setting}.clientMetadataUrl`, "applies to the authorization-code flow (a person signs in), not to client credentials");
     result.clientMetadataUrl = clientMetadataUrl(`${setting}.clientMetadataUrl`, auth.clientMetadataUrl);
@@ -438,6 +442,8 @@ function mcpServersFromEnv(env: NodeJS.ProcessEnv): McpServerSetting[] | undefin
     const scope = lookupPerName(env, "MCP_SERVER_", name, "_SCOPE");
     // Or a private key (PEM file) instead of the secret: the client signs a JWT (private_key_jwt).
     const keyFile = lookupPerName(env, "MCP_SERVER_", name, "_PRIVATE_KEY_FILE");
+    // The authorization server the credentials may be sent to (else: whichever the MCP server names).
+    const issuer = lookupPerName(env, "MCP_SERVER_", name, "_ISSUER");
     const credential = clientSecret.value ? clientSecret : keyFile;
     if (clientId.value || credential.value) {
       if (!clientId.value || !credential.value) {
@@ -449,6 +455,7 @@ function mcpServersFromEnv(env: NodeJS.ProcessEnv): McpServerSetting[] | undefin
         clientId: clientId.value,
         ...(clientSecret.value ? { clientSecret: clientSecret.value } : { privateKeyFile: keyFile.value }),
         ...(scope.value ? { scope: scope.value } : {}),
+        ...(issuer.value ? { issuer: httpUrl(issuer.key, issuer.value) } : {}),
       };
     }
     return server;

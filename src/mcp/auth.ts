@@ -27,6 +27,11 @@ export interface McpClientCredentialsAuth {
   /** The JWT's signing algorithm (default: from the key: RS256 for RSA, ES256/ES384/ES512 for P-256/P-384/P-521, PS256 for RSA-PSS). */
   algorithm?: string;
   scope?: string;
+  /**
+   * The authorization server's issuer URL: the credentials are sent only there, whatever
+   * authorization server the MCP server names. Recommended (the MCP SDK warns without it).
+   */
+  issuer?: string;
 }
 
 export interface McpAuthorizationCodeAuth {
@@ -75,9 +80,9 @@ export function authProviderOf(auth: McpAuthConfig | undefined, serverName: stri
   if (auth.type === "client_credentials") {
     if (auth.privateKey !== undefined) {
       const algorithm = auth.algorithm ?? signingAlgorithmOf(auth.privateKey, serverName);
-      return new PrivateKeyJwtProvider({ clientId: auth.clientId, privateKey: auth.privateKey, algorithm, scope: auth.scope, clientName: "agentloop" });
+      return new PrivateKeyJwtProvider({ clientId: auth.clientId, privateKey: auth.privateKey, algorithm, scope: auth.scope, clientName: "agentloop", expectedIssuer: auth.issuer });
     }
-    return new ClientCredentialsProvider({ clientId: auth.clientId, clientSecret: auth.clientSecret ?? "", scope: auth.scope, clientName: "agentloop" });
+    return new ClientCredentialsProvider({ clientId: auth.clientId, clientSecret: auth.clientSecret ?? "", scope: auth.scope, clientName: "agentloop", expectedIssuer: auth.issuer });
   }
   return new LoopbackAuthProvider(auth, serverName, serverUrl);
 }

@@ -51,8 +51,10 @@ describe("OAuth settings", () => {
   });
 
   test("private_key_jwt: a key file instead of the secret (agent file, MCP_SERVER_<NAME>_PRIVATE_KEY_FILE); the algorithm from the key", () => {
-    const fromEnv = settingsFrom({}, { MCP_SERVERS: "docs", MCP_SERVER_DOCS_URL: "http://docs:8000", MCP_SERVER_DOCS_CLIENT_ID: "id", MCP_SERVER_DOCS_PRIVATE_KEY_FILE: "/keys/docs.pem" });
-    assert.deepEqual(fromEnv.mcpServers[0]?.auth, { flow: "client_credentials", clientId: "id", privateKeyFile: "/keys/docs.pem" });
+    const fromEnv = settingsFrom({}, { MCP_SERVERS: "docs", MCP_SERVER_DOCS_URL: "http://docs:8000", MCP_SERVER_DOCS_CLIENT_ID: "id", MCP_SERVER_DOCS_PRIVATE_KEY_FILE: "/keys/docs.pem", MCP_SERVER_DOCS_ISSUER: "https://auth.docs" });
+    assert.deepEqual(fromEnv.mcpServers[0]?.auth, { flow: "client_credentials", clientId: "id", privateKeyFile: "/keys/docs.pem", issuer: "https://auth.docs" });
+    assert.throws(() => settingsFrom({}, { MCP_SERVERS: "docs", MCP_SERVER_DOCS_URL: "http://docs:8000", MCP_SERVER_DOCS_CLIENT_ID: "id", MCP_SERVER_DOCS_CLIENT_SECRET: "s", MCP_SERVER_DOCS_ISSUER: "auth.docs" }), /MCP_SERVER_DOCS_ISSUER: is not a valid URL/);
+    assert.throws(() => parseAgentFile("mcpServers:\n  d:\n    url: http://d\n    auth: { flow: authorization_code, issuer: https://a }\n"), /auth\.issuer: applies to client credentials/);
     assert.throws(
       () => settingsFrom({}, { MCP_SERVERS: "docs", MCP_SERVER_DOCS_URL: "http://docs:8000", MCP_SERVER_DOCS_CLIENT_ID: "id", MCP_SERVER_DOCS_CLIENT_SECRET: "s", MCP_SERVER_DOCS_PRIVATE_KEY_FILE: "/k.pem" }),
       /MCP_SERVER_DOCS_PRIVATE_KEY_FILE: give MCP_SERVER_DOCS_CLIENT_SECRET or MCP_SERVER_DOCS_PRIVATE_KEY_FILE, not both/,

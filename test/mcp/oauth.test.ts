@@ -64,9 +64,34 @@ describe("client credentials", { concurrency: true }, () => {
     );
   });
 
+  test("with the authorization server's issuer set, the secret goes only there", async () => {
+    const own = await startOAuthServer({ clients: { agent: "s3cret" } });
+    try {
+      const toolset = await connectMcp({ name: "docs", url: own.mcpUrl, auth: { type: "client_credentials", clientId: "agent", clientSecret: "s3cret", issuer: own.url } });
+      assert.deepEqual(await toolset.callTool("whoami", {}), { content: "client agent", isError: false });
+      await toolset.close();
+      // The MCP server names an authorization server that is not the configured one: nothing is sent.
+      await assert.rejects(
+        connectMcp({ name: "docs", url: own.mcpUrl, auth: { type: "client_credentials", clientId: "agent", clientSecret: "s3cret", issuer: "https://auth.example" } }),
+        /^AgentLoopError: MCP server "docs" .*could not connect: OAuth client information is bound to authorization server https:\/\/auth\.example/,
+      );
+      assert.deepEqual(own.grants, ["client_credentials"]);
+    } finally {
+      await own.close();
+    }
+  });
+
+  test("agentloop run with a bad secret from the environment stops at start (exit 2), naming the server and the reason", async () => {
+    const env = cleanEnv({ MCP_SERVERS: "docs", MCP_SERVER_DOCS_URL: server.mcpUrl, MCP_SERVER_DOCS_CLIENT_ID: "agent", MCP_SERVER_DOCS_CLIENT_SECRET: "wrong", MCP_SERVER_DOCS_ISSUER: server.url, MEMORY_TYPE: "memory" });
+    const result = await runCli(["run", "hi", "--mock", '["never"]'], env);
+    assert.equal(result.code, 2, result.stderr);
+    assert.match(result.stderr, /^agentloop: MCP server "docs" \(http: http:\/\/127\.0\.0\.1:\d+\/mcp\): could not connect: .*client authentication failed/);
+    assert.doesNotMatch(result.stdout, /never/);
+  });
+
   test("serve takes them from MCP_SERVER_<NAME>_CLIENT_ID / _CLIENT_SECRET", async () => {
     const whoami = JSON.stringify({ tool_calls: [{ id: "c1", name: "whoami", arguments: {} }] });
-    const env = cleanEnv({ MCP_SERVERS: "docs", MCP_SERVER_DOCS_URL: server.mcpUrl, MCP_SERVER_DOCS_CLIENT_ID: "agent", MCP_SERVER_DOCS_CLIENT_SECRET: "s3cret", MEMORY_TYPE: "memory" });
+    const env = cleanEnv({ MCP_SERVERS: "docs", MCP_SERVER_DOCS_URL: server.mcpUrl, MCP_SERVER_DOCS_CLIENT_ID: "agent", MCP_SERVER_DOCS_CLIENT_SECRET: "s3cret", MCP_SERVER_DOCS_ISSUER: server.url, MEMORY_TYPE: "memory" });
     const cli = spawnCli(["serve", "--port", "0", "--host", "127.0.0.1", "--json", "--mock", JSON.stringify([whoami, "Done."])], env);
     try {
       const [, url] = (await cli.waitFor(/"event":"listening".*"url":"([^"]+)"/, "stdout")) as RegExpMatchArray;
