@@ -12,7 +12,7 @@ import { cleanEnv, runCli, spawnCli } from "./helpers.js";
 const book = JSON.stringify({ tool_calls: [{ id: "call_1", name: "book-table", arguments: {} }] });
 const mcp = `${JSON.stringify(process.execPath)} ${JSON.stringify(elicitServerPath)}`;
 
-describe("elicitation in the CLI", () => {
+describe("elicitation in the CLI", { concurrency: true }, () => {
   it("chat asks each field inline, re-asks a wrong answer, and the server gets the typed answers", async () => {
     const input = ["book a table", "4", "Ada", "maybe", "y", "terrace", "/exit", ""].join("\n");
     const result = await runCli(["chat", "--mcp", mcp, "--mock", JSON.stringify([book, "Booked."])], cleanEnv({ MEMORY_TYPE: "memory" }), input);
