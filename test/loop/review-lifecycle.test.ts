@@ -225,7 +225,12 @@ test("an observer that keeps its own order gets each event at once; the run reso
     },
   };
   const waiting: string[] = [];
-  const serial = { onEvent: (event: LoopEvent) => void waiting.push(event.type) || new Promise<void>((resolve) => pending.push(resolve)) };
+  const serial = {
+    onEvent: (event: LoopEvent) => {
+      waiting.push(event.type);
+      return new Promise<void>((resolve) => pending.push(resolve));
+    },
+  };
   const run = new Agent({ model: new ScriptedModel(["hi"]), observers: [ordered, serial] }).run("go");
   let ended = false;
   void run.then(() => {
