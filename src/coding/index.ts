@@ -12,7 +12,9 @@ export {
   MAX_EXEC_TIMEOUT_MS,
   PIPE_DRAIN_MS,
 } from "./exec.js";
+export { applyHunks, applyPatch, lineDiff, type PatchFileChange, type PatchHunk, type PatchOperation, PatchError, type PatchResult, parsePatch } from "./patch.js";
 export {
+  applyPatchTool,
   codingTools,
   DEFAULT_GREP_RESULTS,
   DEFAULT_READ_LIMIT,

@@ -3,6 +3,7 @@ import { dirname, extname } from "node:path";
 import type { ImagePart, TextPart } from "../messages.js";
 import { defineTool, type Tool, type ToolResultValue } from "../tools/tool.js";
 import { DEFAULT_EXEC_TIMEOUT_MS, MAX_EXEC_TIMEOUT_MS } from "./exec.js";
+import { applyPatch, lineDiff, PatchError } from "./patch.js";
 import type { Workspace } from "./workspace.js";
 
 /** Lines `read_file` returns when the model gives no `limit`. */
@@ -128,9 +129,14 @@ export function writeFileTool(workspace: Workspace): Tool {
       const path = await workspace.resolvePath(file_path);
       const info = await stat(path).catch(() => undefined);
       if (info?.isDirectory()) return error(`write_file: ${file_path} is a folder`);
+      const before = info ? await readFile(path, "utf8").catch(() => "") : "";
       await mkdir(dirname(path), { recursive: true });
       await writeFile(path, content, "utf8");
-      return `${info ? "Replaced" : "Created"} ${workspace.display(path)} (${Buffer.byteLength(content)} bytes)`;
+      const { diff, added, removed } = lineDiff(before, content);
+      return {
+        content: `${info ? "Replaced" : "Created"} ${workspace.display(path)} (${Buffer.byteLength(content)} bytes)`,
+        structured: { path: workspace.display(path), action: info ? "update" : "add", added, removed, diff },
+      };
     },
   });
 }
@@ -168,7 +174,48 @@ export function editFileTool(workspace: Workspace): Tool {
       }
       const next = replace_all ? text.split(old_string).join(new_string) : text.replace(old_string, () => new_string);
       await writeFile(path, next, "utf8");
-      return `Edited ${workspace.display(path)}: ${count} replacement${count === 1 ? "" : "s"}`;
+      const { diff, added, removed } = lineDiff(text, next);
+      return {
+        content: `Edited ${workspace.display(path)}: ${count} replacement${count === 1 ? "" : "s"}`,
+        structured: { path: workspace.display(path), action: "update", added, removed, diff },
+      };
+    },
+  });
+}
+
+export function applyPatchTool(workspace: Workspace): Tool {
+  return defineTool<{ patch: string }>({
+    name: "apply_patch",
+    description: `Applies a patch in the v4a format to files of the workspace: add, delete, update and rename files in one operation. The whole patch applies or nothing does.
+*** Begin Patch
+*** Add File: path/new.py
++every line of the new file, prefixed with +
+*** Delete File: path/old.py
+*** Update File: path/main.py
+*** Move to: path/renamed.py   (optional)
+@@ def main():   (a line just above the change, to locate it; "@@" alone when not needed)
+ context line (space prefix, unchanged; give about 3 above and below)
+-removed line
++added line
+*** End Patch`,
+    parameters: {
+      type: "object",
+      properties: { patch: { type: "string", description: "The whole patch, from *** Begin Patch to *** End Patch" } },
+      required: ["patch"],
+      additionalProperties: false,
+    },
+    kind: "coding",
+    // Patches of one wave touching the same files must not interleave.
+    sequential: true,
+    truncation: { maxChars: 10_000, maxLines: NO_LINE_LIMIT, mode: "tail" },
+    async execute({ patch }) {
+      try {
+        const { changes, summary } = await applyPatch(workspace, patch);
+        return { content: `Applied the patch:\n${summary}`, structured: { changes } };
+      } catch (cause) {
+        const message = cause instanceof PatchError ? cause.message : (cause as Error).message;
+        return error(`apply_patch: ${message}. Nothing was changed.`);
+      }
     },
   });
 }
