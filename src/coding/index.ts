@@ -27,3 +27,21 @@ export {
   writeFileTool,
 } from "./tools.js";
 export { PathOutsideWorkspaceError, Workspace, type WorkspaceOptions } from "./workspace.js";
+export { type CodingAgentOptions, type CodingSession, createCodingAgent, WRITING_TOOLS } from "./agent.js";
+export {
+  ANTHROPIC_PROFILE,
+  CODING_PROFILES,
+  type CodingProfile,
+  codingSystemPrompt,
+  type EnvironmentInfo,
+  environmentBlock,
+  environmentInfo,
+  type GitContext,
+  gitContext,
+  OPENAI_PROFILE,
+  PROJECT_INSTRUCTIONS_BUDGET,
+  type ProjectInstructions,
+  profileForModel,
+  projectInstructions,
+} from "./session.js";
+export { DEFAULT_SUBAGENT_DEPTH, DEFAULT_SUBAGENT_TURNS, type SubagentFactory, SubagentManager } from "./subagents.js";
