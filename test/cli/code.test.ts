@@ -1,0 +1,159 @@
+// `agentloop code` end to end: the CLI in a real pseudo-terminal (@lydell/node-pty, prebuilt), a
+// scripted model, a temp project with a failing check; and piped, for the one-shot mode's errors.
+import assert from "node:assert/strict";
+import { mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, describe, it } from "node:test";
+import pty from "@lydell/node-pty";
+import { runCli } from "../../src/cli/program.js";
+import { captured, cleanEnv, cliArgs } from "./helpers.js";
+
+const folder = realpathSync(mkdtempSync(join(tmpdir(), "agentloop-code-cli-")));
+after(() => rmSync(folder, { recursive: true, force: true }));
+const tsconfig = new URL("../../tsconfig.json", import.meta.url).pathname;
+
+const MATH = "export const add = (a, b) => a - b;\nexport const sub = (a, b) => a - b;\n";
+const CHECK = 'import { add, sub } from "./math.mjs";\nif (add(2, 3) !== 5 || sub(5, 3) !== 2) { console.log("FAIL add(2, 3) =", add(2, 3)); process.exit(1); }\nconsole.log("PASS");\n';
+const call = (name: string, args: object) => ({ tool_calls: [{ name, arguments: args }] });
+
+/** The scripted session of the done-when test: read, run the check, a non-unique edit, a unique one, the check again. */
+const SCRIPT = [
+  call("read_file", { file_path: "math.mjs" }),
+  call("shell", { command: "node check.mjs", description: "run the check" }),
+  call("edit_file", { file_path: "math.mjs", old_string: "a - b", new_string: "a + b" }),
+  call("edit_file", { file_path: "math.mjs", old_string: "add = (a, b) => a - b", new_string: "add = (a, b) => a + b" }),
+  call("shell", { command: "node check.mjs" }),
+  "Fixed add(): it subtracted. The check passes now.",
+];
+
+let counter = 0;
+function project(): string {
+  const root = join(folder, `p${++counter}`);
+  rmSync(root, { recursive: true, force: true });
+  mkdirSync(root);
+  writeFileSync(join(root, "math.mjs"), MATH);
+  writeFileSync(join(root, "check.mjs"), CHECK);
+  writeFileSync(join(root, "AGENTS.md"), "Run node check.mjs after each change.\n");
+  writeFileSync(join(root, "script.json"), JSON.stringify(SCRIPT));
+  return root;
+}
+
+const plain = (text: string) => text.replace(/\u001b\[[0-9;?]*[A-Za-z]/g, "").replace(/\r/g, "");
+
+/** `agentloop <args>` in a pseudo-terminal: what it printed so far, a way to wait for text and to type. */
+function inTerminal(args: string[], cwd: string) {
+  const child = pty.spawn(process.execPath, cliArgs(args), { cwd, cols: 200, rows: 50, env: cleanEnv({ TSX_TSCONFIG_PATH: tsconfig, TERM: "xterm-256color" }) as Record<string, string> });
+  let output = "";
+  const listeners = new Set<() => void>();
+  child.onData((data) => {
+    output += data;
+    for (const listener of [...listeners]) listener();
+  });
+  const exited = new Promise<number>((resolve) => child.onExit(({ exitCode }) => resolve(exitCode)));
+  return {
+    output: () => plain(output),
+    raw: () => output,
+    type: (text: string) => child.write(text),
+    exited,
+    /** Resolves when the output (from `from` on) matches; fails after 60 s with the output. */
+    waitFor(pattern: RegExp, from = 0): Promise<number> {
+      return new Promise((resolve, reject) => {
+        const check = () => {
+          const text = plain(output);
+          const match = pattern.exec(text.slice(from));
+          if (!match) return;
+          listeners.delete(check);
+          clearTimeout(timer);
+          resolve(from + match.index + match[0].length);
+        };
+        const timer = setTimeout(() => {
+          listeners.delete(check);
+          child.kill();
+          reject(new Error(`timed out waiting for ${pattern}\n--- output ---\n${plain(output)}`));
+        }, 60_000);
+        listeners.add(check);
+        check();
+      });
+    },
+  };
+}
+
+describe("agentloop code in a terminal", () => {
+  it("an interactive scripted session: reads, runs the check, a non-unique edit fails, a unique one fixes the file (diff shown), the check passes; each writing tool asked first", async () => {
+    const root = project();
+    const term = inTerminal(["code", "--mock", "@script.json"], root);
+    let at = await term.waitFor(/code› /);
+    assert.match(term.output(), /agentloop code · .*p\d+ · scripted · anthropic tools · approvals: ask · AGENTS\.md/);
+    term.type("Fix add so check.mjs passes\r");
+    // read_file never asks; shell does.
+    at = await term.waitFor(/Allow shell\(\{"command":"node check\.mjs","description":"run the check"\}\)\? \[y\/N\] /, at);
+    assert.match(term.output(), /✓ read_file .* 1 \| export const add = \(a, b\) => a - b;/);
+    term.type("y\r");
+    at = await term.waitFor(/Allow edit_file\(.*"old_string":"a - b".*\? \[y\/N\] /, at);
+    // The shell output streamed, line by line, before the call's summary.
+    assert.match(term.output(), /│ FAIL add\(2, 3\) = -1\n {2}✓ shell .*exit code: 1/);
+    term.type("y\r");
+    at = await term.waitFor(/Allow edit_file\(.*"old_string":"add = \(a, b\) => a - b".*\? \[y\/N\] /, at);
+    assert.match(term.output(), /✗ edit_file .*old_string matches 2 times in math\.mjs/);
+    term.type("y\r");
+    at = await term.waitFor(/Allow shell\(\{"command":"node check\.mjs"\}\)\? \[y\/N\] /, at);
+    assert.match(term.output(), /✓ edit_file .*Edited math\.mjs: 1 replacement\n {4}math\.mjs\n {4}@@ -1,2 \+1,2 @@\n {4}-export const add = \(a, b\) => a - b;\n {4}\+export const add = \(a, b\) => a \+ b;\n {5}export const sub/);
+    term.type("y\r");
+    at = await term.waitFor(/Fixed add\(\): it subtracted\. The check passes now\.\n/, at);
+    assert.match(term.output(), /│ PASS\n {2}✓ shell .*exit code: 0/);
+    at = await term.waitFor(/COMPLETED · 6 model calls · 5 waves · 5 tool calls\n/, at);
+    await term.waitFor(/code› /, at);
+    // Colours on a terminal.
+    assert.ok(term.raw().includes("\u001b[32m+export const add = (a, b) => a + b;\u001b[39m"));
+    term.type("/exit\r");
+    assert.equal(await term.exited, 0);
+    assert.equal(readFileSync(join(root, "math.mjs"), "utf8"), MATH.replace("add = (a, b) => a - b", "add = (a, b) => a + b"));
+  });
+
+  it("one-shot with --approve all asks nothing and exits 0; a declined edit leaves the file as it was", async () => {
+    // Both at once: one approves everything, the other is answered y, then n to each edit and the last check.
+    const root = project();
+    const other = project();
+    const term = inTerminal(["code", "Fix add", "--mock", "@script.json", "--approve", "all"], root);
+    const declined = inTerminal(["code", "Fix add", "--mock", "@script.json"], other);
+    let at = 0;
+    for (const answer of ["y", "n", "n", "n"]) {
+      at = await declined.waitFor(/Allow [^\n]*\[y\/N\] /, at);
+      declined.type(`${answer}\r`);
+    }
+    assert.equal(await term.exited, 0);
+    assert.ok(!term.output().includes("Allow "), term.output());
+    assert.match(term.output(), /Fixed add\(\)/);
+    assert.equal(readFileSync(join(root, "math.mjs"), "utf8"), MATH.replace("add = (a, b) => a - b", "add = (a, b) => a + b"));
+    assert.equal(await declined.exited, 0);
+    assert.match(declined.output(), /✗ edit_file .*Rejected: declined by the user/);
+    assert.equal(readFileSync(join(other, "math.mjs"), "utf8"), MATH);
+  });
+});
+
+describe("agentloop code errors", () => {
+  it("names a bad --workspace, a missing model, an unreadable script and an unknown profile (exit 2)", async () => {
+    const cases: Array<[string[], RegExp]> = [
+      [["code", "x", "--mock", '["hi"]', "--workspace", join(folder, "nowhere")], /agentloop: --workspace: Workspace: the root folder .*nowhere does not exist/],
+      [["code", "x"], /agentloop: model: no model configured; pass --model provider:model/],
+      [["code", "x", "--mock", `@${join(folder, "missing.json")}`], /agentloop: --mock: cannot read .*missing\.json \(ENOENT\)/],
+      [["code", "x", "--mock", '["hi"]', "--profile", "gemini"], /agentloop: createCodingAgent: unknown profile "gemini"/],
+      [["code", "x", "--mock", '["hi"]', "--approve", "maybe"], /--approve must be one of all, none, ask, got "maybe"/],
+    ];
+    // In this process (the command fails before it reads the environment's model variables, or finds none).
+    const saved = { ...process.env };
+    for (const key of Object.keys(process.env)) if (/^(MODEL_|DEBUG_MOCK|OPENAI_|ANTHROPIC_)/.test(key)) delete process.env[key];
+    try {
+      for (const [args, expected] of cases) {
+        const stdout = captured();
+        const stderr = captured();
+        const code = await runCli(args, { stdout, stderr });
+        assert.equal(code, 2, `${args.join(" ")}: ${stderr.text()}`);
+        assert.match(stderr.text(), expected);
+      }
+    } finally {
+      Object.assign(process.env, saved);
+    }
+  });
+});
