@@ -1,4 +1,4 @@
-import { mkdir, readFile, stat, writeFile } from "node:fs/promises";
+import { lstat, mkdir, readFile, stat, writeFile } from "node:fs/promises";
 import { dirname, extname } from "node:path";
 import type { ImagePart, TextPart } from "../messages.js";
 import { defineTool, type Tool, type ToolResultValue } from "../tools/tool.js";
@@ -45,18 +45,42 @@ function checkPattern(workspace: Workspace, pattern: string, what: string): void
   }
 }
 
-async function listFiles(workspace: Workspace, base: string, pattern: string): Promise<string[]> {
+interface ListedFile {
+  path: string;
+  size: number;
+  mtimeMs: number;
+}
+
+/** Files read or checked at once by `glob` and `grep`. */
+const PARALLEL_FILES = 32;
+
+/** `fn` over `items`, `PARALLEL_FILES` at a time, results in order. */
+async function inBatches<T, R>(items: readonly T[], fn: (item: T) => Promise<R>): Promise<R[]> {
+  const results: R[] = [];
+  for (let start = 0; start < items.length; start += PARALLEL_FILES) {
+    results.push(...(await Promise.all(items.slice(start, start + PARALLEL_FILES).map(fn))));
+  }
+  return results;
+}
+
+/** The files matching `pattern` under `base`, with their size and time; symlinks only when they lead inside the workspace. */
+async function listFiles(workspace: Workspace, base: string, pattern: string): Promise<ListedFile[]> {
   const { glob } = await import("tinyglobby");
   const files = await glob(pattern, { cwd: base, absolute: true, onlyFiles: true, dot: true, ignore: IGNORED, followSymbolicLinks: false });
-  const confined: string[] = [];
-  for (const file of files) {
+  const listed = await inBatches(files, async (file): Promise<ListedFile | undefined> => {
+    const info = await lstat(file).catch(() => undefined);
+    if (!info) return undefined;
+    if (!info.isSymbolicLink()) return { path: file, size: info.size, mtimeMs: info.mtimeMs };
     try {
-      confined.push(await workspace.resolvePath(file));
+      // Folders are not followed (followSymbolicLinks: false), so only a file that is a symlink can lead out.
+      const real = await workspace.resolvePath(file);
+      const target = await stat(real);
+      return target.isFile() ? { path: real, size: target.size, mtimeMs: target.mtimeMs } : undefined;
     } catch {
-      // a symlink leading out of the workspace: not listed
+      return undefined; // a symlink leading out of the workspace (or nowhere): not listed
     }
-  }
-  return confined;
+  });
+  return listed.filter((file): file is ListedFile => file !== undefined);
 }
 
 /**
@@ -275,9 +299,8 @@ export function globTool(workspace: Workspace): Tool {
       const base = path === undefined ? workspace.root : await workspace.resolvePath(path);
       const files = await listFiles(workspace, base, pattern);
       if (files.length === 0) return `No files match ${pattern}`;
-      const dated = await Promise.all(files.map(async (file) => ({ file, mtime: (await stat(file).catch(() => undefined))?.mtimeMs ?? 0 })));
-      dated.sort((a, b) => b.mtime - a.mtime || a.file.localeCompare(b.file));
-      return dated.map(({ file }) => workspace.display(file)).join("\n");
+      files.sort((a, b) => b.mtimeMs - a.mtimeMs || a.path.localeCompare(b.path));
+      return files.map(({ path }) => workspace.display(path)).join("\n");
     },
   });
 }
@@ -311,25 +334,37 @@ export function grepTool(workspace: Workspace): Tool {
       const base = path === undefined ? workspace.root : await workspace.resolvePath(path);
       const info = await stat(base).catch(() => undefined);
       if (!info) return error(`grep: ${path} does not exist`);
-      const files = info.isDirectory() ? (await listFiles(workspace, base, glob_filter ?? "**/*")).sort() : [base];
+      const files = info.isDirectory()
+        ? (await listFiles(workspace, base, glob_filter ?? "**/*")).sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0))
+        : [{ path: base, size: info.size, mtimeMs: info.mtimeMs }];
+      // A first test on the whole text (multiline, so ^ and $ still work per line) skips most files without splitting them.
+      const anywhere = new RegExp(pattern, case_insensitive ? "im" : "m");
       const matches: string[] = [];
       let more = false;
-      for (const file of files) {
-        if (context.signal.aborted) break;
-        const size = (await stat(file).catch(() => undefined))?.size ?? 0;
-        if (size > GREP_MAX_FILE_BYTES) continue;
-        const data = await readFile(file).catch(() => undefined);
-        if (!data || isBinary(data)) continue;
-        const lines = data.toString("utf8").split(/\r?\n/);
-        for (let index = 0; index < lines.length; index++) {
-          if (!regex.test(lines[index])) continue;
+      const search = async (file: ListedFile): Promise<string[]> => {
+        if (file.size > GREP_MAX_FILE_BYTES || context.signal.aborted) return [];
+        const data = await readFile(file.path).catch(() => undefined);
+        if (!data || isBinary(data)) return [];
+        const text = data.toString("utf8");
+        if (!text.includes("\r") && !anywhere.test(text)) return [];
+        const found: string[] = [];
+        const lines = text.split(/\r?\n/);
+        for (let index = 0; index < lines.length && found.length <= max_results; index++) {
+          if (regex.test(lines[index])) found.push(`${workspace.display(file.path)}:${index + 1}: ${lines[index]}`);
+        }
+        return found;
+      };
+      const collect = (found: string[]) => {
+        for (const match of found) {
           if (matches.length === max_results) {
             more = true;
-            break;
+            return;
           }
-          matches.push(`${workspace.display(file)}:${index + 1}: ${lines[index]}`);
+          matches.push(match);
         }
-        if (more) break;
+      };
+      for (let start = 0; start < files.length && !more && !context.signal.aborted; start += PARALLEL_FILES) {
+        for (const found of await Promise.all(files.slice(start, start + PARALLEL_FILES).map(search))) collect(found);
       }
       if (matches.length === 0) return `No matches for ${pattern}`;
       return more ? `${matches.join("\n")}\n[more matches; stopped at max_results ${max_results}]` : matches.join("\n");
