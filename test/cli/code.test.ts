@@ -1,7 +1,7 @@
 // `agentloop code` end to end: the CLI in a real pseudo-terminal (@lydell/node-pty, prebuilt), a
 // scripted model, a temp project with a failing check; and piped, for the one-shot mode's errors.
 import assert from "node:assert/strict";
-import { mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from "node:fs";
+import { cpSync, mkdtempSync, readFileSync, realpathSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, describe, it } from "node:test";
@@ -13,29 +13,18 @@ const folder = realpathSync(mkdtempSync(join(tmpdir(), "agentloop-code-cli-")));
 after(() => rmSync(folder, { recursive: true, force: true }));
 const tsconfig = new URL("../../tsconfig.json", import.meta.url).pathname;
 
-const MATH = "export const add = (a, b) => a - b;\nexport const sub = (a, b) => a - b;\n";
-const CHECK = 'import { add, sub } from "./math.mjs";\nif (add(2, 3) !== 5 || sub(5, 3) !== 2) { console.log("FAIL add(2, 3) =", add(2, 3)); process.exit(1); }\nconsole.log("PASS");\n';
-const call = (name: string, args: object) => ({ tool_calls: [{ name, arguments: args }] });
-
-/** The scripted session of the done-when test: read, run the check, a non-unique edit, a unique one, the check again. */
-const SCRIPT = [
-  call("read_file", { file_path: "math.mjs" }),
-  call("shell", { command: "node check.mjs", description: "run the check" }),
-  call("edit_file", { file_path: "math.mjs", old_string: "a - b", new_string: "a + b" }),
-  call("edit_file", { file_path: "math.mjs", old_string: "add = (a, b) => a - b", new_string: "add = (a, b) => a + b" }),
-  call("shell", { command: "node check.mjs" }),
-  "Fixed add(): it subtracted. The check passes now.",
-];
+// The session of the done-when test is the documented one (docs/coding.md): examples/coding/, a
+// project whose check fails and a script that reads, runs the check, tries a non-unique edit, makes
+// a unique one and runs the check again.
+const example = new URL("../../examples/coding/", import.meta.url).pathname;
+const MATH = readFileSync(join(example, "project/math.mjs"), "utf8");
 
 let counter = 0;
 function project(): string {
   const root = join(folder, `p${++counter}`);
   rmSync(root, { recursive: true, force: true });
-  mkdirSync(root);
-  writeFileSync(join(root, "math.mjs"), MATH);
-  writeFileSync(join(root, "check.mjs"), CHECK);
-  writeFileSync(join(root, "AGENTS.md"), "Run node check.mjs after each change.\n");
-  writeFileSync(join(root, "script.json"), JSON.stringify(SCRIPT));
+  cpSync(join(example, "project"), root, { recursive: true });
+  cpSync(join(example, "script.json"), join(root, "script.json"));
   return root;
 }
 
@@ -85,7 +74,7 @@ describe("agentloop code in a terminal", () => {
     const term = inTerminal(["code", "--mock", "@script.json"], root);
     let at = await term.waitFor(/code› /);
     assert.match(term.output(), /agentloop code · .*p\d+ · scripted · anthropic tools · approvals: ask · AGENTS\.md/);
-    term.type("Fix add so check.mjs passes\r");
+    term.type("Fix add() so check.mjs passes\r");
     // read_file never asks; shell does.
     at = await term.waitFor(/Allow shell\(\{"command":"node check\.mjs","description":"run the check"\}\)\? \[y\/N\] /, at);
     assert.match(term.output(), /✓ read_file .* 1 \| export const add = \(a, b\) => a - b;/);
