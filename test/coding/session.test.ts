@@ -8,6 +8,7 @@ import { join } from "node:path";
 import { after, describe, it } from "node:test";
 import { type CodingSession, createCodingAgent, profileForModel, Workspace } from "../../src/coding/index.js";
 import { defineTool, type LoopEvent, ScriptedModel, type Tool } from "../../src/index.js";
+import { approvalRequestOf } from "../../src/loop/approvals.js";
 import { calls, eventsOf, ofType } from "../loop/helpers.js";
 
 const folder = realpathSync(mkdtempSync(join(tmpdir(), "agentloop-coding-session-")));
@@ -213,5 +214,24 @@ describe("approvals", () => {
     assert.deepEqual(asked.sort(), ["edit_file", "shell", "write_file"]);
     assert.equal(readFileSync(join(root, "a.txt"), "utf8"), "beta\n");
     assert.equal(existsSync(join(root, "b.txt")), true);
+  });
+
+  it("a sub-agent's writing tools ask too: its approval request reaches the parent's stream while the parent waits, and the parent's run answers it", async () => {
+    const root = freshRoot();
+    const child = new ScriptedModel([calls(["shell", { command: "echo from-child > out.txt" }]), "wrote out.txt"]);
+    const parent = new ScriptedModel([calls(["spawn_agent", { task: "write out.txt" }]), calls(["wait", { agent_id: "agent_1" }]), "done"]);
+    const session = await createCodingAgent({ model: parent, workspace: workspaceAt(root), approvals: true, subagents: { model: child } });
+    const run = session.agent.run("go");
+    const asked: string[] = [];
+    for await (const event of run) {
+      const request = approvalRequestOf(event);
+      if (request && run.pendingApprovals.includes(request.toolCallId)) {
+        asked.push(`${event.type === "nested" ? event.agent : "parent"}:${request.name}`);
+        run.approve(request.toolCallId);
+      }
+    }
+    assert.equal((await run).state, "COMPLETED");
+    assert.deepEqual(asked, ["agent_1:shell"]);
+    assert.equal(readFileSync(join(root, "out.txt"), "utf8"), "from-child\n");
   });
 });
