@@ -20,6 +20,7 @@ export {
   DEFAULT_READ_LIMIT,
   editFileTool,
   globTool,
+  type GrepToolOptions,
   grepTool,
   numberLines,
   readFileTool,
@@ -45,3 +46,4 @@ export {
   projectInstructions,
 } from "./session.js";
 export { DEFAULT_SUBAGENT_DEPTH, DEFAULT_SUBAGENT_TURNS, type SubagentFactory, SubagentManager } from "./subagents.js";
+export { type RipgrepOutcome, type RipgrepSearch, ripgrep, ripgrepAvailable } from "./ripgrep.js";

@@ -4,6 +4,7 @@ import type { ImagePart, TextPart } from "../messages.js";
 import { defineTool, type Tool, type ToolResultValue } from "../tools/tool.js";
 import { DEFAULT_EXEC_TIMEOUT_MS, MAX_EXEC_TIMEOUT_MS } from "./exec.js";
 import { applyPatch, lineDiff, PatchError } from "./patch.js";
+import { ripgrep, ripgrepAvailable } from "./ripgrep.js";
 import type { Workspace } from "./workspace.js";
 
 /** Lines `read_file` returns when the model gives no `limit`. */
@@ -305,7 +306,12 @@ export function globTool(workspace: Workspace): Tool {
   });
 }
 
-export function grepTool(workspace: Workspace): Tool {
+export interface GrepToolOptions {
+  /** `auto` (default): ripgrep when `rg` is on the PATH, else the JavaScript search; `false`: always JavaScript. */
+  ripgrep?: "auto" | false;
+}
+
+export function grepTool(workspace: Workspace, options: GrepToolOptions = {}): Tool {
   return defineTool<{ pattern: string; path?: string; glob_filter?: string; case_insensitive?: boolean; max_results?: number }>({
     name: "grep",
     description: `Searches file contents with a regular expression (JavaScript syntax); answers "path:line: text" lines, at most max_results (default ${DEFAULT_GREP_RESULTS}).`,
@@ -334,6 +340,15 @@ export function grepTool(workspace: Workspace): Tool {
       const base = path === undefined ? workspace.root : await workspace.resolvePath(path);
       const info = await stat(base).catch(() => undefined);
       if (!info) return error(`grep: ${path} does not exist`);
+      const answer = (matches: string[], more: boolean, engine: string): ToolResultValue => ({
+        content: matches.length === 0 ? `No matches for ${pattern}` : more ? `${matches.join("\n")}\n[more matches; stopped at max_results ${max_results}]` : matches.join("\n"),
+        structured: { engine, matches: matches.length },
+      });
+      if (info.isDirectory() && options.ripgrep !== false && (await ripgrepAvailable())) {
+        const outcome = await ripgrep({ folder: base, pattern, glob: glob_filter, caseInsensitive: case_insensitive, maxResults: max_results, maxFileBytes: GREP_MAX_FILE_BYTES, signal: context.signal });
+        // A pattern rg refuses (look-around, back-references) is searched in JavaScript below.
+        if (!("refused" in outcome)) return answer(outcome.matches.map((match) => `${workspace.display(match.path)}:${match.line}: ${match.text}`), outcome.more, "ripgrep");
+      }
       const files = info.isDirectory()
         ? (await listFiles(workspace, base, glob_filter ?? "**/*")).sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0))
         : [{ path: base, size: info.size, mtimeMs: info.mtimeMs }];
@@ -366,8 +381,7 @@ export function grepTool(workspace: Workspace): Tool {
       for (let start = 0; start < files.length && !more && !context.signal.aborted; start += PARALLEL_FILES) {
         for (const found of await Promise.all(files.slice(start, start + PARALLEL_FILES).map(search))) collect(found);
       }
-      if (matches.length === 0) return `No matches for ${pattern}`;
-      return more ? `${matches.join("\n")}\n[more matches; stopped at max_results ${max_results}]` : matches.join("\n");
+      return answer(matches, more, "javascript");
     },
   });
 }
