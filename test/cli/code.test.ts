@@ -1,7 +1,8 @@
 // `agentloop code` end to end: the CLI in a real pseudo-terminal (@lydell/node-pty, prebuilt), a
 // scripted model, a temp project with a failing check; and piped, for the one-shot mode's errors.
 import assert from "node:assert/strict";
-import { cpSync, mkdtempSync, readFileSync, realpathSync, rmSync } from "node:fs";
+import { spawnSync } from "node:child_process";
+import { cpSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, describe, it } from "node:test";
@@ -18,6 +19,7 @@ const tsconfig = new URL("../../tsconfig.json", import.meta.url).pathname;
 // a unique one and runs the check again.
 const example = new URL("../../examples/coding/", import.meta.url).pathname;
 const MATH = readFileSync(join(example, "project/math.mjs"), "utf8");
+const call = (name: string, args: object) => ({ tool_calls: [{ name, arguments: args }] });
 
 let counter = 0;
 function project(): string {
@@ -118,6 +120,30 @@ describe("agentloop code in a terminal", () => {
     assert.equal(await declined.exited, 0);
     assert.match(declined.output(), /✗ edit_file .*Rejected: declined by the user/);
     assert.equal(readFileSync(join(other, "math.mjs"), "utf8"), MATH);
+  });
+});
+
+describe("agentloop code: Ctrl-C", () => {
+  it("aborts the running input (its command is killed), keeps the session and its prompt; /exit leaves", async () => {
+    const root = project();
+    const script = [call("shell", { command: "echo started; sleep 31.7", timeout_ms: 60_000 }), "never reached"];
+    // In a file: on the command line the script would show in `pgrep -f` below.
+    writeFileSync(join(root, "sleep.json"), JSON.stringify(script));
+    const term = inTerminal(["code", "--mock", "@sleep.json", "--approve", "all"], root);
+    let at = await term.waitFor(/code› /);
+    const started = performance.now();
+    term.type("Sleep a while\r");
+    at = await term.waitFor(/│ started\n/, at);
+    term.type("\u0003");
+    at = await term.waitFor(/■ ABORTED: interrupted \(Ctrl-C\)\n/, at);
+    assert.ok(performance.now() - started < 20_000, "the run did not wait for the sleep");
+    // The command's process group got SIGTERM: the sleep is gone within the 2 s grace.
+    const running = () => spawnSync("pgrep", ["-f", "sleep 31.7"]).status === 0;
+    for (let waited = 0; running() && waited < 5_000; waited += 100) await new Promise((resolve) => setTimeout(resolve, 100));
+    assert.equal(running(), false, "sleep 31.7 still runs");
+    await term.waitFor(/code› /, at);
+    term.type("/exit\r");
+    assert.equal(await term.exited, 0);
   });
 });
 
