@@ -108,6 +108,16 @@ describe("the system prompt", () => {
 });
 
 describe("sub-agents", () => {
+  it("work in Workspace.scoped folders: a folder inside is a workspace of its own; a file or a folder outside is refused", async () => {
+    const root = freshRoot({ "pkg/a.txt": "a\n" });
+    const workspace = workspaceAt(root);
+    const scoped = await workspace.scoped("pkg");
+    assert.equal(scoped.root, join(root, "pkg"));
+    await assert.rejects(scoped.resolvePath("../pkg/a.txt").then(() => scoped.resolvePath("../other")), /outside the workspace/);
+    await assert.rejects(workspace.scoped("pkg/a.txt"), /pkg\/a\.txt is not a folder of the workspace/);
+    await assert.rejects(workspace.scoped(".."), /outside the workspace/);
+  });
+
   it("spawn_agent runs a child in the background on the same files (scoped to working_dir); wait returns its answer and forwards its events; send_input continues it with its history", async () => {
     const root = freshRoot({ "pkg/readme.txt": "hello from pkg\n" });
     const child = new ScriptedModel(
