@@ -8,7 +8,7 @@ import { join } from "node:path";
 import { after, describe, it } from "node:test";
 import pty from "@lydell/node-pty";
 import { runCli } from "../../src/cli/program.js";
-import { captured, cleanEnv, cliArgs } from "./helpers.js";
+import { captured, cleanEnv, cliArgs, runCli as runCliChild } from "./helpers.js";
 
 const folder = realpathSync(mkdtempSync(join(tmpdir(), "agentloop-code-cli-")));
 after(() => rmSync(folder, { recursive: true, force: true }));
@@ -144,6 +144,22 @@ describe("agentloop code: Ctrl-C", () => {
     await term.waitFor(/code› /, at);
     term.type("/exit\r");
     assert.equal(await term.exited, 0);
+  });
+});
+
+describe("agentloop code with DEBUG_MOCK_RESPONSES", () => {
+  it("plays the variable's script when no --mock or --model is given, and names an invalid one (exit 2)", async () => {
+    const root = project();
+    const [ok, bad] = await Promise.all([
+      runCliChild(["code", "What is here?", "--workspace", root], cleanEnv({ DEBUG_MOCK_RESPONSES: JSON.stringify([call("glob", { pattern: "*.mjs" }), "Two modules."]) })),
+      runCliChild(["code", "x", "--workspace", root], cleanEnv({ DEBUG_MOCK_RESPONSES: "[not json" })),
+    ]);
+    assert.equal(ok.code, 0, ok.stderr);
+    assert.match(ok.stderr, /· scripted · anthropic tools · approvals: ask/);
+    assert.match(ok.stdout, /✓ glob .*check\.mjs math\.mjs|✓ glob .*math\.mjs check\.mjs/);
+    assert.match(ok.stdout, /Two modules\./);
+    assert.equal(bad.code, 2);
+    assert.match(bad.stderr, /agentloop: DEBUG_MOCK_RESPONSES: not valid JSON/);
   });
 });
 

@@ -6,6 +6,7 @@ import { AgentLoopError } from "../../errors.js";
 import type { RunResult } from "../../loop/events.js";
 import type { Run } from "../../loop/run.js";
 import type { Message } from "../../messages.js";
+import { checkMockScript } from "../../model/mock-script.js";
 import type { Model } from "../../model/model.js";
 import { NO_MODEL_MESSAGE, readMockOption, takeOverMockScript } from "../agent-setup.js";
 import { APPROVE_MODES, type ApproveMode, answerApproval } from "../approvals.js";
@@ -33,8 +34,12 @@ interface CodeIO {
 /** The model: `--mock` (one script for the whole session), `--model`, else the environment (MODEL_API_URL/MODEL_NAME, DEBUG_MOCK_RESPONSES). */
 async function codingModel(options: CodeCommandOptions, env: NodeJS.ProcessEnv): Promise<{ model: Model; name: string }> {
   const { ScriptedModel } = await import("../../model/scripted.js");
+  // The variable's script is read here, once, and taken out of the environment, so the Agents of the
+  // session (sub-agents too) do not each replace their model with a fresh copy of it.
+  const envScript = env.DEBUG_MOCK_RESPONSES;
   takeOverMockScript(env);
-  if (options.mock !== undefined) return { model: new ScriptedModel(await readMockOption(options.mock), { chunkDelayMs: 5, continueAcrossRuns: true }), name: "scripted" };
+  const scripted = (script: string) => ({ model: new ScriptedModel(script, { chunkDelayMs: 5, continueAcrossRuns: true }), name: "scripted" });
+  if (options.mock !== undefined) return scripted(await readMockOption(options.mock));
   if (options.model !== undefined) {
     const { resolveModel } = await import("../../providers/index.js");
     try {
@@ -43,9 +48,12 @@ async function codingModel(options: CodeCommandOptions, env: NodeJS.ProcessEnv):
       throw new AgentLoopError("configuration", `--model: ${(error as Error).message}`, { cause: error });
     }
   }
+  if (envScript !== undefined && envScript !== "") {
+    checkMockScript(envScript, "DEBUG_MOCK_RESPONSES");
+    return scripted(envScript);
+  }
   const [{ resolveAgentSettings }, { providerModelOfSettings }] = await Promise.all([import("../../config/settings.js"), import("../../config/build-agent.js")]);
   const settings = await resolveAgentSettings({ env });
-  if (settings.mockResponses !== undefined) return { model: new ScriptedModel(settings.mockResponses, { chunkDelayMs: 5, continueAcrossRuns: true }), name: "scripted" };
   if (settings.model === undefined && settings.modelApiUrl === undefined && settings.modelName === undefined) throw new AgentLoopError("configuration", NO_MODEL_MESSAGE.replace("(the hotel demo: agentloop demo hotel)", "").trim());
   return { model: await providerModelOfSettings(settings, env), name: settings.model ?? settings.modelName ?? "model" };
 }
