@@ -1,5 +1,5 @@
 import { lstat, mkdir, readFile, stat, writeFile } from "node:fs/promises";
-import { dirname, extname } from "node:path";
+import { dirname, extname, sep } from "node:path";
 import type { ImagePart, TextPart } from "../messages.js";
 import { defineTool, type Tool, type ToolResultValue } from "../tools/tool.js";
 import { DEFAULT_EXEC_TIMEOUT_MS, MAX_EXEC_TIMEOUT_MS } from "./exec.js";
@@ -50,6 +50,16 @@ interface ListedFile {
   path: string;
   size: number;
   mtimeMs: number;
+}
+
+/** Path order folder by folder, as ripgrep's `--sort path` lists (`a/b` before `a-b/c`). */
+function comparePaths(a: string, b: string): number {
+  const left = a.split(sep);
+  const right = b.split(sep);
+  for (let index = 0; index < Math.min(left.length, right.length); index++) {
+    if (left[index] !== right[index]) return left[index] < right[index] ? -1 : 1;
+  }
+  return left.length - right.length;
 }
 
 /** Files read or checked at once by `glob` and `grep`. */
@@ -350,7 +360,7 @@ export function grepTool(workspace: Workspace, options: GrepToolOptions = {}): T
         if (!("refused" in outcome)) return answer(outcome.matches.map((match) => `${workspace.display(match.path)}:${match.line}: ${match.text}`), outcome.more, "ripgrep");
       }
       const files = info.isDirectory()
-        ? (await listFiles(workspace, base, glob_filter ?? "**/*")).sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0))
+        ? (await listFiles(workspace, base, glob_filter ?? "**/*")).sort((a, b) => comparePaths(a.path, b.path))
         : [{ path: base, size: info.size, mtimeMs: info.mtimeMs }];
       // A first test on the whole text (multiline, so ^ and $ still work per line) skips most files without splitting them.
       const anywhere = new RegExp(pattern, case_insensitive ? "im" : "m");

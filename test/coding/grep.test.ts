@@ -21,6 +21,8 @@ const files: Record<string, string | Buffer> = {
   ".hidden/dot.txt": "needle in a dot folder\n",
   "node_modules/pkg/index.ts": "needle\n",
   "bin.dat": Buffer.from("needle\0binary\n"),
+  "a/b.txt": "needle in a\n",
+  "a-b/c.txt": "needle in a-b\n",
 };
 for (const [name, content] of Object.entries(files)) {
   mkdirSync(join(root, name, ".."), { recursive: true });
@@ -52,7 +54,7 @@ describe("grep engines", () => {
     assert.ok(answers.every((answer) => answer.engine === "javascript"));
     assert.equal(
       answers[0].text,
-      [".hidden/dot.txt:1: needle in a dot folder", "crlf.txt:1: ends with needle", "crlf.txt:2: needle", "src/deep/x.ts:2: needle at the end: needle", "src/notes.md:1: needle in markdown", "top.ts:1: const needle = 1;"].join("\n"),
+      [".hidden/dot.txt:1: needle in a dot folder", "a/b.txt:1: needle in a", "a-b/c.txt:1: needle in a-b", "crlf.txt:1: ends with needle", "crlf.txt:2: needle", "src/deep/x.ts:2: needle at the end: needle", "src/notes.md:1: needle in markdown", "top.ts:1: const needle = 1;"].join("\n"),
     );
     assert.equal(answers[1].text, "crlf.txt:1: ends with needle\ncrlf.txt:2: needle\nsrc/deep/x.ts:2: needle at the end: needle");
     assert.equal(answers[4].text, "top.ts:1: const needle = 1;");
