@@ -5,6 +5,8 @@ import { type Palette, palette, RunRenderer, type WriteTarget } from "./render.j
 
 /** At most this many diff lines per edit are shown (the rest is counted). */
 const MAX_DIFF_LINES = 80;
+/** The tools' own marker when they cut a diff (`… N more diff lines`). */
+const CUT_MARKER = /^… (\d+) more diff lines$/;
 
 interface Change {
   path?: string;
@@ -41,13 +43,17 @@ export class CodingRenderer {
     for (const change of changes) {
       if (!change.diff) continue;
       const lines = change.diff.split("\n");
+      // Lines the tool already left out count as not shown.
+      const cut = CUT_MARKER.exec(lines[lines.length - 1] ?? "");
+      if (cut) lines.pop();
+      const hidden = Math.max(0, lines.length - MAX_DIFF_LINES) + (cut ? Number(cut[1]) : 0);
       const shown = lines.slice(0, MAX_DIFF_LINES);
       this.out.write(`    ${c.bold(`${change.path ?? ""}${change.moveTo ? ` → ${change.moveTo}` : ""}`)}\n`);
       for (const line of shown) {
         const colored = line.startsWith("@@") ? c.cyan(line) : line.startsWith("+") ? c.green(line) : line.startsWith("-") ? c.red(line) : c.dim(line);
         this.out.write(`    ${colored}\n`);
       }
-      if (lines.length > shown.length) this.out.write(`    ${c.dim(`… ${lines.length - shown.length} more diff lines`)}\n`);
+      if (hidden > 0) this.out.write(`    ${c.dim(`… ${hidden} more diff lines`)}\n`);
     }
   }
 

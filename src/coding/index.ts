@@ -12,7 +12,7 @@ export {
   MAX_EXEC_TIMEOUT_MS,
   PIPE_DRAIN_MS,
 } from "./exec.js";
-export { applyHunks, applyPatch, lineDiff, type PatchFileChange, type PatchHunk, type PatchOperation, PatchError, type PatchResult, parsePatch } from "./patch.js";
+export { applyHunks, applyPatch, lineDiff, MAX_DIFF_LINES, type PatchFileChange, type PatchHunk, type PatchOperation, PatchError, type PatchResult, parsePatch } from "./patch.js";
 export {
   applyPatchTool,
   codingTools,

@@ -234,8 +234,14 @@ export interface PatchResult {
   summary: string;
 }
 
-/** A short diff of `before` → `after`: the changed region with up to 3 lines of context, with line numbers. */
-export function lineDiff(before: string, after: string, context = 3): { diff: string; added: number; removed: number } {
+/** Lines of diff kept in a tool's `structured` (a whole new 1 MB file would otherwise ride along in full). */
+export const MAX_DIFF_LINES = 400;
+
+/**
+ * A short diff of `before` → `after`: the changed region with up to 3 lines of context, with line
+ * numbers, at most `maxLines` lines (then `… N more diff lines`).
+ */
+export function lineDiff(before: string, after: string, context = 3, maxLines = MAX_DIFF_LINES): { diff: string; added: number; removed: number } {
   const a = before === "" ? [] : before.replace(/\r?\n$/, "").split(/\r?\n/);
   const b = after === "" ? [] : after.replace(/\r?\n$/, "").split(/\r?\n/);
   let head = 0;
@@ -251,7 +257,8 @@ export function lineDiff(before: string, after: string, context = 3): { diff: st
   for (const line of removed) out.push(`-${line}`);
   for (const line of added) out.push(`+${line}`);
   for (const line of a.slice(a.length - tail, a.length - tail + context)) out.push(` ${line}`);
-  return { diff: out.join("\n"), added: added.length, removed: removed.length };
+  const shown = out.length > maxLines ? [...out.slice(0, maxLines), `… ${out.length - maxLines} more diff lines`] : out;
+  return { diff: shown.join("\n"), added: added.length, removed: removed.length };
 }
 
 /**

@@ -17,7 +17,7 @@ after(() => rmSync(root, { recursive: true, force: true }));
 it("shows each file of a patch with its diff, joins shell output split across chunks, and cuts a diff past 80 lines", async () => {
   writeFileSync(join(root, "a.txt"), "one\ntwo\n");
   writeFileSync(join(root, "gone.txt"), "bye\n");
-  const big = Array.from({ length: 100 }, (_, index) => `+line ${index}`).join("\n");
+  const big = Array.from({ length: 1000 }, (_, index) => `+line ${index}`).join("\n");
   const patch = ["*** Begin Patch", "*** Update File: a.txt", "-two", "+TWO", "*** Delete File: gone.txt", "*** Add File: big.txt", big, "*** End Patch"].join("\n");
   const workspace = new Workspace({ root, inheritEnv: { PATH: process.env.PATH } });
   const agent = new Agent({
@@ -29,7 +29,8 @@ it("shows each file of a patch with its diff, joins shell output split across ch
   for await (const event of agent.run("go")) renderer.onEvent(event);
   const text = out.text();
   assert.match(text, /✓ apply_patch .*Applied the patch: M a\.txt D gone\.txt A big\.txt\n {4}a\.txt\n {4}@@ -1,2 \+1,2 @@\n {5}one\n {4}-two\n {4}\+TWO\n {4}gone\.txt\n {4}@@ -1,1 \+1,0 @@\n {4}-bye\n {4}big\.txt\n/);
-  assert.match(text, / {4}\+line 78\n {4}… 21 more diff lines\n/);
+  // The tool keeps 400 diff lines of the 1001 (header + 1000) in its structured output; the view shows 80 and counts the rest.
+  assert.match(text, / {4}\+line 78\n {4}… 921 more diff lines\n/);
   assert.ok(!text.includes("+line 79"));
   assert.match(text, / {4}│ partial\n {4}│ next\n {4}│ last\n {2}✓ shell/);
 });
