@@ -2,6 +2,8 @@
 // scripted model, a temp project with a failing check; and piped, for the one-shot mode's errors.
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { cpSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -70,6 +72,8 @@ function inTerminal(args: string[], cwd: string) {
   };
 }
 
+// The suites are independent (each has its own temp project): they run side by side.
+describe("agentloop code", { concurrency: 4 }, () => {
 describe("agentloop code in a terminal", () => {
   it("an interactive scripted session: reads, runs the check, a non-unique edit fails, a unique one fixes the file (diff shown), the check passes; each writing tool asked first", async () => {
     const root = project();
@@ -163,6 +167,50 @@ describe("agentloop code with DEBUG_MOCK_RESPONSES", () => {
   });
 });
 
+describe("agentloop code --model openai:…", () => {
+  it("talks to a real Chat Completions endpoint with the openai profile: apply_patch (no edit_file) and the environment in the system prompt", async () => {
+    const root = project();
+    const patch = ["*** Begin Patch", "*** Update File: math.mjs", "@@", "-export const add = (a, b) => a - b;", "+export const add = (a, b) => a + b;", "*** End Patch"].join("\n");
+    const requests: Array<{ model: string; messages: Array<{ role: string; content: unknown }>; tools?: Array<{ function: { name: string } }> }> = [];
+    const chunk = (delta: object, finish: string | null) =>
+      `data: ${JSON.stringify({ id: "c1", object: "chat.completion.chunk", created: 1, model: "gpt-4.1", choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`;
+    const server = createServer((request, response) => {
+      let body = "";
+      request.on("data", (data) => (body += data));
+      request.on("end", () => {
+        requests.push(JSON.parse(body));
+        response.writeHead(200, { "content-type": "text/event-stream" });
+        if (requests.length === 1) {
+          const call = { index: 0, id: "call_1", type: "function", function: { name: "apply_patch", arguments: JSON.stringify({ patch }) } };
+          response.end(`${chunk({ role: "assistant", content: null, tool_calls: [call] }, null)}${chunk({}, "tool_calls")}data: [DONE]\n\n`);
+        } else {
+          response.end(`${chunk({ role: "assistant", content: "Patched add()." }, null)}${chunk({}, "stop")}data: [DONE]\n\n`);
+        }
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    try {
+      const { port } = server.address() as AddressInfo;
+      const result = await runCliChild(
+        ["code", "Fix add()", "--model", "openai:gpt-4.1", "--workspace", root, "--approve", "all"],
+        cleanEnv({ OPENAI_API_KEY: "sk-test", OPENAI_BASE_URL: `http://127.0.0.1:${port}/v1` }),
+      );
+      assert.equal(result.code, 0, result.stderr);
+      assert.match(result.stderr, /· openai:gpt-4\.1 · openai tools · approvals: off/);
+      assert.match(result.stdout, /✓ apply_patch .*Applied the patch: M math\.mjs\n {4}math\.mjs\n {4}@@ -1,2 \+1,2 @@\n {4}-export const add = \(a, b\) => a - b;\n {4}\+export const add = \(a, b\) => a \+ b;/);
+      assert.match(result.stdout, /Patched add\(\)\./);
+      assert.equal(readFileSync(join(root, "math.mjs"), "utf8"), MATH.replace("add = (a, b) => a - b", "add = (a, b) => a + b"));
+      const tools = (requests[0].tools ?? []).map((tool) => tool.function.name);
+      assert.ok(tools.includes("apply_patch") && !tools.includes("edit_file"), tools.join(", "));
+      const system = requests[0].messages[0];
+      assert.equal(system.role, "system");
+      assert.match(String(system.content), /<environment>\nWorking directory: .*\n[\s\S]*Model: openai:gpt-4\.1\n<\/environment>[\s\S]*## AGENTS\.md\n\nRun `node check\.mjs` after each change\./);
+    } finally {
+      server.close();
+    }
+  });
+});
+
 describe("agentloop code errors", () => {
   it("names a bad --workspace, a missing model, an unreadable script and an unknown profile (exit 2)", async () => {
     const cases: Array<[string[], RegExp]> = [
@@ -187,4 +235,5 @@ describe("agentloop code errors", () => {
       Object.assign(process.env, saved);
     }
   });
+});
 });
