@@ -33,6 +33,8 @@ function inCallOrder(events: LoopEvent[]) {
 }
 const toolNames = (session: CodingSession) => (session.agent.config.tools ?? []).map((tool) => (tool as Tool).name).sort();
 
+// Each test has its own folder: they run side by side.
+describe("coding sessions", { concurrency: 4 }, () => {
 describe("profiles", () => {
   it("pick apply_patch for OpenAI models and edit_file for the others, and can be overridden", async () => {
     assert.equal(profileForModel("openai:gpt-4.1").id, "openai");
@@ -244,4 +246,5 @@ describe("approvals", () => {
     assert.deepEqual(asked, ["agent_1:shell"]);
     assert.equal(readFileSync(join(root, "out.txt"), "utf8"), "from-child\n");
   });
+});
 });
