@@ -4,11 +4,13 @@ import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
+import { Readable } from "node:stream";
 import { cpSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, describe, it } from "node:test";
 import pty from "@lydell/node-pty";
+import { codeCommand } from "../../src/cli/commands/code.js";
 import { runCli } from "../../src/cli/program.js";
 import { captured, cleanEnv, cliArgs, runCli as runCliChild } from "./helpers.js";
 
@@ -219,6 +221,7 @@ describe("agentloop code errors", () => {
       [["code", "x", "--mock", `@${join(folder, "missing.json")}`], /agentloop: --mock: cannot read .*missing\.json \(ENOENT\)/],
       [["code", "x", "--mock", '["hi"]', "--profile", "gemini"], /agentloop: createCodingAgent: unknown profile "gemini"/],
       [["code", "x", "--mock", '["hi"]', "--approve", "maybe"], /--approve must be one of all, none, ask, got "maybe"/],
+      [["code", "x", "--mock", '["hi"]', "--max-turns", "0"], /--max-turns must be a positive integer, got "0"/],
     ];
     // In this process (the command fails before it reads the environment's model variables, or finds none).
     const saved = { ...process.env };
@@ -236,4 +239,17 @@ describe("agentloop code errors", () => {
     }
   });
 });
+
+  describe("agentloop code's first line", () => {
+    it("says where it works and what it read, and what the 32 KB budget cut from the project's instructions", async () => {
+      const root = project();
+      writeFileSync(join(root, "AGENTS.md"), "x".repeat(40_000));
+      const stdout = captured();
+      const stderr = captured();
+      const code = await codeCommand("Hi", { mock: '["Hello."]', workspace: root }, { stdin: Readable.from([]), stdout, stderr, env: {} });
+      assert.equal(code, 0);
+      assert.match(stderr.text(), /^agentloop code · .*p\d+ · scripted · anthropic tools · approvals: ask · AGENTS\.md\nproject instructions cut to 32 KB: AGENTS\.md: 32768 of 40014 bytes kept\n/);
+      assert.match(stdout.text(), /Hello\./);
+    });
+  });
 });
