@@ -63,11 +63,11 @@ describe("grep engines", () => {
   });
 
   it("ripgrep answers exactly what the JavaScript search answers", { skip: hasRipgrep ? false : "rg is not installed here (apt-get install ripgrep)" }, async () => {
-    for (const args of CASES) {
-      const [javascript, ripgrep] = await Promise.all([grep(false, args), grep("auto", args)]);
-      assert.equal(ripgrep.engine, "ripgrep", JSON.stringify(args));
-      assert.equal(ripgrep.text, javascript.text, JSON.stringify(args));
-    }
+    const answers = await Promise.all(CASES.map((args) => Promise.all([grep(false, args), grep("auto", args)])));
+    answers.forEach(([javascript, ripgrep], index) => {
+      assert.equal(ripgrep.engine, "ripgrep", JSON.stringify(CASES[index]));
+      assert.equal(ripgrep.text, javascript.text, JSON.stringify(CASES[index]));
+    });
   });
 
   it("a pattern ripgrep refuses (look-ahead) is searched in JavaScript", async () => {
