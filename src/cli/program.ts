@@ -3,6 +3,7 @@ import { AgentLoopError } from "../errors.js";
 import { registerChatCommand } from "./commands/chat.js";
 import { registerDemoCommand } from "./commands/demo.js";
 import { registerRunCommand } from "./commands/run.js";
+import { registerRunsCommand } from "./commands/runs.js";
 import { registerServeCommand } from "./commands/serve.js";
 import { registerEventsCommand, registerSessionsCommand } from "./commands/sessions.js";
 
@@ -26,6 +27,7 @@ export function createProgram(io: CliOutput = process): Command {
   registerServeCommand(program);
   registerSessionsCommand(program);
   registerEventsCommand(program);
+  registerRunsCommand(program);
   registerDemoCommand(program);
   return program;
 }

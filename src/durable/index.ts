@@ -324,6 +324,7 @@ export function durableAgent(agent: Agent, options: DurableOptions): DurableAgen
         logLevel: options.logLevel ?? "warn",
       });
       const promise = (async () => {
+        await migrateOnce(options.databaseUrl, options.schema ?? "dbos");
         await DBOS.launch();
         const { queue } = options;
         if (queue) {
@@ -428,6 +429,28 @@ export function durableAgent(agent: Agent, options: DurableOptions): DurableAgen
       await DBOS.shutdown();
     },
   };
+}
+
+/**
+ * Creates or migrates DBOS's schema holding an advisory lock (released when the connection ends):
+ * replicas starting together would otherwise run the same migrations at once and deadlock.
+ */
+async function migrateOnce(databaseUrl: string, schema: string): Promise<void> {
+  const { default: pg } = await import("pg");
+  const client = new pg.Client({ connectionString: databaseUrl });
+  await client.connect();
+  try {
+    // Polled, not waited for: a session waiting on a lock is an open transaction, and the
+    // migrations' CREATE INDEX CONCURRENTLY waits for every open transaction of the database.
+    for (;;) {
+      const { rows } = await client.query<{ locked: boolean }>("SELECT pg_try_advisory_lock(hashtext($1)) AS locked", [`agentloop.dbos.migrate.${schema}`]);
+      if (rows[0]?.locked) break;
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    await DBOS.migrate(databaseUrl, { schemaName: schema });
+  } finally {
+    await client.end().catch(() => undefined);
+  }
 }
 
 function runInfo(row: import("@dbos-inc/dbos-sdk").WorkflowStatus): DurableRunInfo {

@@ -44,13 +44,13 @@ export class DurableRuns {
   ) {}
 
   /** Checks the settings: durable runs keep their checkpoints in the memory's PostgreSQL. */
-  static of(settings: AgentSettings, memory: ServerMemory, log: (line: string) => void, onStoreFailure: (failure: string | undefined) => void): DurableRuns {
+  static of(settings: AgentSettings, memory: ServerMemory, env: NodeJS.ProcessEnv, log: (line: string) => void, onStoreFailure: (failure: string | undefined) => void): DurableRuns {
     const type = settings.memoryEnv.MEMORY_TYPE;
-    const url = settings.memoryEnv.MEMORY_POSTGRES_URL;
+    const url = settings.memoryEnv.MEMORY_POSTGRES_URL ?? env.DATABASE_URL;
     if (memory.store.kind !== "postgres" || !url) {
       throw new AgentLoopError(
         "configuration",
-        `DURABLE: durable runs need MEMORY_TYPE=postgres and MEMORY_POSTGRES_URL (their checkpoints live in the same PostgreSQL), got MEMORY_TYPE=${type ?? "(unset)"}`,
+        `DURABLE: durable runs need MEMORY_TYPE=postgres (their checkpoints live in the same PostgreSQL), got MEMORY_TYPE=${type ?? "(unset)"}`,
       );
     }
     return new DurableRuns(settings, memory, log, url, onStoreFailure);
@@ -133,9 +133,10 @@ export class DurableRuns {
     });
   }
 
-  async events(runId: string, after: number): Promise<AsyncGenerator<JournalEntry>> {
+  /** A run's journal after `after` (`known`: the run was just started, no need to look it up). */
+  async events(runId: string, after: number, known = false): Promise<AsyncGenerator<JournalEntry>> {
     const durable = await this.ready();
-    if (!(await durable.show(runId))) throw new HttpError(404, `no durable run "${runId}"`, "not_found_error", "run_not_found", "run_id");
+    if (!known && !(await durable.show(runId))) throw new HttpError(404, `no durable run "${runId}"`, "not_found_error", "run_not_found", "run_id");
     return durable.readJournal(runId, { after });
   }
 

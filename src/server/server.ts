@@ -95,7 +95,7 @@ export async function createAgentServer(options: AgentServerOptions = {}): Promi
   let durable: DurableRuns | undefined;
   try {
     // Durable mode: checked now (it needs the PostgreSQL memory), launched once the agent is built.
-    if (settings.durable) durable = DurableRuns.of(settings, memory, log, (failure) => (runs.storeFailure = failure));
+    if (settings.durable) durable = DurableRuns.of(settings, memory, env, log, (failure) => (runs.storeFailure = failure));
     prepared = await prepareAgentRuntime(settings, { ...options.build, env, memory: memory.handle, readyTimeoutMs: options.readyTimeoutMs });
   } catch (error) {
     await closeMemory();

@@ -90,7 +90,7 @@ export async function durableChatNode(server: ServerContext, chat: DurableChatRe
     gone.left = true;
   });
   outgoing.writeHead(200, { ...sseHeaders(chat.sessionId), [RUN_ID_HEADER]: runId });
-  const entries = await server.durable!.events(runId, 0);
+  const entries = await server.durable!.events(runId, 0, true);
   void pipeJournal(server, entries, nodeSseSink(outgoing), false, gone);
 }
 
@@ -104,11 +104,11 @@ export async function durableChatWeb(server: ServerContext, chat: DurableChatReq
     c.header(RUN_ID_HEADER, runId);
     return c.json(completionOf(runResultOf(result), chat.model, chat.sessionId));
   }
-  return streamJournal(server, runId, 0, false, { ...sseHeaders(chat.sessionId), [RUN_ID_HEADER]: runId });
+  return streamJournal(server, runId, 0, false, { ...sseHeaders(chat.sessionId), [RUN_ID_HEADER]: runId }, true);
 }
 
-async function streamJournal(server: ServerContext, runId: string, after: number, withIds: boolean, headers: Record<string, string>): Promise<Response> {
-  const entries = await durableOf(server).events(runId, after);
+async function streamJournal(server: ServerContext, runId: string, after: number, withIds: boolean, headers: Record<string, string>, known = false): Promise<Response> {
+  const entries = await durableOf(server).events(runId, after, known);
   const gone = { left: false };
   const { sink, body } = webSseSink(() => {
     gone.left = true;
