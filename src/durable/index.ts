@@ -70,6 +70,8 @@ export interface DurableQueueOptions {
 
 /** Turns a run's events into journal items. Must be deterministic: a recovered run replays it. */
 export interface JournalEncoder {
+  /** Called first in each execution of the run, before any event (a recovered run's included). */
+  begin?(): Promise<void>;
   /** The first items, before any event. */
   start(): readonly string[];
   /** The items of one event (none for most). */
@@ -279,6 +281,7 @@ export function durableAgent(agent: Agent, options: DurableOptions): DurableAgen
     journalWaiters.delete(runId);
     if (waiting) for (const wake of waiting) wake();
     try {
+      await encoder.begin?.();
       for (const item of encoder.start()) journal.push(item);
       const result = await inner.run(input, {
         ...runOptions,

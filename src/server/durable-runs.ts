@@ -32,6 +32,8 @@ export interface DurableChat {
 
 export class DurableRuns {
   private durable?: DurableAgent;
+  /** Memory events a recovered run's replay must not store again, by run id (see `skipReplayed`). */
+  private readonly replayed = new Map<string, number>();
   private launching?: Promise<DurableAgent>;
   private failure?: AgentLoopError;
 
@@ -41,7 +43,32 @@ export class DurableRuns {
     private readonly log: (line: string) => void,
     private readonly databaseUrl: string,
     private readonly onStoreFailure: (failure: string | undefined) => void,
-  ) {}
+  ) {
+    this.skipReplayed();
+  }
+
+  /**
+   * A recovered run replays its recorded steps, and so emits its first events again: the memory
+   * events its earlier execution stored (counted when the execution begins) are not stored twice.
+   * The replay regenerates the same events in the same order, so the first ones are skipped.
+   */
+  private skipReplayed(): void {
+    const { store } = this.memory;
+    const append = store.append.bind(store);
+    const replayed = this.replayed;
+    store.append = (sessionId, events) => {
+      if (replayed.size === 0) return append(sessionId, events);
+      const kept = events.filter((event) => {
+        const runId = event.metadata?.run_id;
+        const left = typeof runId === "string" ? replayed.get(runId) : undefined;
+        if (!left) return true;
+        if (left === 1) replayed.delete(runId as string);
+        else replayed.set(runId as string, left - 1);
+        return false;
+      });
+      return kept.length > 0 ? append(sessionId, kept) : Promise.resolve([]);
+    };
+  }
 
   /** Checks the settings: durable runs keep their checkpoints in the memory's PostgreSQL. */
   static of(settings: AgentSettings, memory: ServerMemory, env: NodeJS.ProcessEnv, log: (line: string) => void, onStoreFailure: (failure: string | undefined) => void): DurableRuns {
@@ -98,9 +125,18 @@ export class DurableRuns {
     const chunks = new ChatStreamEncoder(spec);
     const { memory, settings, log } = this;
     return {
+      begin: async () => {
+        // What an earlier execution of this run stored (none for a run's first execution).
+        const stored = (await memory.store.events(spec.sessionId, { limit: 500 })).filter((event) => event.metadata?.run_id === runId).length;
+        if (stored > 0) {
+          this.replayed.set(runId, stored);
+          log(`[${settings.name}] run ${runId} session ${spec.sessionId} recovered: its ${stored} stored event(s) are not stored again`);
+        }
+      },
       start: () => [chunks.start()],
       event: (event) => chunks.event(event),
       end: async (result: RunResult) => {
+        this.replayed.delete(runId);
         log(`[${settings.name}] run ${runId} session ${spec.sessionId} ${result.state}: ${result.reason}`);
         // The answer is acknowledged only once the run's events are stored.
         const writes = memory.handle?.settled(spec.sessionId);

@@ -90,6 +90,8 @@ export async function durableChatNode(server: ServerContext, chat: DurableChatRe
     gone.left = true;
   });
   outgoing.writeHead(200, { ...sseHeaders(chat.sessionId), [RUN_ID_HEADER]: runId });
+  // The run may wait behind the session's earlier runs: the client gets its run id now.
+  outgoing.flushHeaders();
   const entries = await server.durable!.events(runId, 0, true);
   void pipeJournal(server, entries, nodeSseSink(outgoing), false, gone);
 }
