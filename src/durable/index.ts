@@ -327,8 +327,7 @@ export function durableAgent(agent: Agent, options: DurableOptions): DurableAgen
         logLevel: options.logLevel ?? "warn",
       });
       const promise = (async () => {
-        await migrateOnce(options.databaseUrl, options.schema ?? "dbos");
-        await DBOS.launch();
+        await oneAtATime(options.databaseUrl, options.schema ?? "dbos", () => DBOS.launch());
         const { queue } = options;
         if (queue) {
           await DBOS.registerQueue(queue.name, {
@@ -435,10 +434,10 @@ export function durableAgent(agent: Agent, options: DurableOptions): DurableAgen
 }
 
 /**
- * Creates or migrates DBOS's schema holding an advisory lock (released when the connection ends):
- * replicas starting together would otherwise run the same migrations at once and deadlock.
+ * Launches DBOS (which creates or migrates its schema) holding an advisory lock, released when the
+ * connection ends: replicas starting together would otherwise run the same migrations at once and deadlock.
  */
-async function migrateOnce(databaseUrl: string, schema: string): Promise<void> {
+async function oneAtATime(databaseUrl: string, schema: string, launch: () => Promise<void>): Promise<void> {
   const { default: pg } = await import("pg");
   const client = new pg.Client({ connectionString: databaseUrl });
   await client.connect();
@@ -450,7 +449,7 @@ async function migrateOnce(databaseUrl: string, schema: string): Promise<void> {
       if (rows[0]?.locked) break;
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
-    await DBOS.migrate(databaseUrl, { schemaName: schema });
+    await launch();
   } finally {
     await client.end().catch(() => undefined);
   }
