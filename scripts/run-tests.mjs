@@ -77,7 +77,7 @@ delete env.AGENTLOOP_TEST_CLI;
 if (built) env.AGENTLOOP_TEST_CLI = built.cli;
 let status = 1;
 try {
-  const result = spawnSync(process.execPath, ["--import", "tsx", "--test", "--test-concurrency=4", "--test-timeout=120000", ...files], {
+  const result = spawnSync(process.execPath, ["--import", "tsx", "--test", "--test-concurrency=4", "--test-timeout=120000", ...(process.env.AGENTLOOP_TEST_REPORTER ? ["--test-reporter=spec", "--test-reporter-destination=stdout", "--test-reporter=/tmp/rep/file-times.mjs", `--test-reporter-destination=${process.env.AGENTLOOP_TEST_REPORTER}`] : []), ...files], {
     stdio: "inherit",
     env,
   });

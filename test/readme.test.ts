@@ -5,16 +5,17 @@ import { readFileSync } from "node:fs";
 import { test } from "node:test";
 import { fileURLToPath } from "node:url";
 import { cleanEnv, spawnCli } from "./cli/helpers.js";
+import { tsChild } from "./ts-child.js";
 
 const root = fileURLToPath(new URL("../", import.meta.url));
 
-test("README shows examples/quickstart.ts verbatim, and it runs", () => {
+test("README shows examples/quickstart.ts verbatim, and it runs", async () => {
   const readme = readFileSync(`${root}README.md`, "utf8");
   const example = readFileSync(`${root}examples/quickstart.ts`, "utf8").trim();
   assert.ok(readme.includes(example), "README's example block must equal examples/quickstart.ts");
   const env = { ...process.env };
   delete env.DEBUG_MOCK_RESPONSES;
-  const run = spawnSync(process.execPath, ["--import", "tsx", "examples/quickstart.ts"], { cwd: root, encoding: "utf8", env, timeout: 30_000 });
+  const run = spawnSync(process.execPath, await tsChild(`${root}examples/quickstart.ts`), { cwd: root, encoding: "utf8", env, timeout: 30_000 });
   assert.equal(run.status, 0, run.stderr);
   assert.match(run.stdout, /\[get_weather [\d.]+ ms\] Paris: 21°C and sunny/);
   // The trivial tool's duration is its own (well under a millisecond), not the validator's warm-up
@@ -52,10 +53,10 @@ test("README's agent server example is true: the served agent has the tool the s
   }
 });
 
-test("examples/approvals.ts runs: a denied tool, a stop for approval, a resume from JSON", () => {
+test("examples/approvals.ts runs: a denied tool, a stop for approval, a resume from JSON", async () => {
   const env = { ...process.env };
   delete env.DEBUG_MOCK_RESPONSES;
-  const run = spawnSync(process.execPath, ["--import", "tsx", "examples/approvals.ts"], { cwd: root, encoding: "utf8", env, timeout: 30_000 });
+  const run = spawnSync(process.execPath, await tsChild(`${root}examples/approvals.ts`), { cwd: root, encoding: "utf8", env, timeout: 30_000 });
   assert.equal(run.status, 0, run.stderr);
   assert.match(run.stdout, /^INTERRUPTED \[ 'send_mail\(\{"to":"ada@example.com"\}\)' \]$/m);
   assert.match(run.stdout, /^delete_file: Tool denied by guardrail: this assistant never deletes$/m);

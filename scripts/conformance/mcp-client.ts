@@ -13,7 +13,7 @@ import { connectMcp } from "../../src/mcp/index.js";
 
 const url = process.argv.at(-1)!;
 const scenario = process.env.MCP_CONFORMANCE_SCENARIO ?? "";
-const context = JSON.parse(process.env.MCP_CONFORMANCE_CONTEXT ?? "{}") as { client_id?: string; client_secret?: string };
+const context = JSON.parse(process.env.MCP_CONFORMANCE_CONTEXT ?? "{}") as { client_id?: string; client_secret?: string; private_key_pem?: string; signing_algorithm?: string };
 const tokenDir = mkdtempSync(join(tmpdir(), "agentloop-mcp-auth-"));
 
 /** The browser's part of the authorization-code flow: the suite's server approves at once, so follow its redirects to our loopback callback. */
@@ -33,10 +33,16 @@ async function browse(authorizationUrl: string): Promise<void> {
 
 function auth(): McpAuthConfig | undefined {
   if (!scenario.startsWith("auth/")) return undefined;
+  if (scenario.startsWith("auth/client-credentials") && context.client_id && context.private_key_pem) {
+    // private_key_jwt; the algorithm comes from the key (the suite's is P-256: ES256).
+    return { type: "client_credentials", clientId: context.client_id, privateKey: context.private_key_pem };
+  }
   if (scenario.startsWith("auth/client-credentials") && context.client_id && context.client_secret) {
     return { type: "client_credentials", clientId: context.client_id, clientSecret: context.client_secret };
   }
-  return { type: "authorization_code", clientId: context.client_id, clientSecret: context.client_secret, tokenDir, onAuthorizationUrl: browse, timeoutMs: 20_000 };
+  // The suite's URL-based client id (its CIMD scenario expects this one; mcp.mjs sets it, as a user sets MCP_CLIENT_METADATA_URL).
+  const clientMetadataUrl = process.env.MCP_CLIENT_METADATA_URL || undefined;
+  return { type: "authorization_code", clientId: context.client_id, clientSecret: context.client_secret, clientMetadataUrl, tokenDir, onAuthorizationUrl: browse, timeoutMs: 20_000 };
 }
 
 const toolset = await connectMcp({

@@ -24,9 +24,12 @@ const npm = process.platform === "win32" ? "npm.cmd" : "npm";
 
 /** Scenarios agentloop does not take part in, and why (counted as skipped). */
 const notApplicable = {
-  "auth/client-credentials-jwt": "private_key_jwt client authentication is not configurable in agentloop",
-  "auth/cross-app-access-complete-flow": "cross-app access (identity assertion grants) is not supported",
+  "auth/cross-app-access-complete-flow":
+    "enterprise-managed authorization (SEP-990: an IdP's ID token exchanged for an ID-JAG, then a JWT-bearer grant) needs a user's enterprise SSO session, which an agent runtime does not hold",
 };
+
+/** The client's metadata document URL the suite's CIMD scenario (auth/basic-cimd) expects as the client_id. */
+const clientMetadataUrl = "https://conformance-test.local/client-metadata.json";
 
 function install(prefix, spec) {
   mkdirSync(prefix, { recursive: true });
@@ -58,7 +61,7 @@ function suiteEntry() {
 
 function run(command, args) {
   return new Promise((resolve) => {
-    const child = spawn(command, args, { cwd: root, stdio: ["ignore", "pipe", "pipe"] });
+    const child = spawn(command, args, { cwd: root, stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, MCP_CLIENT_METADATA_URL: clientMetadataUrl } });
     let output = "";
     child.stdout.on("data", (chunk) => (output += chunk));
     child.stderr.on("data", (chunk) => (output += chunk));

@@ -1,3 +1,4 @@
+import { readFileSync } from "node:fs";
 import { kaosAgentTool } from "../agents/index.js";
 import { AgentLoopError } from "../errors.js";
 import { Agent } from "../loop/agent.js";
@@ -104,14 +105,23 @@ export async function providerModelOfSettings(settings: AgentSettings, env: Node
 function mcpAuthOf(server: McpServerSetting, interactive: boolean): McpAuthConfig | undefined {
   const auth = server.auth;
   if (!auth) return undefined;
-  if (auth.flow === "client_credentials") return { type: "client_credentials", clientId: auth.clientId!, clientSecret: auth.clientSecret!, scope: auth.scope };
+  if (auth.flow === "client_credentials") {
+    if (auth.privateKeyFile === undefined) return { type: "client_credentials", clientId: auth.clientId!, clientSecret: auth.clientSecret!, scope: auth.scope, issuer: auth.issuer };
+    let privateKey: string;
+    try {
+      privateKey = readFileSync(auth.privateKeyFile, "utf8");
+    } catch (error) {
+      throw new AgentLoopError("configuration", `mcpServers (${server.name}): cannot read the private key file ${auth.privateKeyFile}: ${reasonOf(error)}`, { cause: error });
+    }
+    return { type: "client_credentials", clientId: auth.clientId!, privateKey, algorithm: auth.algorithm, scope: auth.scope, issuer: auth.issuer };
+  }
   if (!interactive) {
     throw new AgentLoopError(
       "configuration",
       `mcpServers (${server.name}): auth flow authorization_code needs a person to sign in (agentloop run or chat); a server uses clientId and clientSecret (MCP_SERVER_<NAME>_CLIENT_ID / _CLIENT_SECRET)`,
     );
   }
-  return { type: "authorization_code", clientId: auth.clientId, clientSecret: auth.clientSecret, scope: auth.scope };
+  return { type: "authorization_code", clientId: auth.clientId, clientSecret: auth.clientSecret, scope: auth.scope, clientMetadataUrl: auth.clientMetadataUrl };
 }
 
 function mcpToolsetOf(server: McpServerSetting, McpToolset: typeof import("../mcp/index.js").McpToolset, watch: BuildAgentOptions["mcp"] = {}, interactive = false): McpToolset {

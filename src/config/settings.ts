@@ -20,7 +20,7 @@ export interface McpServerSetting {
    * OAuth for an HTTP server: a client id and secret (the client-credentials flow, for `serve`), or
    * `flow: authorization_code` (a person signs in; the CLI prints the URL and stores the tokens).
    */
-  auth?: { flow?: "client_credentials" | "authorization_code"; clientId?: string; clientSecret?: string; scope?: string };
+  auth?: { flow?: "client_credentials" | "authorization_code"; clientId?: string; clientSecret?: string; scope?: string; clientMetadataUrl?: string; privateKeyFile?: string; algorithm?: string; issuer?: string };
 }
 
 /** A peer agent. `kaos` agents get a chat-completions call with a `task-delegation` message;
@@ -153,6 +153,16 @@ function port(setting: string, value: unknown): number {
     throw configurationError(setting, `must be a port number between 0 and 65535, got ${JSON.stringify(value)}`);
   }
   return number;
+}
+
+/** A Client ID Metadata Document's URL: https with a path (it becomes the OAuth client_id). */
+function clientMetadataUrl(setting: string, value: unknown): string {
+  const url = httpUrl(setting, value);
+  const parsed = new URL(url);
+  if (parsed.protocol !== "https:" || parsed.pathname === "/") {
+    throw configurationError(setting, `must be an https URL with a path (where your client metadata document is published), got ${JSON.stringify(value)}`);
+  }
+  return url;
 }
 
 function httpUrl(setting: string, value: unknown): string {
@@ -374,13 +384,26 @@ function mcpAuth(setting: string, value: unknown, http: boolean): NonNullable<Mc
   if (typeof value !== "object" || value === null || Array.isArray(value)) throw configurationError(setting, "must be a mapping { clientId, clientSecret, scope } or { flow: authorization_code }");
   const auth = value as Record<string, unknown>;
   for (const key of Object.keys(auth)) {
-    if (!["flow", "clientId", "clientSecret", "scope"].includes(key)) throw configurationError(`${setting}.${key}`, "unknown setting (known: flow, clientId, clientSecret, scope)");
+    if (!["flow", "clientId", "clientSecret", "privateKeyFile", "algorithm", "issuer", "scope", "clientMetadataUrl"].includes(key)) {
+      throw configurationError(`${setting}.${key}`, "unknown setting (known: flow, clientId, clientSecret, privateKeyFile, algorithm, issuer, scope, clientMetadataUrl)");
+    }
   }
-  const flow = auth.flow ?? (auth.clientSecret !== undefined ? "client_credentials" : "authorization_code");
+  const flow = auth.flow ?? (auth.clientSecret !== undefined || auth.privateKeyFile !== undefined ? "client_credentials" : "authorization_code");
   if (flow !== "client_credentials" && flow !== "authorization_code") throw configurationError(`${setting}.flow`, `must be client_credentials or authorization_code, got ${JSON.stringify(flow)}`);
   const result: NonNullable<McpServerSetting["auth"]> = { flow };
-  for (const key of ["clientId", "clientSecret", "scope"] as const) if (auth[key] !== undefined) result[key] = text(`${setting}.${key}`, auth[key]);
-  if (flow === "client_credentials" && (!result.clientId || !result.clientSecret)) throw configurationError(setting, "the client-credentials flow needs clientId and clientSecret");
+  for (const key of ["clientId", "clientSecret", "privateKeyFile", "algorithm", "scope"] as const) if (auth[key] !== undefined) result[key] = text(`${setting}.${key}`, auth[key]);
+  if (flow === "client_credentials" && (!result.clientId || (!result.clientSecret && !result.privateKeyFile))) {
+    throw configurationError(setting, "the client-credentials flow needs clientId and clientSecret (or privateKeyFile, for private_key_jwt)");
+  }
+  if (result.clientSecret && result.privateKeyFile) throw configurationError(setting, "give clientSecret or privateKeyFile, not both");
+  if (auth.issuer !== undefined) {
+    if (flow !== "client_credentials") throw configurationError(`${setting}.issuer`, "applies to client credentials (the authorization server they may be sent to)");
+    result.issuer = httpUrl(`${setting}.issuer`, auth.issuer);
+  }
+  if (auth.clientMetadataUrl !== undefined) {
+    if (flow !== "authorization_code") throw configurationError(`${setting}.clientMetadataUrl`, "applies to the authorization-code flow (a person signs in), not to client credentials");
+    result.clientMetadataUrl = clientMetadataUrl(`${setting}.clientMetadataUrl`, auth.clientMetadataUrl);
+  }
   return result;
 }
 
@@ -433,12 +456,41 @@ function mcpServersFromEnv(env: NodeJS.ProcessEnv): McpServerSetting[] | undefin
     const clientId = lookupPerName(env, "MCP_SERVER_", name, "_CLIENT_ID");
     const clientSecret = lookupPerName(env, "MCP_SERVER_", name, "_CLIENT_SECRET");
     const scope = lookupPerName(env, "MCP_SERVER_", name, "_SCOPE");
-    if (clientId.value || clientSecret.value) {
-      if (!clientId.value || !clientSecret.value) throw configurationError(clientId.value ? clientSecret.key : clientId.key, `is required with ${clientId.value ? clientId.key : clientSecret.key} (OAuth client credentials)`);
-      server.auth = { flow: "client_credentials", clientId: clientId.value, clientSecret: clientSecret.value, ...(scope.value ? { scope: scope.value } : {}) };
+    // Or a private key (PEM file) instead of the secret: the client signs a JWT (private_key_jwt).
+    const keyFile = lookupPerName(env, "MCP_SERVER_", name, "_PRIVATE_KEY_FILE");
+    // The authorization server the credentials may be sent to (else: whichever the MCP server names).
+    const issuer = lookupPerName(env, "MCP_SERVER_", name, "_ISSUER");
+    const credential = clientSecret.value ? clientSecret : keyFile;
+    if (clientId.value || credential.value) {
+      if (!clientId.value || !credential.value) {
+        throw configurationError(clientId.value ? clientSecret.key : clientId.key, `is required with ${clientId.value ? clientId.key : credential.key} (OAuth client credentials${clientId.value ? `; or ${keyFile.key}` : ""})`);
+      }
+      if (clientSecret.value && keyFile.value) throw configurationError(keyFile.key, `give ${clientSecret.key} or ${keyFile.key}, not both`);
+      server.auth = {
+        flow: "client_credentials",
+        clientId: clientId.value,
+        ...(clientSecret.value ? { clientSecret: clientSecret.value } : { privateKeyFile: keyFile.value }),
+        ...(scope.value ? { scope: scope.value } : {}),
+        ...(issuer.value ? { issuer: httpUrl(issuer.key, issuer.value) } : {}),
+      };
     }
     return server;
   });
+}
+
+/**
+ * `MCP_CLIENT_METADATA_URL`: the public URL of this client's metadata document (a Client ID
+ * Metadata Document), used as the client_id by every authorization-code server that has no
+ * `clientMetadataUrl` of its own, when its authorization server supports such documents.
+ */
+function withClientMetadataUrl(servers: McpServerSetting[], env: NodeJS.ProcessEnv): McpServerSetting[] {
+  const value = env.MCP_CLIENT_METADATA_URL;
+  if (value === undefined || value.trim() === "") return servers;
+  const url = clientMetadataUrl("MCP_CLIENT_METADATA_URL", value);
+  for (const server of servers) {
+    if (server.auth?.flow === "authorization_code" && server.auth.clientMetadataUrl === undefined) server.auth.clientMetadataUrl = url;
+  }
+  return servers;
 }
 
 export interface ResolveSettingsOptions {
@@ -472,7 +524,7 @@ export function settingsFrom(file: AgentFile, env: NodeJS.ProcessEnv): AgentSett
     modelName: set("MODEL_NAME") ? env.MODEL_NAME : typeof fileModel === "object" ? fileModel.name : undefined,
     maxSteps: set("AGENTIC_LOOP_MAX_STEPS") ? positiveInteger("AGENTIC_LOOP_MAX_STEPS", env.AGENTIC_LOOP_MAX_STEPS) : (file.maxSteps ?? 5),
     toolCallMode: set("TOOL_CALL_MODE") ? toolCallMode("TOOL_CALL_MODE", env.TOOL_CALL_MODE) : (file.toolCallMode ?? "auto"),
-    mcpServers: mcpServersFromEnv(env) ?? normalizeMcpServers(file.mcpServers, "mcpServers"),
+    mcpServers: withClientMetadataUrl(mcpServersFromEnv(env) ?? normalizeMcpServers(file.mcpServers, "mcpServers"), env),
     subAgents: subAgentsFromEnv(env) ?? normalizeSubAgents(file.subAgents, "subAgents"),
     memoryEnv: {},
     mockResponses: set("DEBUG_MOCK_RESPONSES") ? env.DEBUG_MOCK_RESPONSES : undefined,

@@ -6,20 +6,32 @@
  *   client registration and tokens are stored per server in the user's config folder (0600), so the
  *   next start needs no login; an expired token is refreshed by the SDK with the refresh token.
  */
-import { randomBytes } from "node:crypto";
+import { createPrivateKey, type KeyObject, randomBytes } from "node:crypto";
 import { chmodSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { createServer, type Server } from "node:http";
 import { homedir } from "node:os";
 import { join } from "node:path";
 import type { OAuthClientProvider } from "@modelcontextprotocol/sdk/client/auth.js";
-import { ClientCredentialsProvider } from "@modelcontextprotocol/sdk/client/auth-extensions.js";
+import { ClientCredentialsProvider, PrivateKeyJwtProvider } from "@modelcontextprotocol/sdk/client/auth-extensions.js";
+import { AgentLoopError } from "../errors.js";
 import type { OAuthClientInformationMixed, OAuthClientMetadata, OAuthTokens } from "@modelcontextprotocol/sdk/shared/auth.js";
 
+/** Machine to machine: the client-credentials grant, the client authenticated by a secret or by a signed JWT. */
 export interface McpClientCredentialsAuth {
   type: "client_credentials";
   clientId: string;
-  clientSecret: string;
+  /** The client secret (`client_secret_basic` / `client_secret_post`, as the server supports)... */
+  clientSecret?: string;
+  /** ...or a private key (PKCS#8 PEM): the client signs a JWT assertion instead (`private_key_jwt`, RFC 7523). */
+  privateKey?: string;
+  /** The JWT's signing algorithm (default: from the key: RS256 for RSA, ES256/ES384/ES512 for P-256/P-384/P-521, PS256 for RSA-PSS). */
+  algorithm?: string;
   scope?: string;
+  /**
+   * The authorization server's issuer URL: the credentials are sent only there, whatever
+   * authorization server the MCP server names. Recommended (the MCP SDK warns without it).
+   */
+  issuer?: string;
 }
 
 export interface McpAuthorizationCodeAuth {
@@ -28,6 +40,14 @@ export interface McpAuthorizationCodeAuth {
   clientId?: string;
   clientSecret?: string;
   scope?: string;
+  /**
+   * The public https URL of this client's metadata document (a Client ID Metadata Document, SEP-991):
+   * when the authorization server advertises `client_id_metadata_document_supported`, this URL is
+   * the client_id and no registration is needed; else the client registers dynamically as usual.
+   * The document must list the loopback redirect (`http://127.0.0.1/callback`; any port is accepted
+   * for loopback redirects) — see `clientMetadataDocument()`.
+   */
+  clientMetadataUrl?: string;
   /** Where registrations and tokens are kept (default `$XDG_CONFIG_HOME/agentloop/mcp-auth`, else `~/.config/agentloop/mcp-auth`). */
   tokenDir?: string;
   /** Port of the loopback redirect on 127.0.0.1 (default: any free port). */
@@ -58,9 +78,50 @@ export function authProviderOf(auth: McpAuthConfig | undefined, serverName: stri
   if (!auth) return undefined;
   if ("provider" in auth) return auth.provider;
   if (auth.type === "client_credentials") {
-    return new ClientCredentialsProvider({ clientId: auth.clientId, clientSecret: auth.clientSecret, scope: auth.scope, clientName: "agentloop" });
+    if (auth.privateKey !== undefined) {
+      const algorithm = auth.algorithm ?? signingAlgorithmOf(auth.privateKey, serverName);
+      return new PrivateKeyJwtProvider({ clientId: auth.clientId, privateKey: auth.privateKey, algorithm, scope: auth.scope, clientName: "agentloop", expectedIssuer: auth.issuer });
+    }
+    return new ClientCredentialsProvider({ clientId: auth.clientId, clientSecret: auth.clientSecret ?? "", scope: auth.scope, clientName: "agentloop", expectedIssuer: auth.issuer });
   }
   return new LoopbackAuthProvider(auth, serverName, serverUrl);
+}
+
+/**
+ * The client metadata document to publish at `clientMetadataUrl` (a Client ID Metadata Document):
+ * what agentloop's authorization-code flow sends, with the loopback redirect without a port (the
+ * port is chosen at sign-in; authorization servers accept any port on a loopback redirect), or
+ * with `callbackPort` when you pin one.
+ */
+export function clientMetadataDocument(clientMetadataUrl: string, options: { callbackPort?: number; clientName?: string; scope?: string } = {}): OAuthClientMetadata & { client_id: string } {
+  return {
+    client_id: clientMetadataUrl,
+    client_name: options.clientName ?? "agentloop",
+    redirect_uris: [options.callbackPort ? `http://127.0.0.1:${options.callbackPort}/callback` : "http://127.0.0.1/callback"],
+    grant_types: ["authorization_code", "refresh_token"],
+    response_types: ["code"],
+    token_endpoint_auth_method: "none",
+    ...(options.scope ? { scope: options.scope } : {}),
+  };
+}
+
+/** The JWT algorithm that fits a PEM private key; a key that fits none needs `algorithm`. */
+export function signingAlgorithmOf(privateKeyPem: string, serverName: string): string {
+  let key: KeyObject;
+  try {
+    key = createPrivateKey(privateKeyPem);
+  } catch (error) {
+    throw new AgentLoopError("configuration", `MCP server "${serverName}": auth.privateKey is not a readable private key (PEM): ${(error as Error).message}`);
+  }
+  const type = key.asymmetricKeyType;
+  if (type === "rsa") return "RS256";
+  if (type === "rsa-pss") return "PS256";
+  if (type === "ec") {
+    const curve = key.asymmetricKeyDetails?.namedCurve;
+    const algorithm = curve === "prime256v1" ? "ES256" : curve === "secp384r1" ? "ES384" : curve === "secp521r1" ? "ES512" : undefined;
+    if (algorithm) return algorithm;
+  }
+  throw new AgentLoopError("configuration", `MCP server "${serverName}": auth.privateKey is a ${type} key; use an RSA or P-256/P-384/P-521 EC key, or set auth.algorithm`);
 }
 
 /** The user's config folder for MCP credentials. */
@@ -102,8 +163,16 @@ class LoopbackAuthProvider implements InteractiveAuthProvider {
         return;
       }
       const code = url.searchParams.get("code") ?? undefined;
-      const problem =
-        url.searchParams.get("error") ?? (this.expectedState !== undefined && url.searchParams.get("state") !== this.expectedState ? "state mismatch" : code ? undefined : "no code");
+      // The authorization server's refusal (`error`, e.g. access_denied, with its description), a forged state, or no code.
+      const refusal = url.searchParams.get("error");
+      const description = url.searchParams.get("error_description");
+      const problem = refusal
+        ? `${refusal}${description ? ` (${description})` : ""}`
+        : this.expectedState !== undefined && url.searchParams.get("state") !== this.expectedState
+          ? "state mismatch"
+          : code
+            ? undefined
+            : "no code";
       response.writeHead(problem ? 400 : 200, { "content-type": "text/plain; charset=utf-8" });
       response.end(problem ? `Authorization failed: ${problem}` : "agentloop is authorized. You can close this tab.");
       this.deliver(problem ? { error: problem } : { code });
@@ -133,19 +202,26 @@ class LoopbackAuthProvider implements InteractiveAuthProvider {
     if (arrived?.code) return Promise.resolve(arrived.code);
     if (arrived?.error) return Promise.reject(new Error(`MCP server "${this.serverName}": authorization failed: ${arrived.error}`));
     const timeoutMs = this.options.timeoutMs ?? 300_000;
+    // While someone is signing in, the redirect's listener keeps the process alive (else a CLI
+    // whose only pending work is this wait would exit before the browser comes back).
+    this.server?.ref();
     return new Promise<string>((resolve, reject) => {
+      const settle = () => {
+        clearTimeout(timer);
+        this.server?.unref();
+      };
       const timer = setTimeout(() => {
         this.waiting = undefined;
+        settle();
         reject(new Error(`MCP server "${this.serverName}": nobody completed the authorization within ${Math.round(timeoutMs / 1000)} s`));
       }, timeoutMs);
-      timer.unref();
       this.waiting = {
         resolve: (code) => {
-          clearTimeout(timer);
+          settle();
           resolve(code);
         },
         reject: (error) => {
-          clearTimeout(timer);
+          settle();
           reject(error);
         },
       };
@@ -156,6 +232,10 @@ class LoopbackAuthProvider implements InteractiveAuthProvider {
     const server = this.server;
     this.server = undefined;
     if (server) await new Promise<void>((resolve) => server.close(() => resolve()));
+  }
+
+  get clientMetadataUrl(): string | undefined {
+    return this.options.clientMetadataUrl;
   }
 
   get redirectUrl(): string {

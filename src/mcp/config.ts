@@ -124,6 +124,16 @@ export function validateMcpConfig(config: McpServerConfig): void {
     }
   } else {
     normalizeMcpUrl((config as McpHttpTransportConfig).url, (config as McpHttpTransportConfig).appendMcpPath, config.name);
+    const auth = (config as McpHttpTransportConfig).auth;
+    if (auth && "type" in auth && auth.type === "client_credentials") {
+      if (typeof auth.clientId !== "string" || auth.clientId === "") throw configurationError(`MCP server "${config.name}": client-credentials auth needs \`clientId\``);
+      if ((auth.clientSecret === undefined) === (auth.privateKey === undefined)) {
+        throw configurationError(`MCP server "${config.name}": client-credentials auth needs either \`clientSecret\` or \`privateKey\` (private_key_jwt), not ${auth.clientSecret === undefined ? "neither" : "both"}`);
+      }
+    }
+    if (auth && "type" in auth && auth.type === "authorization_code" && auth.clientMetadataUrl !== undefined && !isClientMetadataUrl(auth.clientMetadataUrl)) {
+      throw configurationError(`MCP server "${config.name}": \`auth.clientMetadataUrl\` must be an https URL with a path, got ${JSON.stringify(auth.clientMetadataUrl)}`);
+    }
   }
   if (config.maxReconnects !== undefined && (!Number.isInteger(config.maxReconnects) || config.maxReconnects < 0)) {
     throw configurationError(`MCP server "${config.name}": \`maxReconnects\` must be a non-negative integer`);
@@ -139,6 +149,17 @@ export function validateMcpConfig(config: McpServerConfig): void {
     if (value !== undefined && (typeof value !== "number" || !Number.isFinite(value) || value <= 0)) {
       throw configurationError(`MCP server "${config.name}": \`${key}\` must be a positive number of milliseconds`);
     }
+  }
+}
+
+/** A Client ID Metadata Document URL must be https with a path (it becomes the client_id). */
+function isClientMetadataUrl(value: unknown): boolean {
+  if (typeof value !== "string") return false;
+  try {
+    const url = new URL(value);
+    return url.protocol === "https:" && url.pathname !== "/";
+  } catch {
+    return false;
   }
 }
 

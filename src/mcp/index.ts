@@ -12,7 +12,7 @@ export {
   normalizeMcpUrl,
 } from "./config.js";
 export { type McpCallResult, mapCallResult } from "./result.js";
-export { type McpAuthConfig, type McpAuthorizationCodeAuth, type McpClientCredentialsAuth, defaultTokenDir } from "./auth.js";
+export { clientMetadataDocument, defaultTokenDir, type McpAuthConfig, type McpAuthorizationCodeAuth, type McpClientCredentialsAuth } from "./auth.js";
 export { connectMcp, type McpCallOptions, McpToolset, McpToolsetGroup, type McpToolsetStatus, mcpToolset } from "./toolset.js";
 // The shape an Agent accepts in `tools` besides single tools; McpToolset and McpToolsetGroup satisfy it.
 export type { Toolset } from "../loop/types.js";

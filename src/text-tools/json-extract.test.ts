@@ -47,4 +47,28 @@ describe("lenient JSON extraction", () => {
     assert.equal(stripCodeFence("  plain  "), "plain");
     assert.deepEqual(codeFenceBodies("x ```json\n{}\n``` y ```\nz\n```"), ["{}", "z"]);
   });
+
+  it("stays linear on 200 KB of braces that never close, or nest without being JSON", () => {
+    // Each `{` used to be scanned to the end of the text: 200,000 scans of 200 KB (minutes). Now one pass.
+    const size = 200_000;
+    const shapes = {
+      unclosed: "{".repeat(size),
+      quoted: '{"'.repeat(size / 2),
+      nested: `${"{".repeat(size / 2)}${"}".repeat(size / 2)}`,
+      keys: `${'{"a" '.repeat(size / 5)}${"}".repeat(size / 5)}`,
+      commas: `${'{"a": 1, '.repeat(size / 9)}`,
+    };
+    for (const [name, text] of Object.entries(shapes)) {
+      const started = performance.now();
+      const result = extractJsonObjects(text);
+      const elapsed = performance.now() - started;
+      assert.equal(result.objects.length, name === "nested" ? 1 : 0, name); // nested: the innermost `{}`
+      // Linear takes milliseconds; quadratic took minutes. A generous bound for a busy machine.
+      assert.ok(elapsed < 2_000, `${name}: ${Math.round(elapsed)} ms for 200 KB`);
+    }
+    // What is still found around such noise.
+    assert.deepEqual(extractJsonObjects(`${"{".repeat(1_000)} {"a": 1}`).objects.map((object) => object.value), [{ a: 1 }]);
+    assert.equal(extractJsonObjects(`x {"a": ${"{".repeat(1_000)}`).unterminatedAt, 2);
+    assert.deepEqual(extractJsonObjects('{"a": [1, 2,],}').objects.map((object) => object.value), [{ a: [1, 2] }]);
+  });
 });

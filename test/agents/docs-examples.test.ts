@@ -8,6 +8,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, describe, it } from "node:test";
 import { fileURLToPath } from "node:url";
+import { tsChild } from "../ts-child.js";
 
 const root = fileURLToPath(new URL("../../", import.meta.url));
 const folder = mkdtempSync(join(tmpdir(), "agentloop-docs-"));
@@ -33,12 +34,13 @@ function blocks(markdown: string, language: string): string[] {
   return [...markdown.matchAll(new RegExp(`^\`\`\`${language}\\n([\\s\\S]*?)^\`\`\`$`, "gm"))].map((match) => match[1]);
 }
 
-function runExample(file: string): Promise<{ stdout: string; stderr: string }> {
+async function runExample(file: string): Promise<{ stdout: string; stderr: string }> {
+  const args = await tsChild(file);
   const env: NodeJS.ProcessEnv = { ...process.env, OPENAI_API_KEY: "sk-docs-example" };
   delete env.DEBUG_MOCK_RESPONSES;
   delete env.TOOL_CALL_MODE;
   return new Promise((resolve, reject) => {
-    execFile(process.execPath, ["--import", "tsx", file], { cwd: folder, env, timeout: 60_000 }, (error, stdout, stderr) =>
+    execFile(process.execPath, args, { cwd: folder, env, timeout: 60_000 }, (error, stdout, stderr) =>
       error ? reject(new Error(`${file} failed: ${stderr || error.message}`)) : resolve({ stdout, stderr }),
     );
   });

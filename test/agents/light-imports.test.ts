@@ -8,22 +8,24 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, describe, it } from "node:test";
 import { fileURLToPath } from "node:url";
+import { tsChild } from "../ts-child.js";
 
 const root = fileURLToPath(new URL("../../", import.meta.url));
 const hooks = fileURLToPath(new URL("./fixtures/record-loads.mjs", import.meta.url));
 const folder = mkdtempSync(join(tmpdir(), "agentloop-imports-"));
 after(() => rmSync(folder, { recursive: true, force: true }));
 
-/** The TypeScript loader's own packages, present in every child. */
-const loaderPackages = new Set(["tsx", "esbuild", "@esbuild", "get-tsconfig", "resolve-pkg-maps"]);
+/** The TypeScript loader's own packages (a child through tsx), and where the test's bundles live (node_modules/.cache). */
+const loaderPackages = new Set(["tsx", "esbuild", "@esbuild", "get-tsconfig", "resolve-pkg-maps", ".cache"]);
 
 /** The npm packages a child loads when it imports `module` (a path below the repository). */
 async function packagesLoadedBy(module: string): Promise<string[]> {
+  const child = await tsChild(join(root, module));
   const log = join(folder, `${module.replaceAll("/", "_")}.log`);
   await new Promise<void>((resolve, reject) => {
     execFile(
       process.execPath,
-      ["--import", hooks, "--import", "tsx", "--input-type=module", "-e", `await import(${JSON.stringify(join(root, module))});`],
+      ["--import", hooks, ...child],
       { cwd: root, env: { ...process.env, AGENTLOOP_LOAD_LOG: log }, timeout: 30_000 },
       (error, _stdout, stderr) => (error ? reject(new Error(`importing ${module} failed: ${stderr}`)) : resolve()),
     );

@@ -9,6 +9,7 @@ import pg from "pg";
 import { durableAgent } from "../../src/durable/index.js";
 import { Agent, defineTool, ScriptedModel } from "../../src/index.js";
 import { postgresUrl } from "../memory/postgres-server.js";
+import { tsChild } from "../ts-child.js";
 
 const root = fileURLToPath(new URL("../../", import.meta.url));
 
@@ -46,7 +47,7 @@ test("README's durable example is examples/durable/charge.ts, and it runs agains
   const url = postgresUrl();
   const schema = `dbos_example_${randomUUID().slice(0, 8)}`;
   try {
-    const run = spawnSync(process.execPath, ["--import", "tsx", "examples/durable/charge.ts"], {
+    const run = spawnSync(process.execPath, await tsChild(`${root}examples/durable/charge.ts`), {
       cwd: root,
       encoding: "utf8",
       env: { ...process.env, DATABASE_URL: url, DBOS_SCHEMA: schema, RUN_ID: "run_example", NODE_NO_WARNINGS: "1", DEBUG_MOCK_RESPONSES: "" },

@@ -10,6 +10,7 @@ import { after, before, test } from "node:test";
 import pg from "pg";
 import { INTERRUPTED } from "../../src/durable/index.js";
 import { postgresUrl } from "../memory/postgres-server.js";
+import { tsChild } from "../ts-child.js";
 
 const child = join(import.meta.dirname, "child.ts");
 const folder = mkdtempSync(join(tmpdir(), "agentloop-durable-"));
@@ -33,8 +34,8 @@ interface Outcome {
   events: string[];
 }
 
-function start(env: Record<string, string>): { process: ChildProcess; output: Promise<string> } {
-  const process_ = spawn(process.execPath, ["--import", "tsx", child], {
+async function start(env: Record<string, string>): Promise<{ process: ChildProcess; output: Promise<string> }> {
+  const process_ = spawn(process.execPath, await tsChild(child), {
     env: { ...process.env, NODE_NO_WARNINGS: "1", ...env },
     stdio: ["ignore", "pipe", "pipe"],
   });
@@ -80,11 +81,11 @@ function setup(name: string) {
 /** Starts a run that hangs in its third tool call, kills the process with SIGKILL, restarts it. */
 async function crashAndRecover(name: string, idempotent: boolean) {
   const { env, file, runId } = setup(name);
-  const first = start({ ...env, START: "1", HANG_AT: "3", IDEMPOTENT: idempotent ? "1" : "0" });
+  const first = await start({ ...env, START: "1", HANG_AT: "3", IDEMPOTENT: idempotent ? "1" : "0" });
   await waitForOutput(first.process, "hanging 3");
   first.process.kill("SIGKILL");
   await first.output;
-  const second = start({ ...env, START: "0", IDEMPOTENT: idempotent ? "1" : "0" });
+  const second = await start({ ...env, START: "0", IDEMPOTENT: idempotent ? "1" : "0" });
   const outcome = parse(await second.output);
   return { outcome, lines: readFileSync(file, "utf8").trim().split("\n"), runId };
 }
@@ -92,11 +93,11 @@ async function crashAndRecover(name: string, idempotent: boolean) {
 /** Starts a run whose second call waits for approval, kills the process while it waits, approves from the restarted one. */
 async function crashWhileWaiting() {
   const { env, file, runId } = setup("approval");
-  const first = start({ ...env, START: "1", APPROVAL: "1" });
+  const first = await start({ ...env, START: "1", APPROVAL: "1" });
   await waitForOutput(first.process, "approval requested");
   first.process.kill("SIGKILL");
   await first.output;
-  const outcome = parse(await start({ ...env, START: "0", APPROVAL: "1", DECIDE: "1" }).output);
+  const outcome = parse(await (await start({ ...env, START: "0", APPROVAL: "1", DECIDE: "1" })).output);
   return { outcome, lines: readFileSync(file, "utf8").trim().split("\n"), runId };
 }
 
@@ -110,7 +111,7 @@ let flows: {
 before(() => {
   const plain = setup("plain");
   flows = {
-    plain: start({ ...plain.env, START: "1", IDEMPOTENT: "1" }).output.then(parse),
+    plain: start({ ...plain.env, START: "1", IDEMPOTENT: "1" }).then((started) => started.output).then(parse),
     idem: crashAndRecover("idem", true),
     nonidem: crashAndRecover("nonidem", false),
     approval: crashWhileWaiting(),

@@ -8,6 +8,7 @@ import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { openPostgresStore } from "../../src/memory/postgres.js";
 import { dropSchemas, postgresUrl, uniqueSchema } from "../memory/postgres-server.js";
+import { tsChild } from "../ts-child.js";
 
 const child = fileURLToPath(new URL("./fixtures/resume-child.ts", import.meta.url));
 const root = mkdtempSync(join(tmpdir(), "agentloop-resume-"));
@@ -17,7 +18,7 @@ after(async () => {
 });
 
 async function step(env: Record<string, string>): Promise<Record<string, string>> {
-  const { stdout } = await promisify(execFile)(process.execPath, ["--import", "tsx", child], { env: { ...process.env, ...env }, timeout: 60_000 });
+  const { stdout } = await promisify(execFile)(process.execPath, await tsChild(child), { env: { ...process.env, ...env }, timeout: 60_000 });
   return JSON.parse(stdout.trim().split("\n").at(-1)!);
 }
 

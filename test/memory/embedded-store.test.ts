@@ -5,10 +5,12 @@ import { createRequire } from "node:module";
 import { hostname, tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, describe, it } from "node:test";
+import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { AgentLoopError } from "../../src/errors.js";
 import { embeddedFileOf, openEmbeddedStore } from "../../src/memory/embedded.js";
 import { memoryConfigFromEnv } from "../../src/memory/index.js";
+import { tsChild } from "../ts-child.js";
 import { memoryStoreConformance } from "./conformance.js";
 
 const root = mkdtempSync(join(tmpdir(), "agentloop-embedded-"));
@@ -20,14 +22,11 @@ memoryStoreConformance("embedded (SQLite)", async (limits) => openEmbeddedStore(
 memoryStoreConformance("embedded (SQLite, no group commit)", async (limits) => openEmbeddedStore({ ...limits, path: freshFile(), groupCommit: false }));
 
 const appendInChild = promisify(execFile);
+const appendChild = fileURLToPath(new URL("./fixtures/append-child.ts", import.meta.url));
 /** A separate process appending `count` events one by one to `session` of the store at `path`. */
-function childAppends(path: string, session: string, count: number) {
-  const code = `
-    const { openEmbeddedStore } = await import(${JSON.stringify(new URL("../../src/memory/embedded.ts", import.meta.url).href)});
-    const store = await openEmbeddedStore({ path: ${JSON.stringify(path)} });
-    for (let index = 0; index < ${count}; index++) await store.append(${JSON.stringify(session)}, [{ event_type: "x", content: { pid: process.pid, index } }, { event_type: "y", content: { pid: process.pid, index } }]);
-    await store.close();`;
-  return appendInChild(process.execPath, ["--import", "tsx", "--input-type=module", "-e", code]);
+async function childAppends(path: string, session: string, count: number) {
+  const env = { ...process.env, STORE_PATH: path, SESSION: session, COUNT: String(count) };
+  return appendInChild(process.execPath, await tsChild(appendChild), { env });
 }
 
 describe("embedded store: its file", () => {

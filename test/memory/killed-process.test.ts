@@ -8,6 +8,7 @@ import { fileURLToPath } from "node:url";
 import { Agent, ScriptedModel } from "../../src/index.js";
 import { INTERRUPTED_TOOL_RESULT, memoryConfigFromEnv, openMemoryStore, sessionMemory } from "../../src/memory/index.js";
 import { dropSchemas, postgresUrl, uniqueSchema } from "./postgres-server.js";
+import { tsChild } from "../ts-child.js";
 
 const child = fileURLToPath(new URL("./fixtures/killed-run-child.ts", import.meta.url));
 const root = mkdtempSync(join(tmpdir(), "agentloop-killed-"));
@@ -18,7 +19,7 @@ after(async () => {
 
 /** Starts the child, waits until its tool runs, calls `whileRunning`, then SIGKILLs it. */
 async function killMidTool(env: Record<string, string>, whileRunning: () => Promise<void>): Promise<void> {
-  const process_ = spawn(process.execPath, ["--import", "tsx", child], { env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"] });
+  const process_ = spawn(process.execPath, await tsChild(child), { env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"] });
   let stdout = "";
   let stderr = "";
   process_.stderr.on("data", (chunk) => (stderr += chunk));

@@ -5,12 +5,11 @@
 // over Streamable HTTP, configured the KAOS way) and a delegation to a second `serve` process.
 import assert from "node:assert/strict";
 import { type ChildProcess, spawn } from "node:child_process";
-import { fileURLToPath } from "node:url";
 import { after, before, describe, it } from "node:test";
 import { type AgentServer, createAgentServer } from "../../../src/server/index.js";
+import { cliArgs } from "../../cli/helpers.js";
 import { freePort, type RunningHttpServer, startEverythingHttp } from "../../mcp/helpers.js";
 
-const MAIN = fileURLToPath(new URL("../../../src/cli/main.ts", import.meta.url));
 const block = (kind: "tool_call" | "delegate", value: object) => `\`\`\`${kind}\n${JSON.stringify(value)}\n\`\`\``;
 
 interface Serve {
@@ -22,7 +21,7 @@ interface Serve {
 
 /** `agentloop serve` on 127.0.0.1 and a free port, configured by KAOS's variables only. */
 async function serve(env: Record<string, string>): Promise<Serve> {
-  const child = spawn(process.execPath, ["--import", "tsx", MAIN, "serve", "--host", "127.0.0.1", "--port", "0", "--json"], {
+  const child = spawn(process.execPath, cliArgs(["serve", "--host", "127.0.0.1", "--port", "0", "--json"]), {
     env: { ...process.env, MEMORY_TYPE: "local", ...env },
     stdio: ["ignore", "pipe", "pipe"],
   });
