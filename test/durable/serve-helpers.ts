@@ -2,6 +2,7 @@
 // (the seq a reattach names). For test/durable/*.test.ts and bench/durable-recovery.ts.
 import { type ChildProcess, spawn } from "node:child_process";
 import { join } from "node:path";
+import { tsChild } from "../ts-child.js";
 
 const root = join(import.meta.dirname, "../..");
 
@@ -14,8 +15,10 @@ export interface Replica {
 }
 
 /** Starts `test/durable/serve-child.ts` (or `agentloop serve` with `cli: true`) and waits for it to listen. */
-export function startReplica(env: Record<string, string>, options: { cli?: boolean } = {}): Promise<Replica> {
-  const args = options.cli ? ["--import", "tsx", join(root, "src/cli/main.ts"), "serve"] : ["--import", "tsx", join(root, "test/durable/serve-child.ts")];
+export async function startReplica(env: Record<string, string>, options: { cli?: boolean } = {}): Promise<Replica> {
+  // Bundled once per test process (test/ts-child.ts): every replica runs the same code, so DBOS
+  // gives them the same application version (a hash of the workflow's source) and they recover each other's runs.
+  const args = options.cli ? [...(await tsChild(join(root, "src/cli/main.ts"))), "serve"] : await tsChild(join(root, "test/durable/serve-child.ts"));
   const child = spawn(process.execPath, args, { cwd: root, env: { ...process.env, NODE_NO_WARNINGS: "1", AGENT_PORT: "0", ...env }, stdio: ["ignore", "pipe", "pipe"] });
   let out = "";
   let err = "";
