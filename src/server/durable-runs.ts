@@ -26,6 +26,8 @@ export interface DurableChat {
   newSession?: boolean;
   history?: Message[];
   output?: JsonSchema;
+  /** A KAOS task delegation: its `task_delegation_received` event is recorded before the run's. */
+  delegated?: boolean;
   /** The stream's chunk header (model, usage, structured); its `id` is `chatcmpl-<run id>`. */
   stream: Omit<ChatStreamSpec, "id" | "sessionId">;
 }
@@ -121,7 +123,7 @@ export class DurableRuns {
   }
 
   /** A run's journal: the chunks of its stream, closed (after its events are stored) by the finish chunk and `[DONE]`. */
-  private encoder(spec: ChatStreamSpec, runId: string): JournalEncoder {
+  private encoder(spec: ChatStreamSpec & { delegatedTask?: string }, runId: string): JournalEncoder {
     const chunks = new ChatStreamEncoder(spec);
     const { memory, settings, log } = this;
     return {
@@ -131,6 +133,11 @@ export class DurableRuns {
         if (stored > 0) {
           this.replayed.set(runId, stored);
           log(`[${settings.name}] run ${runId} session ${spec.sessionId} recovered: its ${stored} stored event(s) are not stored again`);
+        } else if (spec.delegatedTask !== undefined) {
+          // As the plain server does, with the session to itself: the delegated task first.
+          await memory.store
+            .append(spec.sessionId, [{ event_type: "task_delegation_received", content: spec.delegatedTask, metadata: { source: "task-delegation" } }])
+            .catch((error: unknown) => log(`[${settings.name}] could not record task_delegation_received in ${spec.sessionId}: ${(error as Error).message}`));
         }
       },
       start: () => [chunks.start()],
@@ -157,7 +164,12 @@ export class DurableRuns {
   /** Queues a chat as a durable run (behind the session's earlier runs, on whichever replica takes it). */
   async start(chat: DurableChat, runId: string): Promise<{ result: () => Promise<DurableRunResult> }> {
     const durable = await this.ready();
-    const spec: ChatStreamSpec = { ...chat.stream, id: `chatcmpl-${runId}`, sessionId: chat.sessionId };
+    const spec: ChatStreamSpec & { delegatedTask?: string } = {
+      ...chat.stream,
+      id: `chatcmpl-${runId}`,
+      sessionId: chat.sessionId,
+      ...(chat.delegated && this.memory.handle ? { delegatedTask: chat.input } : {}),
+    };
     return durable.run(chat.input, {
       runId,
       sessionId: chat.sessionId,

@@ -79,6 +79,18 @@ test("a durable server sends the same stream bytes and records the same memory e
   };
   assert.deepEqual(await eventsOf(durable.url), await eventsOf(plain.url));
 
+  // A KAOS task delegation records its task first, in both.
+  const delegate = (url: string) =>
+    fetch(`${url}/v1/chat/completions`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ messages: [{ role: "task-delegation", content: "delegated task" }], session_id: `delegated-${tag}` }) });
+  const [plainDelegated, durableDelegated] = await Promise.all([delegate(plain.url), delegate(durable.url)]);
+  assert.equal(durableDelegated.status, 200, await durableDelegated.clone().text());
+  await Promise.all([plainDelegated.text(), durableDelegated.text()]);
+  const delegatedOf = async (url: string) =>
+    ((await (await fetch(`${url}/memory/events?session_id=delegated-${tag}`)).json()) as { events: Array<{ event_type: string; content: unknown }> }).events.map(({ event_type, content }) => ({ event_type, content }));
+  const delegatedEvents = await delegatedOf(durable.url);
+  assert.deepEqual(delegatedEvents[0], { event_type: "task_delegation_received", content: "delegated task" });
+  assert.deepEqual(delegatedEvents, await delegatedOf(plain.url));
+
   // Not streamed: the same completion (its id and time aside), and the run id in the header.
   const complete = async (url: string) => {
     const response = await fetch(`${url}/v1/chat/completions`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ messages: [{ role: "user", content: "again" }], session_id: `json-${tag}` }) });

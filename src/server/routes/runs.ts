@@ -49,6 +49,7 @@ function startChat(server: ServerContext, chat: DurableChatRequest, runId: strin
       newSession: request.sessionId === undefined && !request.delegated,
       history: chat.history,
       output: request.output,
+      delegated: request.delegated,
       stream: { created: unixSeconds(), model: chat.model, includeUsage: request.includeUsage, structured: request.output !== undefined },
     },
     runId,
