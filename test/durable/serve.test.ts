@@ -173,6 +173,7 @@ test("a replica killed mid-run finishes the run when it restarts with the same e
   assert.equal(cut.complete, false);
   const restarted = await startReplica(envOf(true));
   started.push(restarted);
+  durable = restarted;
   const rest = await readEvents(await fetch(`${restarted.url}/v1/runs/${runId}/events?after=${cut.events.length}`));
   assert.ok(rest.complete, rest.events.join("\n"));
   assert.equal(answerOf([...cut.events, ...rest.events]), "Done: worked on survive.");
@@ -181,4 +182,21 @@ test("a replica killed mid-run finishes the run when it restarts with the same e
     memory.events.map((event) => event.event_type),
     ["run_started", "user_message", "tool_call", "tool_result", "agent_response", "run_ended"],
   );
+});
+
+test("cancel stops a queued run and `agentloop runs resume` runs it; a reattached client gets its whole stream", async () => {
+  // The session's first run holds the session (its tool call takes 300 ms): the second one waits on the queue.
+  const running = await postChat(durable.url, "first", `cancel-${tag}`);
+  const queued = await postChat(durable.url, "cancel me", `cancel-${tag}`);
+  const runId = queued.headers.get("x-agentloop-run-id")!;
+  const cancelled = await fetch(`${durable.url}/v1/runs/${runId}/cancel`, { method: "POST" });
+  assert.equal(((await cancelled.json()) as { status: string }).status, "CANCELLED");
+  // Its stream ends without an event: the run never started.
+  assert.deepEqual(await readEvents(queued), { events: [], complete: false });
+  assert.ok((await readEvents(running)).complete);
+  const resumed = await runCli(["runs", "resume", runId, "--url", durable.url], { ...process.env, NO_COLOR: "1" });
+  assert.equal(resumed.code, 0, resumed.stderr);
+  const whole = await readEvents(await fetch(`${durable.url}/v1/runs/${runId}/events`));
+  assert.ok(whole.complete, whole.events.join("\n"));
+  assert.equal(answerOf(whole.events), "Done: worked on cancel me.");
 });
