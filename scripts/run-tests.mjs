@@ -1,14 +1,21 @@
-// Runs every *.test.ts under src/ and test/ with node's test runner (TypeScript through tsx).
+// Runs every *.test.ts under src/ and test/ with node's test runner.
 // Usage: node scripts/run-tests.mjs [filter-substring ...]
 //
-// Tests that start the CLI as a child process (`agentloop run|chat|serve …`) would pay for tsx
-// (about 1 s of CPU per child) every time. So the runner bundles src/cli/main.ts with esbuild once,
-// at the start of every run (never reused: a stale build is impossible), into a folder of its own
-// under node_modules/.cache, and hands its path to the tests in AGENTLOOP_TEST_CLI; the children
-// then start as plain node. If the build fails, the tests fall back to tsx, and the runner says so.
+// Through tsx, every test process and every CLI child it starts pays ~0.6–1 s of CPU for the loader
+// and for compiling the sources it imports (more on a fresh machine, whose tsx cache is cold): on
+// the 2-core CI machine that was a third of the suite. So the runner compiles once, at the start of
+// every run (never reused: a stale build is impossible), with esbuild, into a folder of its own under
+// node_modules/.cache (where the bundles' imports of npm packages resolve):
+// - every test file, bundled (npm packages stay external; code splitting keeps lazy import()s lazy
+//   and shares the sources' chunks between test files), run as plain node with source maps;
+// - src/cli/main.ts, for the tests that start the CLI as a child process (AGENTLOOP_TEST_CLI).
+// A module's `import.meta.url` (and .dirname, .filename) keeps naming its source file, so fixtures
+// next to a test are found.
+// AGENTLOOP_TEST_TSX=1 runs the sources through tsx instead (as does a failed build, which says so).
 import { spawnSync } from "node:child_process";
-import { mkdirSync, readdirSync, rmSync, statSync } from "node:fs";
-import { join, resolve } from "node:path";
+import { mkdirSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
+import { join, relative, resolve } from "node:path";
+import { nodeBundleOptions } from "./esbuild-node.mjs";
 
 function find(dir, out = []) {
   let entries = [];
@@ -26,10 +33,11 @@ function find(dir, out = []) {
   return out;
 }
 
+const ROOT = resolve(".");
 const CACHE = resolve("node_modules/.cache/agentloop-test");
 
-/** Bundles the CLI for this run; returns its path, or undefined (with the reason printed) to use tsx. */
-async function buildCli() {
+/** Compiles the CLI and the test files for this run; returns their paths, or undefined (with the reason printed) to use tsx. */
+async function compile(testFiles) {
   // Folders left by runs that were killed (a live run's folder is younger than a day).
   try {
     for (const name of readdirSync(CACHE)) {
@@ -42,42 +50,51 @@ async function buildCli() {
     const { build } = await import("esbuild");
     mkdirSync(outdir, { recursive: true });
     const started = performance.now();
-    // Packages stay external (resolved from node_modules as usual); code splitting keeps every
-    // lazy import() lazy, as in the compiled package.
-    await build({
-      entryPoints: ["src/cli/main.ts"],
+    await Promise.all([
+      build({ ...nodeBundleOptions, entryPoints: ["src/cli/main.ts"], outdir: join(outdir, "cli") }),
+      build({ ...nodeBundleOptions, entryPoints: testFiles, outdir: join(outdir, "tests"), outbase: ROOT, sourcemap: "linked" }),
+    ]);
+    console.log(`# sources compiled with esbuild for this run (${Math.round(performance.now() - started)} ms): test files and CLI children run as plain node`);
+    return {
       outdir,
-      bundle: true,
-      splitting: true,
-      platform: "node",
-      format: "esm",
-      target: "node20",
-      packages: "external",
-      outExtension: { ".js": ".mjs" },
-      logLevel: "silent",
-    });
-    console.log(`# CLI children: src/cli/main.ts bundled with esbuild for this run (${Math.round(performance.now() - started)} ms), run as plain node`);
-    return { cli: join(outdir, "main.mjs"), outdir };
+      cli: join(outdir, "cli", "main.mjs"),
+      tests: testFiles.map((file) => join(outdir, "tests", relative(ROOT, file).replace(/\.ts$/, ".mjs"))),
+    };
   } catch (error) {
     rmSync(outdir, { recursive: true, force: true });
-    console.log(`# CLI children: src/cli/main.ts through tsx (the esbuild bundle failed: ${String(error?.message ?? error).split("\n")[0]})`);
+    console.log(`# sources through tsx (the esbuild build failed: ${String(error?.message ?? error).split("\n")[0]})`);
     return undefined;
   }
 }
 
+/**
+ * Files that start child processes (the CLI, MCP servers, DBOS) run longest; they start first, so
+ * the run does not end with one of them alone on the machine. The weight is how often a file starts
+ * a process or a server, read from its source.
+ */
+function byWeight(files) {
+  const starts = /\b(?:spawnCli|runCli|cliArgs|tsChild|spawn|spawnSync|execFile|connectMcp|everythingStdio|startEverythingHttp|durableAgent|serve)\(/g;
+  const weight = new Map(files.map((file) => [file, readFileSync(file, "utf8").match(starts)?.length ?? 0]));
+  return [...files].sort((a, b) => weight.get(b) - weight.get(a));
+}
+
 const filters = process.argv.slice(2);
-const files = [...find("src"), ...find("test")].filter((file) => filters.length === 0 || filters.some((f) => file.includes(f)));
+const files = byWeight([...find("src"), ...find("test")].filter((file) => filters.length === 0 || filters.some((f) => file.includes(f))));
 if (files.length === 0) {
   console.error("no test files matched");
   process.exit(1);
 }
-const built = await buildCli();
+const built = process.env.AGENTLOOP_TEST_TSX === "1" ? undefined : await compile(files);
 const env = { ...process.env };
 delete env.AGENTLOOP_TEST_CLI;
 if (built) env.AGENTLOOP_TEST_CLI = built.cli;
+const reporters = process.env.AGENTLOOP_TEST_REPORTER
+  ? ["--test-reporter=spec", "--test-reporter-destination=stdout", `--test-reporter=${process.env.AGENTLOOP_TEST_REPORTER_MODULE}`, `--test-reporter-destination=${process.env.AGENTLOOP_TEST_REPORTER}`]
+  : [];
+const runner = built ? ["--enable-source-maps"] : ["--import", "tsx"];
 let status = 1;
 try {
-  const result = spawnSync(process.execPath, ["--import", "tsx", "--test", "--test-concurrency=4", "--test-timeout=120000", ...(process.env.AGENTLOOP_TEST_REPORTER ? ["--test-reporter=spec", "--test-reporter-destination=stdout", "--test-reporter=/tmp/rep/file-times.mjs", `--test-reporter-destination=${process.env.AGENTLOOP_TEST_REPORTER}`] : []), ...files], {
+  const result = spawnSync(process.execPath, [...runner, "--test", "--test-concurrency=4", "--test-timeout=120000", ...reporters, ...(built?.tests ?? files)], {
     stdio: "inherit",
     env,
   });

@@ -7,6 +7,7 @@
 import { mkdirSync, rmSync } from "node:fs";
 import { basename, join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { nodeBundleOptions } from "../scripts/esbuild-node.mjs";
 
 const root = fileURLToPath(new URL("../", import.meta.url));
 const tsxLoader = import.meta.resolve("tsx");
@@ -34,19 +35,7 @@ async function bundle(entry: string): Promise<string[]> {
   try {
     const { build } = await import("esbuild");
     mkdirSync(outdir, { recursive: true });
-    await build({
-      entryPoints: [entry],
-      outdir,
-      bundle: true,
-      splitting: true,
-      platform: "node",
-      format: "esm",
-      target: "node20",
-      packages: "external",
-      tsconfig: join(root, "tsconfig.json"),
-      outExtension: { ".js": ".mjs" },
-      logLevel: "silent",
-    });
+    await build({ ...nodeBundleOptions, entryPoints: [entry], outdir, tsconfig: join(root, "tsconfig.json") });
     return [join(outdir, `${basename(entry).replace(/\.[cm]?tsx?$/, "")}.mjs`)];
   } catch {
     return ["--import", tsxLoader, entry];
