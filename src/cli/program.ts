@@ -4,6 +4,7 @@ import { registerChatCommand } from "./commands/chat.js";
 import { registerCodeCommand } from "./commands/code.js";
 import { registerDemoCommand } from "./commands/demo.js";
 import { registerRunCommand } from "./commands/run.js";
+import { registerRunsCommand } from "./commands/runs.js";
 import { registerServeCommand } from "./commands/serve.js";
 import { registerEventsCommand, registerSessionsCommand } from "./commands/sessions.js";
 
@@ -28,6 +29,7 @@ export function createProgram(io: CliOutput = process): Command {
   registerServeCommand(program);
   registerSessionsCommand(program);
   registerEventsCommand(program);
+  registerRunsCommand(program);
   registerDemoCommand(program);
   return program;
 }
