@@ -55,9 +55,19 @@ test(`${SESSIONS * RUNS_PER_SESSION} concurrent durable chats on two replicas, o
   const someStarted = new Promise<void>((resolve) => {
     markStarted = resolve;
   });
+  // A session's second chat is sent once its first is queued (its response headers came): DBOS
+  // orders a session's runs by their creation time, so two chats of one session sent at the same
+  // instant to two replicas have no defined order, and a recovered run could then go after a later one.
+  const posted = new Map<string, Promise<unknown>>();
   const clients = await Promise.all(
     chats.map(async (chat) => {
-      const response = await postChat(chat.replica.url, chat.content, chat.session);
+      const earlier = posted.get(chat.session);
+      const post = (async () => {
+        await earlier;
+        return postChat(chat.replica.url, chat.content, chat.session);
+      })();
+      posted.set(chat.session, post);
+      const response = await post;
       if (response.status !== 200) assert.fail(`${response.status} ${await response.text()}\n${chat.replica.log()}`);
       const runId = response.headers.get("x-agentloop-run-id");
       assert.match(runId ?? "", /^run_/);
