@@ -21,6 +21,7 @@ const SCENARIOS = [
   { id: "server", file: "scenario-server.ts" },
   { id: "memory", file: "scenario-memory.ts" },
   { id: "startup", file: "scenario-startup.ts" },
+  { id: "coding", file: "scenario-coding.ts" },
 ] as const;
 
 const COLUMNS = ["raw-fetch", "raw-http", "openai-sdk", "agentloop", "agentloop-sdk", "vercel-ai", "openai-agents"] as const;
@@ -106,7 +107,7 @@ async function main(): Promise<number> {
   const report = [
     ...header,
     "",
-    "Medians. The floor column is the raw fetch loop (1–4), the bare node:http server (5) and the in-process store (6).",
+    "Medians. The floor column is the raw fetch loop (1–4), the bare node:http server (5), the in-process store (6) and ripgrep or `cat` (8).",
     "",
     table,
     "",

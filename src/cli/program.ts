@@ -1,8 +1,10 @@
 import { Command, CommanderError } from "commander";
 import { AgentLoopError } from "../errors.js";
 import { registerChatCommand } from "./commands/chat.js";
+import { registerCodeCommand } from "./commands/code.js";
 import { registerDemoCommand } from "./commands/demo.js";
 import { registerRunCommand } from "./commands/run.js";
+import { registerRunsCommand } from "./commands/runs.js";
 import { registerServeCommand } from "./commands/serve.js";
 import { registerEventsCommand, registerSessionsCommand } from "./commands/sessions.js";
 
@@ -23,9 +25,11 @@ export function createProgram(io: CliOutput = process): Command {
     .configureOutput({ writeOut: (text) => void io.stdout.write(text), writeErr: (text) => void io.stderr.write(text) });
   registerRunCommand(program);
   registerChatCommand(program);
+  registerCodeCommand(program);
   registerServeCommand(program);
   registerSessionsCommand(program);
   registerEventsCommand(program);
+  registerRunsCommand(program);
   registerDemoCommand(program);
   return program;
 }

@@ -1,8 +1,10 @@
-import { mkdir, readFile, stat, writeFile } from "node:fs/promises";
-import { dirname, extname } from "node:path";
+import { lstat, mkdir, readFile, stat, writeFile } from "node:fs/promises";
+import { dirname, extname, sep } from "node:path";
 import type { ImagePart, TextPart } from "../messages.js";
 import { defineTool, type Tool, type ToolResultValue } from "../tools/tool.js";
 import { DEFAULT_EXEC_TIMEOUT_MS, MAX_EXEC_TIMEOUT_MS } from "./exec.js";
+import { applyPatch, lineDiff, PatchError } from "./patch.js";
+import { ripgrep, ripgrepAvailable } from "./ripgrep.js";
 import type { Workspace } from "./workspace.js";
 
 /** Lines `read_file` returns when the model gives no `limit`. */
@@ -44,18 +46,52 @@ function checkPattern(workspace: Workspace, pattern: string, what: string): void
   }
 }
 
-async function listFiles(workspace: Workspace, base: string, pattern: string): Promise<string[]> {
+interface ListedFile {
+  path: string;
+  size: number;
+  mtimeMs: number;
+}
+
+/** Path order folder by folder, as ripgrep's `--sort path` lists (`a/b` before `a-b/c`). */
+function comparePaths(a: string, b: string): number {
+  const left = a.split(sep);
+  const right = b.split(sep);
+  for (let index = 0; index < Math.min(left.length, right.length); index++) {
+    if (left[index] !== right[index]) return left[index] < right[index] ? -1 : 1;
+  }
+  return left.length - right.length;
+}
+
+/** Files read or checked at once by `glob` and `grep`. */
+const PARALLEL_FILES = 32;
+
+/** `fn` over `items`, `PARALLEL_FILES` at a time, results in order. */
+async function inBatches<T, R>(items: readonly T[], fn: (item: T) => Promise<R>): Promise<R[]> {
+  const results: R[] = [];
+  for (let start = 0; start < items.length; start += PARALLEL_FILES) {
+    results.push(...(await Promise.all(items.slice(start, start + PARALLEL_FILES).map(fn))));
+  }
+  return results;
+}
+
+/** The files matching `pattern` under `base`, with their size and time; symlinks only when they lead inside the workspace. */
+async function listFiles(workspace: Workspace, base: string, pattern: string): Promise<ListedFile[]> {
   const { glob } = await import("tinyglobby");
   const files = await glob(pattern, { cwd: base, absolute: true, onlyFiles: true, dot: true, ignore: IGNORED, followSymbolicLinks: false });
-  const confined: string[] = [];
-  for (const file of files) {
+  const listed = await inBatches(files, async (file): Promise<ListedFile | undefined> => {
+    const info = await lstat(file).catch(() => undefined);
+    if (!info) return undefined;
+    if (!info.isSymbolicLink()) return { path: file, size: info.size, mtimeMs: info.mtimeMs };
     try {
-      confined.push(await workspace.resolvePath(file));
+      // Folders are not followed (followSymbolicLinks: false), so only a file that is a symlink can lead out.
+      const real = await workspace.resolvePath(file);
+      const target = await stat(real);
+      return target.isFile() ? { path: real, size: target.size, mtimeMs: target.mtimeMs } : undefined;
     } catch {
-      // a symlink leading out of the workspace: not listed
+      return undefined; // a symlink leading out of the workspace (or nowhere): not listed
     }
-  }
-  return confined;
+  });
+  return listed.filter((file): file is ListedFile => file !== undefined);
 }
 
 /**
@@ -128,9 +164,14 @@ export function writeFileTool(workspace: Workspace): Tool {
       const path = await workspace.resolvePath(file_path);
       const info = await stat(path).catch(() => undefined);
       if (info?.isDirectory()) return error(`write_file: ${file_path} is a folder`);
+      const before = info ? await readFile(path, "utf8").catch(() => "") : "";
       await mkdir(dirname(path), { recursive: true });
       await writeFile(path, content, "utf8");
-      return `${info ? "Replaced" : "Created"} ${workspace.display(path)} (${Buffer.byteLength(content)} bytes)`;
+      const { diff, added, removed } = lineDiff(before, content);
+      return {
+        content: `${info ? "Replaced" : "Created"} ${workspace.display(path)} (${Buffer.byteLength(content)} bytes)`,
+        structured: { path: workspace.display(path), action: info ? "update" : "add", added, removed, diff },
+      };
     },
   });
 }
@@ -168,7 +209,48 @@ export function editFileTool(workspace: Workspace): Tool {
       }
       const next = replace_all ? text.split(old_string).join(new_string) : text.replace(old_string, () => new_string);
       await writeFile(path, next, "utf8");
-      return `Edited ${workspace.display(path)}: ${count} replacement${count === 1 ? "" : "s"}`;
+      const { diff, added, removed } = lineDiff(text, next);
+      return {
+        content: `Edited ${workspace.display(path)}: ${count} replacement${count === 1 ? "" : "s"}`,
+        structured: { path: workspace.display(path), action: "update", added, removed, diff },
+      };
+    },
+  });
+}
+
+export function applyPatchTool(workspace: Workspace): Tool {
+  return defineTool<{ patch: string }>({
+    name: "apply_patch",
+    description: `Applies a patch in the v4a format to files of the workspace: add, delete, update and rename files in one operation. The whole patch applies or nothing does.
+*** Begin Patch
+*** Add File: path/new.py
++every line of the new file, prefixed with +
+*** Delete File: path/old.py
+*** Update File: path/main.py
+*** Move to: path/renamed.py   (optional)
+@@ def main():   (a line just above the change, to locate it; "@@" alone when not needed)
+ context line (space prefix, unchanged; give about 3 above and below)
+-removed line
++added line
+*** End Patch`,
+    parameters: {
+      type: "object",
+      properties: { patch: { type: "string", description: "The whole patch, from *** Begin Patch to *** End Patch" } },
+      required: ["patch"],
+      additionalProperties: false,
+    },
+    kind: "coding",
+    // Patches of one wave touching the same files must not interleave.
+    sequential: true,
+    truncation: { maxChars: 10_000, maxLines: NO_LINE_LIMIT, mode: "tail" },
+    async execute({ patch }) {
+      try {
+        const { changes, summary } = await applyPatch(workspace, patch);
+        return { content: `Applied the patch:\n${summary}`, structured: { changes } };
+      } catch (cause) {
+        const message = cause instanceof PatchError ? cause.message : (cause as Error).message;
+        return error(`apply_patch: ${message}. Nothing was changed.`);
+      }
     },
   });
 }
@@ -228,14 +310,18 @@ export function globTool(workspace: Workspace): Tool {
       const base = path === undefined ? workspace.root : await workspace.resolvePath(path);
       const files = await listFiles(workspace, base, pattern);
       if (files.length === 0) return `No files match ${pattern}`;
-      const dated = await Promise.all(files.map(async (file) => ({ file, mtime: (await stat(file).catch(() => undefined))?.mtimeMs ?? 0 })));
-      dated.sort((a, b) => b.mtime - a.mtime || a.file.localeCompare(b.file));
-      return dated.map(({ file }) => workspace.display(file)).join("\n");
+      files.sort((a, b) => b.mtimeMs - a.mtimeMs || a.path.localeCompare(b.path));
+      return files.map(({ path }) => workspace.display(path)).join("\n");
     },
   });
 }
 
-export function grepTool(workspace: Workspace): Tool {
+export interface GrepToolOptions {
+  /** `auto` (default): ripgrep when `rg` is on the PATH, else the JavaScript search; `false`: always JavaScript. */
+  ripgrep?: "auto" | false;
+}
+
+export function grepTool(workspace: Workspace, options: GrepToolOptions = {}): Tool {
   return defineTool<{ pattern: string; path?: string; glob_filter?: string; case_insensitive?: boolean; max_results?: number }>({
     name: "grep",
     description: `Searches file contents with a regular expression (JavaScript syntax); answers "path:line: text" lines, at most max_results (default ${DEFAULT_GREP_RESULTS}).`,
@@ -264,28 +350,48 @@ export function grepTool(workspace: Workspace): Tool {
       const base = path === undefined ? workspace.root : await workspace.resolvePath(path);
       const info = await stat(base).catch(() => undefined);
       if (!info) return error(`grep: ${path} does not exist`);
-      const files = info.isDirectory() ? (await listFiles(workspace, base, glob_filter ?? "**/*")).sort() : [base];
+      const answer = (matches: string[], more: boolean, engine: string): ToolResultValue => ({
+        content: matches.length === 0 ? `No matches for ${pattern}` : more ? `${matches.join("\n")}\n[more matches; stopped at max_results ${max_results}]` : matches.join("\n"),
+        structured: { engine, matches: matches.length },
+      });
+      if (info.isDirectory() && options.ripgrep !== false && (await ripgrepAvailable())) {
+        const outcome = await ripgrep({ folder: base, pattern, glob: glob_filter, caseInsensitive: case_insensitive, maxResults: max_results, maxFileBytes: GREP_MAX_FILE_BYTES, signal: context.signal });
+        // A pattern rg refuses (look-around, back-references) is searched in JavaScript below.
+        if (!("refused" in outcome)) return answer(outcome.matches.map((match) => `${workspace.display(match.path)}:${match.line}: ${match.text}`), outcome.more, "ripgrep");
+      }
+      const files = info.isDirectory()
+        ? (await listFiles(workspace, base, glob_filter ?? "**/*")).sort((a, b) => comparePaths(a.path, b.path))
+        : [{ path: base, size: info.size, mtimeMs: info.mtimeMs }];
+      // A first test on the whole text (multiline, so ^ and $ still work per line) skips most files without splitting them.
+      const anywhere = new RegExp(pattern, case_insensitive ? "im" : "m");
       const matches: string[] = [];
       let more = false;
-      for (const file of files) {
-        if (context.signal.aborted) break;
-        const size = (await stat(file).catch(() => undefined))?.size ?? 0;
-        if (size > GREP_MAX_FILE_BYTES) continue;
-        const data = await readFile(file).catch(() => undefined);
-        if (!data || isBinary(data)) continue;
-        const lines = data.toString("utf8").split(/\r?\n/);
-        for (let index = 0; index < lines.length; index++) {
-          if (!regex.test(lines[index])) continue;
+      const search = async (file: ListedFile): Promise<string[]> => {
+        if (file.size > GREP_MAX_FILE_BYTES || context.signal.aborted) return [];
+        const data = await readFile(file.path).catch(() => undefined);
+        if (!data || isBinary(data)) return [];
+        const text = data.toString("utf8");
+        if (!text.includes("\r") && !anywhere.test(text)) return [];
+        const found: string[] = [];
+        const lines = text.split(/\r?\n/);
+        for (let index = 0; index < lines.length && found.length <= max_results; index++) {
+          if (regex.test(lines[index])) found.push(`${workspace.display(file.path)}:${index + 1}: ${lines[index]}`);
+        }
+        return found;
+      };
+      const collect = (found: string[]) => {
+        for (const match of found) {
           if (matches.length === max_results) {
             more = true;
-            break;
+            return;
           }
-          matches.push(`${workspace.display(file)}:${index + 1}: ${lines[index]}`);
+          matches.push(match);
         }
-        if (more) break;
+      };
+      for (let start = 0; start < files.length && !more && !context.signal.aborted; start += PARALLEL_FILES) {
+        for (const found of await Promise.all(files.slice(start, start + PARALLEL_FILES).map(search))) collect(found);
       }
-      if (matches.length === 0) return `No matches for ${pattern}`;
-      return more ? `${matches.join("\n")}\n[more matches; stopped at max_results ${max_results}]` : matches.join("\n");
+      return answer(matches, more, "javascript");
     },
   });
 }

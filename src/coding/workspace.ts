@@ -1,5 +1,5 @@
 import { realpathSync } from "node:fs";
-import { realpath } from "node:fs/promises";
+import { realpath, stat } from "node:fs/promises";
 import { basename, dirname, isAbsolute, join, relative, resolve, sep } from "node:path";
 import { type ExecOptions, type ExecResult, exec } from "./exec.js";
 
@@ -81,6 +81,17 @@ export class Workspace {
     const real = await realpathOrAncestor(lexical);
     if (!this.allowOutside && !inside(this.root, real)) throw new PathOutsideWorkspaceError(path, real, this.root, "a symlink leads out");
     return real;
+  }
+
+  /**
+   * A workspace rooted at `folder` (a folder inside this one), with the same settings: what a
+   * sub-agent scoped to a subfolder works in.
+   */
+  async scoped(folder: string): Promise<Workspace> {
+    const root = await this.resolvePath(folder);
+    const info = await stat(root).catch(() => undefined);
+    if (!info?.isDirectory()) throw new Error(`${folder} is not a folder of the workspace ${this.root}`);
+    return new Workspace({ ...this.options, root });
   }
 
   /** The path as the model should see it: relative to the root when inside it. */

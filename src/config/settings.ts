@@ -1,5 +1,6 @@
 import { readFile } from "node:fs/promises";
 import { createRequire } from "node:module";
+import { hostname } from "node:os";
 import { AgentLoopError } from "../errors.js";
 import { checkMockScript } from "../model/mock-script.js";
 
@@ -70,6 +71,12 @@ export interface AgentSettings {
   deniedTools: ToolDenyRule[];
   /** The file's `approvals`: tools (names or globs, MCP and remote tools included) whose calls need approval. */
   approvals: { tools: string[]; mode?: "wait" | "interrupt"; timeoutMs?: number };
+  /**
+   * Durable mode (`DURABLE=true`, or the file's `durable`): every chat request is a durable run on
+   * PostgreSQL (needs `MEMORY_TYPE=postgres`). `executorId` (`DURABLE_EXECUTOR_ID`, default the host
+   * name: a StatefulSet pod's name) and the schema of DBOS's tables (`DURABLE_SCHEMA`, default `dbos`).
+   */
+  durable?: { executorId: string; schema: string };
 }
 
 /** The agent file (YAML). Every field is optional; the environment fills or overrides. */
@@ -104,6 +111,8 @@ export interface AgentFile {
   guardrails?: { deniedTools?: ToolDenyRule[] };
   /** `tools`: names or globs whose calls need a person's approval; `mode`: wait (default) or interrupt; `timeoutMs` (wait mode). */
   approvals?: { tools?: string[]; mode?: "wait" | "interrupt"; timeoutMs?: number };
+  /** Durable mode: `true`, or `{ executorId, schema }`. */
+  durable?: boolean | { executorId?: string; schema?: string };
 }
 
 const memoryFileKeys: Record<string, string> = {
@@ -250,7 +259,7 @@ export function parseAgentFile(source: string, origin = "agent file"): AgentFile
   if (value === null || value === undefined) return {};
   if (typeof value !== "object" || Array.isArray(value)) throw new AgentLoopError("configuration", `${origin}: must be a YAML mapping of settings`);
   const file = value as Record<string, unknown>;
-  const known = new Set(["name", "description", "instructions", "model", "maxSteps", "modelTimeouts", "toolCallMode", "publicUrl", "mcpServers", "subAgents", "memory", "guardrails", "approvals"]);
+  const known = new Set(["name", "description", "instructions", "model", "maxSteps", "modelTimeouts", "toolCallMode", "publicUrl", "mcpServers", "subAgents", "memory", "guardrails", "approvals", "durable"]);
   for (const key of Object.keys(file)) {
     if (!known.has(key)) throw new AgentLoopError("configuration", `${origin}: unknown setting "${key}" (known: ${[...known].join(", ")})`);
   }
@@ -261,6 +270,13 @@ export function parseAgentFile(source: string, origin = "agent file"): AgentFile
   if (file.maxSteps !== undefined) positiveInteger(field("maxSteps"), file.maxSteps);
   if (file.toolCallMode !== undefined) toolCallMode(field("toolCallMode"), file.toolCallMode);
   if (file.publicUrl !== undefined) httpUrl(field("publicUrl"), file.publicUrl);
+  if (file.durable !== undefined && typeof file.durable !== "boolean") {
+    const durable = file.durable as Record<string, unknown>;
+    if (typeof durable !== "object" || durable === null || Array.isArray(durable)) throw configurationError(field("durable"), "must be true, false or { executorId, schema }");
+    for (const key of Object.keys(durable)) if (key !== "executorId" && key !== "schema") throw configurationError(field("durable"), `unknown setting "${key}" (known: executorId, schema)`);
+    if (durable.executorId !== undefined) text(field("durable.executorId"), durable.executorId);
+    if (durable.schema !== undefined) text(field("durable.schema"), durable.schema);
+  }
   if (file.model !== undefined && typeof file.model !== "string") {
     if (typeof file.model !== "object" || file.model === null || Array.isArray(file.model)) {
       throw configurationError(field("model"), 'must be a model spec like "openai:gpt-4.1" or { url, name }');
@@ -533,10 +549,26 @@ export function settingsFrom(file: AgentFile, env: NodeJS.ProcessEnv): AgentSett
     if (value !== undefined) settings.memoryEnv[variable] = String(value);
   }
   for (const [key, value] of Object.entries(env)) if (key.startsWith("MEMORY_") && value !== undefined && value !== "") settings.memoryEnv[key] = value;
+  const durable = set("DURABLE") ? flag("DURABLE", env.DURABLE!) : file.durable !== undefined && file.durable !== false;
+  if (durable) {
+    const fromFile = typeof file.durable === "object" ? file.durable : {};
+    settings.durable = {
+      executorId: set("DURABLE_EXECUTOR_ID") ? env.DURABLE_EXECUTOR_ID! : (fromFile.executorId ?? hostname()),
+      schema: set("DURABLE_SCHEMA") ? env.DURABLE_SCHEMA! : (fromFile.schema ?? "dbos"),
+    };
+  }
   const names = new Set<string>();
   for (const agent of settings.subAgents) {
     if (names.has(agent.name)) throw configurationError("subAgents", `agent "${agent.name}" is listed twice`);
     names.add(agent.name);
   }
   return settings;
+}
+
+/** A boolean variable: true/false, 1/0, yes/no. */
+function flag(name: string, value: string): boolean {
+  const normalized = value.trim().toLowerCase();
+  if (["true", "1", "yes", "on"].includes(normalized)) return true;
+  if (["false", "0", "no", "off"].includes(normalized)) return false;
+  throw configurationError(name, `must be true or false, got "${value}"`);
 }

@@ -16,7 +16,7 @@
  */
 import { DBOS } from "@dbos-inc/dbos-sdk";
 import { AgentLoopError } from "../errors.js";
-import type { RunResult } from "../loop/events.js";
+import type { LoopEvent, RunResult } from "../loop/events.js";
 import { Agent } from "../loop/agent.js";
 import type { ApprovalDecision } from "../loop/checkpoint.js";
 import type { RunOptions, SessionMemory, Toolset } from "../loop/types.js";
@@ -46,11 +46,74 @@ export interface DurableOptions {
   appVersion?: string;
   /** DBOS's own log level (default `warn`). */
   logLevel?: "debug" | "info" | "warn" | "error";
+  /**
+   * A DBOS queue the runs go through (`DurableRunOptions.partitionKey` names the partition):
+   * `partitionConcurrency: 1` runs one run at a time per key across every process (the server's
+   * per-session queue). Any process launched on the database may run a queued run.
+   */
+  queue?: DurableQueueOptions;
+  /**
+   * Makes a run's journal: the items (e.g. SSE chunks) a run with `DurableRunOptions.journal`
+   * produces from its events, checkpointed with the run's steps so any process can read them
+   * (`readJournal`) and a client can reattach. Called in each execution of the run (recovery too).
+   */
+  journal?: (spec: unknown, runId: string) => JournalEncoder;
 }
 
-export interface DurableRunOptions extends Pick<RunOptions, "sessionId" | "inputs" | "newSession" | "onEvent"> {
+export interface DurableQueueOptions {
+  name: string;
+  /** Runs at a time per partition key, across every process (default 1). */
+  partitionConcurrency?: number;
+  /** How often each process looks for queued runs (default 50 ms). */
+  pollingIntervalMs?: number;
+}
+
+/** Turns a run's events into journal items. Must be deterministic: a recovered run replays it. */
+export interface JournalEncoder {
+  /** Called first in each execution of the run, before any event (a recovered run's included). */
+  begin?(): Promise<void>;
+  /** The first items, before any event. */
+  start(): readonly string[];
+  /** The items of one event (none for most). */
+  event(event: LoopEvent): string | undefined;
+  /** The last items, once the run ended (the run's events are passed to its observers by then). */
+  end(result: RunResult): Promise<readonly string[]>;
+}
+
+/** One journal item and its position (1-based; the same in every process and after a recovery). */
+export interface JournalEntry {
+  seq: number;
+  item: string;
+}
+
+export interface DurableRunOptions extends Pick<RunOptions, "sessionId" | "inputs" | "newSession" | "onEvent" | "history" | "output"> {
   /** The run's id, used as the DBOS workflow id: starting a run with an id already used returns that run. */
   runId?: string;
+  /** With `DurableOptions.queue`: the run waits on the queue, behind the runs of the same key. */
+  partitionKey?: string;
+  /**
+   * With `DurableOptions.journal`: the run keeps a journal made by `journal(spec)` (JSON). Such a
+   * run does not wait for approvals: a call that needs one ends it INTERRUPTED with its checkpoint.
+   */
+  journal?: unknown;
+}
+
+/** What `list` and `show` tell about a durable run. */
+export interface DurableRunInfo {
+  runId: string;
+  /** DBOS's status: ENQUEUED, PENDING, SUCCESS, ERROR, CANCELLED, MAX_RECOVERY_ATTEMPTS_EXCEEDED. */
+  status: string;
+  sessionId?: string;
+  input?: string;
+  executorId?: string;
+  queue?: string;
+  createdAt: string;
+  updatedAt?: string;
+  /** The calls the run waits on a decision for (a run waiting with `decide`). */
+  pendingApprovals?: Array<{ toolCallId: string; tool: string; arguments: Record<string, unknown> }>;
+  /** Its checkpointed steps, in order (`show` only). */
+  steps?: Array<{ id: number; name: string; error?: string }>;
+  result?: { state: string; reason: string; text: string };
 }
 
 /** What a durable run returns: the run's result as stored by DBOS (JSON: the error is its message). */
@@ -77,6 +140,25 @@ export interface DurableAgent {
   decide(runId: string, decisions: Record<string, ApprovalDecision>): Promise<void>;
   /** A run by id (started here or elsewhere). */
   retrieve(runId: string): DurableRun;
+  /**
+   * The journal of a run with `journal`, from the item after `after` to its end: live from this
+   * process while the run executes here, else from the database (any process). Ends when the run
+   * ended (or was cancelled). Nothing is lost or repeated across reattaches: items keep their `seq`.
+   */
+  readJournal(runId: string, options?: { after?: number }): AsyncGenerator<JournalEntry>;
+  /** Durable runs of this agent, most recent first. */
+  list(filter?: { status?: string; sessionId?: string; limit?: number }): Promise<DurableRunInfo[]>;
+  /** One run with its steps and pending approvals; undefined when there is no such run. */
+  show(runId: string): Promise<DurableRunInfo | undefined>;
+  /** Cancels a run (it stops at its next step; it can be resumed). */
+  cancel(runId: string): Promise<void>;
+  /** Resumes a cancelled or failed run from its last completed step. */
+  resume(runId: string): Promise<void>;
+  /**
+   * Recovers the unfinished runs of other executors (processes that died and will not come back
+   * with their id): DBOS puts them back on their queue, and a live process runs them. Returns their ids.
+   */
+  recover(executorIds: string[]): Promise<string[]>;
   /** Stops DBOS in this process (unfinished runs stay recoverable). */
   shutdown(): Promise<void>;
 }
@@ -85,11 +167,69 @@ interface StoredOptions {
   sessionId?: string;
   inputs?: Record<string, unknown>;
   newSession?: boolean;
+  history?: RunOptions["history"];
+  output?: RunOptions["output"];
+  journal?: unknown;
 }
 
 /** Live listeners of the runs started by this process (a function cannot be a workflow input). */
-const listeners = new Map<string, (event: import("../loop/events.js").LoopEvent) => void>();
+const listeners = new Map<string, (event: LoopEvent) => void>();
 let launched: { url: string; promise: Promise<void> } | undefined;
+
+const JOURNAL_KEY = "agentloop.journal";
+const PENDING_KEY = "agentloop.pending";
+
+/**
+ * The journal of one execution of a run in this process: its items (seq = index + 1), handed to
+ * local readers as they come and written to the run's DBOS stream in batches, before each step and
+ * at the end. A stream write is an operation of the workflow (numbered like a step), so a recovered
+ * run does not write again what was written: the batches before the crash are skipped on replay.
+ */
+class Journal {
+  readonly items: string[] = [];
+  private written = 0;
+  private readonly writes: Promise<void>[] = [];
+  ended = false;
+  readonly readers = new Set<() => void>();
+
+  push(item: string): void {
+    this.items.push(item);
+    for (const wake of this.readers) wake();
+  }
+  /** Writes what is not written yet (called in the workflow, before a step: its number is taken now). */
+  flush(): void {
+    if (this.written === this.items.length) return;
+    // Writes may commit out of order (each takes the stream's next offset): a batch says where it starts.
+    const batch: JournalBatch = { from: this.written + 1, items: this.items.slice(this.written) };
+    this.written = this.items.length;
+    const write = DBOS.writeStream(JOURNAL_KEY, batch);
+    write.catch(() => undefined);
+    this.writes.push(write);
+  }
+  async close(): Promise<void> {
+    this.flush();
+    await Promise.all(this.writes);
+    await DBOS.closeStream(JOURNAL_KEY);
+    this.ended = true;
+    for (const wake of this.readers) wake();
+  }
+}
+
+interface JournalBatch {
+  /** The seq of the first item. */
+  from: number;
+  items: string[];
+}
+
+/** The journals of the runs executing in this process, and readers waiting for a run to start here. */
+const journals = new Map<string, Journal>();
+const journalWaiters = new Map<string, Set<() => void>>();
+
+/** The journal of the run whose workflow is calling (flushed before its next step). */
+function flushJournal(): void {
+  const runId = DBOS.workflowID;
+  if (runId) journals.get(runId)?.flush();
+}
 
 /**
  * Makes an agent's runs durable: each run is a DBOS workflow whose steps are the model calls and tool
@@ -112,13 +252,17 @@ export function durableAgent(agent: Agent, options: DurableOptions): DurableAgen
     async (input: string, stored: StoredOptions): Promise<DurableRunResult> => {
       const runId = DBOS.workflowID!;
       const onEvent = listeners.get(runId);
+      const { journal: spec, ...runOptions } = stored;
+      if (spec !== undefined && options.journal) return journaledRun(input, runOptions, spec, runId, onEvent);
       // Approvals stop the loop with a checkpoint; the workflow waits for the decisions as a DBOS
       // message (recorded: a recovered run does not wait again for what was decided), then resumes.
-      let result = await inner.run(input, { ...stored, runId, onEvent, onApproval: "interrupt" });
+      let result = await inner.run(input, { ...runOptions, runId, onEvent, onApproval: "interrupt" });
       const timeoutSeconds = Math.ceil((config.approvalTimeoutMs ?? DEFAULT_APPROVAL_TIMEOUT_MS) / 1000);
       while (result.state === "INTERRUPTED" && result.checkpoint) {
         const pending = result.checkpoint.pending;
+        await DBOS.setEvent(PENDING_KEY, pending.map((call) => ({ toolCallId: call.toolCallId, tool: call.toolName, arguments: call.arguments })));
         const decided = await DBOS.recv<Record<string, ApprovalDecision>>(APPROVALS_TOPIC, timeoutSeconds);
+        await DBOS.setEvent(PENDING_KEY, []);
         const decisions: Record<string, ApprovalDecision> = {};
         for (const call of pending) decisions[call.toolCallId] = decided?.[call.toolCallId] ?? { approve: false, reason: "no decision in time" };
         result = await inner.resume(result.checkpoint, { decisions, runId, onEvent, sessionId: stored.sessionId, onApproval: "interrupt" });
@@ -127,10 +271,46 @@ export function durableAgent(agent: Agent, options: DurableOptions): DurableAgen
     },
     { name: `agentloop.run.${agent.name}` },
   );
+
+  /** A run that keeps a journal: its items go to local readers at once and to the database by batches. */
+  async function journaledRun(input: string, runOptions: Omit<StoredOptions, "journal">, spec: unknown, runId: string, onEvent?: (event: LoopEvent) => void): Promise<DurableRunResult> {
+    const encoder = options.journal!(spec, runId);
+    const journal = new Journal();
+    journals.set(runId, journal);
+    const waiting = journalWaiters.get(runId);
+    journalWaiters.delete(runId);
+    if (waiting) for (const wake of waiting) wake();
+    try {
+      await encoder.begin?.();
+      for (const item of encoder.start()) journal.push(item);
+      const result = await inner.run(input, {
+        ...runOptions,
+        runId,
+        onApproval: "interrupt",
+        onEvent: (event) => {
+          const item = encoder.event(event);
+          if (item !== undefined) journal.push(item);
+          onEvent?.(event);
+        },
+      });
+      for (const item of await encoder.end(result)) journal.push(item);
+      await journal.close();
+      return storedResult(result);
+    } finally {
+      // Readers attached here finish from the items they hold; later ones read the database.
+      if (journals.get(runId) === journal) journals.delete(runId);
+      if (!journal.ended) for (const wake of journal.readers) wake();
+    }
+  }
+
   const handleOf = (runId: string): DurableRun => ({
     runId,
-    result: () => DBOS.retrieveWorkflow<DurableRunResult>(runId).getResult() as Promise<DurableRunResult>,
+    result: () => DBOS.retrieveWorkflow<DurableRunResult>(runId).getResult({ pollingIntervalMs: 100 }) as Promise<DurableRunResult>,
   });
+  const workflowName = `agentloop.run.${agent.name}`;
+  const ensureLaunched = (what: string) => {
+    if (!launched) throw new Error(`durable ${what}: call launch() first`);
+  };
   return {
     agent: inner,
     async launch() {
@@ -146,7 +326,17 @@ export function durableAgent(agent: Agent, options: DurableOptions): DurableAgen
         applicationVersion: options.appVersion,
         logLevel: options.logLevel ?? "warn",
       });
-      const promise = DBOS.launch();
+      const promise = (async () => {
+        await oneAtATime(options.databaseUrl, options.schema ?? "dbos", () => DBOS.launch());
+        const { queue } = options;
+        if (queue) {
+          await DBOS.registerQueue(queue.name, {
+            partitionConcurrency: queue.partitionConcurrency ?? 1,
+            minPollingIntervalMs: queue.pollingIntervalMs ?? 50,
+            onConflict: "always_update",
+          });
+        }
+      })();
       launched = { url: options.databaseUrl, promise };
       try {
         await promise;
@@ -157,27 +347,83 @@ export function durableAgent(agent: Agent, options: DurableOptions): DurableAgen
     },
     async run(input, runOptions = {}) {
       if (typeof input !== "string") throw new TypeError("durable run: the input must be a string");
-      if (!launched) throw new Error("durable run: call launch() first");
-      const stored: StoredOptions = { sessionId: runOptions.sessionId, inputs: runOptions.inputs, newSession: runOptions.newSession };
+      ensureLaunched("run");
+      const stored: StoredOptions = {
+        sessionId: runOptions.sessionId,
+        inputs: runOptions.inputs,
+        newSession: runOptions.newSession,
+        ...(runOptions.history ? { history: runOptions.history } : {}),
+        ...(runOptions.output ? { output: runOptions.output } : {}),
+        ...(runOptions.journal !== undefined ? { journal: runOptions.journal } : {}),
+      };
       const runId = runOptions.runId ?? `run_${crypto.randomUUID()}`;
       if (runOptions.onEvent) listeners.set(runId, runOptions.onEvent);
+      const queued = options.queue && runOptions.partitionKey !== undefined;
       let handle: Awaited<ReturnType<ReturnType<typeof DBOS.startWorkflow<[string, StoredOptions], DurableRunResult>>>>;
       try {
-        handle = await DBOS.startWorkflow(workflow, { workflowID: runId })(input, stored);
+        handle = await DBOS.startWorkflow(workflow, {
+          workflowID: runId,
+          ...(queued ? { queueName: options.queue!.name, enqueueOptions: { queuePartitionKey: runOptions.partitionKey } } : {}),
+        })(input, stored);
       } catch (error) {
         listeners.delete(runId);
         throw error;
       }
-      // Started here: the result comes from the running workflow, without polling the database.
-      const result = handle.getResult().finally(() => listeners.delete(runId));
+      // Started here: the result comes from the running workflow, without polling the database
+      // (a queued run may run in another process: its result is polled).
+      const result = handle.getResult({ pollingIntervalMs: 100 }).finally(() => listeners.delete(runId));
       result.catch(() => undefined);
       return { runId, result: () => result };
     },
     retrieve: handleOf,
     async decide(runId, decisions) {
-      if (!launched) throw new Error("durable decide: call launch() first");
+      ensureLaunched("decide");
       if (typeof decisions !== "object" || decisions === null) throw new TypeError("durable decide: decisions must be an object keyed by tool call id");
       await DBOS.send(runId, decisions, APPROVALS_TOPIC);
+    },
+    readJournal(runId, { after = 0 } = {}) {
+      ensureLaunched("readJournal");
+      return readJournal(runId, after);
+    },
+    async list(filter = {}) {
+      ensureLaunched("list");
+      const rows = await DBOS.listWorkflows({
+        workflowName,
+        ...(filter.status ? { status: filter.status as never } : {}),
+        limit: filter.sessionId ? undefined : (filter.limit ?? 100),
+        sortDesc: true,
+        loadInput: true,
+        loadOutput: true,
+      });
+      const infos = rows.map(runInfo).filter((info) => filter.sessionId === undefined || info.sessionId === filter.sessionId);
+      return filter.limit ? infos.slice(0, filter.limit) : infos;
+    },
+    async show(runId) {
+      ensureLaunched("show");
+      const [row] = await DBOS.listWorkflows({ workflowIDs: [runId], workflowName, loadInput: true, loadOutput: true });
+      if (!row) return undefined;
+      const info = runInfo(row);
+      const steps = (await DBOS.listWorkflowSteps(runId)) ?? [];
+      info.steps = steps.map((step) => ({ id: step.functionID, name: step.name, ...(step.error ? { error: step.error instanceof Error ? step.error.message : String(step.error) } : {}) }));
+      if (row.status === "PENDING") {
+        const pending = await DBOS.getEvent<DurableRunInfo["pendingApprovals"]>(runId, PENDING_KEY, 0);
+        if (pending && pending.length > 0) info.pendingApprovals = pending;
+      }
+      return info;
+    },
+    async cancel(runId) {
+      ensureLaunched("cancel");
+      await DBOS.cancelWorkflow(runId);
+    },
+    async resume(runId) {
+      ensureLaunched("resume");
+      await DBOS.resumeWorkflow(runId);
+    },
+    async recover(executorIds) {
+      ensureLaunched("recover");
+      const { getExecutor } = await import("@dbos-inc/dbos-sdk/internal/dbos");
+      const handles = await getExecutor().recoverPendingWorkflows(executorIds);
+      return handles.map((handle) => handle.workflowID);
     },
     async shutdown() {
       if (!launched) return;
@@ -185,6 +431,124 @@ export function durableAgent(agent: Agent, options: DurableOptions): DurableAgen
       await DBOS.shutdown();
     },
   };
+}
+
+/**
+ * Launches DBOS (which creates or migrates its schema) holding an advisory lock, released when the
+ * connection ends: replicas starting together would otherwise run the same migrations at once and deadlock.
+ */
+async function oneAtATime(databaseUrl: string, schema: string, launch: () => Promise<void>): Promise<void> {
+  const { default: pg } = await import("pg");
+  const client = new pg.Client({ connectionString: databaseUrl });
+  await client.connect();
+  try {
+    // Polled, not waited for: a session waiting on a lock is an open transaction, and the
+    // migrations' CREATE INDEX CONCURRENTLY waits for every open transaction of the database.
+    for (;;) {
+      const { rows } = await client.query<{ locked: boolean }>("SELECT pg_try_advisory_lock(hashtext($1)) AS locked", [`agentloop.dbos.migrate.${schema}`]);
+      if (rows[0]?.locked) break;
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    await launch();
+  } finally {
+    await client.end().catch(() => undefined);
+  }
+}
+
+function runInfo(row: import("@dbos-inc/dbos-sdk").WorkflowStatus): DurableRunInfo {
+  const [input, stored] = (row.input ?? []) as [string?, StoredOptions?];
+  const output = row.output as DurableRunResult | undefined;
+  return {
+    runId: row.workflowID,
+    status: row.status,
+    ...(stored?.sessionId ? { sessionId: stored.sessionId } : {}),
+    ...(typeof input === "string" ? { input } : {}),
+    ...(row.executorId ? { executorId: row.executorId } : {}),
+    ...(row.queueName ? { queue: row.queueName } : {}),
+    createdAt: new Date(row.createdAt).toISOString(),
+    ...(row.updatedAt ? { updatedAt: new Date(row.updatedAt).toISOString() } : {}),
+    ...(output && typeof output === "object" && "state" in output ? { result: { state: output.state, reason: output.reason, text: output.text } } : {}),
+  };
+}
+
+/**
+ * Reads a run's journal after `after`: from the run's execution in this process when there is one
+ * (live, item by item), else from the database (batch by batch, as the run writes them). Both give
+ * the same items at the same positions, so the reader takes each position once, from whichever
+ * source has it first.
+ */
+async function* readJournal(runId: string, after: number): AsyncGenerator<JournalEntry> {
+  let cursor = after;
+  let done = false;
+  let wake: (() => void) | undefined;
+  const signal = () => {
+    const resume = wake;
+    wake = undefined;
+    resume?.();
+  };
+  const fromDatabase = new Map<number, string>();
+  let databaseEnded = false;
+  let databaseError: unknown;
+  // The database: every batch the run wrote, in order, to the stream's end (or the run's).
+  const stream = DBOS.readStream<JournalBatch>(runId, JOURNAL_KEY, { pollingIntervalMs: 200 });
+  void (async () => {
+    try {
+      for await (const batch of stream) {
+        batch.items.forEach((item, index) => {
+          if (batch.from + index > cursor) fromDatabase.set(batch.from + index, item);
+        });
+        signal();
+        if (done) break;
+      }
+    } catch (error) {
+      databaseError = error;
+    }
+    databaseEnded = true;
+    signal();
+  })();
+  // This process: the run's journal while it executes here (or once it starts here).
+  let local = journals.get(runId);
+  const onLocal = () => {
+    local ??= journals.get(runId);
+    if (local && !local.readers.has(signal)) local.readers.add(signal);
+    signal();
+  };
+  let waiters = journalWaiters.get(runId);
+  if (!local) {
+    if (!waiters) journalWaiters.set(runId, (waiters = new Set()));
+    waiters.add(onLocal);
+  } else local.readers.add(signal);
+  try {
+    for (;;) {
+      let progressed = false;
+      if (local) {
+        while (cursor < local.items.length) {
+          cursor++;
+          fromDatabase.delete(cursor);
+          progressed = true;
+          yield { seq: cursor, item: local.items[cursor - 1]! };
+        }
+        if (local.ended) return;
+      }
+      while (fromDatabase.has(cursor + 1)) {
+        cursor++;
+        const item = fromDatabase.get(cursor)!;
+        fromDatabase.delete(cursor);
+        progressed = true;
+        yield { seq: cursor, item };
+      }
+      if (databaseEnded && !fromDatabase.has(cursor + 1)) {
+        if (databaseError) throw databaseError;
+        return;
+      }
+      if (!progressed) await new Promise<void>((resolve) => (wake = resolve));
+    }
+  } finally {
+    done = true;
+    waiters?.delete(onLocal);
+    if (waiters?.size === 0 && journalWaiters.get(runId) === waiters) journalWaiters.delete(runId);
+    local?.readers.delete(signal);
+  }
 }
 
 function storedResult(result: RunResult): DurableRunResult {
@@ -217,6 +581,7 @@ export function durableModel(model: Model): Model & { durable: true } {
 async function* recordedStream(model: Model, request: ModelRequest): AsyncGenerator<ModelEvent> {
   const channel = new Channel<ModelEvent>();
   let live = false;
+  flushJournal();
   const step = DBOS.runStep(
     async () => {
       live = true;
@@ -313,6 +678,7 @@ export function durableTool<Args>(tool: Tool<Args>): Tool<Args> {
  */
 async function recordedCall<Args>(tool: Tool<Args>, args: Args, context: ToolContext): Promise<ToolOutput> {
   let fresh = false;
+  flushJournal();
   const started = DBOS.runStep(
     async () => {
       fresh = true;
@@ -365,7 +731,11 @@ function durableToolset(toolset: Toolset): Toolset {
 /** The history a run starts from is a step too: a recovered run continues the same conversation. */
 function durableMemory(memory: SessionMemory): SessionMemory {
   return {
-    loadHistory: (sessionId) => (DBOS.isWithinWorkflow() ? DBOS.runStep(() => memory.loadHistory(sessionId), { name: "history" }) : memory.loadHistory(sessionId)),
+    loadHistory: (sessionId) => {
+      if (!DBOS.isWithinWorkflow()) return memory.loadHistory(sessionId);
+      flushJournal();
+      return DBOS.runStep(() => memory.loadHistory(sessionId), { name: "history" });
+    },
     onEvent: (event, run) => memory.onEvent(event, run),
   };
 }

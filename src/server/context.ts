@@ -11,6 +11,7 @@ import { AgentLoopError } from "../errors.js";
 import { badRequest, HttpError } from "./http-errors.js";
 import { jsonDepthError } from "./json-depth.js";
 import type { ServerMemory } from "./memory.js";
+import type { DurableRuns } from "./durable-runs.js";
 import type { ServerRuns } from "./runs.js";
 
 /** The `/ready` body. `timestamp` is Unix seconds, as KAOS sends it. */
@@ -28,6 +29,8 @@ export interface ServerContext {
   readonly log: (line: string) => void;
   readonly memory: ServerMemory;
   readonly runs: ServerRuns;
+  /** Durable mode (`DURABLE=true`): the chat requests are durable runs. */
+  readonly durable?: DurableRuns;
   /** Largest request body in bytes. */
   readonly bodyLimitBytes: number;
   /** True once shutdown began: every route but `/health` answers 503. */

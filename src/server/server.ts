@@ -17,6 +17,8 @@ import { chatCompletionRoutes, isChatRequest } from "./routes/chat-completions.j
 import { authGuard, bodyLimitGuard, drainingGuard } from "./routes/guards.js";
 import { healthRoutes } from "./routes/health.js";
 import { memoryRoutes } from "./routes/memory.js";
+import { runRoutes } from "./routes/runs.js";
+import { DurableRuns } from "./durable-runs.js";
 import { ServerRuns } from "./runs.js";
 
 export type { ReadyStatus } from "./context.js";
@@ -90,7 +92,10 @@ export async function createAgentServer(options: AgentServerOptions = {}): Promi
     if (memory.owned) await memory.store.close();
   };
   let prepared: PreparedAgentRuntime;
+  let durable: DurableRuns | undefined;
   try {
+    // Durable mode: checked now (it needs the PostgreSQL memory), launched once the agent is built.
+    if (settings.durable) durable = DurableRuns.of(settings, memory, env, log, (failure) => (runs.storeFailure = failure));
     prepared = await prepareAgentRuntime(settings, { ...options.build, env, memory: memory.handle, readyTimeoutMs: options.readyTimeoutMs });
   } catch (error) {
     await closeMemory();
@@ -110,25 +115,29 @@ export async function createAgentServer(options: AgentServerOptions = {}): Promi
     return built;
   }
   const runs = new ServerRuns(settings, memory, log, () => runtime ?? agentOrFail());
-  const connecting = prepared.connect(runs.shutdown.signal).then(
-    (built) => {
-      runtime = built;
-      readyStatus = {
-        status: built.unavailable.length === 0 ? "ready" : "degraded",
-        name: settings.name,
-        timestamp: unixSeconds(),
-        ...(built.unavailable.length > 0 ? { unavailable: built.unavailable } : {}),
-      };
-      for (const missing of built.unavailable) log(`[${settings.name}] degraded: ${missing.kind} "${missing.name}" unavailable: ${missing.reason}`);
-      return built;
-    },
-    (error: unknown) => {
-      runtimeFailure = AgentLoopError.from(error, "configuration");
-      readyStatus = { status: "failed", name: settings.name, timestamp: unixSeconds(), error: runtimeFailure.message };
-      log(`[${settings.name}] agent could not be built: ${runtimeFailure.message}`);
-      return undefined;
-    },
-  );
+  const connecting = prepared
+    .connect(runs.shutdown.signal)
+    // Durable mode: DBOS launches once the agent is built (recovering this executor's unfinished runs).
+    .then((built) => (durable ? durable.launch(built).then(() => built) : built))
+    .then(
+      (built) => {
+        runtime = built;
+        readyStatus = {
+          status: built.unavailable.length === 0 ? "ready" : "degraded",
+          name: settings.name,
+          timestamp: unixSeconds(),
+          ...(built.unavailable.length > 0 ? { unavailable: built.unavailable } : {}),
+        };
+        for (const missing of built.unavailable) log(`[${settings.name}] degraded: ${missing.kind} "${missing.name}" unavailable: ${missing.reason}`);
+        return built;
+      },
+      (error: unknown) => {
+        runtimeFailure = AgentLoopError.from(error, "configuration");
+        readyStatus = { status: "failed", name: settings.name, timestamp: unixSeconds(), error: runtimeFailure.message };
+        log(`[${settings.name}] agent could not be built: ${runtimeFailure.message}`);
+        return undefined;
+      },
+    );
 
   /** The readiness, degraded while the memory store's last writes failed. */
   const currentReadyStatus = (): ReadyStatus => {
@@ -147,6 +156,7 @@ export async function createAgentServer(options: AgentServerOptions = {}): Promi
     log,
     memory,
     runs,
+    durable,
     bodyLimitBytes: options.bodyLimitBytes ?? 1024 * 1024,
     get draining() {
       return draining;
@@ -183,6 +193,7 @@ export async function createAgentServer(options: AgentServerOptions = {}): Promi
   app.route("/", memoryRoutes(context));
   app.route("/", a2aRoutes(context));
   app.route("/", approvalRoutes(context));
+  app.route("/", runRoutes(context));
 
   let server: Server | undefined;
   let closing: Promise<void> | undefined;
@@ -263,6 +274,8 @@ export async function createAgentServer(options: AgentServerOptions = {}): Promi
         server?.closeAllConnections();
         await stopped;
         await connecting;
+        // Durable runs still going stay in the database: this executor (or a recovery) finishes them.
+        await durable?.close();
         await runtime?.close();
         await prepared.close();
         await closeMemory();

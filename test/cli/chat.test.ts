@@ -5,6 +5,7 @@ import { Command } from "commander";
 import { Readable } from "node:stream";
 import { chatCommand, registerChatCommand } from "../../src/cli/commands/chat.js";
 import { registerServeCommand } from "../../src/cli/commands/serve.js";
+import { registerRunsCommand } from "../../src/cli/commands/runs.js";
 import { registerEventsCommand, registerSessionsCommand } from "../../src/cli/commands/sessions.js";
 import { captured, cleanEnv, cliArgs, repositoryRoot, runCli, spawnCli } from "./helpers.js";
 
@@ -79,6 +80,7 @@ describe("--help on every command", () => {
     ["serve", registerServeCommand],
     ["sessions", registerSessionsCommand],
     ["events", registerEventsCommand],
+    ["runs", registerRunsCommand],
   ] as const) {
     it(`${command} --help shows examples`, async () => {
       let output = "";

@@ -213,4 +213,21 @@ describe("the file tools", () => {
     assert.match(seen[4].text, /invalid regular expression/);
     assert.equal(seen[5].text, "No matches for nothing-matches-this");
   });
+
+  it("grep matches line by line: ^ and $ anchor at each line (CRLF files too), and results stay in path order across many files", async () => {
+    const files: Record<string, string> = { "crlf.txt": "one end\r\ntwo\r\n", "lf.txt": "x\nend\nnot the end here\n" };
+    for (let index = 0; index < 70; index++) files[`many/f${String(index).padStart(2, "0")}.txt`] = `hit ${index}\n`;
+    const root = freshRoot(files);
+    const { seen } = await session(root, [
+      calls(["grep", { pattern: "end$", path: "crlf.txt" }, "a"], ["grep", { pattern: "^end", glob_filter: "*.txt" }, "b"], ["grep", { pattern: "^hit", max_results: 65 }, "c"]),
+      "ok",
+    ]);
+    assert.equal(seen[0].text, "crlf.txt:1: one end");
+    assert.equal(seen[1].text, "lf.txt:2: end");
+    const lines = seen[2].text.split("\n");
+    assert.equal(lines.length, 66);
+    assert.equal(lines[0], "many/f00.txt:1: hit 0");
+    assert.equal(lines[64], "many/f64.txt:1: hit 64");
+    assert.equal(lines[65], "[more matches; stopped at max_results 65]");
+  });
 });

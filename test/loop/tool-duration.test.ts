@@ -59,8 +59,10 @@ describe("tool-end durationMs", () => {
     const runs = await Promise.all([timedRun({}), timedRun({ instrumentation: true }), timedRun({ timeoutMs: 60_000 })]);
     for (const [index, run] of runs.entries()) {
       assert.ok(run.compilingAtProgress, `run ${index}: the validator was still compiling when the wave started`);
-      // The duration fits between the tool's entry and the tool-end event (2 ms for the call itself).
-      assert.ok(run.durationMs <= run.toolEnd - run.entered + 2, `run ${index}: ${run.durationMs} ms > ${run.toolEnd - run.entered} ms of execution`);
+      // The duration fits between the tool's entry and the tool-end event, give or take a GC pause or
+      // a descheduled moment on a loaded machine (25 ms): the validator's compile it must not include
+      // takes 140–265 ms on a fresh process.
+      assert.ok(run.durationMs <= run.toolEnd - run.entered + 25, `run ${index}: ${run.durationMs} ms > ${run.toolEnd - run.entered} ms of execution`);
     }
     // The instrumented path opens its span (execute_tool) once the validator is ready.
     assert.equal(runs[1]!.compilingAtSpan, false);

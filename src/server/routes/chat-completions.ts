@@ -12,9 +12,9 @@ import type { LoopEvent, RunResult } from "../../loop/events.js";
 import type { Message } from "../../messages.js";
 import type { JsonSchema } from "../../model/model.js";
 import { type ChatRequest, parseChatRequest } from "../chat-request.js";
+import { ChatStreamEncoder } from "../chat-encoder.js";
 import {
   approvalRequiredOf,
-  ChatChunkEncoder,
   finishReasonOf,
   nodeSseSink,
   RequestController,
@@ -27,8 +27,9 @@ import {
 } from "../chat-stream.js";
 import { parseJsonText, readJson, type ServerContext, shuttingDownError, unixSeconds } from "../context.js";
 import { schemaProblem } from "../../tools/validate.js";
-import { badRequest, HttpError, httpErrorOfRun } from "../http-errors.js";
+import { badRequest, httpErrorOfRun } from "../http-errors.js";
 import { WWW_AUTHENTICATE, authorizationError } from "./guards.js";
+import { durableChatNode, durableChatWeb } from "./runs.js";
 
 export const CHAT_PATH = "/v1/chat/completions";
 
@@ -91,47 +92,25 @@ export function streamRun(
 ): Promise<void> {
   const { runs } = server;
   async function writeCompletion(): Promise<void> {
-    const chunks = new ChatChunkEncoder(`chatcmpl-${randomUUID()}`, unixSeconds(), chat.model);
-    sink.write(chunks.role());
+    const encoder = new ChatStreamEncoder({ id: `chatcmpl-${randomUUID()}`, created: unixSeconds(), ...chat });
+    sink.write(encoder.start());
     let ended = false;
     /** Writes the closing events and `[DONE]`, and ends the stream: once, after the run's events are stored. */
     const end = (closing: readonly string[]) => {
       if (ended) return;
       ended = true;
       for (const line of closing) sink.write(line);
-      sink.write(ChatChunkEncoder.done);
       sink.end();
-    };
-    const closingOf = (result: RunResult): string[] => {
-      // The answer did not finish: an error event instead of a finish chunk.
-      if (result.state === "FAILED" || result.state === "ABORTED") {
-        return [ChatChunkEncoder.error(httpErrorOfRun(result.error ?? new AgentLoopError("aborted", result.reason)).body())];
-      }
-      const closing: string[] = [];
-      // A structured answer goes out whole, once validated (an answer asked again is never sent).
-      if (chat.structured && result.text !== "") closing.push(chunks.content(result.text));
-      // A limit ended the run: say so when the model gave no answer text.
-      if (result.state !== "COMPLETED" && result.text === "") closing.push(chunks.content(result.reason));
-      const approvals = approvalRequiredOf(result, chat.sessionId);
-      closing.push(approvals ? chunks.approvalRequired(approvals) : chunks.finish(finishReasonOf(result)));
-      if (chat.includeUsage) {
-        closing.push(chunks.usage({ prompt_tokens: result.usage.inputTokens, completion_tokens: result.usage.outputTokens, total_tokens: result.usage.totalTokens }));
-      }
-      return closing;
     };
     try {
       // The run resolves once its events to run_ended are stored: only then the finish chunk and [DONE].
       const result = await start((event) => {
-        if (event.type === "text-delta") {
-          if (event.delta !== "" && !chat.structured) sink.write(chunks.content(event.delta));
-        } else if (event.type === "progress") {
-          const block = { type: "progress", step: event.step, max_steps: event.max_steps, action: event.action, target: event.target };
-          sink.write(chunks.content(JSON.stringify(block)));
-        }
+        const chunk = encoder.event(event);
+        if (chunk !== undefined) sink.write(chunk);
       });
-      end(closingOf(result));
+      end(encoder.closing(result));
     } catch (error) {
-      end([ChatChunkEncoder.error((error instanceof HttpError ? error : httpErrorOfRun(error)).body())]);
+      end(ChatStreamEncoder.failure(error));
     }
   }
   return runs.track(writeCompletion());
@@ -190,6 +169,7 @@ export function chatCompletionRoutes(server: ServerContext): ChatCompletionRoute
   app.post(CHAT_PATH, async (c) => {
     const chat = prepareChat(parseChatRequest(await readJson(c), c.req.header("x-session-id")));
     if (chat.request.output) await checkOutputSchema(chat.request.output);
+    if (server.durable) return durableChatWeb(server, chat, c);
     const controller = new RequestController();
     if (chat.request.stream) {
       const { sink, body } = webSseSink(() => controller.disconnect());
@@ -224,6 +204,7 @@ export function chatCompletionRoutes(server: ServerContext): ChatCompletionRoute
       const chat = prepareChat(parseChatRequest(body, Array.isArray(sessionHeader) ? sessionHeader.join(", ") : sessionHeader));
       if (chat.request.output) await checkOutputSchema(chat.request.output);
       headers = { "x-session-id": chat.sessionId };
+      if (server.durable) return await durableChatNode(server, chat, outgoing);
       const controller = new RequestController();
       outgoing.once("close", () => {
         if (!outgoing.writableFinished) controller.disconnect();

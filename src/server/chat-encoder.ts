@@ -1,0 +1,72 @@
+/**
+ * The SSE text of one streamed chat completion, from a run's events: the role chunk, progress
+ * blocks and answer deltas as they come, then the closing chunks and `[DONE]`. One encoder for the
+ * plain server and the durable one (which keeps the same text in the run's journal), so both send
+ * the same bytes.
+ */
+import { AgentLoopError } from "../errors.js";
+import type { LoopEvent, RunResult } from "../loop/events.js";
+import { approvalRequiredOf, ChatChunkEncoder, finishReasonOf } from "./chat-stream.js";
+import { HttpError, httpErrorOfRun } from "./http-errors.js";
+
+export interface ChatStreamSpec {
+  /** The chunks' `id` (`chatcmpl-…`). */
+  id: string;
+  /** Unix seconds. */
+  created: number;
+  model: string;
+  sessionId: string;
+  includeUsage?: boolean;
+  /** A `response_format` answer: sent whole at the end, once validated. */
+  structured?: boolean;
+}
+
+export class ChatStreamEncoder {
+  private readonly chunks: ChatChunkEncoder;
+
+  constructor(private readonly spec: ChatStreamSpec) {
+    this.chunks = new ChatChunkEncoder(spec.id, spec.created, spec.model);
+  }
+
+  /** The first chunk: the assistant role. */
+  start(): string {
+    return this.chunks.role();
+  }
+
+  /** The chunk of one event: an answer delta or a progress block (nothing for the others). */
+  event(event: LoopEvent): string | undefined {
+    if (event.type === "text-delta") {
+      if (event.delta !== "" && !this.spec.structured) return this.chunks.content(event.delta);
+    } else if (event.type === "progress") {
+      const block = { type: "progress", step: event.step, max_steps: event.max_steps, action: event.action, target: event.target };
+      return this.chunks.content(JSON.stringify(block));
+    }
+    return undefined;
+  }
+
+  /** The closing chunks of a run that ended (its events stored), `[DONE]` included. */
+  closing(result: Pick<RunResult, "state" | "reason" | "text" | "usage" | "checkpoint" | "error">): string[] {
+    // The answer did not finish: an error event instead of a finish chunk.
+    if (result.state === "FAILED" || result.state === "ABORTED") {
+      return ChatStreamEncoder.failure(httpErrorOfRun(result.error ?? new AgentLoopError("aborted", result.reason)));
+    }
+    const { chunks, spec } = this;
+    const closing: string[] = [];
+    // A structured answer goes out whole, once validated (an answer asked again is never sent).
+    if (spec.structured && result.text !== "") closing.push(chunks.content(result.text));
+    // A limit ended the run: say so when the model gave no answer text.
+    if (result.state !== "COMPLETED" && result.text === "") closing.push(chunks.content(result.reason));
+    const approvals = approvalRequiredOf(result as RunResult, spec.sessionId);
+    closing.push(approvals ? chunks.approvalRequired(approvals) : chunks.finish(finishReasonOf(result as RunResult)));
+    if (spec.includeUsage) {
+      closing.push(chunks.usage({ prompt_tokens: result.usage.inputTokens, completion_tokens: result.usage.outputTokens, total_tokens: result.usage.totalTokens }));
+    }
+    closing.push(ChatChunkEncoder.done);
+    return closing;
+  }
+
+  /** The closing of a request that failed: one error event and `[DONE]`. */
+  static failure(error: unknown): string[] {
+    return [ChatChunkEncoder.error((error instanceof HttpError ? error : httpErrorOfRun(error)).body()), ChatChunkEncoder.done];
+  }
+}

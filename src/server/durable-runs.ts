@@ -1,0 +1,228 @@
+/**
+ * The server's durable mode (`DURABLE=true`): every chat request is a durable run (agentloop/durable,
+ * DBOS on the same PostgreSQL as the memory) on one DBOS queue partitioned by session, one run at a
+ * time per session across every replica. A run keeps its SSE chunks in a journal (the same encoder as
+ * the plain server, so the same bytes), which any replica streams: the request's own stream, and
+ * `GET /v1/runs/{run_id}/events?after=<seq>` for a client that lost its connection.
+ * `@dbos-inc/dbos-sdk` is loaded only here, and only in durable mode.
+ */
+import type { AgentRuntime } from "../config/build-agent.js";
+import type { AgentSettings } from "../config/settings.js";
+import type { DurableAgent, DurableRunInfo, DurableRunResult, JournalEncoder, JournalEntry } from "../durable/index.js";
+import { AgentLoopError } from "../errors.js";
+import type { RunResult } from "../loop/events.js";
+import type { Message } from "../messages.js";
+import type { JsonSchema } from "../model/model.js";
+import { ChatStreamEncoder, type ChatStreamSpec } from "./chat-encoder.js";
+import { HttpError } from "./http-errors.js";
+import type { ServerMemory } from "./memory.js";
+
+/** The DBOS queue of the chat runs (partitioned by session id). */
+export const CHAT_QUEUE = "agentloop-chat";
+
+export interface DurableChat {
+  input: string;
+  sessionId: string;
+  newSession?: boolean;
+  history?: Message[];
+  output?: JsonSchema;
+  /** A KAOS task delegation: its `task_delegation_received` event is recorded before the run's. */
+  delegated?: boolean;
+  /** The stream's chunk header (model, usage, structured); its `id` is `chatcmpl-<run id>`. */
+  stream: Omit<ChatStreamSpec, "id" | "sessionId">;
+}
+
+export class DurableRuns {
+  private durable?: DurableAgent;
+  /** Memory events a recovered run's replay must not store again, by run id (see `skipReplayed`). */
+  private readonly replayed = new Map<string, number>();
+  private launching?: Promise<DurableAgent>;
+  private failure?: AgentLoopError;
+
+  private constructor(
+    private readonly settings: AgentSettings,
+    private readonly memory: ServerMemory,
+    private readonly log: (line: string) => void,
+    private readonly databaseUrl: string,
+    private readonly onStoreFailure: (failure: string | undefined) => void,
+  ) {
+    this.skipReplayed();
+  }
+
+  /**
+   * A recovered run replays its recorded steps, and so emits its first events again: the memory
+   * events its earlier execution stored (counted when the execution begins) are not stored twice.
+   * The replay regenerates the same events in the same order, so the first ones are skipped.
+   */
+  private skipReplayed(): void {
+    const { store } = this.memory;
+    const append = store.append.bind(store);
+    const replayed = this.replayed;
+    store.append = (sessionId, events) => {
+      if (replayed.size === 0) return append(sessionId, events);
+      const kept = events.filter((event) => {
+        const runId = event.metadata?.run_id;
+        const left = typeof runId === "string" ? replayed.get(runId) : undefined;
+        if (!left) return true;
+        if (left === 1) replayed.delete(runId as string);
+        else replayed.set(runId as string, left - 1);
+        return false;
+      });
+      return kept.length > 0 ? append(sessionId, kept) : Promise.resolve([]);
+    };
+  }
+
+  /** Checks the settings: durable runs keep their checkpoints in the memory's PostgreSQL. */
+  static of(settings: AgentSettings, memory: ServerMemory, env: NodeJS.ProcessEnv, log: (line: string) => void, onStoreFailure: (failure: string | undefined) => void): DurableRuns {
+    const type = settings.memoryEnv.MEMORY_TYPE;
+    const url = settings.memoryEnv.MEMORY_POSTGRES_URL ?? env.DATABASE_URL;
+    if (memory.store.kind !== "postgres" || !url) {
+      throw new AgentLoopError(
+        "configuration",
+        `DURABLE: durable runs need MEMORY_TYPE=postgres (their checkpoints live in the same PostgreSQL), got MEMORY_TYPE=${type ?? "(unset)"}`,
+      );
+    }
+    return new DurableRuns(settings, memory, log, url, onStoreFailure);
+  }
+
+  /** Makes the built agent durable and launches DBOS (which recovers this executor's unfinished runs). */
+  launch(runtime: AgentRuntime): Promise<DurableAgent> {
+    this.launching ??= (async () => {
+      try {
+        const { durableAgent } = await import("../durable/index.js");
+        const { executorId, schema } = this.settings.durable!;
+        const durable = durableAgent(runtime.agent, {
+          databaseUrl: this.databaseUrl,
+          executorId,
+          schema,
+          appName: `agentloop-${this.settings.name}`,
+          logLevel: "error",
+          queue: { name: CHAT_QUEUE, partitionConcurrency: 1 },
+          journal: (spec, runId) => this.encoder(spec as ChatStreamSpec, runId),
+        });
+        await durable.launch();
+        this.durable = durable;
+        this.log(`[${this.settings.name}] durable runs: executor ${executorId}, DBOS schema ${schema}`);
+        return durable;
+      } catch (error) {
+        this.failure = AgentLoopError.from(error, "configuration");
+        throw this.failure;
+      }
+    })();
+    return this.launching;
+  }
+
+  private async ready(): Promise<DurableAgent> {
+    if (this.durable) return this.durable;
+    if (!this.launching) throw new HttpError(503, "durable runs are not available yet: the agent is not built", "server_error", "agent_unavailable");
+    try {
+      return await this.launching;
+    } catch {
+      throw new HttpError(503, `durable runs are not available: ${this.failure?.message}`, "server_error", "durable_unavailable");
+    }
+  }
+
+  /** A run's journal: the chunks of its stream, closed (after its events are stored) by the finish chunk and `[DONE]`. */
+  private encoder(spec: ChatStreamSpec & { delegatedTask?: string }, runId: string): JournalEncoder {
+    const chunks = new ChatStreamEncoder(spec);
+    const { memory, settings, log } = this;
+    return {
+      begin: async () => {
+        // What an earlier execution of this run stored (none for a run's first execution).
+        const stored = (await memory.store.events(spec.sessionId, { limit: 500 })).filter((event) => event.metadata?.run_id === runId).length;
+        if (stored > 0) {
+          this.replayed.set(runId, stored);
+          log(`[${settings.name}] run ${runId} session ${spec.sessionId} recovered: its ${stored} stored event(s) are not stored again`);
+        } else if (spec.delegatedTask !== undefined) {
+          // As the plain server does, with the session to itself: the delegated task first.
+          await memory.store
+            .append(spec.sessionId, [{ event_type: "task_delegation_received", content: spec.delegatedTask, metadata: { source: "task-delegation" } }])
+            .catch((error: unknown) => log(`[${settings.name}] could not record task_delegation_received in ${spec.sessionId}: ${(error as Error).message}`));
+        }
+      },
+      start: () => [chunks.start()],
+      event: (event) => chunks.event(event),
+      end: async (result: RunResult) => {
+        this.replayed.delete(runId);
+        log(`[${settings.name}] run ${runId} session ${spec.sessionId} ${result.state}: ${result.reason}`);
+        // The answer is acknowledged only once the run's events are stored.
+        const writes = memory.handle?.settled(spec.sessionId);
+        try {
+          if (writes) await writes;
+          this.onStoreFailure(undefined);
+        } catch (error) {
+          const message = error instanceof Error ? error.message : String(error);
+          this.onStoreFailure(`${runId} in ${spec.sessionId}: ${message}`);
+          log(`[${settings.name}] run ${runId} session ${spec.sessionId}: its events could not be stored: ${message}`);
+          return ChatStreamEncoder.failure(new HttpError(503, `the answer could not be stored (memory store ${memory.store.kind}): ${message}`, "server_error", "memory_write_failed"));
+        }
+        return chunks.closing(result);
+      },
+    };
+  }
+
+  /** Queues a chat as a durable run (behind the session's earlier runs, on whichever replica takes it). */
+  async start(chat: DurableChat, runId: string): Promise<{ result: () => Promise<DurableRunResult> }> {
+    const durable = await this.ready();
+    const spec: ChatStreamSpec & { delegatedTask?: string } = {
+      ...chat.stream,
+      id: `chatcmpl-${runId}`,
+      sessionId: chat.sessionId,
+      ...(chat.delegated && this.memory.handle ? { delegatedTask: chat.input } : {}),
+    };
+    return durable.run(chat.input, {
+      runId,
+      sessionId: chat.sessionId,
+      newSession: chat.newSession,
+      history: chat.history,
+      output: chat.output,
+      partitionKey: chat.sessionId,
+      journal: spec,
+    });
+  }
+
+  /** A run's journal after `after` (`known`: the run was just started, no need to look it up). */
+  async events(runId: string, after: number, known = false): Promise<AsyncGenerator<JournalEntry>> {
+    const durable = await this.ready();
+    if (!known && !(await durable.show(runId))) throw new HttpError(404, `no durable run "${runId}"`, "not_found_error", "run_not_found", "run_id");
+    return durable.readJournal(runId, { after });
+  }
+
+  async list(filter: { status?: string; sessionId?: string; limit?: number }): Promise<DurableRunInfo[]> {
+    return (await this.ready()).list(filter);
+  }
+
+  async show(runId: string): Promise<DurableRunInfo> {
+    const info = await (await this.ready()).show(runId);
+    if (!info) throw new HttpError(404, `no durable run "${runId}"`, "not_found_error", "run_not_found", "run_id");
+    return info;
+  }
+
+  async cancel(runId: string): Promise<DurableRunInfo> {
+    await this.show(runId);
+    await this.durable!.cancel(runId);
+    return this.show(runId);
+  }
+
+  async resume(runId: string): Promise<DurableRunInfo> {
+    await this.show(runId);
+    await this.durable!.resume(runId);
+    return this.show(runId);
+  }
+
+  async recover(executorIds: string[]): Promise<string[]> {
+    return (await this.ready()).recover(executorIds);
+  }
+
+  /** Stops DBOS in this process: its unfinished runs stay in the database, recovered at the next start. */
+  async close(): Promise<void> {
+    await this.launching?.catch(() => undefined);
+    await this.durable?.shutdown();
+  }
+}
+
+/** A durable run's stored result as the completion builder reads it (its error an AgentLoopError again). */
+export function runResultOf(stored: DurableRunResult): RunResult {
+  const error = stored.error ? new AgentLoopError(stored.error.kind as AgentLoopError["kind"], stored.error.message) : undefined;
+  return { ...stored, messages: [], ...(error ? { error } : {}) } as RunResult;
+}
