@@ -119,7 +119,7 @@ const reporters = process.env.AGENTLOOP_TEST_TIMES
 const runner = built ? ["--enable-source-maps"] : ["--import", "tsx"];
 let status = 1;
 try {
-  const tests = await run(process.execPath, [...runner, "--test", "--test-concurrency=4", "--test-timeout=120000", ...reporters, ...(built?.tests ?? files)], { env });
+  const tests = await run(process.execPath, [...runner, "--test", "--test-concurrency=4", "--test-timeout=300000", ...reporters, ...(built?.tests ?? files)], { env });
   status = tests.status;
 } finally {
   if (built) rmSync(built.outdir, { recursive: true, force: true });
