@@ -1,5 +1,5 @@
 // Runs every *.test.ts under src/ and test/ with node's test runner.
-// Usage: node scripts/run-tests.mjs [filter-substring ...]
+// Usage: node scripts/run-tests.mjs [--checks] [filter-substring ...]
 //
 // Through tsx, every test process and every CLI child it starts pays ~0.6–1 s of CPU for the loader
 // and for compiling the sources it imports (more on a fresh machine, whose tsx cache is cold): on
@@ -12,7 +12,7 @@
 // A module's `import.meta.url` (and .dirname, .filename) keeps naming its source file, so fixtures
 // next to a test are found.
 // AGENTLOOP_TEST_TSX=1 runs the sources through tsx instead (as does a failed build, which says so).
-import { spawnSync } from "node:child_process";
+import { spawn } from "node:child_process";
 import { mkdirSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
 import { join, relative, resolve } from "node:path";
 import { nodeBundleOptions } from "./esbuild-node.mjs";
@@ -78,28 +78,56 @@ function byWeight(files) {
   return [...files].sort((a, b) => weight.get(b) - weight.get(a));
 }
 
-const filters = process.argv.slice(2);
+const args = process.argv.slice(2);
+const withChecks = args.includes("--checks");
+const filters = args.filter((arg) => arg !== "--checks");
 const files = byWeight([...find("src"), ...find("test")].filter((file) => filters.length === 0 || filters.some((f) => file.includes(f))));
 if (files.length === 0) {
   console.error("no test files matched");
   process.exit(1);
 }
+
+/** Runs a command; resolves with its exit status and (when `capture`) its output. */
+function run(command, commandArgs, options = {}) {
+  return new Promise((resolve) => {
+    const child = spawn(command, commandArgs, { stdio: options.capture ? ["ignore", "pipe", "pipe"] : "inherit", env: options.env ?? process.env });
+    let output = "";
+    child.stdout?.on("data", (chunk) => (output += chunk));
+    child.stderr?.on("data", (chunk) => (output += chunk));
+    child.on("error", (error) => resolve({ status: 1, output: `${output}${error.message}\n` }));
+    child.on("close", (code, signal) => resolve({ status: code ?? (signal ? 1 : 0), output }));
+  });
+}
+
+// --checks (npm test): the type-check and the lint run beside the tests, at a lower CPU priority, so
+// they use the moments the tests wait on their child processes; their output comes after the tests'.
+const checks = withChecks
+  ? [
+      { name: "type-check (tsc)", done: run("nice", ["-n", "10", process.execPath, "node_modules/typescript/bin/tsc", "-p", "tsconfig.json", "--noEmit"], { capture: true }) },
+      { name: "lint (biome check)", done: run("nice", ["-n", "10", "node_modules/@biomejs/biome/bin/biome", "check", "."], { capture: true }) },
+    ]
+  : [];
+
 const built = process.env.AGENTLOOP_TEST_TSX === "1" ? undefined : await compile(files);
 const env = { ...process.env };
 delete env.AGENTLOOP_TEST_CLI;
 if (built) env.AGENTLOOP_TEST_CLI = built.cli;
-const reporters = process.env.AGENTLOOP_TEST_REPORTER
-  ? ["--test-reporter=spec", "--test-reporter-destination=stdout", `--test-reporter=${process.env.AGENTLOOP_TEST_REPORTER_MODULE}`, `--test-reporter-destination=${process.env.AGENTLOOP_TEST_REPORTER}`]
+// AGENTLOOP_TEST_TIMES=<file>: also write each file's time there (scripts/file-times-reporter.mjs).
+const reporters = process.env.AGENTLOOP_TEST_TIMES
+  ? ["--test-reporter=spec", "--test-reporter-destination=stdout", "--test-reporter=./scripts/file-times-reporter.mjs", `--test-reporter-destination=${process.env.AGENTLOOP_TEST_TIMES}`]
   : [];
 const runner = built ? ["--enable-source-maps"] : ["--import", "tsx"];
 let status = 1;
 try {
-  const result = spawnSync(process.execPath, [...runner, "--test", "--test-concurrency=4", "--test-timeout=120000", ...reporters, ...(built?.tests ?? files)], {
-    stdio: "inherit",
-    env,
-  });
-  status = result.status ?? 1;
+  const tests = await run(process.execPath, [...runner, "--test", "--test-concurrency=4", "--test-timeout=120000", ...reporters, ...(built?.tests ?? files)], { env });
+  status = tests.status;
 } finally {
   if (built) rmSync(built.outdir, { recursive: true, force: true });
+}
+for (const check of checks) {
+  const { status: checkStatus, output } = await check.done;
+  console.log(`\n# ${check.name}: ${checkStatus === 0 ? "passed" : "FAILED"}`);
+  if (checkStatus !== 0 || output.trim()) console.log(output.trimEnd());
+  if (checkStatus !== 0) status ||= checkStatus;
 }
 process.exit(status);
