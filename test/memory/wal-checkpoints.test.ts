@@ -4,7 +4,7 @@
 // store's contract (every append lands in order, reads see this process's appends).
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
-import { mkdtempSync, rmSync, statSync } from "node:fs";
+import { mkdirSync, mkdtempSync, renameSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, describe, it } from "node:test";
@@ -125,6 +125,27 @@ describe("embedded store: background checkpoints", () => {
     const store = await openEmbeddedStore({ path });
     try {
       assert.equal((await store.events("left-open")).length, 60);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it("when the checkpointing connection fails, the store goes on and SQLite's own checkpoints (in COMMIT) take over", async () => {
+    const path = freshFile();
+    const store = await openEmbeddedStore({ path, backgroundCheckpoints: { delayMs: 0 } });
+    try {
+      await store.append("s", [{ event_type: "x", content: "first" }]);
+      // The second connection opens at the first checkpoint, after this: the file's name now
+      // holds a directory, so it cannot open (the store's own connection keeps its open file).
+      renameSync(path, `${path}.moved`);
+      mkdirSync(path);
+      const before = sizeOf(`${path}.moved`);
+      // Several thousand pages of log: past SQLite's default of 1,000 pages, so checkpoints in
+      // COMMIT start the log over from there (left to the backstop, it would reach 8,192 pages, 33 MB).
+      for (let index = 0; index < 1500; index++) await store.append("s", [{ event_type: "x", content: "y".repeat(3000) }]);
+      assert.ok(sizeOf(`${path}.moved`) > before + 1_000_000, "the database file received the log's pages from a checkpoint in COMMIT");
+      assert.ok(sizeOf(`${path}-wal`) < 1100 * 4200, `the log restarted at SQLite's default size (${sizeOf(`${path}-wal`)} bytes)`);
+      assert.equal((await store.events("s")).length, 500);
     } finally {
       await store.close();
     }
