@@ -576,9 +576,11 @@ export class EmbeddedMemoryStore implements MemoryStore {
 
   private async closeNow(): Promise<void> {
     this.closed = true;
+    // Appends accepted before close are written at once (a caller may exit without awaiting close),
+    // unless a truncating checkpoint holds the file: then once it is done, below.
+    this.flushPending();
     // A background checkpoint still running ends first (then its connection closes).
     await this.checkpointer?.close();
-    // Appends accepted before close are written.
     this.flushPending();
     // Locks still held are given back (a lock of this live process would never be taken over).
     for (const [token, sessionId] of this.heldLocks) {
