@@ -3,6 +3,7 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { nodeBundleOptions } from "../scripts/esbuild-node.mjs";
 
 /**
  * The bench folder. A bundled scenario (see `bundle`) runs from the cache folder, where its own
@@ -39,18 +40,7 @@ async function bundleOnce(entry: string): Promise<string> {
   // Code splitting keeps every dynamic import() lazy (its own chunk), as in the compiled package,
   // so modules the program loads only on demand do not count in its RSS.
   const outdir = `${CACHE}${name}`;
-  await build({
-    entryPoints: [entry],
-    outdir,
-    bundle: true,
-    splitting: true,
-    platform: "node",
-    format: "esm",
-    target: "node20",
-    packages: "external",
-    outExtension: { ".js": ".mjs" },
-    logLevel: "error",
-  });
+  await build({ ...nodeBundleOptions, entryPoints: [entry], outdir, logLevel: "error" });
   return `${outdir}/${name}.mjs`;
 }
 

@@ -1,26 +1,14 @@
 // apply_patch (v4a) on real files in a temp folder: parse, match, all-or-nothing, confinement.
 import assert from "node:assert/strict";
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync, readFileSync, symlinkSync, } from "node:fs";
 import { join } from "node:path";
-import { after, describe, it } from "node:test";
+import { describe, it } from "node:test";
 import { applyPatch, applyPatchTool, PatchError, parsePatch, Workspace } from "../../src/coding/index.js";
 import { Agent, ScriptedModel } from "../../src/index.js";
 import { calls, eventsOf, ofType } from "../loop/helpers.js";
+import { workspaces } from "./workspaces.js";
 
-const folder = realpathSync(mkdtempSync(join(tmpdir(), "agentloop-patch-")));
-after(() => rmSync(folder, { recursive: true, force: true }));
-
-let counter = 0;
-function freshRoot(files: Record<string, string> = {}): string {
-  const root = join(folder, `ws${++counter}`);
-  mkdirSync(root, { recursive: true });
-  for (const [name, content] of Object.entries(files)) {
-    mkdirSync(join(root, name, ".."), { recursive: true });
-    writeFileSync(join(root, name), content);
-  }
-  return root;
-}
+const { freshRoot } = workspaces("agentloop-patch-");
 const read = (root: string, name: string) => readFileSync(join(root, name), "utf8");
 const patchOf = (...lines: string[]) => ["*** Begin Patch", ...lines, "*** End Patch"].join("\n");
 

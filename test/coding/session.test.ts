@@ -2,28 +2,16 @@
 // a real git repository and real commands.
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { after, describe, it } from "node:test";
+import { describe, it } from "node:test";
 import { type CodingSession, createCodingAgent, profileForModel, Workspace } from "../../src/coding/index.js";
 import { defineTool, type LoopEvent, ScriptedModel, type Tool } from "../../src/index.js";
 import { approvalRequestOf } from "../../src/loop/approvals.js";
 import { calls, eventsOf, ofType } from "../loop/helpers.js";
+import { workspaces } from "./workspaces.js";
 
-const folder = realpathSync(mkdtempSync(join(tmpdir(), "agentloop-coding-session-")));
-after(() => rmSync(folder, { recursive: true, force: true }));
-
-let counter = 0;
-function freshRoot(files: Record<string, string> = {}): string {
-  const root = join(folder, `ws${++counter}`);
-  mkdirSync(root, { recursive: true });
-  for (const [name, content] of Object.entries(files)) {
-    mkdirSync(join(root, name, ".."), { recursive: true });
-    writeFileSync(join(root, name), content);
-  }
-  return root;
-}
+const { freshRoot } = workspaces("agentloop-coding-session-");
 const git = (cwd: string, ...args: string[]) => execFileSync("git", ["-c", "user.name=t", "-c", "user.email=t@t", ...args], { cwd, stdio: "pipe" }).toString();
 const workspaceAt = (root: string) => new Workspace({ root, inheritEnv: { PATH: process.env.PATH } });
 /** tool-end events in the order the calls were made (calls of one wave may end in any order). */

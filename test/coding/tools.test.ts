@@ -1,26 +1,14 @@
 // The coding tools through the loop: a scripted session on real files in a temp folder, real commands.
 import assert from "node:assert/strict";
-import { mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, symlinkSync, utimesSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readFileSync, symlinkSync, utimesSync, } from "node:fs";
 import { join } from "node:path";
-import { after, describe, it } from "node:test";
+import { describe, it } from "node:test";
 import { codingTools, Workspace } from "../../src/coding/index.js";
 import { Agent, type LoopEvent, ScriptedModel, type ToolResultMessage } from "../../src/index.js";
 import { calls, eventsOf, ofType } from "../loop/helpers.js";
+import { workspaces } from "./workspaces.js";
 
-const folder = realpathSync(mkdtempSync(join(tmpdir(), "agentloop-coding-tools-")));
-after(() => rmSync(folder, { recursive: true, force: true }));
-
-let counter = 0;
-function freshRoot(files: Record<string, string | Buffer> = {}): string {
-  const root = join(folder, `ws${++counter}`);
-  mkdirSync(root, { recursive: true });
-  for (const [name, content] of Object.entries(files)) {
-    mkdirSync(join(root, name, ".."), { recursive: true });
-    writeFileSync(join(root, name), content);
-  }
-  return root;
-}
+const { freshRoot } = workspaces("agentloop-coding-tools-");
 
 /** Runs a scripted session over a workspace; returns its events and the results the model saw, in order. */
 async function session(root: string, script: string[]) {
