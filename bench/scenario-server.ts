@@ -38,6 +38,8 @@ const AGENTLOOP = "agentloop serve";
 const AGENTLOOP_NO_MEMORY = "agentloop serve, memory off";
 const AGENTLOOP_EMBEDDED = "agentloop serve, embedded memory (the default store)";
 const AGENTLOOP_POSTGRES = "agentloop serve, PostgreSQL memory";
+/** Only when `BENCH_SERVERS` names it (`in-commit`): the embedded store with SQLite's own checkpoints, inside COMMIT. */
+const AGENTLOOP_EMBEDDED_IN_COMMIT = "agentloop serve, SQLite file, checkpoints in-commit";
 const TARGET_RSS_MB = 150;
 /** The PostgreSQL of the postgres variant (`AGENTLOOP_TEST_PG_URL`); without it the variant is skipped. */
 const POSTGRES_URL = process.env.AGENTLOOP_TEST_PG_URL;
@@ -46,10 +48,11 @@ async function spawnServer(name: string, chunkDelayMs: number): Promise<ServerPr
   const env: Record<string, string> = { BENCH_CHUNK_DELAY_MS: String(chunkDelayMs) };
   let directory: string | undefined;
   if (name === AGENTLOOP_NO_MEMORY) env.BENCH_SERVER_MEMORY = "off";
-  if (name === AGENTLOOP_EMBEDDED) {
+  if (name === AGENTLOOP_EMBEDDED || name === AGENTLOOP_EMBEDDED_IN_COMMIT) {
     directory = mkdtempSync(join(tmpdir(), "agentloop-bench-server-"));
     // A new folder: the store's file (memory.db) is created there, as `agentloop serve` does in a new project.
     Object.assign(env, { BENCH_SERVER_MEMORY: "embedded", BENCH_SERVER_MEMORY_PATH: directory });
+    if (name === AGENTLOOP_EMBEDDED_IN_COMMIT) env.BENCH_SERVER_CHECKPOINTS = "in-commit";
   }
   let schema: string | undefined;
   if (name === AGENTLOOP_POSTGRES) {
@@ -72,7 +75,8 @@ async function spawnServer(name: string, chunkDelayMs: number): Promise<ServerPr
 /**
  * The servers to measure: all, or the floor, agentloop serve and those whose names contain one of
  * the comma-separated words of `BENCH_SERVERS` (`BENCH_SERVERS=off` adds "memory off"; `none`
- * only the two), for quicker runs while working on one of them.
+ * only the two), for quicker runs while working on one of them. `in-commit` adds the embedded
+ * store with SQLite's own WAL checkpoints (never in a full run).
  */
 async function dropSchema(schema: string): Promise<void> {
   const { default: pg } = await import("pg");
@@ -90,7 +94,7 @@ function serverNames(): string[] {
   const filter = process.env.BENCH_SERVERS;
   if (!filter) return all;
   const words = filter.split(",").map((word) => word.trim()).filter((word) => word !== "");
-  return all.filter((name) => name === FLOOR || name === AGENTLOOP || words.some((word) => name.includes(word)));
+  return [...all, AGENTLOOP_EMBEDDED_IN_COMMIT].filter((name) => name === FLOOR || name === AGENTLOOP || words.some((word) => name.includes(word)));
 }
 
 const CHAT_BODY = JSON.stringify({ model: "bench", stream: true, messages: [{ role: "user", content: "Is anything free next weekend?" }] });
@@ -245,7 +249,7 @@ export async function runServerScenario(options: BenchOptions): Promise<Scenario
         },
         { scenario: "5 server", metric: `server CPU ms / request, ${label}`, values: { "raw-fetch": floor.cpu.median, agentloop: summaryOf(name).cpu.median } },
       ];
-      if (name === AGENTLOOP_EMBEDDED) {
+      if (name === AGENTLOOP_EMBEDDED || name === AGENTLOOP_EMBEDDED_IN_COMMIT) {
         const peak = summaryOf(name).peakRss;
         rows.push({
           scenario: "5 server",

@@ -2,13 +2,20 @@
 // `agentloop serve` runs) on the scripted model, paced by BENCH_CHUNK_DELAY_MS, with the memory
 // store BENCH_SERVER_MEMORY names (default `memory`, the in-process one; `off` records nothing;
 // `embedded` in BENCH_SERVER_MEMORY_PATH; `postgres` on BENCH_SERVER_POSTGRES_URL/_SCHEMA).
+// BENCH_SERVER_CHECKPOINTS=in-commit: the embedded store with SQLite's own WAL checkpoints, inside
+// COMMIT on the server's thread (`backgroundCheckpoints: false`), to compare with the default.
 import { ScriptedModel } from "../src/model/scripted.js";
 import { startAgentServer } from "../src/server/index.js";
 import { SERVER_ANSWER, announce, chunkDelayMs } from "./server-answer.js";
 
+const inCommit = process.env.BENCH_SERVER_CHECKPOINTS === "in-commit";
+const memory = inCommit
+  ? await (await import("../src/memory/embedded.js")).openEmbeddedStore({ path: `${process.env.BENCH_SERVER_MEMORY_PATH}/`, backgroundCheckpoints: false })
+  : undefined;
 const server = await startAgentServer({
   host: "127.0.0.1",
   port: 0,
+  ...(memory ? { memory } : {}),
   build: { model: new ScriptedModel([SERVER_ANSWER], { chunkDelayMs, modelId: "bench" }) },
   env: {
     AGENT_NAME: "bench",

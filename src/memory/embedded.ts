@@ -35,6 +35,7 @@ import {
   resolveLimits,
   type SessionInfo,
 } from "./store.js";
+import { WalCheckpointer } from "./wal-checkpointer.js";
 
 export { defaultEmbeddedPath };
 
@@ -65,6 +66,14 @@ export interface EmbeddedStoreOptions extends MemoryLimits {
    * (one transaction). `false`: each append is written at once, in a transaction of its own.
    */
   groupCommit?: boolean;
+  /**
+   * WAL checkpoints (copying the log into the database file, with an fsync of each). `true`
+   * (default): on a second connection whose statements run off the JavaScript thread, a little
+   * after commits; when the log reaches `truncatePages` pages (default 4096, 16 MB) this process's
+   * writes wait while it is emptied (see docs/memory.md). `false`: SQLite's own, inside the
+   * `COMMIT` that crosses 1,000 pages, on the thread that commits.
+   */
+  backgroundCheckpoints?: boolean | { delayMs?: number; truncatePages?: number };
 }
 
 /** The part of a SQLite driver the store uses (libsql's better-sqlite3-style API). */
@@ -147,6 +156,13 @@ CREATE TABLE IF NOT EXISTS agentloop_session_locks (
 ) WITHOUT ROWID;
 `;
 
+/** A background checkpoint starts this long after a commit. */
+const CHECKPOINT_DELAY_MS = 100;
+/** The log is emptied (writes held) once it is this many pages long: 16 MB with 4 KB pages. */
+const TRUNCATE_PAGES = 4096;
+/** How long the emptying waits for other processes' writers and readers before trying again later. */
+const TRUNCATE_WAIT_MS = 100;
+
 /** How often a request waiting for a session another process is running asks again. */
 const LOCK_POLL_MS = 25;
 
@@ -225,6 +241,8 @@ export class EmbeddedMemoryStore implements MemoryStore {
   private pendingReleases: Array<{ sessionId: string; token: string; resolve(): void; reject(error: unknown): void }> = [];
   private scheduled: NodeJS.Immediate | undefined;
   private closed = false;
+  private closing: Promise<void> | undefined;
+  private flushWaitsForHold = false;
   private lastPrune = 0;
   /** Session locks this store holds: token → session. */
   private readonly heldLocks = new Map<string, string>();
@@ -235,6 +253,8 @@ export class EmbeddedMemoryStore implements MemoryStore {
     path: string,
     limits: ResolvedLimits,
     groupCommit: boolean,
+    /** Background checkpoints (none: SQLite's own, in `COMMIT`). */
+    private readonly checkpointer?: WalCheckpointer,
   ) {
     this.path = path;
     this.limits = limits;
@@ -245,6 +265,7 @@ export class EmbeddedMemoryStore implements MemoryStore {
     this.check();
     const id = checkSessionId(sessionId ?? newSessionId());
     const metadataJson = JSON.stringify(jsonCopy(metadata, "session metadata"));
+    if (this.checkpointer?.hold) await this.untilWritable();
     this.flushPending();
     this.guard(() =>
       this.write(() => {
@@ -272,6 +293,7 @@ export class EmbeddedMemoryStore implements MemoryStore {
   async getSession(sessionId: string): Promise<SessionInfo | undefined> {
     this.check();
     checkSessionId(sessionId);
+    if (this.checkpointer?.hold) await this.untilWritable();
     this.flushPending();
     return this.guard(() => {
       const rows = this.query(
@@ -315,6 +337,18 @@ export class EmbeddedMemoryStore implements MemoryStore {
       this.scheduled = undefined;
     }
     if (this.pending.length === 0 && this.pendingLocks.length === 0 && this.pendingReleases.length === 0) return;
+    if (this.checkpointer?.hold) {
+      // The log is being emptied: nothing touches the file until then (a write would wait for
+      // the checkpoint's lock on this thread). The group is written once it is done.
+      if (!this.flushWaitsForHold) {
+        this.flushWaitsForHold = true;
+        void this.untilWritable().then(() => {
+          this.flushWaitsForHold = false;
+          this.flushPending();
+        });
+      }
+      return;
+    }
     const group = this.pending;
     const locks = this.pendingLocks;
     const releases = this.pendingReleases;
@@ -433,6 +467,7 @@ export class EmbeddedMemoryStore implements MemoryStore {
     const limit = checkLimit(query.limit);
     const afterSeq = checkAfterSeq(query.afterSeq);
     const types = query.types ? JSON.stringify([...query.types]) : null;
+    if (this.checkpointer?.hold) await this.untilWritable();
     this.flushPending();
     return this.guard(() => {
       const where = `e.session_id = ?1 AND e.timestamp_ms >= ?2 AND e.seq > ?3
@@ -451,6 +486,7 @@ export class EmbeddedMemoryStore implements MemoryStore {
     this.check();
     const limit = checkLimit(query.limit) ?? 100;
     const types = query.types ? JSON.stringify([...query.types]) : null;
+    if (this.checkpointer?.hold) await this.untilWritable();
     this.flushPending();
     return this.guard(() => {
       const rows = this.query(
@@ -467,6 +503,7 @@ export class EmbeddedMemoryStore implements MemoryStore {
   async listSessions(options: { limit?: number } = {}): Promise<SessionInfo[]> {
     this.check();
     const limit = checkLimit(options.limit);
+    if (this.checkpointer?.hold) await this.untilWritable();
     this.flushPending();
     return this.guard(() => {
       const rows = this.query(
@@ -482,6 +519,7 @@ export class EmbeddedMemoryStore implements MemoryStore {
   async deleteSession(sessionId: string): Promise<boolean> {
     this.check();
     checkSessionId(sessionId);
+    if (this.checkpointer?.hold) await this.untilWritable();
     this.flushPending();
     return this.guard(() =>
       this.write(() => {
@@ -532,10 +570,18 @@ export class EmbeddedMemoryStore implements MemoryStore {
   }
 
   async close(): Promise<void> {
-    if (this.closed) return;
-    // Appends accepted before close are written first.
-    this.flushPending();
+    this.closing ??= this.closeNow();
+    return this.closing;
+  }
+
+  private async closeNow(): Promise<void> {
     this.closed = true;
+    // Appends accepted before close are written at once (a caller may exit without awaiting close),
+    // unless a truncating checkpoint holds the file: then once it is done, below.
+    this.flushPending();
+    // A background checkpoint still running ends first (then its connection closes).
+    await this.checkpointer?.close();
+    this.flushPending();
     // Locks still held are given back (a lock of this live process would never be taken over).
     for (const [token, sessionId] of this.heldLocks) {
       try {
@@ -552,8 +598,15 @@ export class EmbeddedMemoryStore implements MemoryStore {
   /** Deletes expired events and sessions now (appends also do it, at most once a minute). */
   async prune(): Promise<void> {
     this.check();
+    if (this.checkpointer?.hold) await this.untilWritable();
     this.flushPending();
     this.guard(() => this.write(() => this.pruneNow()));
+  }
+
+  /** Resolves once no truncating checkpoint holds the file. */
+  private async untilWritable(): Promise<void> {
+    let hold: Promise<void> | undefined;
+    while ((hold = this.checkpointer?.hold)) await hold;
   }
 
   private check(): void {
@@ -595,6 +648,7 @@ export class EmbeddedMemoryStore implements MemoryStore {
       this.rollback();
       throw error;
     }
+    this.checkpointer?.noteCommit();
     return result;
   }
 
@@ -669,6 +723,13 @@ export async function openEmbeddedStore(options: EmbeddedStoreOptions = {}): Pro
   if (synchronous !== "normal" && synchronous !== "full") {
     throw new AgentLoopError("configuration", `memory: synchronous must be "normal" or "full", got ${JSON.stringify(synchronous)}`);
   }
+  const background = options.backgroundCheckpoints ?? true;
+  const tuning = typeof background === "object" && background !== null ? background : {};
+  const checkpointDelayMs = positiveMs("backgroundCheckpoints.delayMs", tuning.delayMs, CHECKPOINT_DELAY_MS);
+  const truncatePages = tuning.truncatePages ?? TRUNCATE_PAGES;
+  if (!Number.isInteger(truncatePages) || truncatePages < 1) {
+    throw new AgentLoopError("configuration", `memory: backgroundCheckpoints.truncatePages must be a positive integer, got ${String(truncatePages)}`);
+  }
   const file = embeddedFileOf(options.path ?? DEFAULT_EMBEDDED_PATH);
   try {
     mkdirSync(dirname(file), { recursive: true });
@@ -685,6 +746,9 @@ export async function openEmbeddedStore(options: EmbeddedStoreOptions = {}): Pro
     // WAL: readers never block the writer nor each other; a commit is one append to the log.
     db.exec("PRAGMA journal_mode = WAL");
     db.exec(`PRAGMA synchronous = ${synchronous === "full" ? "FULL" : "NORMAL"}`);
+    // With background checkpoints, SQLite's own (in COMMIT, on this thread) is only a backstop:
+    // it runs if the log grows to twice the size the background empties it at.
+    if (background !== false) db.exec(`PRAGMA wal_autocheckpoint = ${2 * truncatePages}`);
     db.exec("BEGIN IMMEDIATE");
     try {
       db.exec(SCHEMA);
@@ -701,5 +765,24 @@ export async function openEmbeddedStore(options: EmbeddedStoreOptions = {}): Pro
     }
     throw new AgentLoopError("configuration", `memory: cannot open the embedded store ${file}: ${(error as Error)?.message ?? String(error)}`, { cause: error });
   }
-  return new EmbeddedMemoryStore(db, file, limits, options.groupCommit ?? true);
+  const writer = db;
+  const checkpointer =
+    background === false
+      ? undefined
+      : new WalCheckpointer({
+          file,
+          synchronous: synchronous === "full" ? "FULL" : "NORMAL",
+          delayMs: checkpointDelayMs,
+          truncateFrames: truncatePages,
+          waitMs: Math.min(TRUNCATE_WAIT_MS, busyTimeoutMs),
+          onFailure: () => {
+            // The second connection failed: SQLite's own checkpoints take over again.
+            try {
+              writer.exec("PRAGMA wal_autocheckpoint = 1000");
+            } catch {
+              // the store is closed
+            }
+          },
+        });
+  return new EmbeddedMemoryStore(db, file, limits, options.groupCommit ?? true, checkpointer);
 }
