@@ -40,7 +40,8 @@ async function bundleOnce(entry: string): Promise<string> {
   // Code splitting keeps every dynamic import() lazy (its own chunk), as in the compiled package,
   // so modules the program loads only on demand do not count in its RSS.
   const outdir = `${CACHE}${name}`;
-  await build({ ...nodeBundleOptions, entryPoints: [entry], outdir, logLevel: "error" });
+  // No source-import-meta plugin here: a bench child's entry checks that import.meta.url is the file node ran.
+  await build({ ...nodeBundleOptions, plugins: [], entryPoints: [entry], outdir, logLevel: "error" });
   return `${outdir}/${name}.mjs`;
 }
 
