@@ -132,7 +132,9 @@ describe("agentloop code in a terminal", () => {
 describe("agentloop code: Ctrl-C", () => {
   it("aborts the running input (its command is killed), keeps the session and its prompt; /exit leaves", async () => {
     const root = project();
-    const script = [call("shell", { command: "echo started; sleep 31.7", timeout_ms: 60_000 }), "never reached"];
+    // A duration of its own, so pgrep below never sees another run's sleep (a second copy of the suite).
+    const sleep = `sleep ${(31 + Math.random()).toFixed(6)}`;
+    const script = [call("shell", { command: `echo started; ${sleep}`, timeout_ms: 60_000 }), "never reached"];
     // In a file: on the command line the script would show in `pgrep -f` below.
     writeFileSync(join(root, "sleep.json"), JSON.stringify(script));
     const term = inTerminal(["code", "--mock", "@sleep.json", "--approve", "all"], root);
@@ -144,9 +146,9 @@ describe("agentloop code: Ctrl-C", () => {
     at = await term.waitFor(/■ ABORTED: interrupted \(Ctrl-C\)\n/, at);
     assert.ok(performance.now() - started < 20_000, "the run did not wait for the sleep");
     // The command's process group got SIGTERM: the sleep is gone within the 2 s grace.
-    const running = () => spawnSync("pgrep", ["-f", "sleep 31.7"]).status === 0;
+    const running = () => spawnSync("pgrep", ["-f", sleep]).status === 0;
     for (let waited = 0; running() && waited < 5_000; waited += 100) await new Promise((resolve) => setTimeout(resolve, 100));
-    assert.equal(running(), false, "sleep 31.7 still runs");
+    assert.equal(running(), false, `${sleep} still runs`);
     await term.waitFor(/code› /, at);
     term.type("/exit\r");
     assert.equal(await term.exited, 0);
