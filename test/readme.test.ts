@@ -4,7 +4,7 @@ import { spawnSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { test } from "node:test";
 import { fileURLToPath } from "node:url";
-import { cleanEnv, spawnCli } from "./cli/helpers.js";
+import { cleanEnv, readyUrl, spawnCli } from "./cli/helpers.js";
 import { tsChild } from "./ts-child.js";
 
 const root = fileURLToPath(new URL("../", import.meta.url));
@@ -35,8 +35,7 @@ test("README's agent server example is true: the served agent has the tool the s
   const [, script, flags] = command;
   const cli = spawnCli(["serve", ...flags.split(" "), "--port", "0", "--host", "127.0.0.1", "--json"], cleanEnv({ DEBUG_MOCK_RESPONSES: script }));
   try {
-    const [, url] = (await cli.waitFor(/"event":"listening".*"url":"([^"]+)"/, "stdout", 60_000)) as RegExpMatchArray;
-    await cli.waitFor(/"event":"ready","status":"ready"/, "stdout", 60_000);
+    const url = await readyUrl(cli, 60_000);
     const response = await fetch(`${url}/v1/chat/completions`, { method: "POST", headers: { "content-type": "application/json" }, body: body[1] });
     const content = (await response.text())
       .split("\n")

@@ -7,7 +7,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, it } from "node:test";
 import { elicitServerPath, everythingServerPath } from "../mcp/helpers.js";
-import { cleanEnv, runCli, spawnCli } from "./helpers.js";
+import { cleanEnv, postChat, readyUrl, runCli, spawnCli } from "./helpers.js";
 
 const book = JSON.stringify({ tool_calls: [{ id: "call_1", name: "book-table", arguments: {} }] });
 const mcp = `${JSON.stringify(process.execPath)} ${JSON.stringify(elicitServerPath)}`;
@@ -91,13 +91,8 @@ describe("elicitation in the CLI with @modelcontextprotocol/server-everything", 
     await writeFile(file, `name: server-agent\nmcpServers:\n  - name: everything\n    command: ${JSON.stringify(process.execPath)}\n    args: [${JSON.stringify(everythingServerPath)}, stdio]\nmemory:\n  type: memory\n`);
     const cli = spawnCli(["serve", "--agent", file, "--port", "0", "--host", "127.0.0.1", "--json", "--mock", JSON.stringify([trigger, "Nobody answered."])], cleanEnv());
     try {
-      const [, url] = (await cli.waitFor(/"event":"listening".*"url":"([^"]+)"/, "stdout")) as RegExpMatchArray;
-      await cli.waitFor(/"event":"ready","status":"ready"/, "stdout");
-      const response = await fetch(`${url}/v1/chat/completions`, {
-        method: "POST",
-        headers: { "content-type": "application/json" },
-        body: JSON.stringify({ messages: [{ role: "user", content: "try it" }], session_id: "s1" }),
-      });
+      const url = await readyUrl(cli);
+      const response = await postChat(url, "try it", { session_id: "s1" });
       assert.equal(response.status, 200);
       assert.match(JSON.stringify(await response.json()), /Nobody answered\./);
       // The tool's result, as stored: the server was told why.

@@ -100,3 +100,20 @@ export function captured(): NodeJS.WritableStream & { isTTY?: boolean; text(): s
   });
   return Object.assign(stream, { text: () => text });
 }
+
+/** Waits until `agentloop serve --json` (started with spawnCli) listens and is ready; its URL. */
+export async function readyUrl(cli: CliProcess, timeoutMs?: number): Promise<string> {
+  const [, url] = (await cli.waitFor(/"event":"listening".*"url":"([^"]+)"/, "stdout", timeoutMs)) as RegExpMatchArray;
+  await cli.waitFor(/"event":"ready","status":"ready"/, "stdout", timeoutMs);
+  return url;
+}
+
+/** POSTs an OpenAI chat request (one user message) to a server at `url`. */
+export function postChat(url: string, content: string, extra: Record<string, unknown> = {}): Promise<Response> {
+  return fetch(`${url}/v1/chat/completions`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ messages: [{ role: "user", content }], ...extra }),
+  });
+}
+

@@ -4,7 +4,7 @@ import type { AddressInfo } from "node:net";
 import { after, describe, it } from "node:test";
 import { openPostgresStore } from "../../src/memory/postgres.js";
 import { dropSchemas, postgresUrl, uniqueSchema } from "../memory/postgres-server.js";
-import { cleanEnv, spawnCli } from "./helpers.js";
+import { cleanEnv, readyUrl, spawnCli } from "./helpers.js";
 
 /** A KAOS peer agent whose answer the test releases: it holds every delegated task until `release()`. */
 async function heldPeer(): Promise<{ url: string; received: Promise<void>; release(): void; close(): Promise<void> }> {
@@ -96,8 +96,7 @@ describe("agentloop serve: graceful shutdown on SIGTERM (a real child process)",
     const peer = await heldPeer();
     const cli = serveWithSlowPeer(peer.url, 10_000);
     try {
-      const [, url] = (await cli.waitFor(/"event":"listening".*"url":"([^"]+)"/)) as RegExpMatchArray;
-      await cli.waitFor(/"event":"ready","status":"ready"/);
+      const url = await readyUrl(cli);
       const body = await startStream(url);
       await peer.received;
       cli.child.kill("SIGTERM");

@@ -8,7 +8,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { connectMcp } from "../../src/mcp/index.js";
-import { cleanEnv, runCli, spawnCli } from "../cli/helpers.js";
+import { cleanEnv, postChat, readyUrl, runCli, spawnCli } from "../cli/helpers.js";
 import { type OAuthTestServer, startOAuthServer } from "./fixtures/oauth-server.js";
 
 /** The browser: opens the authorization URL and follows the redirect back to the loopback callback. */
@@ -94,13 +94,8 @@ describe("client credentials", { concurrency: true }, () => {
     const env = cleanEnv({ MCP_SERVERS: "docs", MCP_SERVER_DOCS_URL: server.mcpUrl, MCP_SERVER_DOCS_CLIENT_ID: "agent", MCP_SERVER_DOCS_CLIENT_SECRET: "s3cret", MCP_SERVER_DOCS_ISSUER: server.url, MEMORY_TYPE: "memory" });
     const cli = spawnCli(["serve", "--port", "0", "--host", "127.0.0.1", "--json", "--mock", JSON.stringify([whoami, "Done."])], env);
     try {
-      const [, url] = (await cli.waitFor(/"event":"listening".*"url":"([^"]+)"/, "stdout")) as RegExpMatchArray;
-      await cli.waitFor(/"event":"ready","status":"ready"/, "stdout");
-      const response = await fetch(`${url}/v1/chat/completions`, {
-        method: "POST",
-        headers: { "content-type": "application/json" },
-        body: JSON.stringify({ messages: [{ role: "user", content: "who am I?" }], session_id: "s1" }),
-      });
+      const url = await readyUrl(cli);
+      const response = await postChat(url, "who am I?", { session_id: "s1" });
       assert.equal(response.status, 200);
       assert.match(JSON.stringify(await (await fetch(`${url}/memory/events?session_id=s1`)).json()), /client agent/);
     } finally {
