@@ -30,7 +30,7 @@ import {
   type NewMemoryEvent,
   newSessionId,
   pauseForLock,
-  prepareEvent,
+  prepareAppend,
   type ResolvedLimits,
   resolveLimits,
   type SessionInfo,
@@ -308,9 +308,7 @@ export class EmbeddedMemoryStore implements MemoryStore {
 
   async append(sessionId: string, events: readonly NewMemoryEvent[]): Promise<MemoryEvent[]> {
     this.check();
-    checkSessionId(sessionId);
-    if (!Array.isArray(events)) throw new TypeError("memory: append expects an array of events");
-    const prepared = events.map((event) => prepareEvent(sessionId, event));
+    const prepared = prepareAppend(sessionId, events);
     if (prepared.length === 0) return [];
     return new Promise<MemoryEvent[]>((resolve, reject) => {
       this.pending.push({ sessionId, events: prepared, resolve, reject });

@@ -12,7 +12,7 @@ import {
   type MemoryStore,
   type NewMemoryEvent,
   newSessionId,
-  prepareEvent,
+  prepareAppend,
   type ResolvedLimits,
   resolveLimits,
   type SessionInfo,
@@ -82,10 +82,7 @@ export class InMemoryStore implements MemoryStore {
   /** `append`, synchronously: throws where `append` rejects. */
   appendSync(sessionId: string, events: readonly NewMemoryEvent[]): MemoryEvent[] {
     this.check();
-    checkSessionId(sessionId);
-    if (!Array.isArray(events)) throw new TypeError("memory: append expects an array of events");
-    // Validate everything first: an append is all or nothing.
-    const prepared = events.map((event) => prepareEvent(sessionId, event));
+    const prepared = prepareAppend(sessionId, events);
     this.prune();
     if (prepared.length === 0) return [];
     const now = isoOf(Date.now());

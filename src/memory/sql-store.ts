@@ -16,7 +16,7 @@ import {
   type MemoryStore,
   type NewMemoryEvent,
   newSessionId,
-  prepareEvent,
+  prepareAppend,
   type ResolvedLimits,
   resolveLimits,
   type SessionInfo,
@@ -241,9 +241,7 @@ export class SqlMemoryStore implements MemoryStore {
 
   async append(sessionId: string, events: readonly NewMemoryEvent[]): Promise<MemoryEvent[]> {
     this.check();
-    checkSessionId(sessionId);
-    if (!Array.isArray(events)) throw new TypeError("memory: append expects an array of events");
-    const prepared = events.map((event) => prepareEvent(sessionId, event));
+    const prepared = prepareAppend(sessionId, events);
     if (prepared.length === 0) return [];
     const written =
       this.lanes.length === 0

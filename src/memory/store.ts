@@ -321,6 +321,13 @@ function isoTimestamp(value: string | Date | undefined): string {
   return isoOf(ms);
 }
 
+/** Validates an append's arguments and every event before anything is stored (an append is all or nothing). */
+export function prepareAppend(sessionId: string, events: readonly NewMemoryEvent[]): Array<Omit<MemoryEvent, "seq">> {
+  checkSessionId(sessionId);
+  if (!Array.isArray(events)) throw new TypeError("memory: append expects an array of events");
+  return events.map((event) => prepareEvent(sessionId, event));
+}
+
 /** Validates and normalizes one event before it is stored (everything but `seq`). */
 export function prepareEvent(sessionId: string, event: NewMemoryEvent): Omit<MemoryEvent, "seq"> {
   if (typeof event !== "object" || event === null) throw new AgentLoopError("invalid_request", "memory: an event must be an object");
