@@ -108,11 +108,19 @@ interface AsyncDatabase {
 }
 type AsyncDatabaseConstructor = new (path: string, options?: { timeout?: number }) => AsyncDatabase;
 
-/** One statement of a write transaction, run on either connection; `returns`: it returns rows (as arrays). */
+/**
+ * One step of a write transaction, run on either connection: a read (a statement with `params`,
+ * returning rows as arrays), or statements that return nothing, with their values written in as
+ * literals (`sqlText`), so consecutive ones go to the driver in one `exec`.
+ */
 interface SqlStep {
   sql: string;
-  params: unknown[];
-  returns: boolean;
+  params?: unknown[];
+}
+
+/** A SQL string literal. */
+function sqlText(text: string): string {
+  return `'${text.replaceAll("'", "''")}'`;
 }
 
 let driver: DatabaseConstructor | undefined;
@@ -414,33 +422,48 @@ export class EmbeddedMemoryStore implements MemoryStore {
     }
   }
 
-  /** One group in one transaction on the writer connection; rolled back whole when a statement fails. */
+  /**
+   * One group in one transaction on the writer connection, in as few calls as its statements
+   * allow (each call is a trip to the driver's thread and back): the writes before the group's
+   * read go with `BEGIN` in one `exec`, the read is one statement, the writes after it go with
+   * `COMMIT` in another `exec`. Rolled back whole when a statement fails.
+   */
   private async writeGroupOffThread(group: Group): Promise<GroupResult> {
     const writer = this.writer!;
-    await writer.exec("BEGIN IMMEDIATE");
+    let script = "BEGIN IMMEDIATE;";
+    let begun = false;
     try {
       const steps = this.groupSteps(group);
       let step = steps.next();
       while (!step.done) {
-        const statement = await this.writerStatement(step.value);
+        const { sql, params } = step.value;
+        if (!params) {
+          script += sql;
+          step = steps.next([]);
+          continue;
+        }
+        await writer.exec(script);
+        begun = true;
+        script = "";
         const rows: unknown[][] = [];
-        for (const row of await statement.iterate(step.value.params)) rows.push(row as unknown[]);
+        for (const row of await (await this.writerStatement(sql)).iterate(params)) rows.push(row as unknown[]);
         step = steps.next(rows);
       }
-      await writer.exec("COMMIT");
+      begun = true;
+      await writer.exec(`${script}COMMIT;`);
       return step.value;
     } catch (error) {
-      await writer.exec("ROLLBACK").catch(() => {});
+      if (begun) await writer.exec("ROLLBACK").catch(() => {});
       throw error;
     }
   }
 
-  private writerStatement(step: SqlStep): Promise<AsyncStatement> {
-    let statement = this.writerStatements.get(step.sql);
+  private writerStatement(sql: string): Promise<AsyncStatement> {
+    let statement = this.writerStatements.get(sql);
     if (!statement) {
-      statement = this.writer!.prepare(step.sql).then((prepared) => (step.returns ? prepared.raw(true) : prepared));
-      statement.catch(() => this.writerStatements.delete(step.sql));
-      this.writerStatements.set(step.sql, statement);
+      statement = this.writer!.prepare(sql).then((prepared) => prepared.raw(true));
+      statement.catch(() => this.writerStatements.delete(sql));
+      this.writerStatements.set(sql, statement);
     }
     return statement;
   }
@@ -512,82 +535,47 @@ export class EmbeddedMemoryStore implements MemoryStore {
     if (this.limits.retentionMs !== undefined && Date.now() - this.lastPrune >= PRUNE_INTERVAL_MS) yield* this.pruneSteps();
     const { appends, locks, releases } = group;
     if (releases.length > 0) {
-      yield {
-        sql: "DELETE FROM agentloop_session_locks WHERE (session_id, token) IN (SELECT value ->> 0, value ->> 1 FROM json_each(?))",
-        params: [JSON.stringify(releases.map((release) => [release.sessionId, release.token]))],
-        returns: false,
-      };
+      const pairs = sqlText(JSON.stringify(releases.map((release) => [release.sessionId, release.token])));
+      yield { sql: `DELETE FROM agentloop_session_locks WHERE (session_id, token) IN (SELECT value ->> 0, value ->> 1 FROM json_each(${pairs}));` };
     }
-    let stored: MemoryEvent[][] = [];
-    if (appends.length > 0) {
-      const written = yield* this.appendSteps(appends);
-      stored = written.stored;
-      // A new session may push the count over maxSessions; never evict the group's last session.
-      if (written.inserted) yield* this.evictSteps(appends[appends.length - 1].sessionId);
-    }
-    const taken: boolean[] = [];
-    if (locks.length > 0) {
-      const holders = new Map<string, [number, string]>();
-      const rows = yield {
-        sql: "SELECT session_id, owner_pid, owner_host FROM agentloop_session_locks WHERE session_id IN (SELECT value FROM json_each(?))",
-        params: [JSON.stringify(locks.map((attempt) => attempt.sessionId))],
-        returns: true,
-      };
-      for (const [sessionId, pid, host] of rows as Array<[string, number, string]>) holders.set(sessionId, [Number(pid), host]);
-      const rowsToWrite: Array<[string, number, string, string]> = [];
-      for (const attempt of locks) {
-        const holder = holders.get(attempt.sessionId);
-        // Free, or held by a process of this host that is gone (killed): taken.
-        const free = !holder || (holder[1] === thisHost && holder[0] !== process.pid && !processIsAlive(holder[0]));
-        taken.push(free);
-        if (!free) continue;
-        holders.set(attempt.sessionId, [process.pid, thisHost]);
-        rowsToWrite.push([attempt.sessionId, process.pid, thisHost, attempt.token]);
-      }
-      if (rowsToWrite.length > 0) {
-        yield {
-          sql: `INSERT OR REPLACE INTO agentloop_session_locks (session_id, owner_pid, owner_host, token)
-                SELECT value ->> 0, value ->> 1, value ->> 2, value ->> 3 FROM json_each(?)`,
-          params: [JSON.stringify(rowsToWrite)],
-          returns: false,
-        };
-      }
-    }
-    return [stored, taken];
-  }
-
-  /**
-   * The appends of a group: one upsert of every session (however many appends it has in the
-   * group; "least recently updated" follows each session's last append), then every event in
-   * arrival order (their rowids follow it), then the events each session's limit trims.
-   * `inserted`: a session may be new.
-   */
-  private *appendSteps(group: readonly PendingAppend[]): Generator<SqlStep, { stored: MemoryEvent[][]; inserted: boolean }, unknown[][]> {
+    // Per session: its events in the group and the index of its last append (sessions are updated
+    // in that order, so "least recently updated" follows the appends).
     const sessions = new Map<string, { count: number; last: number; nextSeq: number; newLast: number }>();
-    group.forEach((member, index) => {
+    appends.forEach((member, index) => {
       const entry = sessions.get(member.sessionId);
       if (entry) {
         entry.count += member.events.length;
         entry.last = index;
       } else sessions.set(member.sessionId, { count: member.events.length, last: index, nextSeq: 0, newLast: 0 });
     });
-    const now = Date.now();
-    const ordered = sessions.size === 1 ? [...sessions] : [...sessions].sort((a, b) => a[1].last - b[1].last);
-    // Each session's activity is the next value in that order.
-    const upserted = yield {
-      sql: `WITH base AS MATERIALIZED (SELECT coalesce(max(activity), 0) AS activity FROM agentloop_sessions)
-        INSERT INTO agentloop_sessions (session_id, created_at, updated_at, updated_ms, activity, last_seq, metadata)
-        SELECT j.value ->> 0, ?2, ?2, ?3, base.activity + j.key + 1, j.value ->> 1, '{}' FROM json_each(?1) AS j, base WHERE true
-        ON CONFLICT (session_id) DO UPDATE SET last_seq = last_seq + excluded.last_seq, updated_at = excluded.updated_at,
-          updated_ms = excluded.updated_ms, activity = excluded.activity
-        RETURNING session_id, last_seq`,
-      params: [JSON.stringify(ordered.map(([sessionId, entry]) => [sessionId, entry.count])), isoOf(now), now],
-      returns: true,
+    if (sessions.size > 0) {
+      const now = Date.now();
+      const ordered = sessions.size === 1 ? [...sessions] : [...sessions].sort((a, b) => a[1].last - b[1].last);
+      // One upsert of every session; each one's activity is the next value in that order.
+      yield {
+        sql: `WITH base AS MATERIALIZED (SELECT coalesce(max(activity), 0) AS activity FROM agentloop_sessions)
+          INSERT INTO agentloop_sessions (session_id, created_at, updated_at, updated_ms, activity, last_seq, metadata)
+          SELECT j.value ->> 0, ${sqlText(isoOf(now))}, ${sqlText(isoOf(now))}, ${now}, base.activity + j.key + 1, j.value ->> 1, '{}'
+          FROM json_each(${sqlText(JSON.stringify(ordered.map(([sessionId, entry]) => [sessionId, entry.count])))}) AS j, base WHERE true
+          ON CONFLICT (session_id) DO UPDATE SET last_seq = last_seq + excluded.last_seq, updated_at = excluded.updated_at,
+            updated_ms = excluded.updated_ms, activity = excluded.activity;`,
+      };
+    }
+    // One read: the sessions' new last seqs and the holders of the locks asked for.
+    const read = yield {
+      sql: `SELECT 0, session_id, last_seq, NULL FROM agentloop_sessions WHERE session_id IN (SELECT value FROM json_each(?1))
+        UNION ALL SELECT 1, session_id, owner_pid, owner_host FROM agentloop_session_locks WHERE session_id IN (SELECT value FROM json_each(?2))`,
+      params: [JSON.stringify([...sessions.keys()]), JSON.stringify(locks.map((attempt) => attempt.sessionId))],
     };
+    const holders = new Map<string, [number, string]>();
     let inserted = false;
-    for (const [sessionId, lastSeq] of upserted as Array<[string, number]>) {
+    for (const [kind, sessionId, value, host] of read as Array<[number, string, number, string | null]>) {
+      if (Number(kind) === 1) {
+        holders.set(sessionId, [Number(value), String(host)]);
+        continue;
+      }
       const entry = sessions.get(sessionId)!;
-      const newLast = Number(lastSeq);
+      const newLast = Number(value);
       // The session's first events: it may be new (or made empty by createSession; evicting checks the count anyway).
       if (newLast === entry.count) inserted = true;
       entry.newLast = newLast;
@@ -595,7 +583,7 @@ export class EmbeddedMemoryStore implements MemoryStore {
     }
     const max = this.limits.maxEventsPerSession;
     const rows: unknown[] = [];
-    const stored = group.map((member) => {
+    const stored = appends.map((member) => {
       const entry = sessions.get(member.sessionId)!;
       const events: MemoryEvent[] = new Array(member.events.length);
       for (let index = 0; index < member.events.length; index++) {
@@ -618,17 +606,35 @@ export class EmbeddedMemoryStore implements MemoryStore {
       return events;
     });
     if (rows.length > 0) {
+      // Every event in arrival order (their rowids follow it).
       yield {
         sql: `INSERT INTO agentloop_events (session_id, seq, event_id, timestamp, timestamp_ms, event_type, content, metadata)
-          SELECT value ->> 0, value ->> 1, value ->> 2, value ->> 3, value ->> 4, value ->> 5, value ->> 6, value ->> 7 FROM json_each(?) ORDER BY key`,
-        params: [JSON.stringify(rows)],
-        returns: false,
+          SELECT value ->> 0, value ->> 1, value ->> 2, value ->> 3, value ->> 4, value ->> 5, value ->> 6, value ->> 7 FROM json_each(${sqlText(JSON.stringify(rows))}) ORDER BY key;`,
       };
     }
     for (const [sessionId, { newLast }] of sessions) {
-      if (newLast > max) yield { sql: "DELETE FROM agentloop_events WHERE session_id = ? AND seq <= ?", params: [sessionId, newLast - max], returns: false };
+      if (newLast > max) yield { sql: `DELETE FROM agentloop_events WHERE session_id = ${sqlText(sessionId)} AND seq <= ${newLast - max};` };
     }
-    return { stored, inserted };
+    // A new session may push the count over maxSessions; never evict the group's last session.
+    if (inserted) yield this.evictStep(appends[appends.length - 1].sessionId);
+    const taken: boolean[] = [];
+    const lockRows: Array<[string, number, string, string]> = [];
+    for (const attempt of locks) {
+      const holder = holders.get(attempt.sessionId);
+      // Free, or held by a process of this host that is gone (killed): taken.
+      const free = !holder || (holder[1] === thisHost && holder[0] !== process.pid && !processIsAlive(holder[0]));
+      taken.push(free);
+      if (!free) continue;
+      holders.set(attempt.sessionId, [process.pid, thisHost]);
+      lockRows.push([attempt.sessionId, process.pid, thisHost, attempt.token]);
+    }
+    if (lockRows.length > 0) {
+      yield {
+        sql: `INSERT OR REPLACE INTO agentloop_session_locks (session_id, owner_pid, owner_host, token)
+          SELECT value ->> 0, value ->> 1, value ->> 2, value ->> 3 FROM json_each(${sqlText(JSON.stringify(lockRows))});`,
+      };
+    }
+    return [stored, taken];
   }
 
   async events(sessionId: string, query: EventQuery = {}): Promise<MemoryEvent[]> {
@@ -880,34 +886,35 @@ export class EmbeddedMemoryStore implements MemoryStore {
     this.lastPrune = Date.now();
     if (this.limits.retentionMs === undefined) return;
     const cutoff = this.cutoffMs();
-    yield { sql: "DELETE FROM agentloop_events WHERE session_id IN (SELECT session_id FROM agentloop_sessions WHERE updated_ms < ?)", params: [cutoff], returns: false };
-    yield { sql: "DELETE FROM agentloop_sessions WHERE updated_ms < ?", params: [cutoff], returns: false };
-    yield { sql: "DELETE FROM agentloop_events WHERE timestamp_ms < ?", params: [cutoff], returns: false };
+    yield {
+      sql: `DELETE FROM agentloop_events WHERE session_id IN (SELECT session_id FROM agentloop_sessions WHERE updated_ms < ${cutoff});
+        DELETE FROM agentloop_sessions WHERE updated_ms < ${cutoff};
+        DELETE FROM agentloop_events WHERE timestamp_ms < ${cutoff};`,
+    };
   }
 
   /** Evicts the least recently updated sessions beyond `maxSessions`, never `keep` (inside a write transaction). */
   private evict(keep: string): void {
-    this.runSync(this.evictSteps(keep));
+    this.db.exec(this.evictStep(keep).sql);
   }
 
-  private *evictSteps(keep: string): Generator<SqlStep, void, unknown[][]> {
-    const victims = yield {
-      sql: "SELECT session_id FROM agentloop_sessions WHERE session_id <> ?1 ORDER BY activity ASC LIMIT max(0, (SELECT count(*) FROM agentloop_sessions) - ?2)",
-      params: [keep, this.limits.maxSessions],
-      returns: true,
-    };
-    if (victims.length === 0) return;
-    const ids = JSON.stringify(victims.map(([sessionId]) => sessionId));
-    yield { sql: "DELETE FROM agentloop_events WHERE session_id IN (SELECT value FROM json_each(?))", params: [ids], returns: false };
-    yield { sql: "DELETE FROM agentloop_sessions WHERE session_id IN (SELECT value FROM json_each(?))", params: [ids], returns: false };
+  private evictStep(keep: string): SqlStep {
+    const victims = `SELECT session_id FROM agentloop_sessions WHERE session_id <> ${sqlText(keep)} ORDER BY activity ASC
+      LIMIT max(0, (SELECT count(*) FROM agentloop_sessions) - ${this.limits.maxSessions})`;
+    // The same victims twice: the first statement leaves the sessions table as it was.
+    return { sql: `DELETE FROM agentloop_events WHERE session_id IN (${victims}); DELETE FROM agentloop_sessions WHERE session_id IN (${victims});` };
   }
 
   /** Runs the statements of `steps` on this thread's connection (inside a transaction the caller holds). */
   private runSync<T>(steps: Generator<SqlStep, T, unknown[][]>): T {
     let step = steps.next();
     while (!step.done) {
-      const { sql, params, returns } = step.value;
-      step = steps.next(returns ? this.query(sql, params) : (this.statement(sql).run(params), []));
+      const { sql, params } = step.value;
+      if (params) step = steps.next(this.query(sql, params));
+      else {
+        this.db.exec(sql);
+        step = steps.next([]);
+      }
     }
     return step.value;
   }
