@@ -137,6 +137,9 @@ export class SqlMemoryStore implements MemoryStore {
   private readonly lanes: WriteLane[];
   /** The last append of each session still being written: a lock release waits for it. */
   private readonly lastAppends = new Map<string, Promise<unknown>>();
+  /** The eviction running after a group that made new sessions (see `evictSoon`). */
+  private evicting: Promise<void> | undefined;
+  private evictNext: string | undefined;
 
   private constructor(
     readonly kind: string,
@@ -224,6 +227,7 @@ export class SqlMemoryStore implements MemoryStore {
     this.check();
     checkSessionId(sessionId);
     return this.run(async () => {
+      await this.evicted();
       const cutoff = this.cutoff();
       const rows = await this.database.query(
         `SELECT s.*, (SELECT count(*) FROM ${this.events_} e WHERE e.session_id = s.session_id AND ($2::timestamptz IS NULL OR e.timestamp >= $2)) AS event_count
@@ -405,10 +409,11 @@ export class SqlMemoryStore implements MemoryStore {
       return events;
     });
     if ([...sessions.values()].some((entry) => entry.inserted)) {
-      // A new session may push the count over maxSessions. Done after the events are committed:
-      // if it fails (or the process dies first), the events stand and the next new session evicts.
+      // A new session may push the count over maxSessions. Done after the events are committed,
+      // and the appends do not wait for it (two more round trips): reads do (see `evicted`). If it
+      // fails (or the process dies first), the events stand and the next new session evicts.
       // Never the group's most recently updated session (the last one sequential appends would have made).
-      await this.evict(this.database, group[group.length - 1].sessionId).catch(() => {});
+      this.evictSoon(group[group.length - 1].sessionId);
     }
     return stored;
   }
@@ -420,6 +425,7 @@ export class SqlMemoryStore implements MemoryStore {
     const afterSeq = checkAfterSeq(query.afterSeq);
     const types = query.types ? [...query.types] : null;
     return this.run(async () => {
+      await this.evicted();
       const cutoff = this.cutoff();
       const where = `e.session_id = $1 AND ($2::timestamptz IS NULL OR e.timestamp >= $2) AND ($3::text[] IS NULL OR e.event_type = ANY($3::text[]))
         AND ($4::bigint IS NULL OR e.seq > $4)
@@ -441,6 +447,7 @@ export class SqlMemoryStore implements MemoryStore {
     const limit = checkLimit(query.limit) ?? 100;
     const types = query.types ? [...query.types] : null;
     return this.run(async () => {
+      await this.evicted();
       const rows = await this.database.query(
         `SELECT * FROM (
            SELECT e.* FROM ${this.events_} e JOIN ${this.sessions} s ON s.session_id = e.session_id
@@ -456,6 +463,7 @@ export class SqlMemoryStore implements MemoryStore {
     this.check();
     const limit = checkLimit(options.limit);
     return this.run(async () => {
+      await this.evicted();
       const rows = await this.database.query(
         `SELECT * FROM (
            SELECT s.*, (SELECT count(*) FROM ${this.events_} e WHERE e.session_id = s.session_id AND ($1::timestamptz IS NULL OR e.timestamp >= $1)) AS event_count
@@ -493,8 +501,9 @@ export class SqlMemoryStore implements MemoryStore {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    // Appends accepted before close are written first.
+    // Appends accepted before close are written first (and the evictions after them).
     await Promise.all(this.lanes.map((lane) => lane.running));
+    await this.evicted();
     await this.database.close();
   }
 
@@ -523,6 +532,30 @@ export class SqlMemoryStore implements MemoryStore {
     if (cutoff === null) return;
     await this.database.query(`DELETE FROM ${this.sessions} WHERE updated_at < $1`, [cutoff]);
     await this.database.query(`DELETE FROM ${this.events_} WHERE timestamp < $1`, [cutoff]);
+  }
+
+  /** Evicts after a group that made new sessions: one eviction at a time, the last one asked for running again after it. */
+  private evictSoon(keep: string): void {
+    if (this.evicting) {
+      this.evictNext = keep;
+      return;
+    }
+    this.evicting = (async () => {
+      let next: string | undefined = keep;
+      while (next !== undefined) {
+        this.evictNext = undefined;
+        const current: string = next;
+        await this.run(() => this.evict(this.database, current)).catch(() => {});
+        next = this.evictNext;
+      }
+    })().finally(() => {
+      this.evicting = undefined;
+    });
+  }
+
+  /** Resolves once the evictions after the groups written so far are done: reads see the limits kept. */
+  private async evicted(): Promise<void> {
+    while (this.evicting) await this.evicting;
   }
 
   /** Evicts the least recently updated sessions beyond `maxSessions`, never `keep`. */
