@@ -4,9 +4,10 @@
  * many processes read it while one at a time writes (a server, `agentloop run --session` and
  * `agentloop events` on the same file at once).
  *
- * Statements run synchronously on the calling thread: a write transaction of a few events takes
- * tens of microseconds, far less than a promise hop to a worker would. Appends are grouped: every
- * append made in one turn of the event loop is written in the next, in one transaction.
+ * Appends are grouped: every append made in one turn of the event loop is written in the next, in
+ * one transaction, on a second connection (`libsql/promise`) whose statements run on the driver's
+ * threads, so SQLite's work on a commit never holds the event loop (see `writesOffThread`). Reads
+ * run synchronously on the calling thread (tens of microseconds; WAL readers never wait).
  */
 import { existsSync, mkdirSync, statSync } from "node:fs";
 import { createRequire } from "node:module";
@@ -397,8 +398,8 @@ export class EmbeddedMemoryStore implements MemoryStore {
    */
   private startGroups(): void {
     this.scheduled = undefined;
-    if (!this.writer) return this.flushPending();
-    this.writing ??= this.drainGroups();
+    if (this.writer) this.writing ??= this.drainGroups();
+    else this.flushPending();
   }
 
   private async drainGroups(): Promise<void> {
@@ -430,6 +431,17 @@ export class EmbeddedMemoryStore implements MemoryStore {
    */
   private async writeGroupOffThread(group: Group): Promise<GroupResult> {
     const writer = this.writer!;
+    const oneCall = this.oneCallGroup(group);
+    if (oneCall) {
+      try {
+        await writer.exec(oneCall.script);
+        return oneCall.result;
+      } catch (error) {
+        await writer.exec("ROLLBACK").catch(() => {});
+        if (!/agentloop_guard/.test(String((error as Error)?.message))) throw error;
+        // Another process wrote these sessions or locks since the read: the group goes the longer way.
+      }
+    }
     let script = "BEGIN IMMEDIATE;";
     let begun = false;
     try {
@@ -456,6 +468,53 @@ export class EmbeddedMemoryStore implements MemoryStore {
       if (begun) await writer.exec("ROLLBACK").catch(() => {});
       throw error;
     }
+  }
+
+  /**
+   * The whole group in one call to the writer's thread: its read (the sessions' last seqs, the
+   * holders of the locks asked for) made first, here, on this thread's connection (an indexed
+   * lookup per session, outside any transaction), and checked again inside the transaction by a
+   * guard statement that fails (rolling it all back) if another process changed any of it in
+   * between; the group then goes the three-call way. Undefined when a lock is asked for a session
+   * the same group releases (the read would see the lock before its release).
+   */
+  private oneCallGroup(group: Group): { script: string; result: GroupResult } | undefined {
+    const released = new Set(group.releases.map((release) => release.sessionId));
+    if (group.locks.some((attempt) => released.has(attempt.sessionId))) return undefined;
+    const counts = new Map<string, number>();
+    for (const member of group.appends) counts.set(member.sessionId, (counts.get(member.sessionId) ?? 0) + member.events.length);
+    let script = "";
+    let guard = "";
+    const steps = this.groupSteps(group);
+    let step = steps.next();
+    while (!step.done) {
+      const { sql, params } = step.value;
+      if (!params) {
+        script += sql;
+        step = steps.next([]);
+        continue;
+      }
+      const seen = this.query(sql, params) as Array<[number, string, number, string | null]>;
+      const lastSeqs = new Map<string, number>();
+      const holders: Array<[string, number, string]> = [];
+      for (const [kind, sessionId, value, host] of seen) {
+        if (Number(kind) === 1) holders.push([sessionId, Number(value), String(host)]);
+        else lastSeqs.set(sessionId, Number(value));
+      }
+      const expected = [...counts.keys()].map((sessionId) => [sessionId, lastSeqs.get(sessionId) ?? 0] as const);
+      guard = `INSERT INTO temp.agentloop_guard (ok) SELECT
+          (SELECT count(*) FROM json_each(${sqlText(JSON.stringify(expected))}) AS j LEFT JOIN agentloop_sessions s ON s.session_id = j.value ->> 0
+            WHERE coalesce(s.last_seq, 0) <> j.value ->> 1) = 0
+          AND (SELECT count(*) FROM agentloop_session_locks WHERE session_id IN (SELECT value FROM json_each(${sqlText(JSON.stringify(group.locks.map((attempt) => attempt.sessionId)))}))) = ${holders.length}
+          AND (SELECT count(*) FROM agentloop_session_locks l JOIN json_each(${sqlText(JSON.stringify(holders))}) AS j
+            ON l.session_id = j.value ->> 0 AND l.owner_pid = j.value ->> 1 AND l.owner_host = j.value ->> 2) = ${holders.length};
+        DELETE FROM temp.agentloop_guard;`;
+      // What the read inside the transaction would answer once the upsert ran.
+      const after: unknown[][] = expected.map(([sessionId, last]) => [0, sessionId, last + counts.get(sessionId)!, null]);
+      for (const [sessionId, pid, host] of holders) after.push([1, sessionId, pid, host]);
+      step = steps.next(after);
+    }
+    return { script: `BEGIN IMMEDIATE;${guard}${script}COMMIT;`, result: step.value };
   }
 
   private writerStatement(sql: string): Promise<AsyncStatement> {
@@ -1001,7 +1060,8 @@ export async function openEmbeddedStore(options: EmbeddedStoreOptions = {}): Pro
       const AsyncDriver = createRequire(import.meta.url)("libsql/promise") as AsyncDatabaseConstructor;
       offThread = new AsyncDriver(file, { timeout: busyTimeoutMs });
       await offThread.exec(
-        `PRAGMA busy_timeout = ${busyTimeoutMs}; PRAGMA synchronous = ${synchronous === "full" ? "FULL" : "NORMAL"}; PRAGMA wal_autocheckpoint = ${background === false ? 1000 : 2 * truncatePages}`,
+        `PRAGMA busy_timeout = ${busyTimeoutMs}; PRAGMA synchronous = ${synchronous === "full" ? "FULL" : "NORMAL"}; PRAGMA wal_autocheckpoint = ${background === false ? 1000 : 2 * truncatePages};
+         CREATE TEMP TABLE agentloop_guard (ok INTEGER CONSTRAINT agentloop_guard CHECK (ok))`,
       );
     } catch (error) {
       try {
