@@ -66,6 +66,12 @@ interface WriteLane {
   running: Promise<void> | undefined;
 }
 
+/**
+ * Evictions (sessions beyond `maxSessions`, two round trips) start at most this often: under a
+ * stream of new sessions one eviction catches up with every group written since the last.
+ */
+const EVICT_GAP_MS = 100;
+
 /** A group stops growing at this many events (one statement carries them all as one JSON parameter). */
 const MAX_GROUP_EVENTS = 2000;
 
@@ -137,9 +143,12 @@ export class SqlMemoryStore implements MemoryStore {
   private readonly lanes: WriteLane[];
   /** The last append of each session still being written: a lock release waits for it. */
   private readonly lastAppends = new Map<string, Promise<unknown>>();
-  /** The eviction running after a group that made new sessions (see `evictSoon`). */
+  /** The eviction running after groups that made new sessions (see `evictSoon`). */
   private evicting: Promise<void> | undefined;
+  /** The session the next eviction keeps (the last group's last), when one is due. */
   private evictNext: string | undefined;
+  private evictTimer: NodeJS.Timeout | undefined;
+  private lastEviction = 0;
 
   private constructor(
     readonly kind: string,
@@ -410,8 +419,9 @@ export class SqlMemoryStore implements MemoryStore {
     });
     if ([...sessions.values()].some((entry) => entry.inserted)) {
       // A new session may push the count over maxSessions. Done after the events are committed,
-      // and the appends do not wait for it (two more round trips): reads do (see `evicted`). If it
-      // fails (or the process dies first), the events stand and the next new session evicts.
+      // at most every EVICT_GAP_MS, and the appends do not wait for it (two more round trips):
+      // reads do (see `evicted`). If it fails (or the process dies first), the events stand and
+      // the next new session evicts.
       // Never the group's most recently updated session (the last one sequential appends would have made).
       this.evictSoon(group[group.length - 1].sessionId);
     }
@@ -536,26 +546,42 @@ export class SqlMemoryStore implements MemoryStore {
 
   /** Evicts after a group that made new sessions: one eviction at a time, the last one asked for running again after it. */
   private evictSoon(keep: string): void {
-    if (this.evicting) {
-      this.evictNext = keep;
-      return;
-    }
-    this.evicting = (async () => {
-      let next: string | undefined = keep;
-      while (next !== undefined) {
-        this.evictNext = undefined;
-        const current: string = next;
-        await this.run(() => this.evict(this.database, current)).catch(() => {});
-        next = this.evictNext;
-      }
-    })().finally(() => {
-      this.evicting = undefined;
-    });
+    this.evictNext = keep;
+    if (this.evicting || this.evictTimer) return;
+    const wait = this.lastEviction + EVICT_GAP_MS - Date.now();
+    if (wait <= 0) this.startEvicting();
+    else
+      this.evictTimer = setTimeout(() => {
+        this.evictTimer = undefined;
+        this.startEvicting();
+      }, wait).unref();
   }
 
-  /** Resolves once the evictions after the groups written so far are done: reads see the limits kept. */
+  private startEvicting(): void {
+    const keep = this.evictNext;
+    this.evictNext = undefined;
+    if (keep === undefined) return;
+    this.lastEviction = Date.now();
+    this.evicting = this.run(() => this.evict(this.database, keep))
+      .catch(() => {})
+      .finally(() => {
+        this.evicting = undefined;
+        // Groups written meanwhile made new sessions too: the next eviction, after the gap.
+        if (this.evictNext !== undefined) this.evictSoon(this.evictNext);
+      });
+  }
+
+  /** Resolves once the evictions after the groups written so far are done (one waiting for its gap runs now): reads see the limits kept. */
   private async evicted(): Promise<void> {
-    while (this.evicting) await this.evicting;
+    for (;;) {
+      if (this.evictTimer) {
+        clearTimeout(this.evictTimer);
+        this.evictTimer = undefined;
+        this.startEvicting();
+      }
+      if (!this.evicting) return;
+      await this.evicting;
+    }
   }
 
   /** Evicts the least recently updated sessions beyond `maxSessions`, never `keep`. */
