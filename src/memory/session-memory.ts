@@ -122,10 +122,14 @@ export function sessionMemory(store: MemoryStore, options: SessionMemoryOptions 
   const inOrder = store.appendsInOrder === true;
   const appendSync = store instanceof InMemoryStore && store.append === InMemoryStore.prototype.append ? store.appendSync.bind(store) : undefined;
 
-  /** Writes in event order; undefined when the events are already written (a synchronous store with nothing queued). */
-  const write = (sessionId: string, events: NewMemoryEvent[]): Promise<void> | undefined => {
+  /**
+   * Writes in event order; undefined when the events are already written (a synchronous store with
+   * nothing queued). `later`: a synchronous store writes them after the current I/O callbacks
+   * (`setImmediate`) instead of now, and the session's next events queue behind them.
+   */
+  const write = (sessionId: string, events: NewMemoryEvent[], later = false): Promise<void> | undefined => {
     const previous = queues.get(sessionId);
-    if (!previous && appendSync) {
+    if (!previous && appendSync && !later) {
       try {
         appendSync(sessionId, events);
         return undefined;
@@ -136,7 +140,12 @@ export function sessionMemory(store: MemoryStore, options: SessionMemoryOptions 
     }
     // A store that keeps a session's appends in call order is called at once (the events join the
     // group commit already waiting); any other after the previous append settled.
-    const next = previous && !inOrder ? previous.then(() => store.append(sessionId, events)) : appendNow(sessionId, events);
+    const next =
+      previous && !inOrder
+        ? previous.then(() => store.append(sessionId, events))
+        : later && appendSync
+          ? new Promise<void>((resolve) => setImmediate(resolve)).then(() => store.append(sessionId, events))
+          : appendNow(sessionId, events);
     const settled = next.then(
       () => {},
       (error: unknown) => failed(sessionId, error),
@@ -343,7 +352,11 @@ export function sessionMemory(store: MemoryStore, options: SessionMemoryOptions 
         return undefined;
       }
       const events = eventsFor(event, run, state);
-      return events.length > 0 ? write(sessionId, events) : undefined;
+      // A run's first event (run_started) is written after the current I/O callbacks on the
+      // in-process store, and the events up to then queue behind it: a run's setup up to its first
+      // model call does not pay for the store (200 requests arriving together each start their
+      // model before any of them writes). The run's end still waits for every write (`settled`).
+      return events.length > 0 ? write(sessionId, events, event.type === "run-start") : undefined;
     },
     async loadHistory(sessionId: string): Promise<Message[]> {
       await queues.get(sessionId);
