@@ -72,11 +72,11 @@ export interface DurableQueueOptions {
 export interface JournalEncoder {
   /** Called first in each execution of the run, before any event (a recovered run's included). */
   begin?(): Promise<void>;
-  /** The first items, before any event. */
+  /** The first items of a leg, before its events (a run that waited for approvals has a leg per decision). */
   start(): readonly string[];
   /** The items of one event (none for most). */
   event(event: LoopEvent): string | undefined;
-  /** The last items, once the run ended (the run's events are passed to its observers by then). */
+  /** The last items of a leg, once it ended (the run's, or INTERRUPTED for approvals; its events are passed to its observers by then). */
   end(result: RunResult): Promise<readonly string[]>;
 }
 
@@ -92,8 +92,9 @@ export interface DurableRunOptions extends Pick<RunOptions, "sessionId" | "input
   /** With `DurableOptions.queue`: the run waits on the queue, behind the runs of the same key. */
   partitionKey?: string;
   /**
-   * With `DurableOptions.journal`: the run keeps a journal made by `journal(spec)` (JSON). Such a
-   * run does not wait for approvals: a call that needs one ends it INTERRUPTED with its checkpoint.
+   * With `DurableOptions.journal`: the run keeps a journal made by `journal(spec)` (JSON). A call
+   * that needs approval ends the leg (`JournalEncoder.end` with the INTERRUPTED result); the run
+   * waits for `decide` and goes on with a new leg (`start` again) in the same journal.
    */
   journal?: unknown;
 }
@@ -140,6 +141,8 @@ export interface DurableAgent {
   decide(runId: string, decisions: Record<string, ApprovalDecision>): Promise<void>;
   /** A run by id (started here or elsewhere). */
   retrieve(runId: string): DurableRun;
+  /** What a run waiting for approvals waits at (undefined when it does not wait). */
+  approvalWait(runId: string): Promise<ApprovalWait | undefined>;
   /**
    * The journal of a run with `journal`, from the item after `after` to its end: live from this
    * process while the run executes here, else from the database (any process). Ends when the run
@@ -178,6 +181,15 @@ let launched: { url: string; promise: Promise<void> } | undefined;
 
 const JOURNAL_KEY = "agentloop.journal";
 const PENDING_KEY = "agentloop.pending";
+const WAIT_KEY = "agentloop.approval-wait";
+
+/** What a run waiting for approvals tells (`approvalWait`): where its next leg starts, and the leg's result. */
+export interface ApprovalWait {
+  /** The journal position the items of the leg after the decision start after. */
+  resumeAt: number;
+  /** The INTERRUPTED result of the leg that stopped (its checkpoint included). */
+  result: DurableRunResult;
+}
 
 /**
  * The journal of one execution of a run in this process: its items (seq = index + 1), handed to
@@ -257,20 +269,33 @@ export function durableAgent(agent: Agent, options: DurableOptions): DurableAgen
       // Approvals stop the loop with a checkpoint; the workflow waits for the decisions as a DBOS
       // message (recorded: a recovered run does not wait again for what was decided), then resumes.
       let result = await inner.run(input, { ...runOptions, runId, onEvent, onApproval: "interrupt" });
-      const timeoutSeconds = Math.ceil((config.approvalTimeoutMs ?? DEFAULT_APPROVAL_TIMEOUT_MS) / 1000);
       while (result.state === "INTERRUPTED" && result.checkpoint) {
-        const pending = result.checkpoint.pending;
-        await DBOS.setEvent(PENDING_KEY, pending.map((call) => ({ toolCallId: call.toolCallId, tool: call.toolName, arguments: call.arguments })));
-        const decided = await DBOS.recv<Record<string, ApprovalDecision>>(APPROVALS_TOPIC, timeoutSeconds);
-        await DBOS.setEvent(PENDING_KEY, []);
-        const decisions: Record<string, ApprovalDecision> = {};
-        for (const call of pending) decisions[call.toolCallId] = decided?.[call.toolCallId] ?? { approve: false, reason: "no decision in time" };
+        const decisions = await waitForDecisions(result);
         result = await inner.resume(result.checkpoint, { decisions, runId, onEvent, sessionId: stored.sessionId, onApproval: "interrupt" });
       }
       return storedResult(result);
     },
     { name: `agentloop.run.${agent.name}` },
   );
+
+  /**
+   * The workflow waits for the decisions of a run that stopped for approvals as a DBOS message
+   * (recorded: a recovered run does not wait again for what was decided); no process is held but
+   * the workflow's pending promise, and a restarted or recovering process waits again.
+   * `resumeAt`: the journal position the next leg's items start after.
+   */
+  async function waitForDecisions(result: RunResult, resumeAt = 0, announced?: () => void): Promise<Record<string, ApprovalDecision>> {
+    const pending = result.checkpoint!.pending;
+    const timeoutSeconds = Math.ceil((config.approvalTimeoutMs ?? DEFAULT_APPROVAL_TIMEOUT_MS) / 1000);
+    await DBOS.setEvent(WAIT_KEY, { resumeAt, result: storedResult(result) } satisfies ApprovalWait);
+    await DBOS.setEvent(PENDING_KEY, pending.map((call) => ({ toolCallId: call.toolCallId, tool: call.toolName, arguments: call.arguments })));
+    announced?.();
+    const decided = await DBOS.recv<Record<string, ApprovalDecision>>(APPROVALS_TOPIC, timeoutSeconds);
+    await DBOS.setEvent(PENDING_KEY, []);
+    const decisions: Record<string, ApprovalDecision> = {};
+    for (const call of pending) decisions[call.toolCallId] = decided?.[call.toolCallId] ?? { approve: false, reason: "no decision in time" };
+    return decisions;
+  }
 
   /** A run that keeps a journal: its items go to local readers at once and to the database by batches. */
   async function journaledRun(input: string, runOptions: Omit<StoredOptions, "journal">, spec: unknown, runId: string, onEvent?: (event: LoopEvent) => void): Promise<DurableRunResult> {
@@ -282,18 +307,28 @@ export function durableAgent(agent: Agent, options: DurableOptions): DurableAgen
     if (waiting) for (const wake of waiting) wake();
     try {
       await encoder.begin?.();
+      const journaled = (event: LoopEvent) => {
+        const item = encoder.event(event);
+        if (item !== undefined) journal.push(item);
+        onEvent?.(event);
+      };
       for (const item of encoder.start()) journal.push(item);
-      const result = await inner.run(input, {
-        ...runOptions,
-        runId,
-        onApproval: "interrupt",
-        onEvent: (event) => {
-          const item = encoder.event(event);
-          if (item !== undefined) journal.push(item);
-          onEvent?.(event);
-        },
-      });
-      for (const item of await encoder.end(result)) journal.push(item);
+      let result = await inner.run(input, { ...runOptions, runId, onApproval: "interrupt", onEvent: journaled });
+      let closing = await encoder.end(result);
+      // A leg that stopped for approvals ends its items (the client's stream ends there) once the
+      // wait is announced (a client that saw the end can decide at once); the decision, sent from
+      // any process, starts the next leg in the same run and journal.
+      while (result.state === "INTERRUPTED" && result.checkpoint) {
+        const ending = closing;
+        const decisions = await waitForDecisions(result, journal.items.length + ending.length, () => {
+          for (const item of ending) journal.push(item);
+          journal.flush();
+        });
+        for (const item of encoder.start()) journal.push(item);
+        result = await inner.resume(result.checkpoint, { decisions, runId, sessionId: runOptions.sessionId, onApproval: "interrupt", onEvent: journaled });
+        closing = await encoder.end(result);
+      }
+      for (const item of closing) journal.push(item);
       await journal.close();
       return storedResult(result);
     } finally {
@@ -376,6 +411,12 @@ export function durableAgent(agent: Agent, options: DurableOptions): DurableAgen
       return { runId, result: () => result };
     },
     retrieve: handleOf,
+    async approvalWait(runId) {
+      ensureLaunched("approvalWait");
+      const pending = await DBOS.getEvent<unknown[]>(runId, PENDING_KEY, 0);
+      if (!pending || pending.length === 0) return undefined;
+      return (await DBOS.getEvent<ApprovalWait>(runId, WAIT_KEY, 0)) ?? undefined;
+    },
     async decide(runId, decisions) {
       ensureLaunched("decide");
       if (typeof decisions !== "object" || decisions === null) throw new TypeError("durable decide: decisions must be an object keyed by tool call id");
@@ -421,9 +462,20 @@ export function durableAgent(agent: Agent, options: DurableOptions): DurableAgen
     },
     async recover(executorIds) {
       ensureLaunched("recover");
-      const { getExecutor } = await import("@dbos-inc/dbos-sdk/internal/dbos");
-      const handles = await getExecutor().recoverPendingWorkflows(executorIds);
-      return handles.map((handle) => handle.workflowID);
+      // DBOS's public API (5.x has no public "recover executor X"; its recoverPendingWorkflows is
+      // internal): the executors' PENDING runs of this code version, put back on the queue they
+      // ran from (a run started without a queue goes to DBOS's internal one), where a live process
+      // takes them. Each execution is fenced by DBOS's owner check, so a stale one parks.
+      if (executorIds.length === 0) return [];
+      const pending = await DBOS.listWorkflows({ workflowName, status: "PENDING", executorId: executorIds, applicationVersion: DBOS.applicationVersion });
+      const byQueue = new Map<string | undefined, string[]>();
+      for (const row of pending) {
+        const ids = byQueue.get(row.queueName) ?? [];
+        ids.push(row.workflowID);
+        byQueue.set(row.queueName, ids);
+      }
+      for (const [queueName, ids] of byQueue) await DBOS.resumeWorkflows(ids, queueName ? { queueName } : undefined);
+      return pending.map((row) => row.workflowID);
     },
     async shutdown() {
       if (!launched) return;

@@ -1,7 +1,8 @@
 // An `agentloop serve` replica in durable mode, for test/durable/replicas.test.ts and bench/durable-recovery.ts:
 // the server of `startAgentServer` with a model that answers from the conversation (as a real model
 // does, so a recovered run asks it only what was not answered) and one idempotent tool that takes
-// WORK_MS. Env: the server's (AGENT_PORT, MEMORY_*, DURABLE*), WORK_MS. Prints "listening <url>".
+// WORK_MS, and `pay` (needs approval; "pay <n>" asks for it, each execution a line in PAY_LOG). Env: the server's (AGENT_PORT, MEMORY_*, DURABLE*), WORK_MS. Prints "listening <url>".
+import { appendFileSync } from "node:fs";
 import { startAgentServer } from "../../src/server/index.js";
 import { defineTool, type Model, type ModelEvent, type ModelRequest } from "../../src/index.js";
 
@@ -15,6 +16,13 @@ const model: Model = {
     const usage = { inputTokens: 10, outputTokens: 5, totalTokens: 15 };
     if (last?.role === "user") {
       const text = typeof last.content === "string" ? last.content : "";
+      const amount = /^pay (\d+)/.exec(text)?.[1];
+      if (amount) {
+        yield { type: "tool-call-start", id: "call_pay", name: "pay" };
+        yield { type: "tool-call-end", id: "call_pay", name: "pay", arguments: JSON.stringify({ amount: Number(amount) }) };
+        yield { type: "finish", reason: { unified: "tool-calls" }, usage };
+        return;
+      }
       yield { type: "tool-call-start", id: "call_work", name: "work" };
       yield { type: "tool-call-end", id: "call_work", name: "work", arguments: JSON.stringify({ task: text }) };
       yield { type: "finish", reason: { unified: "tool-calls" }, usage };
@@ -39,6 +47,18 @@ const work = defineTool<{ task: string }>({
   },
 });
 
-const server = await startAgentServer({ host: "127.0.0.1", build: { model, tools: [work] }, log: (line) => process.stderr.write(`${line}\n`) });
+// Needs a person's approval; each execution appends a line to PAY_LOG (counted across processes).
+const pay = defineTool<{ amount: number }>({
+  name: "pay",
+  description: "Pays an amount",
+  parameters: { type: "object", properties: { amount: { type: "number" } }, required: ["amount"] },
+  needsApproval: true,
+  execute({ amount }, context) {
+    if (process.env.PAY_LOG) appendFileSync(process.env.PAY_LOG, `${context.idempotencyKey} ${amount}\n`);
+    return `paid ${amount}`;
+  },
+});
+
+const server = await startAgentServer({ host: "127.0.0.1", build: { model, tools: [work, pay] }, log: (line) => process.stderr.write(`${line}\n`) });
 await server.ready();
 process.stdout.write(`listening ${server.url}\n`);

@@ -14,11 +14,12 @@ import type { ServerResponse } from "node:http";
 import { type Context, Hono } from "hono";
 import type { JournalEntry } from "../../durable/index.js";
 import type { ChatRequest } from "../chat-request.js";
-import { nodeSseSink, type SseSink, sendNodeJson, sseHeaders, webSseSink } from "../chat-stream.js";
+import { ChatChunkEncoder, nodeSseSink, type SseSink, sendNodeJson, sseHeaders, webSseSink } from "../chat-stream.js";
 import { ChatStreamEncoder } from "../chat-encoder.js";
 import { readJson, type ServerContext, unixSeconds } from "../context.js";
 import { runResultOf } from "../durable-runs.js";
 import { badRequest, HttpError, notFound } from "../http-errors.js";
+import type { ApprovalDecision } from "../../loop/checkpoint.js";
 import type { Message } from "../../messages.js";
 import { completionOf } from "./chat-completions.js";
 
@@ -66,6 +67,9 @@ function pipeJournal(server: ServerContext, entries: AsyncGenerator<JournalEntry
       for await (const entry of entries) {
         if (gone.left || server.draining) break;
         sink.write(withIds ? `id: ${entry.seq}\n${entry.item}` : entry.item);
+        // A leg that stopped for approvals ends with `[DONE]`: the run goes on after the decision,
+        // whose own response (`POST /v1/approvals`) streams the next leg.
+        if (entry.item === ChatChunkEncoder.done) break;
       }
     } catch (error) {
       for (const line of ChatStreamEncoder.failure(server.httpErrorOfRequest(error, "GET", "/v1/runs/events"))) sink.write(line);
@@ -75,6 +79,42 @@ function pipeJournal(server: ServerContext, entries: AsyncGenerator<JournalEntry
     }
   })();
   return server.runs.track(work);
+}
+
+/**
+ * `POST /v1/approvals` on a durable server: the decisions go to the waiting run as a DBOS message
+ * (see DurableRuns.decide), and the response streams the run's next leg from its journal, from
+ * whichever replica runs it. `stream: false`: the leg's completion (the run's end, or its next stop).
+ */
+export async function durableApprovals(server: ServerContext, c: Context, sessionId: string, decisions: Record<string, ApprovalDecision>, stream: boolean): Promise<Response> {
+  const durable = durableOf(server);
+  const { runId, leg, wait } = await durable.decide(sessionId, decisions);
+  const headers = { ...sseHeaders(sessionId), [RUN_ID_HEADER]: runId };
+  if (stream) {
+    const gone = { left: false };
+    const { sink, body } = webSseSink(() => {
+      gone.left = true;
+    });
+    void pipeJournal(server, leg, sink, false, gone);
+    return new Response(body, { headers });
+  }
+  const result = await server.runs.track(
+    (async () => {
+      // The leg's end, then its result: the run's, or the INTERRUPTED one of its next stop.
+      for await (const entry of leg) if (entry.item === ChatChunkEncoder.done) break;
+      await leg.return(undefined);
+      for (;;) {
+        const next = await durable.approvalWait(runId);
+        if (next && next.result.checkpoint?.id !== wait.result.checkpoint?.id) return next.result;
+        const info = await durable.show(runId);
+        if (info.status !== "PENDING" && info.status !== "ENQUEUED") return durable.result(runId);
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+    })(),
+  );
+  c.header("x-session-id", sessionId);
+  c.header(RUN_ID_HEADER, runId);
+  return c.json(completionOf(runResultOf(result), server.settings.name, sessionId));
 }
 
 /** The durable `POST /v1/chat/completions` on node:http (the hot path's door). */
