@@ -14,7 +14,7 @@
  * loop goes on. Every call's `context.idempotencyKey` is `<runId>:<toolCallId>`, the same after a
  * recovery.
  */
-import { DBOS } from "@dbos-inc/dbos-sdk";
+import { DBOS, Error as DBOSErrors } from "@dbos-inc/dbos-sdk";
 import { AgentLoopError } from "../errors.js";
 import type { LoopEvent, RunResult } from "../loop/events.js";
 import { Agent } from "../loop/agent.js";
@@ -175,6 +175,25 @@ interface StoredOptions {
   journal?: unknown;
 }
 
+/**
+ * The runs executing in this process, each with the signal its loop runs with: a step that finds its
+ * run cancelled (`cancel`, DBOS's cancel, from any process) aborts the loop, which stops at its next
+ * checkpoint (ABORTED) instead of going on with the failed step as an error.
+ */
+const executions = new Map<string, AbortController>();
+
+function isCancelled(error: unknown): boolean {
+  return error instanceof DBOSErrors.DBOSWorkflowCancelledError;
+}
+
+/** A step of run `runId`: if it fails because the run was cancelled, the run's loop is aborted first. */
+function watched<T>(runId: string | undefined, step: Promise<T>): Promise<T> {
+  return step.catch((error: unknown) => {
+    if (runId && isCancelled(error)) executions.get(runId)?.abort(new AgentLoopError("aborted", `run ${runId} was cancelled`));
+    throw error;
+  });
+}
+
 /** Live listeners of the runs started by this process (a function cannot be a workflow input). */
 const listeners = new Map<string, (event: LoopEvent) => void>();
 let launched: { url: string; promise: Promise<void> } | undefined;
@@ -265,15 +284,21 @@ export function durableAgent(agent: Agent, options: DurableOptions): DurableAgen
       const runId = DBOS.workflowID!;
       const onEvent = listeners.get(runId);
       const { journal: spec, ...runOptions } = stored;
-      if (spec !== undefined && options.journal) return journaledRun(input, runOptions, spec, runId, onEvent);
-      // Approvals stop the loop with a checkpoint; the workflow waits for the decisions as a DBOS
-      // message (recorded: a recovered run does not wait again for what was decided), then resumes.
-      let result = await inner.run(input, { ...runOptions, runId, onEvent, onApproval: "interrupt" });
-      while (result.state === "INTERRUPTED" && result.checkpoint) {
-        const decisions = await waitForDecisions(result);
-        result = await inner.resume(result.checkpoint, { decisions, runId, onEvent, sessionId: stored.sessionId, onApproval: "interrupt" });
+      const stop = new AbortController();
+      executions.set(runId, stop);
+      try {
+        if (spec !== undefined && options.journal) return await journaledRun(input, runOptions, spec, runId, stop.signal, onEvent);
+        // Approvals stop the loop with a checkpoint; the workflow waits for the decisions as a DBOS
+        // message (recorded: a recovered run does not wait again for what was decided), then resumes.
+        let result = await inner.run(input, { ...runOptions, runId, onEvent, onApproval: "interrupt", signal: stop.signal });
+        while (result.state === "INTERRUPTED" && result.checkpoint) {
+          const decisions = await waitForDecisions(result);
+          result = await inner.resume(result.checkpoint, { decisions, runId, onEvent, sessionId: stored.sessionId, onApproval: "interrupt", signal: stop.signal });
+        }
+        return storedResult(result);
+      } finally {
+        if (executions.get(runId) === stop) executions.delete(runId);
       }
-      return storedResult(result);
     },
     { name: `agentloop.run.${agent.name}` },
   );
@@ -298,7 +323,7 @@ export function durableAgent(agent: Agent, options: DurableOptions): DurableAgen
   }
 
   /** A run that keeps a journal: its items go to local readers at once and to the database by batches. */
-  async function journaledRun(input: string, runOptions: Omit<StoredOptions, "journal">, spec: unknown, runId: string, onEvent?: (event: LoopEvent) => void): Promise<DurableRunResult> {
+  async function journaledRun(input: string, runOptions: Omit<StoredOptions, "journal">, spec: unknown, runId: string, signal: AbortSignal, onEvent?: (event: LoopEvent) => void): Promise<DurableRunResult> {
     const encoder = options.journal!(spec, runId);
     const journal = new Journal();
     journals.set(runId, journal);
@@ -313,7 +338,7 @@ export function durableAgent(agent: Agent, options: DurableOptions): DurableAgen
         onEvent?.(event);
       };
       for (const item of encoder.start()) journal.push(item);
-      let result = await inner.run(input, { ...runOptions, runId, onApproval: "interrupt", onEvent: journaled });
+      let result = await inner.run(input, { ...runOptions, runId, onApproval: "interrupt", onEvent: journaled, signal });
       let closing = await encoder.end(result);
       // A leg that stopped for approvals ends its items (the client's stream ends there) once the
       // wait is announced (a client that saw the end can decide at once); the decision, sent from
@@ -325,7 +350,7 @@ export function durableAgent(agent: Agent, options: DurableOptions): DurableAgen
           journal.flush();
         });
         for (const item of encoder.start()) journal.push(item);
-        result = await inner.resume(result.checkpoint, { decisions, runId, sessionId: runOptions.sessionId, onApproval: "interrupt", onEvent: journaled });
+        result = await inner.resume(result.checkpoint, { decisions, runId, sessionId: runOptions.sessionId, onApproval: "interrupt", onEvent: journaled, signal });
         closing = await encoder.end(result);
       }
       for (const item of closing) journal.push(item);
@@ -634,7 +659,9 @@ async function* recordedStream(model: Model, request: ModelRequest): AsyncGenera
   const channel = new Channel<ModelEvent>();
   let live = false;
   flushJournal();
-  const step = DBOS.runStep(
+  const step = watched(
+    DBOS.workflowID,
+    DBOS.runStep(
     async () => {
       live = true;
       const events: StoredEvent[] = [];
@@ -652,6 +679,7 @@ async function* recordedStream(model: Model, request: ModelRequest): AsyncGenera
       return events;
     },
     { name: "model" },
+    ),
   );
   step.then(
     (events) => {
@@ -752,7 +780,7 @@ async function recordedCall<Args>(tool: Tool<Args>, args: Args, context: ToolCon
     { name: `tool:${tool.name}` },
   );
   started.catch(() => undefined);
-  const stored = await result;
+  const stored = await watched(DBOS.workflowID, result);
   if ("interrupted" in stored) return { content: INTERRUPTED, isError: true };
   if ("threw" in stored) {
     const error = new Error(stored.threw);
@@ -786,7 +814,7 @@ function durableMemory(memory: SessionMemory): SessionMemory {
     loadHistory: (sessionId) => {
       if (!DBOS.isWithinWorkflow()) return memory.loadHistory(sessionId);
       flushJournal();
-      return DBOS.runStep(() => memory.loadHistory(sessionId), { name: "history" });
+      return watched(DBOS.workflowID, DBOS.runStep(() => memory.loadHistory(sessionId), { name: "history" }));
     },
     onEvent: (event, run) => memory.onEvent(event, run),
   };

@@ -101,7 +101,13 @@ test("an approval decided on another replica after the asking one was killed res
   // Decided already: a second decision is refused, and the run finished on the other replica.
   const again = await post(b.url, "/v1/approvals", { session_id: session, decisions: { call_pay: { approve: true } } });
   assert.equal(again.status, 409);
-  const done = (await (await fetch(`${b.url}/v1/runs/${runId}`)).json()) as { status: string; executorId: string; result?: { state: string } };
+  // The stream ends with the answer; the workflow records its output just after.
+  let done: { status: string; executorId: string; result?: { state: string } };
+  for (let tries = 0; ; tries++) {
+    done = (await (await fetch(`${b.url}/v1/runs/${runId}`)).json()) as typeof done;
+    if (done.status !== "PENDING" || tries === 100) break;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
   assert.equal(done.status, "SUCCESS");
   assert.equal(done.executorId, `b-${tag}`);
   assert.equal(done.result?.state, "COMPLETED");

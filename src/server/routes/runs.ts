@@ -61,15 +61,25 @@ function startChat(server: ServerContext, chat: DurableChatRequest, runId: strin
  * Pipes a run's journal into an SSE sink until the run's `[DONE]` (or the client leaves: the run
  * goes on). `withIds` writes each event's `id: <seq>` (the reattach route). Tracked for shutdown.
  */
-function pipeJournal(server: ServerContext, entries: AsyncGenerator<JournalEntry>, sink: SseSink, withIds: boolean, gone: { left: boolean }): Promise<void> {
+function pipeJournal(server: ServerContext, runId: string, entries: AsyncGenerator<JournalEntry>, sink: SseSink, withIds: boolean, gone: { left: boolean }): Promise<void> {
   const work = (async () => {
     try {
+      let done = false;
       for await (const entry of entries) {
         if (gone.left || server.draining) break;
         sink.write(withIds ? `id: ${entry.seq}\n${entry.item}` : entry.item);
         // A leg that stopped for approvals ends with `[DONE]`: the run goes on after the decision,
         // whose own response (`POST /v1/approvals`) streams the next leg.
-        if (entry.item === ChatChunkEncoder.done) break;
+        if (entry.item === ChatChunkEncoder.done) {
+          done = true;
+          break;
+        }
+      }
+      // The journal ended without its `[DONE]`: the run was cancelled (or failed) before its end.
+      if (!done && !gone.left && !server.draining) {
+        const { status } = await server.durable!.show(runId);
+        const message = status === "CANCELLED" ? `run ${runId} was cancelled` : `run ${runId} ended (${status}) without finishing its stream`;
+        for (const line of ChatStreamEncoder.failure(new HttpError(503, message, "server_error", "aborted"))) sink.write(line);
       }
     } catch (error) {
       for (const line of ChatStreamEncoder.failure(server.httpErrorOfRequest(error, "GET", "/v1/runs/events"))) sink.write(line);
@@ -95,7 +105,7 @@ export async function durableApprovals(server: ServerContext, c: Context, sessio
     const { sink, body } = webSseSink(() => {
       gone.left = true;
     });
-    void pipeJournal(server, leg, sink, false, gone);
+    void pipeJournal(server, runId, leg, sink, false, gone);
     return new Response(body, { headers });
   }
   const result = await server.runs.track(
@@ -134,7 +144,7 @@ export async function durableChatNode(server: ServerContext, chat: DurableChatRe
   // The run may wait behind the session's earlier runs: the client gets its run id now.
   outgoing.flushHeaders();
   const entries = await server.durable!.events(runId, 0, true);
-  void pipeJournal(server, entries, nodeSseSink(outgoing), false, gone);
+  void pipeJournal(server, runId, entries, nodeSseSink(outgoing), false, gone);
 }
 
 /** The durable `POST /v1/chat/completions` through Hono (`AgentServer.fetch`). */
@@ -156,7 +166,7 @@ async function streamJournal(server: ServerContext, runId: string, after: number
   const { sink, body } = webSseSink(() => {
     gone.left = true;
   });
-  void pipeJournal(server, entries, sink, withIds, gone);
+  void pipeJournal(server, runId, entries, sink, withIds, gone);
   return new Response(body, { headers });
 }
 
