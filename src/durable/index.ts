@@ -143,6 +143,8 @@ export interface DurableAgent {
   retrieve(runId: string): DurableRun;
   /** What a run waiting for approvals waits at (undefined when it does not wait). */
   approvalWait(runId: string): Promise<ApprovalWait | undefined>;
+  /** Whether a run of this agent exists: at once when it executes in this process, else one query. */
+  exists(runId: string): Promise<boolean>;
   /**
    * The journal of a run with `journal`, from the item after `after` to its end: live from this
    * process while the run executes here, else from the database (any process). Ends when the run
@@ -186,12 +188,35 @@ function isCancelled(error: unknown): boolean {
   return error instanceof DBOSErrors.DBOSWorkflowCancelledError;
 }
 
+function abortCancelled(runId: string): void {
+  executions.get(runId)?.abort(new AgentLoopError("aborted", `run ${runId} was cancelled`));
+}
+
 /** A step of run `runId`: if it fails because the run was cancelled, the run's loop is aborted first. */
 function watched<T>(runId: string | undefined, step: Promise<T>): Promise<T> {
   return step.catch((error: unknown) => {
-    if (runId && isCancelled(error)) executions.get(runId)?.abort(new AgentLoopError("aborted", `run ${runId} was cancelled`));
+    if (runId && isCancelled(error)) abortCancelled(runId);
     throw error;
   });
+}
+
+/**
+ * Runs a step's work with the run's cancellation linked: DBOS's step cancel signal (it polls, so it
+ * fires within about a second of a cancel) aborts the loop, and so the model call or tool in flight
+ * (through the signal they get), instead of waiting for it to end.
+ */
+async function cancellable<T>(work: () => Promise<T>): Promise<T> {
+  const runId = DBOS.workflowID;
+  const signal = DBOS.stepStatus?.cancelSignal;
+  if (!runId || !signal) return work();
+  const onCancel = () => abortCancelled(runId);
+  if (signal.aborted) onCancel();
+  signal.addEventListener("abort", onCancel, { once: true });
+  try {
+    return await work();
+  } finally {
+    signal.removeEventListener("abort", onCancel);
+  }
 }
 
 /** Live listeners of the runs started by this process (a function cannot be a workflow input). */
@@ -436,6 +461,12 @@ export function durableAgent(agent: Agent, options: DurableOptions): DurableAgen
       return { runId, result: () => result };
     },
     retrieve: handleOf,
+    async exists(runId) {
+      ensureLaunched("exists");
+      if (executions.has(runId)) return true;
+      const status = await DBOS.getWorkflowStatus(runId);
+      return status?.workflowName === workflowName;
+    },
     async approvalWait(runId) {
       ensureLaunched("approvalWait");
       const pending = await DBOS.getEvent<unknown[]>(runId, PENDING_KEY, 0);
@@ -566,25 +597,34 @@ async function* readJournal(runId: string, after: number): AsyncGenerator<Journa
   const fromDatabase = new Map<number, string>();
   let databaseEnded = false;
   let databaseError: unknown;
-  // The database: every batch the run wrote, in order, to the stream's end (or the run's).
-  const stream = DBOS.readStream<JournalBatch>(runId, JOURNAL_KEY, { pollingIntervalMs: 200 });
-  void (async () => {
-    try {
-      for await (const batch of stream) {
-        batch.items.forEach((item, index) => {
-          if (batch.from + index > cursor) fromDatabase.set(batch.from + index, item);
-        });
-        signal();
-        if (done) break;
+  // The database: every batch the run wrote, in order, to the stream's end (or the run's). DBOS
+  // wakes the read when a batch is written (LISTEN/NOTIFY); the poll is its fallback. Not read while
+  // the run executes here (many clients reattaching to the replica that recovered their runs would
+  // only take its pool's connections): started when it does not, or stops doing so unfinished.
+  let reading = false;
+  const readDatabase = () => {
+    if (reading) return;
+    reading = true;
+    const stream = DBOS.readStream<JournalBatch>(runId, JOURNAL_KEY, { pollingIntervalMs: 200 });
+    void (async () => {
+      try {
+        for await (const batch of stream) {
+          batch.items.forEach((item, index) => {
+            if (batch.from + index > cursor) fromDatabase.set(batch.from + index, item);
+          });
+          signal();
+          if (done) break;
+        }
+      } catch (error) {
+        databaseError = error;
       }
-    } catch (error) {
-      databaseError = error;
-    }
-    databaseEnded = true;
-    signal();
-  })();
+      databaseEnded = true;
+      signal();
+    })();
+  };
   // This process: the run's journal while it executes here (or once it starts here).
   let local = journals.get(runId);
+  if (!local) readDatabase();
   const onLocal = () => {
     local ??= journals.get(runId);
     if (local && !local.readers.has(signal)) local.readers.add(signal);
@@ -606,6 +646,8 @@ async function* readJournal(runId: string, after: number): AsyncGenerator<Journa
           yield { seq: cursor, item: local.items[cursor - 1]! };
         }
         if (local.ended) return;
+        // The execution here stopped unfinished (its process lost the run to another): the rest is in the database.
+        if (journals.get(runId) !== local) readDatabase();
       }
       while (fromDatabase.has(cursor + 1)) {
         cursor++;
@@ -614,7 +656,7 @@ async function* readJournal(runId: string, after: number): AsyncGenerator<Journa
         progressed = true;
         yield { seq: cursor, item };
       }
-      if (databaseEnded && !fromDatabase.has(cursor + 1)) {
+      if (reading && databaseEnded && !fromDatabase.has(cursor + 1)) {
         if (databaseError) throw databaseError;
         return;
       }
@@ -662,7 +704,7 @@ async function* recordedStream(model: Model, request: ModelRequest): AsyncGenera
   const step = watched(
     DBOS.workflowID,
     DBOS.runStep(
-    async () => {
+    () => cancellable(async () => {
       live = true;
       const events: StoredEvent[] = [];
       try {
@@ -677,7 +719,7 @@ async function* recordedStream(model: Model, request: ModelRequest): AsyncGenera
         events.push(storeEvent({ type: "error", error: wrapped }));
       }
       return events;
-    },
+    }),
     { name: "model" },
     ),
   );
@@ -752,13 +794,15 @@ export function durableTool<Args>(tool: Tool<Args>): Tool<Args> {
 }
 
 /**
- * Two steps per call, their ids taken together (DBOS numbers steps as they are called, so concurrent
+ * One step per call of an idempotent tool. Two steps per call of the others, their ids taken together (DBOS numbers steps as they are called, so concurrent
  * calls of a wave keep their order on replay): `started` is recorded before the tool runs; if it was
  * already recorded and the result was not, the call was in flight when the process died.
  */
 async function recordedCall<Args>(tool: Tool<Args>, args: Args, context: ToolContext): Promise<ToolOutput> {
   let fresh = false;
   flushJournal();
+  // An idempotent tool in flight at a crash runs again, as one that had not started: no marker needed.
+  if (tool.idempotent === true) return storedOutput(await watched(DBOS.workflowID, DBOS.runStep(() => callTool(tool, args, context), { name: `tool:${tool.name}` })));
   const started = DBOS.runStep(
     async () => {
       fresh = true;
@@ -769,18 +813,29 @@ async function recordedCall<Args>(tool: Tool<Args>, args: Args, context: ToolCon
   const result = DBOS.runStep(
     async (): Promise<StoredCall> => {
       await started;
-      if (!fresh && tool.idempotent !== true) return { interrupted: true };
-      try {
-        const output = await tool.execute(args, context);
-        return { output: output === undefined ? null : JSON.parse(JSON.stringify(output) ?? "null") };
-      } catch (error) {
-        return { threw: error instanceof Error ? error.message : String(error), name: error instanceof Error ? error.name : "Error" };
-      }
+      if (!fresh) return { interrupted: true };
+      return callTool(tool, args, context);
     },
     { name: `tool:${tool.name}` },
   );
   started.catch(() => undefined);
-  const stored = await watched(DBOS.workflowID, result);
+  return storedOutput(await watched(DBOS.workflowID, result));
+}
+
+function callTool<Args>(tool: Tool<Args>, args: Args, context: ToolContext): Promise<StoredCall> {
+  return cancellable(() => executeTool(tool, args, context));
+}
+
+async function executeTool<Args>(tool: Tool<Args>, args: Args, context: ToolContext): Promise<StoredCall> {
+  try {
+    const output = await tool.execute(args, context);
+    return { output: output === undefined ? null : JSON.parse(JSON.stringify(output) ?? "null") };
+  } catch (error) {
+    return { threw: error instanceof Error ? error.message : String(error), name: error instanceof Error ? error.name : "Error" };
+  }
+}
+
+function storedOutput(stored: StoredCall): ToolOutput {
   if ("interrupted" in stored) return { content: INTERRUPTED, isError: true };
   if ("threw" in stored) {
     const error = new Error(stored.threw);

@@ -186,7 +186,8 @@ export class DurableRuns {
   /** A run's journal after `after` (`known`: the run was just started, no need to look it up). */
   async events(runId: string, after: number, known = false): Promise<AsyncGenerator<JournalEntry>> {
     const durable = await this.ready();
-    if (!known && !(await durable.show(runId))) throw new HttpError(404, `no durable run "${runId}"`, "not_found_error", "run_not_found", "run_id");
+    // Cheap when the run executes here (a client reattaching to the replica that recovered its run).
+    if (!known && !(await durable.exists(runId))) throw new HttpError(404, `no durable run "${runId}"`, "not_found_error", "run_not_found", "run_id");
     return durable.readJournal(runId, { after });
   }
 

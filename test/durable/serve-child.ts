@@ -1,7 +1,7 @@
 // An `agentloop serve` replica in durable mode, for test/durable/replicas.test.ts and bench/durable-recovery.ts:
 // the server of `startAgentServer` with a model that answers from the conversation (as a real model
 // does, so a recovered run asks it only what was not answered) and one idempotent tool that takes
-// WORK_MS, and `pay` (needs approval; "pay <n>" asks for it, each execution a line in PAY_LOG). Env: the server's (AGENT_PORT, MEMORY_*, DURABLE*), WORK_MS. Prints "listening <url>".
+// WORK_MS, and `pay` (needs approval; "pay <n>" asks for it, each execution a line in PAY_LOG). Env: the server's (AGENT_PORT, MEMORY_*, DURABLE*), WORK_MS, ANSWER_WORDS and DELTA_MS (a longer, slower answer). Prints "listening <url>".
 import { appendFileSync } from "node:fs";
 import { startAgentServer } from "../../src/server/index.js";
 import { defineTool, type Model, type ModelEvent, type ModelRequest } from "../../src/index.js";
@@ -30,7 +30,12 @@ const model: Model = {
     }
     const result = last?.role === "tool" && typeof last.content === "string" ? last.content : "?";
     yield { type: "text-start", id: "t" };
-    for (const word of `Done: ${result}.`.split(/(?<= )/)) yield { type: "text-delta", id: "t", delta: word };
+    // ANSWER_WORDS=n: n more words, DELTA_MS apart (a model call long enough to be killed in).
+    const extra = Array.from({ length: Number(process.env.ANSWER_WORDS ?? 0) }, (_, index) => ` w${index + 1}`).join("");
+    for (const word of `Done: ${result}.${extra}`.split(/(?<= )/)) {
+      if (process.env.DELTA_MS) await new Promise((resolve) => setTimeout(resolve, Number(process.env.DELTA_MS)));
+      yield { type: "text-delta", id: "t", delta: word };
+    }
     yield { type: "text-end", id: "t" };
     yield { type: "finish", reason: { unified: "stop" }, usage };
   },
@@ -41,8 +46,15 @@ const work = defineTool<{ task: string }>({
   description: "Works on a task",
   parameters: { type: "object", properties: { task: { type: "string" } }, required: ["task"] },
   idempotent: true,
-  async execute({ task }) {
-    await new Promise((resolve) => setTimeout(resolve, workMs));
+  async execute({ task }, context) {
+    // As a tool should, it stops when its run is aborted (a cancelled durable run).
+    await new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(resolve, workMs);
+      context.signal.addEventListener("abort", () => {
+        clearTimeout(timer);
+        reject(new Error("aborted"));
+      });
+    });
     return `worked on ${task}`;
   },
 });
