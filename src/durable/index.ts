@@ -322,7 +322,11 @@ export function durableAgent(agent: Agent, options: DurableOptions): DurableAgen
         }
         return storedResult(result);
       } finally {
+        // A model call left open (the loop stopped before the tools it asked for) is recorded before the run ends.
+        await closeModelCall(runId).catch(() => undefined);
         if (executions.get(runId) === stop) executions.delete(runId);
+        modelRecords.delete(runId);
+        replayedStarts.delete(runId);
       }
     },
     { name: `agentloop.run.${agent.name}` },
@@ -335,6 +339,7 @@ export function durableAgent(agent: Agent, options: DurableOptions): DurableAgen
    * `resumeAt`: the journal position the next leg's items start after.
    */
   async function waitForDecisions(result: RunResult, resumeAt = 0, announced?: () => void): Promise<Record<string, ApprovalDecision>> {
+    await closeModelCall(DBOS.workflowID);
     const pending = result.checkpoint!.pending;
     const timeoutSeconds = Math.ceil((config.approvalTimeoutMs ?? DEFAULT_APPROVAL_TIMEOUT_MS) / 1000);
     await DBOS.setEvent(WAIT_KEY, { resumeAt, result: storedResult(result) } satisfies ApprovalWait);
@@ -379,6 +384,7 @@ export function durableAgent(agent: Agent, options: DurableOptions): DurableAgen
         closing = await encoder.end(result);
       }
       for (const item of closing) journal.push(item);
+      await closeModelCall(runId);
       await journal.close();
       return storedResult(result);
     } finally {
@@ -692,40 +698,102 @@ export function durableModel(model: Model): Model & { durable: true } {
   } as Model & { durable: true };
 }
 
+/** A model step's record: its events, and the tool calls whose "started" marker it holds. */
+interface StoredModelCall {
+  events: StoredEvent[];
+  started: string[];
+}
+
+/**
+ * A model call whose response asked for tools stays open after its stream ended: a model call has
+ * no side effect, so it may be recorded late, and it is recorded with the "started" markers of the
+ * tool calls that begin right after it (one checkpoint where there were two). It closes at the
+ * run's next step, which waits for its record before doing anything (a tool must not run on a
+ * response that was not recorded).
+ */
+interface OpenModelCall {
+  started: string[];
+  closing: boolean;
+  close(): void;
+}
+
+/** The open model call of each run executing here, and the last model step's record (the barrier of the next steps). */
+const openModelCalls = new Map<string, OpenModelCall>();
+const modelRecords = new Map<string, Promise<unknown>>();
+/** The markers of the last replayed model step of each run: those calls had started. */
+const replayedStarts = new Map<string, Set<string>>();
+
+/** Closes the run's open model call (no more markers) and returns its record's settling. */
+function closeModelCall(runId: string | undefined): Promise<unknown> {
+  if (!runId) return Promise.resolve();
+  openModelCalls.get(runId)?.close();
+  return modelRecords.get(runId) ?? Promise.resolve();
+}
+
+/** Every step of a run begins with this: the model call before it is recorded first. */
+function afterModelCall(runId: string | undefined): Promise<unknown> {
+  return closeModelCall(runId).catch(() => undefined);
+}
+
 /**
  * One model call as a step: live, its events are passed on as they arrive and recorded when the
- * stream ends; replayed, the recorded events are passed on. A step never throws (a throwing stream
- * is recorded as an error event, as the loop would treat it).
+ * call closes (see OpenModelCall); replayed, the recorded events are passed on. A step never throws
+ * (a throwing stream is recorded as an error event, as the loop would treat it).
  */
 async function* recordedStream(model: Model, request: ModelRequest): AsyncGenerator<ModelEvent> {
+  const runId = DBOS.workflowID;
+  const before = afterModelCall(runId);
   const channel = new Channel<ModelEvent>();
   let live = false;
   flushJournal();
   const step = watched(
-    DBOS.workflowID,
+    runId,
     DBOS.runStep(
-    () => cancellable(async () => {
-      live = true;
-      const events: StoredEvent[] = [];
-      try {
-        for await (const event of model.stream(request)) {
-          channel.push(event);
-          events.push(storeEvent(event));
-          if (event.type === "finish" || event.type === "error") break;
-        }
-      } catch (error) {
-        const wrapped = AgentLoopError.from(error);
-        channel.push({ type: "error", error: wrapped });
-        events.push(storeEvent({ type: "error", error: wrapped }));
-      }
-      return events;
-    }),
-    { name: "model" },
+      async (): Promise<StoredModelCall> => {
+        await before;
+        return cancellable(async () => {
+          live = true;
+          const events: StoredEvent[] = [];
+          try {
+            for await (const event of model.stream(request)) {
+              channel.push(event);
+              events.push(storeEvent(event));
+              if (event.type === "finish" || event.type === "error") break;
+            }
+          } catch (error) {
+            const wrapped = AgentLoopError.from(error);
+            channel.push({ type: "error", error: wrapped });
+            events.push(storeEvent({ type: "error", error: wrapped }));
+          }
+          // The loop goes on now; the record waits for the calls that start next (if it asked for any).
+          channel.end();
+          if (!runId || !events.some((event) => event.type === "tool-call-end")) return { events, started: [] };
+          const open: OpenModelCall = { started: [], closing: false, close: () => undefined };
+          const closed = new Promise<void>((resolve) => {
+            open.close = () => {
+              open.closing = true;
+              if (openModelCalls.get(runId) === open) openModelCalls.delete(runId);
+              resolve();
+            };
+          });
+          openModelCalls.set(runId, open);
+          await closed;
+          return { events, started: open.started };
+        });
+      },
+      { name: "model" },
     ),
   );
+  if (runId) {
+    modelRecords.set(runId, step);
+    replayedStarts.delete(runId);
+  }
   step.then(
-    (events) => {
-      if (!live) for (const event of events) channel.push(restoreEvent(event));
+    (stored) => {
+      if (!live) {
+        if (runId) replayedStarts.set(runId, new Set(stored.started));
+        for (const event of stored.events) channel.push(restoreEvent(event));
+      }
       channel.end();
     },
     (error: unknown) => channel.fail(error),
@@ -799,27 +867,61 @@ export function durableTool<Args>(tool: Tool<Args>): Tool<Args> {
  * already recorded and the result was not, the call was in flight when the process died.
  */
 async function recordedCall<Args>(tool: Tool<Args>, args: Args, context: ToolContext): Promise<ToolOutput> {
+  const runId = DBOS.workflowID;
   let fresh = false;
   flushJournal();
   // An idempotent tool in flight at a crash runs again, as one that had not started: no marker needed.
-  if (tool.idempotent === true) return storedOutput(await watched(DBOS.workflowID, DBOS.runStep(() => callTool(tool, args, context), { name: `tool:${tool.name}` })));
-  const started = DBOS.runStep(
-    async () => {
-      fresh = true;
-      return context.idempotencyKey;
-    },
-    { name: `tool-started:${tool.name}` },
-  );
+  if (tool.idempotent === true) {
+    const before = afterModelCall(runId);
+    return storedOutput(
+      await watched(
+        runId,
+        DBOS.runStep(
+          async () => {
+            await before;
+            return callTool(tool, args, context);
+          },
+          { name: `tool:${tool.name}` },
+        ),
+      ),
+    );
+  }
+  // The marker goes with the record of the model call that asked for this call, when that call is
+  // still open (calls a wave starts together all join it); else it is a step of its own. Either way
+  // the tool runs once the marker is recorded (`marked`).
+  const open = runId ? openModelCalls.get(runId) : undefined;
+  const replayed = runId ? replayedStarts.get(runId) : undefined;
+  let started: Promise<unknown>;
+  if (open && !open.closing) {
+    open.started.push(context.toolCallId);
+    fresh = true;
+    queueMicrotask(() => open.close());
+    started = Promise.resolve();
+  } else if (replayed?.has(context.toolCallId)) {
+    replayed.delete(context.toolCallId);
+    started = Promise.resolve();
+  } else {
+    const before = afterModelCall(runId);
+    started = DBOS.runStep(
+      async () => {
+        await before;
+        fresh = true;
+        return context.idempotencyKey;
+      },
+      { name: `tool-started:${tool.name}` },
+    );
+  }
+  const marked = started.then(() => afterModelCall(runId));
   const result = DBOS.runStep(
     async (): Promise<StoredCall> => {
-      await started;
+      await marked;
       if (!fresh) return { interrupted: true };
       return callTool(tool, args, context);
     },
     { name: `tool:${tool.name}` },
   );
-  started.catch(() => undefined);
-  return storedOutput(await watched(DBOS.workflowID, result));
+  marked.catch(() => undefined);
+  return storedOutput(await watched(runId, result));
 }
 
 function callTool<Args>(tool: Tool<Args>, args: Args, context: ToolContext): Promise<StoredCall> {
