@@ -13,7 +13,7 @@
 // next to a test are found.
 // AGENTLOOP_TEST_TSX=1 runs the sources through tsx instead (as does a failed build, which says so).
 import { spawn } from "node:child_process";
-import { mkdirSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
+import { mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { join, relative, resolve } from "node:path";
 import { nodeBundleOptions } from "./esbuild-node.mjs";
 
@@ -72,20 +72,75 @@ async function compile(testFiles) {
  * the run does not end with one of them alone on the machine. The weight is how often a file starts
  * a process or a server, read from its source.
  */
+const STARTS = /\b(?:spawnCli|runCli|cliArgs|tsChild|spawn|spawnSync|execFile|connectMcp|everythingStdio|startEverythingHttp|durableAgent|serve)\(/g;
+function weightOf(file) {
+  return readFileSync(file, "utf8").match(STARTS)?.length ?? 0;
+}
 function byWeight(files) {
-  const starts = /\b(?:spawnCli|runCli|cliArgs|tsChild|spawn|spawnSync|execFile|connectMcp|everythingStdio|startEverythingHttp|durableAgent|serve)\(/g;
-  const weight = new Map(files.map((file) => [file, readFileSync(file, "utf8").match(starts)?.length ?? 0]));
+  const weight = new Map(files.map((file) => [file, weightOf(file)]));
   return [...files].sort((a, b) => weight.get(b) - weight.get(a));
+}
+
+/**
+ * A test process costs ~0.2–0.5 s of CPU before its first test (node, the test runner, the modules
+ * the file imports: the validator, the SDKs, the loop), and most files are small: a hundred such
+ * processes were a third of the suite's CPU. So the files that need nothing of their own process
+ * run several to a process ("groups": one entry importing them, their tests one after another),
+ * while a file runs alone when it starts processes or servers (weight above), changes process-wide
+ * state (the environment, a global OpenTelemetry provider, process handlers, the working folder, mock
+ * timers), uses DBOS (one per process), measures time closely, or says so with the comment
+ * `agentloop-test: own process`.
+ */
+const OWN_PROCESS =
+  /agentloop-test: own process|process\.env\.[A-Za-z_]+ =|process\.env\[[^\]]+\] =|Object\.assign\(process\.env|setGlobal|registerGlobal|\.register\(|mock\.timers|process\.on\(|process\.once\(|process\.chdir|process\.exitCode|@dbos-inc|durable/;
+const GROUPS = 6;
+
+/** Splits the files into those that run alone and groups (each a list of files) of similar size. */
+function grouped(files) {
+  const alone = [];
+  const groupable = [];
+  for (const file of files) {
+    const source = readFileSync(file, "utf8");
+    if (weightOf(file) > 0 || OWN_PROCESS.test(source) || file.includes("durable")) alone.push(file);
+    else groupable.push({ file, size: source.length });
+  }
+  if (groupable.length < 4) return { alone: files, groups: [] };
+  const groups = Array.from({ length: Math.min(GROUPS, Math.ceil(groupable.length / 4)) }, () => ({ files: [], size: 0 }));
+  // The largest file first into the smallest group: groups of about equal length.
+  for (const { file, size } of groupable.sort((a, b) => b.size - a.size)) {
+    const smallest = groups.reduce((a, b) => (b.size < a.size ? b : a));
+    smallest.files.push(file);
+    smallest.size += size;
+  }
+  return { alone, groups: groups.map((group) => group.files.sort()) };
+}
+
+/** Writes one entry per group (importing its files) into `dir`; returns their paths. */
+function writeGroupEntries(groups, dir) {
+  mkdirSync(dir, { recursive: true });
+  return groups.map((files, index) => {
+    const entry = join(dir, `group-${index + 1}.test.ts`);
+    const imports = files.map((file) => `import ${JSON.stringify(resolve(file))};`).join("\n");
+    writeFileSync(entry, `// The test files of group ${index + 1} (scripts/run-tests.mjs), in one process.\n${imports}\n`);
+    return entry;
+  });
 }
 
 const args = process.argv.slice(2);
 const withChecks = args.includes("--checks");
 const filters = args.filter((arg) => arg !== "--checks");
-const files = byWeight([...find("src"), ...find("test")].filter((file) => filters.length === 0 || filters.some((f) => file.includes(f))));
-if (files.length === 0) {
+const matched = [...find("src"), ...find("test")].filter((file) => filters.length === 0 || filters.some((f) => file.includes(f)));
+if (matched.length === 0) {
   console.error("no test files matched");
   process.exit(1);
 }
+// The files that start processes first, then the groups (each runs ~10 s), then the rest.
+const { alone, groups } = grouped(matched);
+const entriesDir = join(CACHE, `groups-${process.pid}-${Date.now()}`);
+const sorted = byWeight(alone);
+const heavy = sorted.filter((file) => weightOf(file) >= 3);
+const files = [...heavy, ...writeGroupEntries(groups, entriesDir), ...sorted.slice(heavy.length)];
+if (groups.length > 0) console.log(`# ${alone.length} test files in a process each, ${matched.length - alone.length} in ${groups.length} shared processes`);
 
 /** Runs a command; resolves with its exit status and (when `capture`) its output. */
 function run(command, commandArgs, options = {}) {
@@ -123,6 +178,7 @@ try {
   status = tests.status;
 } finally {
   if (built) rmSync(built.outdir, { recursive: true, force: true });
+  rmSync(entriesDir, { recursive: true, force: true });
 }
 for (const check of checks) {
   const { status: checkStatus, output } = await check.done;

@@ -1,7 +1,7 @@
 // A tool's `durationMs` measures the tool's own execution: the first wave of a process waits for
 // the JSON Schema validator (ajv is imported and the schema compiled on first use), and that wait is
 // not billed to the tools (issue 11: a trivial tool reported 140–2,670 ms). This file must be the
-// first in its process to validate a JSON Schema, which node:test's one process per file ensures.
+// first in its process to validate a JSON Schema (agentloop-test: own process).
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { Agent, defineTool, type Instrumentation, type LoopEvent, ScriptedModel } from "../../src/index.js";

@@ -1,6 +1,6 @@
 // The scripted model behind `agentloop serve` with DEBUG_MOCK_RESPONSES (and scenario 5 of the
 // benchmarks) paces its chunks against deadlines from the stream's start, like a real model's
-// token stream: a reader that falls behind does not push the later chunks back.
+// token stream: a reader that falls behind does not push the later chunks back. (agentloop-test: own process: timing)
 import assert from "node:assert/strict";
 import { setTimeout as sleep } from "node:timers/promises";
 import { test } from "node:test";
