@@ -111,4 +111,16 @@ test("an approval decided on another replica after the asking one was killed res
   assert.equal(done.status, "SUCCESS");
   assert.equal(done.executorId, `b-${tag}`);
   assert.equal(done.result?.state, "COMPLETED");
+
+  // `stream: false`: the completion of the leg after the decision; a rejected call never runs.
+  const second = await postChat(b.url, "pay 7", `${session}-2`);
+  const secondRun = second.headers.get("x-agentloop-run-id")!;
+  assert.ok((await readEvents(second)).complete);
+  const rejected = await post(b.url, "/v1/approvals", { session_id: `${session}-2`, decisions: { call_pay: { approve: false, reason: "too much" } }, stream: false });
+  assert.equal(rejected.status, 200);
+  assert.equal(rejected.headers.get("x-agentloop-run-id"), secondRun);
+  const completion = (await rejected.json()) as { choices: Array<{ message: { content: string }; finish_reason: string }> };
+  assert.equal(completion.choices[0]?.finish_reason, "stop");
+  assert.match(completion.choices[0]?.message.content ?? "", /^Done: .*too much/);
+  assert.deepEqual(paid(), [`${runId}:call_pay 42`]);
 });
