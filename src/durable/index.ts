@@ -136,9 +136,11 @@ export interface DurableAgent {
   /**
    * Decides the calls a run waits on (its `approval-request` events), from any process connected to
    * the same database: the run resumes where it runs (or, after a crash, where it is recovered).
-   * Calls of the wave left undecided are rejected.
+   * Calls of the wave left undecided are rejected. `checkpointId` (the INTERRUPTED result's
+   * checkpoint, see `approvalWait`) ties the decisions to that wait: a repeated send is one message,
+   * and a later wait of the run does not take them.
    */
-  decide(runId: string, decisions: Record<string, ApprovalDecision>): Promise<void>;
+  decide(runId: string, decisions: Record<string, ApprovalDecision>, options?: { checkpointId?: string }): Promise<void>;
   /** A run by id (started here or elsewhere). */
   retrieve(runId: string): DurableRun;
   /** What a run waiting for approvals waits at (undefined when it does not wait). */
@@ -226,6 +228,12 @@ let launched: { url: string; promise: Promise<void> } | undefined;
 const JOURNAL_KEY = "agentloop.journal";
 const PENDING_KEY = "agentloop.pending";
 const WAIT_KEY = "agentloop.approval-wait";
+
+/** The message `decide` sends; `checkpointId` (when known) names the wait it is for. */
+interface DecisionMessage {
+  decisions: Record<string, ApprovalDecision>;
+  checkpointId?: string;
+}
 
 /** What a run waiting for approvals tells (`approvalWait`): where its next leg starts, and the leg's result. */
 export interface ApprovalWait {
@@ -341,11 +349,22 @@ export function durableAgent(agent: Agent, options: DurableOptions): DurableAgen
   async function waitForDecisions(result: RunResult, resumeAt = 0, announced?: () => void): Promise<Record<string, ApprovalDecision>> {
     await closeModelCall(DBOS.workflowID);
     const pending = result.checkpoint!.pending;
+    // A checkpoint's id is new in each execution: the one announced first is recorded, for the
+    // decisions (which name it) to match in a recovered execution too.
+    const announcedId = await DBOS.runStep(async () => result.checkpoint!.id, { name: "checkpoint-id" });
     const timeoutSeconds = Math.ceil((config.approvalTimeoutMs ?? DEFAULT_APPROVAL_TIMEOUT_MS) / 1000);
     await DBOS.setEvent(WAIT_KEY, { resumeAt, result: storedResult(result) } satisfies ApprovalWait);
     await DBOS.setEvent(PENDING_KEY, pending.map((call) => ({ toolCallId: call.toolCallId, tool: call.toolName, arguments: call.arguments })));
     announced?.();
-    const decided = await DBOS.recv<Record<string, ApprovalDecision>>(APPROVALS_TOPIC, timeoutSeconds);
+    let decided: Record<string, ApprovalDecision> | undefined;
+    for (;;) {
+      const message = await DBOS.recv<DecisionMessage>(APPROVALS_TOPIC, timeoutSeconds);
+      if (!message) break;
+      // A decision sent for another checkpoint of the run (a repeated request) is not this one's.
+      if (message.checkpointId !== undefined && message.checkpointId !== announcedId) continue;
+      decided = message.decisions;
+      break;
+    }
     await DBOS.setEvent(PENDING_KEY, []);
     const decisions: Record<string, ApprovalDecision> = {};
     for (const call of pending) decisions[call.toolCallId] = decided?.[call.toolCallId] ?? { approve: false, reason: "no decision in time" };
@@ -479,10 +498,12 @@ export function durableAgent(agent: Agent, options: DurableOptions): DurableAgen
       if (!pending || pending.length === 0) return undefined;
       return (await DBOS.getEvent<ApprovalWait>(runId, WAIT_KEY, 0)) ?? undefined;
     },
-    async decide(runId, decisions) {
+    async decide(runId, decisions, { checkpointId } = {}) {
       ensureLaunched("decide");
       if (typeof decisions !== "object" || decisions === null) throw new TypeError("durable decide: decisions must be an object keyed by tool call id");
-      await DBOS.send(runId, decisions, APPROVALS_TOPIC);
+      // With the checkpoint named, the run takes it only for that wait, and a repeated send is one message.
+      const message: DecisionMessage = { decisions, ...(checkpointId ? { checkpointId } : {}) };
+      await DBOS.send(runId, message, APPROVALS_TOPIC, checkpointId ? `agentloop.decision.${checkpointId}` : undefined);
     },
     readJournal(runId, { after = 0 } = {}) {
       ensureLaunched("readJournal");

@@ -219,7 +219,7 @@ export class DurableRuns {
     }
     // Read from the leg's start before sending: nothing the resumed run writes is missed.
     const leg = durable.readJournal(runId, { after: wait.resumeAt });
-    await durable.decide(runId, decisions);
+    await durable.decide(runId, decisions, { checkpointId: checkpoint.id });
     this.log(`[${this.settings.name}] run ${runId} session ${sessionId}: decisions sent (${Object.keys(decisions).join(", ")})`);
     return { runId, leg, wait };
   }
