@@ -195,7 +195,17 @@ export function createMockHandler(options: MockProviderOptions): {
   }
 
   async function send(response: ServerResponse, prepared: PreparedResponse, script: Required<MockScript> | undefined): Promise<void> {
-    if (script && script.latencyMs > 0) await sleep(script.latencyMs);
+    if (script && script.latencyMs > 0) {
+      // A client that hangs up ends the wait (a pending timer would keep the process alive).
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, script.latencyMs);
+        response.once("close", () => {
+          clearTimeout(timer);
+          resolve();
+        });
+      });
+      if (response.destroyed) return;
+    }
     response.writeHead(prepared.status, prepared.headers);
     const last = prepared.writes.length - 1;
     for (let index = 0; index < last; index++) {

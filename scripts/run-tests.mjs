@@ -36,6 +36,11 @@ function find(dir, out = []) {
 const ROOT = resolve(".");
 const CACHE = resolve("node_modules/.cache/agentloop-test");
 
+/** Where a test file's bundle goes, below the run's `tests` folder: `<rank>/<path>` without the extension. */
+function outName(file, rank) {
+  return `${String(rank).padStart(3, "0")}/${relative(ROOT, file).replace(/\.ts$/, "")}`;
+}
+
 /** Compiles the CLI and the test files for this run; returns their paths, or undefined (with the reason printed) to use tsx. */
 async function compile(testFiles) {
   // Folders left by runs that were killed (a live run's folder is younger than a day).
@@ -52,13 +57,14 @@ async function compile(testFiles) {
     const started = performance.now();
     await Promise.all([
       build({ ...nodeBundleOptions, entryPoints: ["src/cli/main.ts"], outdir: join(outdir, "cli") }),
-      build({ ...nodeBundleOptions, entryPoints: testFiles, outdir: join(outdir, "tests"), outbase: ROOT, sourcemap: "linked" }),
+      // node --test runs its files in the order of their paths: a rank in front keeps ours.
+      build({ ...nodeBundleOptions, entryPoints: testFiles.map((file, rank) => ({ in: file, out: outName(file, rank) })), outdir: join(outdir, "tests"), sourcemap: "linked" }),
     ]);
     console.log(`# sources compiled with esbuild for this run (${Math.round(performance.now() - started)} ms): test files and CLI children run as plain node`);
     return {
       outdir,
       cli: join(outdir, "cli", "main.mjs"),
-      tests: testFiles.map((file) => join(outdir, "tests", relative(ROOT, file).replace(/\.ts$/, ".mjs"))),
+      tests: testFiles.map((file, rank) => join(outdir, "tests", `${outName(file, rank)}.mjs`)),
     };
   } catch (error) {
     rmSync(outdir, { recursive: true, force: true });
@@ -68,17 +74,25 @@ async function compile(testFiles) {
 }
 
 /**
- * Files that start child processes (the CLI, MCP servers, DBOS) run longest; they start first, so
- * the run does not end with one of them alone on the machine. The weight is how often a file starts
- * a process or a server, read from its source.
+ * The files run longest first (the longest-processing-time rule), so the run does not end with one
+ * long file alone on the machine. A file's length is its process's wall time in
+ * scripts/test-durations.txt (`AGENTLOOP_TEST_TIMES=scripts/test-durations.txt npm test` refreshes it,
+ * through scripts/record-duration.mjs); a file not listed there is guessed from how often it starts a
+ * process or a server.
  */
 const STARTS = /\b(?:spawnCli|runCli|cliArgs|tsChild|spawn|spawnSync|execFile|connectMcp|everythingStdio|startEverythingHttp|durableAgent|serve)\(/g;
 function weightOf(file) {
   return readFileSync(file, "utf8").match(STARTS)?.length ?? 0;
 }
-function byWeight(files) {
-  const weight = new Map(files.map((file) => [file, weightOf(file)]));
-  return [...files].sort((a, b) => weight.get(b) - weight.get(a));
+const recorded = new Map();
+try {
+  for (const line of readFileSync("scripts/test-durations.txt", "utf8").split("\n")) {
+    const [seconds, file] = line.split("\t");
+    if (file) recorded.set(file, Math.max(recorded.get(file) ?? 0, Number(seconds)));
+  }
+} catch {}
+function lengthOf(file) {
+  return recorded.get(relative(ROOT, file)) ?? 1 + 2 * weightOf(file);
 }
 
 /**
@@ -95,24 +109,25 @@ const OWN_PROCESS =
   /agentloop-test: own process|process\.env\.[A-Za-z_]+ =|process\.env\[[^\]]+\] =|Object\.assign\(process\.env|setGlobal|registerGlobal|\.register\(|mock\.timers|process\.on\(|process\.once\(|process\.chdir|process\.exitCode|@dbos-inc|durable/;
 const GROUPS = 6;
 
-/** Splits the files into those that run alone and groups (each a list of files) of similar size. */
+/** Splits the files into those that run alone and groups (each a list of files) of about equal length. */
 function grouped(files) {
   const alone = [];
   const groupable = [];
   for (const file of files) {
-    const source = readFileSync(file, "utf8");
-    if (weightOf(file) > 0 || OWN_PROCESS.test(source) || file.includes("durable")) alone.push(file);
-    else groupable.push({ file, size: source.length });
+    if (weightOf(file) > 0 || OWN_PROCESS.test(readFileSync(file, "utf8")) || file.includes("durable")) alone.push(file);
+    else groupable.push({ file, length: recorded.get(relative(ROOT, file)) ?? 1 });
   }
-  if (groupable.length < 4) return { alone: files, groups: [] };
-  const groups = Array.from({ length: Math.min(GROUPS, Math.ceil(groupable.length / 4)) }, () => ({ files: [], size: 0 }));
-  // The largest file first into the smallest group: groups of about equal length.
-  for (const { file, size } of groupable.sort((a, b) => b.size - a.size)) {
-    const smallest = groups.reduce((a, b) => (b.size < a.size ? b : a));
-    smallest.files.push(file);
-    smallest.size += size;
+  // AGENTLOOP_TEST_GROUPS=0: every file in its own process (to tell whether a failure comes from sharing one).
+  if (groupable.length < 4 || process.env.AGENTLOOP_TEST_GROUPS === "0") return { alone: files, groups: [] };
+  const groups = Array.from({ length: Math.min(GROUPS, Math.ceil(groupable.length / 4)) }, () => ({ files: [], length: 0 }));
+  // The longest file first into the shortest group.
+  for (const { file, length } of groupable.sort((a, b) => b.length - a.length)) {
+    const shortest = groups.reduce((a, b) => (b.length < a.length ? b : a));
+    shortest.files.push(file);
+    shortest.length += length;
   }
-  return { alone, groups: groups.map((group) => group.files.sort()) };
+  // A file alone pays ~1 s to start a process; in a group its tests take about half their time alone.
+  return { alone, groups: groups.map((group) => ({ files: group.files.sort(), length: group.length / 2 })) };
 }
 
 /** Writes one entry per group (importing its files) into `dir`; returns their paths. */
@@ -134,12 +149,14 @@ if (matched.length === 0) {
   console.error("no test files matched");
   process.exit(1);
 }
-// The files that start processes first, then the groups (each runs ~10 s), then the rest.
 const { alone, groups } = grouped(matched);
 const entriesDir = join(CACHE, `groups-${process.pid}-${Date.now()}`);
-const sorted = byWeight(alone);
-const heavy = sorted.filter((file) => weightOf(file) >= 3);
-const files = [...heavy, ...writeGroupEntries(groups, entriesDir), ...sorted.slice(heavy.length)];
+const files = [
+  ...alone.map((file) => ({ file, length: lengthOf(file) })),
+  ...writeGroupEntries(groups.map((group) => group.files), entriesDir).map((file, index) => ({ file, length: groups[index].length })),
+]
+  .sort((a, b) => b.length - a.length)
+  .map(({ file }) => file);
 if (groups.length > 0) console.log(`# ${alone.length} test files in a process each, ${matched.length - alone.length} in ${groups.length} shared processes`);
 
 /** Runs a command; resolves with its exit status and (when `capture`) its output. */
@@ -167,18 +184,35 @@ const built = process.env.AGENTLOOP_TEST_TSX === "1" ? undefined : await compile
 const env = { ...process.env };
 delete env.AGENTLOOP_TEST_CLI;
 if (built) env.AGENTLOOP_TEST_CLI = built.cli;
-// AGENTLOOP_TEST_TIMES=<file>: also write each file's time there (scripts/file-times-reporter.mjs).
-const reporters = process.env.AGENTLOOP_TEST_TIMES
-  ? ["--test-reporter=spec", "--test-reporter-destination=stdout", "--test-reporter=./scripts/file-times-reporter.mjs", `--test-reporter-destination=${process.env.AGENTLOOP_TEST_TIMES}`]
-  : [];
-const runner = built ? ["--enable-source-maps"] : ["--import", "tsx"];
+// AGENTLOOP_TEST_TIMES=<file>: also write each test process's wall time there, longest first
+// (scripts/record-duration.mjs; as scripts/test-durations.txt it orders the next runs).
+const times = process.env.AGENTLOOP_TEST_TIMES ? resolve(process.env.AGENTLOOP_TEST_TIMES) : undefined;
+let previousTimes = "";
+if (times) {
+  try {
+    previousTimes = readFileSync(times, "utf8");
+  } catch {}
+  writeFileSync(times, "");
+  env.AGENTLOOP_TEST_TIMES = times;
+}
+const runner = [...(built ? ["--enable-source-maps"] : ["--import", "tsx"]), ...(times ? ["--import", "./scripts/record-duration.mjs"] : [])];
 let status = 1;
 try {
-  const tests = await run(process.execPath, [...runner, "--test", "--test-concurrency=4", "--test-timeout=300000", ...reporters, ...(built?.tests ?? files)], { env });
+  const tests = await run(process.execPath, [...runner, "--test", "--test-concurrency=4", "--test-timeout=300000", ...(built?.tests ?? files)], { env });
   status = tests.status;
 } finally {
   if (built) rmSync(built.outdir, { recursive: true, force: true });
   rmSync(entriesDir, { recursive: true, force: true });
+}
+if (times) {
+  // This run's times, and the earlier ones of files it did not run alone (a group's files, filtered out).
+  const rows = new Map();
+  for (const line of `${previousTimes}\n${readFileSync(times, "utf8")}`.split("\n")) {
+    const [seconds, file] = line.split("\t");
+    if (file) rows.set(file, seconds);
+  }
+  const sorted = [...rows].sort((a, b) => Number(b[1]) - Number(a[1]));
+  writeFileSync(times, sorted.map(([file, seconds]) => `${seconds}\t${file}\n`).join(""));
 }
 for (const check of checks) {
   const { status: checkStatus, output } = await check.done;
