@@ -40,6 +40,8 @@ const AGENTLOOP_EMBEDDED = "agentloop serve, embedded memory (the default store)
 const AGENTLOOP_POSTGRES = "agentloop serve, PostgreSQL memory";
 /** Only when `BENCH_SERVERS` names it (`in-commit`): the embedded store with SQLite's own checkpoints, inside COMMIT. */
 const AGENTLOOP_EMBEDDED_IN_COMMIT = "agentloop serve, SQLite file, checkpoints in-commit";
+/** Only when `BENCH_SERVERS` names it (`on-thread`): the embedded store writing its group commits on the JavaScript thread. */
+const AGENTLOOP_EMBEDDED_ON_THREAD = "agentloop serve, SQLite file, writes on-thread";
 const TARGET_RSS_MB = 150;
 /** The PostgreSQL of the postgres variant (`AGENTLOOP_TEST_PG_URL`); without it the variant is skipped. */
 const POSTGRES_URL = process.env.AGENTLOOP_TEST_PG_URL;
@@ -48,11 +50,12 @@ async function spawnServer(name: string, chunkDelayMs: number): Promise<ServerPr
   const env: Record<string, string> = { BENCH_CHUNK_DELAY_MS: String(chunkDelayMs) };
   let directory: string | undefined;
   if (name === AGENTLOOP_NO_MEMORY) env.BENCH_SERVER_MEMORY = "off";
-  if (name === AGENTLOOP_EMBEDDED || name === AGENTLOOP_EMBEDDED_IN_COMMIT) {
+  if (name === AGENTLOOP_EMBEDDED || name === AGENTLOOP_EMBEDDED_IN_COMMIT || name === AGENTLOOP_EMBEDDED_ON_THREAD) {
     directory = mkdtempSync(join(tmpdir(), "agentloop-bench-server-"));
     // A new folder: the store's file (memory.db) is created there, as `agentloop serve` does in a new project.
     Object.assign(env, { BENCH_SERVER_MEMORY: "embedded", BENCH_SERVER_MEMORY_PATH: directory });
     if (name === AGENTLOOP_EMBEDDED_IN_COMMIT) env.BENCH_SERVER_CHECKPOINTS = "in-commit";
+    if (name === AGENTLOOP_EMBEDDED_ON_THREAD) env.BENCH_SERVER_WRITES = "on-thread";
   }
   let schema: string | undefined;
   if (name === AGENTLOOP_POSTGRES) {
@@ -76,7 +79,8 @@ async function spawnServer(name: string, chunkDelayMs: number): Promise<ServerPr
  * The servers to measure: all, or the floor, agentloop serve and those whose names contain one of
  * the comma-separated words of `BENCH_SERVERS` (`BENCH_SERVERS=off` adds "memory off"; `none`
  * only the two), for quicker runs while working on one of them. `in-commit` adds the embedded
- * store with SQLite's own WAL checkpoints (never in a full run).
+ * store with SQLite's own WAL checkpoints, `on-thread` the embedded store writing on the
+ * JavaScript thread (never in a full run).
  */
 async function dropSchema(schema: string): Promise<void> {
   const { default: pg } = await import("pg");
@@ -94,7 +98,7 @@ function serverNames(): string[] {
   const filter = process.env.BENCH_SERVERS;
   if (!filter) return all;
   const words = filter.split(",").map((word) => word.trim()).filter((word) => word !== "");
-  return [...all, AGENTLOOP_EMBEDDED_IN_COMMIT].filter((name) => name === FLOOR || name === AGENTLOOP || words.some((word) => name.includes(word)));
+  return [...all, AGENTLOOP_EMBEDDED_IN_COMMIT, AGENTLOOP_EMBEDDED_ON_THREAD].filter((name) => name === FLOOR || name === AGENTLOOP || words.some((word) => name.includes(word)));
 }
 
 const CHAT_BODY = JSON.stringify({ model: "bench", stream: true, messages: [{ role: "user", content: "Is anything free next weekend?" }] });

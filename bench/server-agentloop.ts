@@ -4,14 +4,22 @@
 // `embedded` in BENCH_SERVER_MEMORY_PATH; `postgres` on BENCH_SERVER_POSTGRES_URL/_SCHEMA).
 // BENCH_SERVER_CHECKPOINTS=in-commit: the embedded store with SQLite's own WAL checkpoints, inside
 // COMMIT on the server's thread (`backgroundCheckpoints: false`), to compare with the default.
+// BENCH_SERVER_WRITES=on-thread: the embedded store writing its group commits on the JavaScript
+// thread (`writesOffThread: false`), as before session 7.
 import { ScriptedModel } from "../src/model/scripted.js";
 import { startAgentServer } from "../src/server/index.js";
 import { SERVER_ANSWER, announce, chunkDelayMs } from "./server-answer.js";
 
 const inCommit = process.env.BENCH_SERVER_CHECKPOINTS === "in-commit";
-const memory = inCommit
-  ? await (await import("../src/memory/embedded.js")).openEmbeddedStore({ path: `${process.env.BENCH_SERVER_MEMORY_PATH}/`, backgroundCheckpoints: false })
-  : undefined;
+const onThread = process.env.BENCH_SERVER_WRITES === "on-thread";
+const memory =
+  inCommit || onThread
+    ? await (await import("../src/memory/embedded.js")).openEmbeddedStore({
+        path: `${process.env.BENCH_SERVER_MEMORY_PATH}/`,
+        ...(inCommit ? { backgroundCheckpoints: false } : {}),
+        ...(onThread ? { writesOffThread: false } : {}),
+      })
+    : undefined;
 const server = await startAgentServer({
   host: "127.0.0.1",
   port: 0,

@@ -4,9 +4,10 @@
  * many processes read it while one at a time writes (a server, `agentloop run --session` and
  * `agentloop events` on the same file at once).
  *
- * Statements run synchronously on the calling thread: a write transaction of a few events takes
- * tens of microseconds, far less than a promise hop to a worker would. Appends are grouped: every
- * append made in one turn of the event loop is written in the next, in one transaction.
+ * Appends are grouped: every append made in one turn of the event loop is written in the next, in
+ * one transaction, on a second connection (`libsql/promise`) whose statements run on the driver's
+ * threads, so SQLite's work on a commit never holds the event loop (see `writesOffThread`). Reads
+ * run synchronously on the calling thread (tens of microseconds; WAL readers never wait).
  */
 import { existsSync, mkdirSync, statSync } from "node:fs";
 import { createRequire } from "node:module";
@@ -67,6 +68,14 @@ export interface EmbeddedStoreOptions extends MemoryLimits {
    */
   groupCommit?: boolean;
   /**
+   * With group commit, where the groups are written. `true` (default): on a second connection
+   * through `libsql/promise`, whose statements run on the driver's threads, so a commit never
+   * holds the event loop (every stream a server holds) while SQLite writes; the JavaScript thread
+   * only builds each group's few statements. `false`: on the JavaScript thread, synchronously.
+   * Reads stay on the JavaScript thread either way (WAL: they never wait for the writer).
+   */
+  writesOffThread?: boolean;
+  /**
    * WAL checkpoints (copying the log into the database file, with an fsync of each). `true`
    * (default): on a second connection whose statements run off the JavaScript thread, a little
    * after commits; when the log reaches `truncatePages` pages (default 4096, 16 MB) this process's
@@ -88,6 +97,32 @@ interface Database {
   close(): void;
 }
 type DatabaseConstructor = new (path: string, options?: { timeout?: number }) => Database;
+/** The part of `libsql/promise` the writer connection uses: statements run on the driver's threads. */
+interface AsyncStatement {
+  iterate(params: unknown[]): Promise<Iterable<unknown>>;
+  raw(toggle?: boolean): AsyncStatement;
+}
+interface AsyncDatabase {
+  exec(sql: string): Promise<unknown>;
+  prepare(sql: string): Promise<AsyncStatement>;
+  close(): void;
+}
+type AsyncDatabaseConstructor = new (path: string, options?: { timeout?: number }) => AsyncDatabase;
+
+/**
+ * One step of a write transaction, run on either connection: a read (a statement with `params`,
+ * returning rows as arrays), or statements that return nothing, with their values written in as
+ * literals (`sqlText`), so consecutive ones go to the driver in one `exec`.
+ */
+interface SqlStep {
+  sql: string;
+  params?: unknown[];
+}
+
+/** A SQL string literal. */
+function sqlText(text: string): string {
+  return `'${text.replaceAll("'", "''")}'`;
+}
 
 let driver: DatabaseConstructor | undefined;
 function loadDriver(): DatabaseConstructor {
@@ -190,6 +225,30 @@ interface PendingAppend {
   reject(error: unknown): void;
 }
 
+interface PendingLock {
+  sessionId: string;
+  token: string;
+  resolve(taken: boolean): void;
+  reject(error: unknown): void;
+}
+
+interface PendingRelease {
+  sessionId: string;
+  token: string;
+  resolve(): void;
+  reject(error: unknown): void;
+}
+
+/** What one group transaction writes. */
+interface Group {
+  appends: PendingAppend[];
+  locks: PendingLock[];
+  releases: PendingRelease[];
+}
+
+/** Each append's stored events, and whether each lock attempt took its lock. */
+type GroupResult = [MemoryEvent[][], boolean[]];
+
 type EventRow = [string, string, number, string, string, string, string, string];
 type SessionRow = [string, string, string, number, string, number];
 
@@ -237,9 +296,12 @@ export class EmbeddedMemoryStore implements MemoryStore {
   private readonly statements = new Map<string, Statement>();
   private readonly groupCommit: boolean;
   private pending: PendingAppend[] = [];
-  private pendingLocks: Array<{ sessionId: string; token: string; resolve(taken: boolean): void; reject(error: unknown): void }> = [];
-  private pendingReleases: Array<{ sessionId: string; token: string; resolve(): void; reject(error: unknown): void }> = [];
+  private pendingLocks: PendingLock[] = [];
+  private pendingReleases: PendingRelease[] = [];
   private scheduled: NodeJS.Immediate | undefined;
+  /** Set while a group is being written by the writer connection. */
+  private writing: Promise<void> | undefined;
+  private readonly writerStatements = new Map<string, Promise<AsyncStatement>>();
   private closed = false;
   private closing: Promise<void> | undefined;
   private flushWaitsForHold = false;
@@ -255,6 +317,8 @@ export class EmbeddedMemoryStore implements MemoryStore {
     groupCommit: boolean,
     /** Background checkpoints (none: SQLite's own, in `COMMIT`). */
     private readonly checkpointer?: WalCheckpointer,
+    /** The connection group commits are written on, off the JavaScript thread (none: on `db`, on this thread). */
+    private readonly writer?: AsyncDatabase,
   ) {
     this.path = path;
     this.limits = limits;
@@ -265,7 +329,7 @@ export class EmbeddedMemoryStore implements MemoryStore {
     this.check();
     const id = checkSessionId(sessionId ?? newSessionId());
     const metadataJson = JSON.stringify(jsonCopy(metadata, "session metadata"));
-    if (this.checkpointer?.hold) await this.untilWritable();
+    if (this.busy) await this.untilWritable();
     this.flushPending();
     this.guard(() =>
       this.write(() => {
@@ -293,7 +357,7 @@ export class EmbeddedMemoryStore implements MemoryStore {
   async getSession(sessionId: string): Promise<SessionInfo | undefined> {
     this.check();
     checkSessionId(sessionId);
-    if (this.checkpointer?.hold) await this.untilWritable();
+    if (this.busy) await this.untilWritable();
     this.flushPending();
     return this.guard(() => {
       const rows = this.query(
@@ -319,15 +383,176 @@ export class EmbeddedMemoryStore implements MemoryStore {
   /** Queues work for the next group transaction (after this turn of the event loop, or now without group commit). */
   private schedule(): void {
     if (!this.groupCommit) this.flushPending();
-    else this.scheduled ??= setImmediate(() => this.flushPending());
+    else this.scheduled ??= setImmediate(() => this.startGroups());
+  }
+
+  /** Whether a read or a write on this thread must wait: a group is being written off the thread, or the log is being emptied. */
+  private get busy(): boolean {
+    return this.writing !== undefined || this.checkpointer?.hold !== undefined;
   }
 
   /**
-   * Writes every pending append, lock release and lock attempt in one transaction, then settles
-   * each one's promise: releases first (a session released and taken again in one turn changes
-   * hands), then the appends in arrival order, then the lock attempts. The events were validated
-   * and serialized before they were queued, so what can still fail is the database itself (busy
-   * past the timeout, disk full, I/O): then the whole group fails, none of it written.
+   * Group commit off the JavaScript thread: the pending work is written by the writer connection
+   * (`libsql/promise`, whose statements run on the driver's threads), one group after the other;
+   * what arrives while a group is written forms the next. Without that connection, on this thread.
+   */
+  private startGroups(): void {
+    this.scheduled = undefined;
+    if (this.writer) this.writing ??= this.drainGroups();
+    else this.flushPending();
+  }
+
+  private async drainGroups(): Promise<void> {
+    try {
+      for (;;) {
+        await this.untilCheckpointed();
+        if (this.pending.length === 0 && this.pendingLocks.length === 0 && this.pendingReleases.length === 0) return;
+        const group = this.takeGroup();
+        let result: GroupResult;
+        try {
+          result = await this.writeGroupOffThread(group);
+        } catch (error) {
+          this.failGroup(group, error);
+          continue;
+        }
+        this.checkpointer?.noteCommit();
+        this.settleGroup(group, result);
+      }
+    } finally {
+      this.writing = undefined;
+    }
+  }
+
+  /**
+   * One group in one transaction on the writer connection, in as few calls as its statements
+   * allow (each call is a trip to the driver's thread and back): the writes before the group's
+   * read go with `BEGIN` in one `exec`, the read is one statement, the writes after it go with
+   * `COMMIT` in another `exec`. Rolled back whole when a statement fails.
+   */
+  private async writeGroupOffThread(group: Group): Promise<GroupResult> {
+    const writer = this.writer!;
+    const oneCall = this.oneCallGroup(group);
+    if (oneCall) {
+      try {
+        await writer.exec(oneCall.script);
+        return oneCall.result;
+      } catch (error) {
+        await writer.exec("ROLLBACK").catch(() => {});
+        if (!/agentloop_guard/.test(String((error as Error)?.message))) throw error;
+        // Another process wrote these sessions or locks since the read: the group goes the longer way.
+      }
+    }
+    let script = "BEGIN IMMEDIATE;";
+    let begun = false;
+    try {
+      const steps = this.groupSteps(group);
+      let step = steps.next();
+      while (!step.done) {
+        const { sql, params } = step.value;
+        if (!params) {
+          script += sql;
+          step = steps.next([]);
+          continue;
+        }
+        await writer.exec(script);
+        begun = true;
+        script = "";
+        const rows: unknown[][] = [];
+        for (const row of await (await this.writerStatement(sql)).iterate(params)) rows.push(row as unknown[]);
+        step = steps.next(rows);
+      }
+      begun = true;
+      await writer.exec(`${script}COMMIT;`);
+      return step.value;
+    } catch (error) {
+      if (begun) await writer.exec("ROLLBACK").catch(() => {});
+      throw error;
+    }
+  }
+
+  /**
+   * The whole group in one call to the writer's thread: its read (the sessions' last seqs, the
+   * holders of the locks asked for) made first, here, on this thread's connection (an indexed
+   * lookup per session, outside any transaction), and checked again inside the transaction by a
+   * guard statement that fails (rolling it all back) if another process changed any of it in
+   * between; the group then goes the three-call way. Undefined when a lock is asked for a session
+   * the same group releases (the read would see the lock before its release).
+   */
+  private oneCallGroup(group: Group): { script: string; result: GroupResult } | undefined {
+    const released = new Set(group.releases.map((release) => release.sessionId));
+    if (group.locks.some((attempt) => released.has(attempt.sessionId))) return undefined;
+    const counts = new Map<string, number>();
+    for (const member of group.appends) counts.set(member.sessionId, (counts.get(member.sessionId) ?? 0) + member.events.length);
+    let script = "";
+    let guard = "";
+    const steps = this.groupSteps(group);
+    let step = steps.next();
+    while (!step.done) {
+      const { sql, params } = step.value;
+      if (!params) {
+        script += sql;
+        step = steps.next([]);
+        continue;
+      }
+      const seen = this.query(sql, params) as Array<[number, string, number, string | null]>;
+      const lastSeqs = new Map<string, number>();
+      const holders: Array<[string, number, string]> = [];
+      for (const [kind, sessionId, value, host] of seen) {
+        if (Number(kind) === 1) holders.push([sessionId, Number(value), String(host)]);
+        else lastSeqs.set(sessionId, Number(value));
+      }
+      const expected = [...counts.keys()].map((sessionId) => [sessionId, lastSeqs.get(sessionId) ?? 0] as const);
+      guard = `INSERT INTO temp.agentloop_guard (ok) SELECT
+          (SELECT count(*) FROM json_each(${sqlText(JSON.stringify(expected))}) AS j LEFT JOIN agentloop_sessions s ON s.session_id = j.value ->> 0
+            WHERE coalesce(s.last_seq, 0) <> j.value ->> 1) = 0
+          AND (SELECT count(*) FROM agentloop_session_locks WHERE session_id IN (SELECT value FROM json_each(${sqlText(JSON.stringify(group.locks.map((attempt) => attempt.sessionId)))}))) = ${holders.length}
+          AND (SELECT count(*) FROM agentloop_session_locks l JOIN json_each(${sqlText(JSON.stringify(holders))}) AS j
+            ON l.session_id = j.value ->> 0 AND l.owner_pid = j.value ->> 1 AND l.owner_host = j.value ->> 2) = ${holders.length};
+        DELETE FROM temp.agentloop_guard;`;
+      // What the read inside the transaction would answer once the upsert ran.
+      const after: unknown[][] = expected.map(([sessionId, last]) => [0, sessionId, last + counts.get(sessionId)!, null]);
+      for (const [sessionId, pid, host] of holders) after.push([1, sessionId, pid, host]);
+      step = steps.next(after);
+    }
+    return { script: `BEGIN IMMEDIATE;${guard}${script}COMMIT;`, result: step.value };
+  }
+
+  private writerStatement(sql: string): Promise<AsyncStatement> {
+    let statement = this.writerStatements.get(sql);
+    if (!statement) {
+      statement = this.writer!.prepare(sql).then((prepared) => prepared.raw(true));
+      statement.catch(() => this.writerStatements.delete(sql));
+      this.writerStatements.set(sql, statement);
+    }
+    return statement;
+  }
+
+  private takeGroup(): Group {
+    const group: Group = { appends: this.pending, locks: this.pendingLocks, releases: this.pendingReleases };
+    this.pending = [];
+    this.pendingLocks = [];
+    this.pendingReleases = [];
+    return group;
+  }
+
+  /** What can fail is the database itself (busy past the timeout, disk full, I/O): every member of the group is told, none of it was written. */
+  private failGroup(group: Group, error: unknown): void {
+    const failure = this.describe(error);
+    for (const member of group.appends) member.reject(failure);
+    for (const attempt of group.locks) attempt.reject(failure);
+    for (const release of group.releases) release.reject(failure);
+  }
+
+  private settleGroup(group: Group, [stored, taken]: GroupResult): void {
+    for (const release of group.releases) release.resolve();
+    for (const [index, member] of group.appends.entries()) member.resolve(stored[index]);
+    for (const [index, attempt] of group.locks.entries()) attempt.resolve(taken[index]);
+  }
+
+  /**
+   * Writes every pending append, lock release and lock attempt in one transaction on this thread,
+   * then settles each one's promise (the path without the writer connection, and for reads and
+   * `close`, which come here only once no group is being written off the thread).
    */
   private flushPending(): void {
     if (this.scheduled) {
@@ -335,103 +560,89 @@ export class EmbeddedMemoryStore implements MemoryStore {
       this.scheduled = undefined;
     }
     if (this.pending.length === 0 && this.pendingLocks.length === 0 && this.pendingReleases.length === 0) return;
-    if (this.checkpointer?.hold) {
-      // The log is being emptied: nothing touches the file until then (a write would wait for
-      // the checkpoint's lock on this thread). The group is written once it is done.
+    if (this.busy) {
+      // A group is being written, or the log emptied: nothing touches the file on this thread until
+      // then (a write would wait for its lock here, blocking the thread that must finish it).
       if (!this.flushWaitsForHold) {
         this.flushWaitsForHold = true;
         void this.untilWritable().then(() => {
           this.flushWaitsForHold = false;
-          this.flushPending();
+          if (this.writer && !this.closed) this.startGroups();
+          else this.flushPending();
         });
       }
       return;
     }
-    const group = this.pending;
-    const locks = this.pendingLocks;
-    const releases = this.pendingReleases;
-    this.pending = [];
-    this.pendingLocks = [];
-    this.pendingReleases = [];
-    let stored: MemoryEvent[][];
-    let taken: boolean[];
+    const group = this.takeGroup();
+    let result: GroupResult;
     try {
-      [stored, taken] = this.write(() => {
-        this.maybePrune();
-        for (const release of releases) this.statement("DELETE FROM agentloop_session_locks WHERE session_id = ? AND token = ?").run([release.sessionId, release.token]);
-        const { stored: written, inserted } = this.writeAppends(group);
-        // A new session may push the count over maxSessions; never evict the group's last session.
-        if (inserted) this.evict(group[group.length - 1].sessionId);
-        return [written, locks.map((attempt) => this.tryLock(attempt.sessionId, attempt.token))] as const;
-      });
+      result = this.write(() => this.runSync(this.groupSteps(group)));
     } catch (error) {
-      const failure = this.describe(error);
-      for (const member of group) member.reject(failure);
-      for (const attempt of locks) attempt.reject(failure);
-      for (const release of releases) release.reject(failure);
+      this.failGroup(group, error);
       return;
     }
-    for (const release of releases) release.resolve();
-    for (const [index, member] of group.entries()) member.resolve(stored[index]);
-    for (const [index, attempt] of locks.entries()) attempt.resolve(taken[index]);
-  }
-
-  /** Inside a write transaction: takes the session's lock row when it is free or its holder's process is gone. */
-  private tryLock(sessionId: string, token: string): boolean {
-    const holder = this.query("SELECT owner_pid, owner_host FROM agentloop_session_locks WHERE session_id = ?", [sessionId]) as Array<[number, string]>;
-    if (holder.length > 0) {
-      const [pid, ownerHost] = holder[0];
-      const stale = ownerHost === thisHost && Number(pid) !== process.pid && !processIsAlive(Number(pid));
-      if (!stale) return false;
-    }
-    this.statement("INSERT OR REPLACE INTO agentloop_session_locks (session_id, owner_pid, owner_host, token) VALUES (?, ?, ?, ?)").run([
-      sessionId,
-      process.pid,
-      thisHost,
-      token,
-    ]);
-    return true;
+    this.settleGroup(group, result);
   }
 
   /**
-   * The appends of a group inside its transaction: one upsert per session (however many appends
-   * it has in the group), then the events in arrival order (their rowids follow it), then the
-   * events each session's limit trims. `inserted`: a session may be new.
+   * The statements of one group transaction, for either connection: releases first (a session
+   * released and taken again in one group changes hands), then the appends in arrival order (one
+   * upsert of every session, one insert of every event), then the lock attempts. Each statement
+   * carries the whole group as one JSON parameter: a few statements per group, however large.
    */
-  private writeAppends(group: readonly PendingAppend[]): { stored: MemoryEvent[][]; inserted: boolean } {
+  private *groupSteps(group: Group): Generator<SqlStep, GroupResult, unknown[][]> {
+    if (this.limits.retentionMs !== undefined && Date.now() - this.lastPrune >= PRUNE_INTERVAL_MS) yield* this.pruneSteps();
+    const { appends, locks, releases } = group;
+    if (releases.length > 0) {
+      const pairs = sqlText(JSON.stringify(releases.map((release) => [release.sessionId, release.token])));
+      yield { sql: `DELETE FROM agentloop_session_locks WHERE (session_id, token) IN (SELECT value ->> 0, value ->> 1 FROM json_each(${pairs}));` };
+    }
     // Per session: its events in the group and the index of its last append (sessions are updated
     // in that order, so "least recently updated" follows the appends).
     const sessions = new Map<string, { count: number; last: number; nextSeq: number; newLast: number }>();
-    group.forEach((member, index) => {
+    appends.forEach((member, index) => {
       const entry = sessions.get(member.sessionId);
       if (entry) {
         entry.count += member.events.length;
         entry.last = index;
       } else sessions.set(member.sessionId, { count: member.events.length, last: index, nextSeq: 0, newLast: 0 });
     });
-    const now = Date.now();
-    const upsert = this.statement(
-      `INSERT INTO agentloop_sessions (session_id, created_at, updated_at, updated_ms, activity, last_seq, metadata)
-       VALUES (?1, ?2, ?2, ?3, (SELECT coalesce(max(activity), 0) + 1 FROM agentloop_sessions), ?4, '{}')
-       ON CONFLICT (session_id) DO UPDATE SET last_seq = last_seq + ?4, updated_at = ?2, updated_ms = ?3,
-         activity = (SELECT coalesce(max(activity), 0) + 1 FROM agentloop_sessions)
-       RETURNING last_seq`,
-      true,
-    );
+    if (sessions.size > 0) {
+      const now = Date.now();
+      const ordered = sessions.size === 1 ? [...sessions] : [...sessions].sort((a, b) => a[1].last - b[1].last);
+      // One upsert of every session; each one's activity is the next value in that order.
+      yield {
+        sql: `WITH base AS MATERIALIZED (SELECT coalesce(max(activity), 0) AS activity FROM agentloop_sessions)
+          INSERT INTO agentloop_sessions (session_id, created_at, updated_at, updated_ms, activity, last_seq, metadata)
+          SELECT j.value ->> 0, ${sqlText(isoOf(now))}, ${sqlText(isoOf(now))}, ${now}, base.activity + j.key + 1, j.value ->> 1, '{}'
+          FROM json_each(${sqlText(JSON.stringify(ordered.map(([sessionId, entry]) => [sessionId, entry.count])))}) AS j, base WHERE true
+          ON CONFLICT (session_id) DO UPDATE SET last_seq = last_seq + excluded.last_seq, updated_at = excluded.updated_at,
+            updated_ms = excluded.updated_ms, activity = excluded.activity;`,
+      };
+    }
+    // One read: the sessions' new last seqs and the holders of the locks asked for.
+    const read = yield {
+      sql: `SELECT 0, session_id, last_seq, NULL FROM agentloop_sessions WHERE session_id IN (SELECT value FROM json_each(?1))
+        UNION ALL SELECT 1, session_id, owner_pid, owner_host FROM agentloop_session_locks WHERE session_id IN (SELECT value FROM json_each(?2))`,
+      params: [JSON.stringify([...sessions.keys()]), JSON.stringify(locks.map((attempt) => attempt.sessionId))],
+    };
+    const holders = new Map<string, [number, string]>();
     let inserted = false;
-    const ordered = sessions.size === 1 ? [...sessions] : [...sessions].sort((a, b) => a[1].last - b[1].last);
-    for (const [sessionId, entry] of ordered) {
-      const newLast = Number((upsert.all([sessionId, isoOf(now), now, entry.count]) as unknown[][])[0][0]);
+    for (const [kind, sessionId, value, host] of read as Array<[number, string, number, string | null]>) {
+      if (Number(kind) === 1) {
+        holders.set(sessionId, [Number(value), String(host)]);
+        continue;
+      }
+      const entry = sessions.get(sessionId)!;
+      const newLast = Number(value);
       // The session's first events: it may be new (or made empty by createSession; evicting checks the count anyway).
       if (newLast === entry.count) inserted = true;
       entry.newLast = newLast;
       entry.nextSeq = newLast - entry.count + 1;
     }
     const max = this.limits.maxEventsPerSession;
-    const insert = this.statement(
-      "INSERT INTO agentloop_events (session_id, seq, event_id, timestamp, timestamp_ms, event_type, content, metadata) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-    );
-    const stored = group.map((member) => {
+    const rows: unknown[] = [];
+    const stored = appends.map((member) => {
       const entry = sessions.get(member.sessionId)!;
       const events: MemoryEvent[] = new Array(member.events.length);
       for (let index = 0; index < member.events.length; index++) {
@@ -440,7 +651,7 @@ export class EmbeddedMemoryStore implements MemoryStore {
         events[index] = { ...event, seq };
         // Events the session's limit would trim at once are not written.
         if (entry.newLast - seq >= max) continue;
-        insert.run([
+        rows.push([
           member.sessionId,
           seq,
           event.event_id,
@@ -453,10 +664,36 @@ export class EmbeddedMemoryStore implements MemoryStore {
       }
       return events;
     });
-    for (const [sessionId, { newLast }] of sessions) {
-      if (newLast > max) this.statement("DELETE FROM agentloop_events WHERE session_id = ? AND seq <= ?").run([sessionId, newLast - max]);
+    if (rows.length > 0) {
+      // Every event in arrival order (their rowids follow it).
+      yield {
+        sql: `INSERT INTO agentloop_events (session_id, seq, event_id, timestamp, timestamp_ms, event_type, content, metadata)
+          SELECT value ->> 0, value ->> 1, value ->> 2, value ->> 3, value ->> 4, value ->> 5, value ->> 6, value ->> 7 FROM json_each(${sqlText(JSON.stringify(rows))}) ORDER BY key;`,
+      };
     }
-    return { stored, inserted };
+    for (const [sessionId, { newLast }] of sessions) {
+      if (newLast > max) yield { sql: `DELETE FROM agentloop_events WHERE session_id = ${sqlText(sessionId)} AND seq <= ${newLast - max};` };
+    }
+    // A new session may push the count over maxSessions; never evict the group's last session.
+    if (inserted) yield this.evictStep(appends[appends.length - 1].sessionId);
+    const taken: boolean[] = [];
+    const lockRows: Array<[string, number, string, string]> = [];
+    for (const attempt of locks) {
+      const holder = holders.get(attempt.sessionId);
+      // Free, or held by a process of this host that is gone (killed): taken.
+      const free = !holder || (holder[1] === thisHost && holder[0] !== process.pid && !processIsAlive(holder[0]));
+      taken.push(free);
+      if (!free) continue;
+      holders.set(attempt.sessionId, [process.pid, thisHost]);
+      lockRows.push([attempt.sessionId, process.pid, thisHost, attempt.token]);
+    }
+    if (lockRows.length > 0) {
+      yield {
+        sql: `INSERT OR REPLACE INTO agentloop_session_locks (session_id, owner_pid, owner_host, token)
+          SELECT value ->> 0, value ->> 1, value ->> 2, value ->> 3 FROM json_each(${sqlText(JSON.stringify(lockRows))});`,
+      };
+    }
+    return [stored, taken];
   }
 
   async events(sessionId: string, query: EventQuery = {}): Promise<MemoryEvent[]> {
@@ -465,7 +702,7 @@ export class EmbeddedMemoryStore implements MemoryStore {
     const limit = checkLimit(query.limit);
     const afterSeq = checkAfterSeq(query.afterSeq);
     const types = query.types ? JSON.stringify([...query.types]) : null;
-    if (this.checkpointer?.hold) await this.untilWritable();
+    if (this.busy) await this.untilWritable();
     this.flushPending();
     return this.guard(() => {
       const where = `e.session_id = ?1 AND e.timestamp_ms >= ?2 AND e.seq > ?3
@@ -484,7 +721,7 @@ export class EmbeddedMemoryStore implements MemoryStore {
     this.check();
     const limit = checkLimit(query.limit) ?? 100;
     const types = query.types ? JSON.stringify([...query.types]) : null;
-    if (this.checkpointer?.hold) await this.untilWritable();
+    if (this.busy) await this.untilWritable();
     this.flushPending();
     return this.guard(() => {
       const rows = this.query(
@@ -501,7 +738,7 @@ export class EmbeddedMemoryStore implements MemoryStore {
   async listSessions(options: { limit?: number } = {}): Promise<SessionInfo[]> {
     this.check();
     const limit = checkLimit(options.limit);
-    if (this.checkpointer?.hold) await this.untilWritable();
+    if (this.busy) await this.untilWritable();
     this.flushPending();
     return this.guard(() => {
       const rows = this.query(
@@ -517,7 +754,7 @@ export class EmbeddedMemoryStore implements MemoryStore {
   async deleteSession(sessionId: string): Promise<boolean> {
     this.check();
     checkSessionId(sessionId);
-    if (this.checkpointer?.hold) await this.untilWritable();
+    if (this.busy) await this.untilWritable();
     this.flushPending();
     return this.guard(() =>
       this.write(() => {
@@ -575,8 +812,9 @@ export class EmbeddedMemoryStore implements MemoryStore {
   private async closeNow(): Promise<void> {
     this.closed = true;
     // Appends accepted before close are written at once (a caller may exit without awaiting close),
-    // unless a truncating checkpoint holds the file: then once it is done, below.
+    // unless a group is being written or a truncating checkpoint holds the file: then once it is done, below.
     this.flushPending();
+    await this.untilWritable();
     // A background checkpoint still running ends first (then its connection closes).
     await this.checkpointer?.close();
     this.flushPending();
@@ -590,19 +828,30 @@ export class EmbeddedMemoryStore implements MemoryStore {
     }
     this.heldLocks.clear();
     this.statements.clear();
+    this.writerStatements.clear();
+    try {
+      this.writer?.close();
+    } catch {
+      // already unusable
+    }
     this.db.close();
   }
 
   /** Deletes expired events and sessions now (appends also do it, at most once a minute). */
   async prune(): Promise<void> {
     this.check();
-    if (this.checkpointer?.hold) await this.untilWritable();
+    if (this.busy) await this.untilWritable();
     this.flushPending();
     this.guard(() => this.write(() => this.pruneNow()));
   }
 
   /** Resolves once no truncating checkpoint holds the file. */
   private async untilWritable(): Promise<void> {
+    while (this.busy) await (this.writing ?? this.checkpointer?.hold);
+  }
+
+  /** Resolves once no truncating checkpoint holds the file (a group waits for it before it starts). */
+  private async untilCheckpointed(): Promise<void> {
     let hold: Promise<void> | undefined;
     while ((hold = this.checkpointer?.hold)) await hold;
   }
@@ -689,24 +938,44 @@ export class EmbeddedMemoryStore implements MemoryStore {
   }
 
   private pruneNow(): void {
+    this.runSync(this.pruneSteps());
+  }
+
+  private *pruneSteps(): Generator<SqlStep, void, unknown[][]> {
     this.lastPrune = Date.now();
     if (this.limits.retentionMs === undefined) return;
     const cutoff = this.cutoffMs();
-    this.statement("DELETE FROM agentloop_events WHERE session_id IN (SELECT session_id FROM agentloop_sessions WHERE updated_ms < ?)").run([cutoff]);
-    this.statement("DELETE FROM agentloop_sessions WHERE updated_ms < ?").run([cutoff]);
-    this.statement("DELETE FROM agentloop_events WHERE timestamp_ms < ?").run([cutoff]);
+    yield {
+      sql: `DELETE FROM agentloop_events WHERE session_id IN (SELECT session_id FROM agentloop_sessions WHERE updated_ms < ${cutoff});
+        DELETE FROM agentloop_sessions WHERE updated_ms < ${cutoff};
+        DELETE FROM agentloop_events WHERE timestamp_ms < ${cutoff};`,
+    };
   }
 
   /** Evicts the least recently updated sessions beyond `maxSessions`, never `keep` (inside a write transaction). */
   private evict(keep: string): void {
-    const [[count]] = this.query("SELECT count(*) FROM agentloop_sessions", []) as Array<[number]>;
-    const excess = Number(count) - this.limits.maxSessions;
-    if (excess <= 0) return;
-    const victims = this.query("SELECT session_id FROM agentloop_sessions WHERE session_id <> ? ORDER BY activity ASC LIMIT ?", [keep, excess]) as Array<[string]>;
-    for (const [sessionId] of victims) {
-      this.statement("DELETE FROM agentloop_events WHERE session_id = ?").run([sessionId]);
-      this.statement("DELETE FROM agentloop_sessions WHERE session_id = ?").run([sessionId]);
+    this.db.exec(this.evictStep(keep).sql);
+  }
+
+  private evictStep(keep: string): SqlStep {
+    const victims = `SELECT session_id FROM agentloop_sessions WHERE session_id <> ${sqlText(keep)} ORDER BY activity ASC
+      LIMIT max(0, (SELECT count(*) FROM agentloop_sessions) - ${this.limits.maxSessions})`;
+    // The same victims twice: the first statement leaves the sessions table as it was.
+    return { sql: `DELETE FROM agentloop_events WHERE session_id IN (${victims}); DELETE FROM agentloop_sessions WHERE session_id IN (${victims});` };
+  }
+
+  /** Runs the statements of `steps` on this thread's connection (inside a transaction the caller holds). */
+  private runSync<T>(steps: Generator<SqlStep, T, unknown[][]>): T {
+    let step = steps.next();
+    while (!step.done) {
+      const { sql, params } = step.value;
+      if (params) step = steps.next(this.query(sql, params));
+      else {
+        this.db.exec(sql);
+        step = steps.next([]);
+      }
     }
+    return step.value;
   }
 }
 
@@ -764,6 +1033,8 @@ export async function openEmbeddedStore(options: EmbeddedStoreOptions = {}): Pro
     throw new AgentLoopError("configuration", `memory: cannot open the embedded store ${file}: ${(error as Error)?.message ?? String(error)}`, { cause: error });
   }
   const writer = db;
+  /** The connection group commits are written on (see `writesOffThread`), opened below. */
+  let offThread: AsyncDatabase | undefined;
   const checkpointer =
     background === false
       ? undefined
@@ -780,7 +1051,28 @@ export async function openEmbeddedStore(options: EmbeddedStoreOptions = {}): Pro
             } catch {
               // the store is closed
             }
+            offThread?.exec("PRAGMA wal_autocheckpoint = 1000").catch(() => {});
           },
         });
-  return new EmbeddedMemoryStore(db, file, limits, options.groupCommit ?? true, checkpointer);
+  const groupCommit = options.groupCommit ?? true;
+  if (groupCommit && options.writesOffThread !== false) {
+    try {
+      const AsyncDriver = createRequire(import.meta.url)("libsql/promise") as AsyncDatabaseConstructor;
+      offThread = new AsyncDriver(file, { timeout: busyTimeoutMs });
+      await offThread.exec(
+        `PRAGMA busy_timeout = ${busyTimeoutMs}; PRAGMA synchronous = ${synchronous === "full" ? "FULL" : "NORMAL"}; PRAGMA wal_autocheckpoint = ${background === false ? 1000 : 2 * truncatePages};
+         CREATE TEMP TABLE agentloop_guard (ok INTEGER CONSTRAINT agentloop_guard CHECK (ok))`,
+      );
+    } catch (error) {
+      try {
+        offThread?.close();
+      } catch {
+        // already failing
+      }
+      await checkpointer?.close();
+      writer.close();
+      throw new AgentLoopError("configuration", `memory: cannot open the writer connection of the embedded store ${file}: ${(error as Error)?.message ?? String(error)}`, { cause: error });
+    }
+  }
+  return new EmbeddedMemoryStore(db, file, limits, groupCommit, checkpointer, offThread);
 }

@@ -66,6 +66,12 @@ interface WriteLane {
   running: Promise<void> | undefined;
 }
 
+/**
+ * Evictions (sessions beyond `maxSessions`, two round trips) start at most this often: under a
+ * stream of new sessions one eviction catches up with every group written since the last.
+ */
+const EVICT_GAP_MS = 100;
+
 /** A group stops growing at this many events (one statement carries them all as one JSON parameter). */
 const MAX_GROUP_EVENTS = 2000;
 
@@ -137,6 +143,12 @@ export class SqlMemoryStore implements MemoryStore {
   private readonly lanes: WriteLane[];
   /** The last append of each session still being written: a lock release waits for it. */
   private readonly lastAppends = new Map<string, Promise<unknown>>();
+  /** The eviction running after groups that made new sessions (see `evictSoon`). */
+  private evicting: Promise<void> | undefined;
+  /** The session the next eviction keeps (the last group's last), when one is due. */
+  private evictNext: string | undefined;
+  private evictTimer: NodeJS.Timeout | undefined;
+  private lastEviction = 0;
 
   private constructor(
     readonly kind: string,
@@ -224,6 +236,7 @@ export class SqlMemoryStore implements MemoryStore {
     this.check();
     checkSessionId(sessionId);
     return this.run(async () => {
+      await this.evicted();
       const cutoff = this.cutoff();
       const rows = await this.database.query(
         `SELECT s.*, (SELECT count(*) FROM ${this.events_} e WHERE e.session_id = s.session_id AND ($2::timestamptz IS NULL OR e.timestamp >= $2)) AS event_count
@@ -405,10 +418,12 @@ export class SqlMemoryStore implements MemoryStore {
       return events;
     });
     if ([...sessions.values()].some((entry) => entry.inserted)) {
-      // A new session may push the count over maxSessions. Done after the events are committed:
-      // if it fails (or the process dies first), the events stand and the next new session evicts.
+      // A new session may push the count over maxSessions. Done after the events are committed,
+      // at most every EVICT_GAP_MS, and the appends do not wait for it (two more round trips):
+      // reads do (see `evicted`). If it fails (or the process dies first), the events stand and
+      // the next new session evicts.
       // Never the group's most recently updated session (the last one sequential appends would have made).
-      await this.evict(this.database, group[group.length - 1].sessionId).catch(() => {});
+      this.evictSoon(group[group.length - 1].sessionId);
     }
     return stored;
   }
@@ -420,6 +435,7 @@ export class SqlMemoryStore implements MemoryStore {
     const afterSeq = checkAfterSeq(query.afterSeq);
     const types = query.types ? [...query.types] : null;
     return this.run(async () => {
+      await this.evicted();
       const cutoff = this.cutoff();
       const where = `e.session_id = $1 AND ($2::timestamptz IS NULL OR e.timestamp >= $2) AND ($3::text[] IS NULL OR e.event_type = ANY($3::text[]))
         AND ($4::bigint IS NULL OR e.seq > $4)
@@ -441,6 +457,7 @@ export class SqlMemoryStore implements MemoryStore {
     const limit = checkLimit(query.limit) ?? 100;
     const types = query.types ? [...query.types] : null;
     return this.run(async () => {
+      await this.evicted();
       const rows = await this.database.query(
         `SELECT * FROM (
            SELECT e.* FROM ${this.events_} e JOIN ${this.sessions} s ON s.session_id = e.session_id
@@ -456,6 +473,7 @@ export class SqlMemoryStore implements MemoryStore {
     this.check();
     const limit = checkLimit(options.limit);
     return this.run(async () => {
+      await this.evicted();
       const rows = await this.database.query(
         `SELECT * FROM (
            SELECT s.*, (SELECT count(*) FROM ${this.events_} e WHERE e.session_id = s.session_id AND ($1::timestamptz IS NULL OR e.timestamp >= $1)) AS event_count
@@ -493,8 +511,9 @@ export class SqlMemoryStore implements MemoryStore {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    // Appends accepted before close are written first.
+    // Appends accepted before close are written first (and the evictions after them).
     await Promise.all(this.lanes.map((lane) => lane.running));
+    await this.evicted();
     await this.database.close();
   }
 
@@ -523,6 +542,46 @@ export class SqlMemoryStore implements MemoryStore {
     if (cutoff === null) return;
     await this.database.query(`DELETE FROM ${this.sessions} WHERE updated_at < $1`, [cutoff]);
     await this.database.query(`DELETE FROM ${this.events_} WHERE timestamp < $1`, [cutoff]);
+  }
+
+  /** Evicts after a group that made new sessions: one eviction at a time, the last one asked for running again after it. */
+  private evictSoon(keep: string): void {
+    this.evictNext = keep;
+    if (this.evicting || this.evictTimer) return;
+    const wait = this.lastEviction + EVICT_GAP_MS - Date.now();
+    if (wait <= 0) this.startEvicting();
+    else
+      this.evictTimer = setTimeout(() => {
+        this.evictTimer = undefined;
+        this.startEvicting();
+      }, wait).unref();
+  }
+
+  private startEvicting(): void {
+    const keep = this.evictNext;
+    this.evictNext = undefined;
+    if (keep === undefined) return;
+    this.lastEviction = Date.now();
+    this.evicting = this.run(() => this.evict(this.database, keep))
+      .catch(() => {})
+      .finally(() => {
+        this.evicting = undefined;
+        // Groups written meanwhile made new sessions too: the next eviction, after the gap.
+        if (this.evictNext !== undefined) this.evictSoon(this.evictNext);
+      });
+  }
+
+  /** Resolves once the evictions after the groups written so far are done (one waiting for its gap runs now): reads see the limits kept. */
+  private async evicted(): Promise<void> {
+    for (;;) {
+      if (this.evictTimer) {
+        clearTimeout(this.evictTimer);
+        this.evictTimer = undefined;
+        this.startEvicting();
+      }
+      if (!this.evicting) return;
+      await this.evicting;
+    }
   }
 
   /** Evicts the least recently updated sessions beyond `maxSessions`, never `keep`. */

@@ -19,6 +19,9 @@ let files = 0;
 const freshFile = () => join(root, `store-${files++}.db`);
 
 memoryStoreConformance("embedded (SQLite)", async (limits) => openEmbeddedStore({ ...limits, path: freshFile() }));
+memoryStoreConformance("embedded (SQLite, group commits on the JavaScript thread)", async (limits) =>
+  openEmbeddedStore({ ...limits, path: freshFile(), writesOffThread: false }),
+);
 memoryStoreConformance("embedded (SQLite, no group commit)", async (limits) => openEmbeddedStore({ ...limits, path: freshFile(), groupCommit: false }));
 
 const appendInChild = promisify(execFile);
@@ -94,6 +97,105 @@ describe("embedded store: its file", () => {
     } finally {
       other.close();
       await store.close();
+    }
+  });
+
+  it("a group that fails (the file locked past the busy timeout) rejects every append and lock attempt in it with one error, and writes none of it", async () => {
+    const path = freshFile();
+    const store = await openEmbeddedStore({ path, busyTimeoutMs: 100 });
+    const Database = createRequire(import.meta.url)("libsql");
+    const other = new Database(path);
+    try {
+      const release = await store.lockSession("held");
+      await store.append("a", [{ event_type: "x", content: "before" }]);
+      other.exec("BEGIN IMMEDIATE");
+      // All made in one turn: one group.
+      const releasing = release();
+      const results = await Promise.allSettled([
+        store.append("a", [{ event_type: "x", content: "a2" }]),
+        store.append("b", [{ event_type: "x", content: "b1" }, { event_type: "x", content: "b2" }]),
+        store.lockSession("c"),
+        store.append("a", [{ event_type: "x", content: "a3" }]),
+      ]);
+      other.exec("COMMIT");
+      // The release, failed with its group, goes again on its own (the session is not left locked).
+      await releasing;
+      const reasons = results.map((result) => (result.status === "rejected" ? result.reason : undefined));
+      assert.deepEqual(
+        results.map((result) => result.status),
+        ["rejected", "rejected", "rejected", "rejected"],
+      );
+      assert.ok(AgentLoopError.isInstance(reasons[0]) && reasons[0].kind === "rate_limit", String(reasons[0]));
+      assert.ok(reasons.every((reason) => reason === reasons[0]), "one error for the whole group");
+      assert.deepEqual((await store.events("a")).map((event) => [event.seq, event.content]), [[1, "before"]]);
+      assert.deepEqual(await store.events("b"), []);
+      // Nothing half-written: the next group continues the seqs, and the lock of "c" and "held" are free.
+      assert.deepEqual((await store.append("a", [{ event_type: "x", content: "after" }])).map((event) => event.seq), [2]);
+      await (await store.lockSession("c"))();
+      await (await store.lockSession("held"))();
+    } finally {
+      other.close();
+      await store.close();
+    }
+  });
+
+  it("a group whose session another process wrote between its read and its transaction is written again, after that write", async () => {
+    const path = freshFile();
+    const store = await openEmbeddedStore({ path, busyTimeoutMs: 5000 });
+    const Database = createRequire(import.meta.url)("libsql");
+    const other = new Database(path);
+    try {
+      await store.append("s", [{ event_type: "x", content: "first" }]);
+      other.exec("BEGIN IMMEDIATE");
+      // The group reads the session (last seq 1), then waits for the file's write lock.
+      const appended = store.append("s", [{ event_type: "x", content: "mine" }]);
+      await new Promise((resolve) => setTimeout(resolve, 30));
+      // Meanwhile another process appends seq 2 to the same session.
+      other
+        .prepare("INSERT INTO agentloop_events (session_id, seq, event_id, timestamp, timestamp_ms, event_type, content, metadata) VALUES (?, ?, ?, ?, ?, ?, ?, ?)")
+        .run(["s", 2, "evt_other", new Date(0).toISOString(), 0, "x", JSON.stringify("theirs"), "{}"]);
+      other.prepare("UPDATE agentloop_sessions SET last_seq = 2 WHERE session_id = ?").run(["s"]);
+      other.exec("COMMIT");
+      assert.deepEqual((await appended).map((event) => event.seq), [3]);
+      assert.deepEqual((await store.events("s")).map((event) => [event.seq, event.content]), [
+        [1, "first"],
+        [2, "theirs"],
+        [3, "mine"],
+      ]);
+    } finally {
+      other.close();
+      await store.close();
+    }
+  });
+
+  it("a read made while a group is being written sees it and the appends queued after it; close writes them all", async () => {
+    const path = freshFile();
+    const store = await openEmbeddedStore({ path });
+    const first = Array.from({ length: 50 }, (_, index) => store.append(`s${index % 5}`, [{ event_type: "x", content: index }]));
+    // The first group starts on the next turn; these join the one after it.
+    await new Promise((resolve) => setImmediate(resolve));
+    const second = Array.from({ length: 50 }, (_, index) => store.append(`s${index % 5}`, [{ event_type: "x", content: 50 + index }]));
+    const seen = await store.events("s0");
+    assert.deepEqual(
+      seen.map((event) => event.content),
+      Array.from({ length: 20 }, (_, index) => index * 5),
+    );
+    assert.deepEqual(
+      seen.map((event) => event.seq),
+      Array.from({ length: 20 }, (_, index) => index + 1),
+    );
+    await Promise.all([...first, ...second]);
+    // Close while a group is being written: it waits for it, then writes what is queued after it.
+    await store.append("t", [{ event_type: "x", content: 0 }]);
+    void store.append("t", [{ event_type: "x", content: 1 }]);
+    await new Promise((resolve) => setImmediate(resolve));
+    void store.append("t", [{ event_type: "x", content: 2 }]);
+    await store.close();
+    const reopened = await openEmbeddedStore({ path });
+    try {
+      assert.deepEqual((await reopened.events("t")).map((event) => event.content), [0, 1, 2]);
+    } finally {
+      await reopened.close();
     }
   });
 

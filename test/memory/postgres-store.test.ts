@@ -113,6 +113,33 @@ describe("postgres store: session locks across replicas", () => {
 });
 
 describe("postgres store: errors", () => {
+  it("sessions beyond maxSessions are evicted after the appends, in one eviction for many groups; reads and close see the limit kept", async () => {
+    const schema = uniqueSchema("evict");
+    const store = await openPostgresStore({ url: postgresUrl(), schema, poolSize: 4, maxSessions: 3 });
+    try {
+      // One group (and one new session) after the other, faster than evictions may start.
+      for (let index = 0; index < 8; index++) await store.append(`s${index}`, [{ event_type: "x", content: index }]);
+      assert.deepEqual(
+        (await store.listSessions()).map((session) => session.session_id),
+        ["s5", "s6", "s7"],
+      );
+      await store.append("s8", [{ event_type: "x", content: 8 }]);
+      await store.append("s9", [{ event_type: "x", content: 9 }]);
+      assert.deepEqual(await store.events("s6"), [], "evicted before the read");
+    } finally {
+      await store.close();
+    }
+    const reopened = await openPostgresStore({ url: postgresUrl(), schema, poolSize: 2 });
+    try {
+      assert.deepEqual(
+        (await reopened.listSessions()).map((session) => session.session_id),
+        ["s7", "s8", "s9"],
+      );
+    } finally {
+      await reopened.close();
+    }
+  });
+
   it("rejects a missing or malformed URL with a configuration error", async () => {
     await assert.rejects(openPostgresStore({}), /needs a connection URL/);
     await assert.rejects(openPostgresStore({ url: "mysql://x" }), /must start with postgres:\/\//);
