@@ -14,7 +14,7 @@
  * loop goes on. Every call's `context.idempotencyKey` is `<runId>:<toolCallId>`, the same after a
  * recovery.
  */
-import { DBOS } from "@dbos-inc/dbos-sdk";
+import { DBOS, Error as DBOSErrors } from "@dbos-inc/dbos-sdk";
 import { AgentLoopError } from "../errors.js";
 import type { LoopEvent, RunResult } from "../loop/events.js";
 import { Agent } from "../loop/agent.js";
@@ -72,11 +72,11 @@ export interface DurableQueueOptions {
 export interface JournalEncoder {
   /** Called first in each execution of the run, before any event (a recovered run's included). */
   begin?(): Promise<void>;
-  /** The first items, before any event. */
+  /** The first items of a leg, before its events (a run that waited for approvals has a leg per decision). */
   start(): readonly string[];
   /** The items of one event (none for most). */
   event(event: LoopEvent): string | undefined;
-  /** The last items, once the run ended (the run's events are passed to its observers by then). */
+  /** The last items of a leg, once it ended (the run's, or INTERRUPTED for approvals; its events are passed to its observers by then). */
   end(result: RunResult): Promise<readonly string[]>;
 }
 
@@ -92,8 +92,9 @@ export interface DurableRunOptions extends Pick<RunOptions, "sessionId" | "input
   /** With `DurableOptions.queue`: the run waits on the queue, behind the runs of the same key. */
   partitionKey?: string;
   /**
-   * With `DurableOptions.journal`: the run keeps a journal made by `journal(spec)` (JSON). Such a
-   * run does not wait for approvals: a call that needs one ends it INTERRUPTED with its checkpoint.
+   * With `DurableOptions.journal`: the run keeps a journal made by `journal(spec)` (JSON). A call
+   * that needs approval ends the leg (`JournalEncoder.end` with the INTERRUPTED result); the run
+   * waits for `decide` and goes on with a new leg (`start` again) in the same journal.
    */
   journal?: unknown;
 }
@@ -135,11 +136,17 @@ export interface DurableAgent {
   /**
    * Decides the calls a run waits on (its `approval-request` events), from any process connected to
    * the same database: the run resumes where it runs (or, after a crash, where it is recovered).
-   * Calls of the wave left undecided are rejected.
+   * Calls of the wave left undecided are rejected. `checkpointId` (the INTERRUPTED result's
+   * checkpoint, see `approvalWait`) ties the decisions to that wait: a repeated send is one message,
+   * and a later wait of the run does not take them.
    */
-  decide(runId: string, decisions: Record<string, ApprovalDecision>): Promise<void>;
+  decide(runId: string, decisions: Record<string, ApprovalDecision>, options?: { checkpointId?: string }): Promise<void>;
   /** A run by id (started here or elsewhere). */
   retrieve(runId: string): DurableRun;
+  /** What a run waiting for approvals waits at (undefined when it does not wait). */
+  approvalWait(runId: string): Promise<ApprovalWait | undefined>;
+  /** Whether a run of this agent exists: at once when it executes in this process, else one query. */
+  exists(runId: string): Promise<boolean>;
   /**
    * The journal of a run with `journal`, from the item after `after` to its end: live from this
    * process while the run executes here, else from the database (any process). Ends when the run
@@ -172,12 +179,69 @@ interface StoredOptions {
   journal?: unknown;
 }
 
+/**
+ * The runs executing in this process, each with the signal its loop runs with: a step that finds its
+ * run cancelled (`cancel`, DBOS's cancel, from any process) aborts the loop, which stops at its next
+ * checkpoint (ABORTED) instead of going on with the failed step as an error.
+ */
+const executions = new Map<string, AbortController>();
+
+function isCancelled(error: unknown): boolean {
+  return error instanceof DBOSErrors.DBOSWorkflowCancelledError;
+}
+
+function abortCancelled(runId: string): void {
+  executions.get(runId)?.abort(new AgentLoopError("aborted", `run ${runId} was cancelled`));
+}
+
+/** A step of run `runId`: if it fails because the run was cancelled, the run's loop is aborted first. */
+function watched<T>(runId: string | undefined, step: Promise<T>): Promise<T> {
+  return step.catch((error: unknown) => {
+    if (runId && isCancelled(error)) abortCancelled(runId);
+    throw error;
+  });
+}
+
+/**
+ * Runs a step's work with the run's cancellation linked: DBOS's step cancel signal (it polls, so it
+ * fires within about a second of a cancel) aborts the loop, and so the model call or tool in flight
+ * (through the signal they get), instead of waiting for it to end.
+ */
+async function cancellable<T>(work: () => Promise<T>): Promise<T> {
+  const runId = DBOS.workflowID;
+  const signal = DBOS.stepStatus?.cancelSignal;
+  if (!runId || !signal) return work();
+  const onCancel = () => abortCancelled(runId);
+  if (signal.aborted) onCancel();
+  signal.addEventListener("abort", onCancel, { once: true });
+  try {
+    return await work();
+  } finally {
+    signal.removeEventListener("abort", onCancel);
+  }
+}
+
 /** Live listeners of the runs started by this process (a function cannot be a workflow input). */
 const listeners = new Map<string, (event: LoopEvent) => void>();
 let launched: { url: string; promise: Promise<void> } | undefined;
 
 const JOURNAL_KEY = "agentloop.journal";
 const PENDING_KEY = "agentloop.pending";
+const WAIT_KEY = "agentloop.approval-wait";
+
+/** The message `decide` sends; `checkpointId` (when known) names the wait it is for. */
+interface DecisionMessage {
+  decisions: Record<string, ApprovalDecision>;
+  checkpointId?: string;
+}
+
+/** What a run waiting for approvals tells (`approvalWait`): where its next leg starts, and the leg's result. */
+export interface ApprovalWait {
+  /** The journal position the items of the leg after the decision start after. */
+  resumeAt: number;
+  /** The INTERRUPTED result of the leg that stopped (its checkpoint included). */
+  result: DurableRunResult;
+}
 
 /**
  * The journal of one execution of a run in this process: its items (seq = index + 1), handed to
@@ -253,27 +317,62 @@ export function durableAgent(agent: Agent, options: DurableOptions): DurableAgen
       const runId = DBOS.workflowID!;
       const onEvent = listeners.get(runId);
       const { journal: spec, ...runOptions } = stored;
-      if (spec !== undefined && options.journal) return journaledRun(input, runOptions, spec, runId, onEvent);
-      // Approvals stop the loop with a checkpoint; the workflow waits for the decisions as a DBOS
-      // message (recorded: a recovered run does not wait again for what was decided), then resumes.
-      let result = await inner.run(input, { ...runOptions, runId, onEvent, onApproval: "interrupt" });
-      const timeoutSeconds = Math.ceil((config.approvalTimeoutMs ?? DEFAULT_APPROVAL_TIMEOUT_MS) / 1000);
-      while (result.state === "INTERRUPTED" && result.checkpoint) {
-        const pending = result.checkpoint.pending;
-        await DBOS.setEvent(PENDING_KEY, pending.map((call) => ({ toolCallId: call.toolCallId, tool: call.toolName, arguments: call.arguments })));
-        const decided = await DBOS.recv<Record<string, ApprovalDecision>>(APPROVALS_TOPIC, timeoutSeconds);
-        await DBOS.setEvent(PENDING_KEY, []);
-        const decisions: Record<string, ApprovalDecision> = {};
-        for (const call of pending) decisions[call.toolCallId] = decided?.[call.toolCallId] ?? { approve: false, reason: "no decision in time" };
-        result = await inner.resume(result.checkpoint, { decisions, runId, onEvent, sessionId: stored.sessionId, onApproval: "interrupt" });
+      const stop = new AbortController();
+      executions.set(runId, stop);
+      try {
+        if (spec !== undefined && options.journal) return await journaledRun(input, runOptions, spec, runId, stop.signal, onEvent);
+        // Approvals stop the loop with a checkpoint; the workflow waits for the decisions as a DBOS
+        // message (recorded: a recovered run does not wait again for what was decided), then resumes.
+        let result = await inner.run(input, { ...runOptions, runId, onEvent, onApproval: "interrupt", signal: stop.signal });
+        while (result.state === "INTERRUPTED" && result.checkpoint) {
+          const decisions = await waitForDecisions(result);
+          result = await inner.resume(result.checkpoint, { decisions, runId, onEvent, sessionId: stored.sessionId, onApproval: "interrupt", signal: stop.signal });
+        }
+        return storedResult(result);
+      } finally {
+        // A model call left open (the loop stopped before the tools it asked for) is recorded before the run ends.
+        await closeModelCall(runId).catch(() => undefined);
+        if (executions.get(runId) === stop) executions.delete(runId);
+        modelRecords.delete(runId);
+        replayedStarts.delete(runId);
       }
-      return storedResult(result);
     },
     { name: `agentloop.run.${agent.name}` },
   );
 
+  /**
+   * The workflow waits for the decisions of a run that stopped for approvals as a DBOS message
+   * (recorded: a recovered run does not wait again for what was decided); no process is held but
+   * the workflow's pending promise, and a restarted or recovering process waits again.
+   * `resumeAt`: the journal position the next leg's items start after.
+   */
+  async function waitForDecisions(result: RunResult, resumeAt = 0, announced?: () => void): Promise<Record<string, ApprovalDecision>> {
+    await closeModelCall(DBOS.workflowID);
+    const pending = result.checkpoint!.pending;
+    // A checkpoint's id is new in each execution: the one announced first is recorded, for the
+    // decisions (which name it) to match in a recovered execution too.
+    const announcedId = await DBOS.runStep(async () => result.checkpoint!.id, { name: "checkpoint-id" });
+    const timeoutSeconds = Math.ceil((config.approvalTimeoutMs ?? DEFAULT_APPROVAL_TIMEOUT_MS) / 1000);
+    await DBOS.setEvent(WAIT_KEY, { resumeAt, result: storedResult(result) } satisfies ApprovalWait);
+    await DBOS.setEvent(PENDING_KEY, pending.map((call) => ({ toolCallId: call.toolCallId, tool: call.toolName, arguments: call.arguments })));
+    announced?.();
+    let decided: Record<string, ApprovalDecision> | undefined;
+    for (;;) {
+      const message = await DBOS.recv<DecisionMessage>(APPROVALS_TOPIC, timeoutSeconds);
+      if (!message) break;
+      // A decision sent for another checkpoint of the run (a repeated request) is not this one's.
+      if (message.checkpointId !== undefined && message.checkpointId !== announcedId) continue;
+      decided = message.decisions;
+      break;
+    }
+    await DBOS.setEvent(PENDING_KEY, []);
+    const decisions: Record<string, ApprovalDecision> = {};
+    for (const call of pending) decisions[call.toolCallId] = decided?.[call.toolCallId] ?? { approve: false, reason: "no decision in time" };
+    return decisions;
+  }
+
   /** A run that keeps a journal: its items go to local readers at once and to the database by batches. */
-  async function journaledRun(input: string, runOptions: Omit<StoredOptions, "journal">, spec: unknown, runId: string, onEvent?: (event: LoopEvent) => void): Promise<DurableRunResult> {
+  async function journaledRun(input: string, runOptions: Omit<StoredOptions, "journal">, spec: unknown, runId: string, signal: AbortSignal, onEvent?: (event: LoopEvent) => void): Promise<DurableRunResult> {
     const encoder = options.journal!(spec, runId);
     const journal = new Journal();
     journals.set(runId, journal);
@@ -282,18 +381,29 @@ export function durableAgent(agent: Agent, options: DurableOptions): DurableAgen
     if (waiting) for (const wake of waiting) wake();
     try {
       await encoder.begin?.();
+      const journaled = (event: LoopEvent) => {
+        const item = encoder.event(event);
+        if (item !== undefined) journal.push(item);
+        onEvent?.(event);
+      };
       for (const item of encoder.start()) journal.push(item);
-      const result = await inner.run(input, {
-        ...runOptions,
-        runId,
-        onApproval: "interrupt",
-        onEvent: (event) => {
-          const item = encoder.event(event);
-          if (item !== undefined) journal.push(item);
-          onEvent?.(event);
-        },
-      });
-      for (const item of await encoder.end(result)) journal.push(item);
+      let result = await inner.run(input, { ...runOptions, runId, onApproval: "interrupt", onEvent: journaled, signal });
+      let closing = await encoder.end(result);
+      // A leg that stopped for approvals ends its items (the client's stream ends there) once the
+      // wait is announced (a client that saw the end can decide at once); the decision, sent from
+      // any process, starts the next leg in the same run and journal.
+      while (result.state === "INTERRUPTED" && result.checkpoint) {
+        const ending = closing;
+        const decisions = await waitForDecisions(result, journal.items.length + ending.length, () => {
+          for (const item of ending) journal.push(item);
+          journal.flush();
+        });
+        for (const item of encoder.start()) journal.push(item);
+        result = await inner.resume(result.checkpoint, { decisions, runId, sessionId: runOptions.sessionId, onApproval: "interrupt", onEvent: journaled, signal });
+        closing = await encoder.end(result);
+      }
+      for (const item of closing) journal.push(item);
+      await closeModelCall(runId);
       await journal.close();
       return storedResult(result);
     } finally {
@@ -376,10 +486,24 @@ export function durableAgent(agent: Agent, options: DurableOptions): DurableAgen
       return { runId, result: () => result };
     },
     retrieve: handleOf,
-    async decide(runId, decisions) {
+    async exists(runId) {
+      ensureLaunched("exists");
+      if (executions.has(runId)) return true;
+      const status = await DBOS.getWorkflowStatus(runId);
+      return status?.workflowName === workflowName;
+    },
+    async approvalWait(runId) {
+      ensureLaunched("approvalWait");
+      const pending = await DBOS.getEvent<unknown[]>(runId, PENDING_KEY, 0);
+      if (!pending || pending.length === 0) return undefined;
+      return (await DBOS.getEvent<ApprovalWait>(runId, WAIT_KEY, 0)) ?? undefined;
+    },
+    async decide(runId, decisions, { checkpointId } = {}) {
       ensureLaunched("decide");
       if (typeof decisions !== "object" || decisions === null) throw new TypeError("durable decide: decisions must be an object keyed by tool call id");
-      await DBOS.send(runId, decisions, APPROVALS_TOPIC);
+      // With the checkpoint named, the run takes it only for that wait, and a repeated send is one message.
+      const message: DecisionMessage = { decisions, ...(checkpointId ? { checkpointId } : {}) };
+      await DBOS.send(runId, message, APPROVALS_TOPIC, checkpointId ? `agentloop.decision.${checkpointId}` : undefined);
     },
     readJournal(runId, { after = 0 } = {}) {
       ensureLaunched("readJournal");
@@ -421,9 +545,20 @@ export function durableAgent(agent: Agent, options: DurableOptions): DurableAgen
     },
     async recover(executorIds) {
       ensureLaunched("recover");
-      const { getExecutor } = await import("@dbos-inc/dbos-sdk/internal/dbos");
-      const handles = await getExecutor().recoverPendingWorkflows(executorIds);
-      return handles.map((handle) => handle.workflowID);
+      // DBOS's public API (5.x has no public "recover executor X"; its recoverPendingWorkflows is
+      // internal): the executors' PENDING runs of this code version, put back on the queue they
+      // ran from (a run started without a queue goes to DBOS's internal one), where a live process
+      // takes them. Each execution is fenced by DBOS's owner check, so a stale one parks.
+      if (executorIds.length === 0) return [];
+      const pending = await DBOS.listWorkflows({ workflowName, status: "PENDING", executorId: executorIds, applicationVersion: DBOS.applicationVersion });
+      const byQueue = new Map<string | undefined, string[]>();
+      for (const row of pending) {
+        const ids = byQueue.get(row.queueName) ?? [];
+        ids.push(row.workflowID);
+        byQueue.set(row.queueName, ids);
+      }
+      for (const [queueName, ids] of byQueue) await DBOS.resumeWorkflows(ids, queueName ? { queueName } : undefined);
+      return pending.map((row) => row.workflowID);
     },
     async shutdown() {
       if (!launched) return;
@@ -489,25 +624,34 @@ async function* readJournal(runId: string, after: number): AsyncGenerator<Journa
   const fromDatabase = new Map<number, string>();
   let databaseEnded = false;
   let databaseError: unknown;
-  // The database: every batch the run wrote, in order, to the stream's end (or the run's).
-  const stream = DBOS.readStream<JournalBatch>(runId, JOURNAL_KEY, { pollingIntervalMs: 200 });
-  void (async () => {
-    try {
-      for await (const batch of stream) {
-        batch.items.forEach((item, index) => {
-          if (batch.from + index > cursor) fromDatabase.set(batch.from + index, item);
-        });
-        signal();
-        if (done) break;
+  // The database: every batch the run wrote, in order, to the stream's end (or the run's). DBOS
+  // wakes the read when a batch is written (LISTEN/NOTIFY); the poll is its fallback. Not read while
+  // the run executes here (many clients reattaching to the replica that recovered their runs would
+  // only take its pool's connections): started when it does not, or stops doing so unfinished.
+  let reading = false;
+  const readDatabase = () => {
+    if (reading) return;
+    reading = true;
+    const stream = DBOS.readStream<JournalBatch>(runId, JOURNAL_KEY, { pollingIntervalMs: 200 });
+    void (async () => {
+      try {
+        for await (const batch of stream) {
+          batch.items.forEach((item, index) => {
+            if (batch.from + index > cursor) fromDatabase.set(batch.from + index, item);
+          });
+          signal();
+          if (done) break;
+        }
+      } catch (error) {
+        databaseError = error;
       }
-    } catch (error) {
-      databaseError = error;
-    }
-    databaseEnded = true;
-    signal();
-  })();
+      databaseEnded = true;
+      signal();
+    })();
+  };
   // This process: the run's journal while it executes here (or once it starts here).
   let local = journals.get(runId);
+  if (!local) readDatabase();
   const onLocal = () => {
     local ??= journals.get(runId);
     if (local && !local.readers.has(signal)) local.readers.add(signal);
@@ -529,6 +673,8 @@ async function* readJournal(runId: string, after: number): AsyncGenerator<Journa
           yield { seq: cursor, item: local.items[cursor - 1]! };
         }
         if (local.ended) return;
+        // The execution here stopped unfinished (its process lost the run to another): the rest is in the database.
+        if (journals.get(runId) !== local) readDatabase();
       }
       while (fromDatabase.has(cursor + 1)) {
         cursor++;
@@ -537,7 +683,7 @@ async function* readJournal(runId: string, after: number): AsyncGenerator<Journa
         progressed = true;
         yield { seq: cursor, item };
       }
-      if (databaseEnded && !fromDatabase.has(cursor + 1)) {
+      if (reading && databaseEnded && !fromDatabase.has(cursor + 1)) {
         if (databaseError) throw databaseError;
         return;
       }
@@ -573,37 +719,102 @@ export function durableModel(model: Model): Model & { durable: true } {
   } as Model & { durable: true };
 }
 
+/** A model step's record: its events, and the tool calls whose "started" marker it holds. */
+interface StoredModelCall {
+  events: StoredEvent[];
+  started: string[];
+}
+
+/**
+ * A model call whose response asked for tools stays open after its stream ended: a model call has
+ * no side effect, so it may be recorded late, and it is recorded with the "started" markers of the
+ * tool calls that begin right after it (one checkpoint where there were two). It closes at the
+ * run's next step, which waits for its record before doing anything (a tool must not run on a
+ * response that was not recorded).
+ */
+interface OpenModelCall {
+  started: string[];
+  closing: boolean;
+  close(): void;
+}
+
+/** The open model call of each run executing here, and the last model step's record (the barrier of the next steps). */
+const openModelCalls = new Map<string, OpenModelCall>();
+const modelRecords = new Map<string, Promise<unknown>>();
+/** The markers of the last replayed model step of each run: those calls had started. */
+const replayedStarts = new Map<string, Set<string>>();
+
+/** Closes the run's open model call (no more markers) and returns its record's settling. */
+function closeModelCall(runId: string | undefined): Promise<unknown> {
+  if (!runId) return Promise.resolve();
+  openModelCalls.get(runId)?.close();
+  return modelRecords.get(runId) ?? Promise.resolve();
+}
+
+/** Every step of a run begins with this: the model call before it is recorded first. */
+function afterModelCall(runId: string | undefined): Promise<unknown> {
+  return closeModelCall(runId).catch(() => undefined);
+}
+
 /**
  * One model call as a step: live, its events are passed on as they arrive and recorded when the
- * stream ends; replayed, the recorded events are passed on. A step never throws (a throwing stream
- * is recorded as an error event, as the loop would treat it).
+ * call closes (see OpenModelCall); replayed, the recorded events are passed on. A step never throws
+ * (a throwing stream is recorded as an error event, as the loop would treat it).
  */
 async function* recordedStream(model: Model, request: ModelRequest): AsyncGenerator<ModelEvent> {
+  const runId = DBOS.workflowID;
+  const before = afterModelCall(runId);
   const channel = new Channel<ModelEvent>();
   let live = false;
   flushJournal();
-  const step = DBOS.runStep(
-    async () => {
-      live = true;
-      const events: StoredEvent[] = [];
-      try {
-        for await (const event of model.stream(request)) {
-          channel.push(event);
-          events.push(storeEvent(event));
-          if (event.type === "finish" || event.type === "error") break;
-        }
-      } catch (error) {
-        const wrapped = AgentLoopError.from(error);
-        channel.push({ type: "error", error: wrapped });
-        events.push(storeEvent({ type: "error", error: wrapped }));
-      }
-      return events;
-    },
-    { name: "model" },
+  const step = watched(
+    runId,
+    DBOS.runStep(
+      async (): Promise<StoredModelCall> => {
+        await before;
+        return cancellable(async () => {
+          live = true;
+          const events: StoredEvent[] = [];
+          try {
+            for await (const event of model.stream(request)) {
+              channel.push(event);
+              events.push(storeEvent(event));
+              if (event.type === "finish" || event.type === "error") break;
+            }
+          } catch (error) {
+            const wrapped = AgentLoopError.from(error);
+            channel.push({ type: "error", error: wrapped });
+            events.push(storeEvent({ type: "error", error: wrapped }));
+          }
+          // The loop goes on now; the record waits for the calls that start next (if it asked for any).
+          channel.end();
+          if (!runId || !events.some((event) => event.type === "tool-call-end")) return { events, started: [] };
+          const open: OpenModelCall = { started: [], closing: false, close: () => undefined };
+          const closed = new Promise<void>((resolve) => {
+            open.close = () => {
+              open.closing = true;
+              if (openModelCalls.get(runId) === open) openModelCalls.delete(runId);
+              resolve();
+            };
+          });
+          openModelCalls.set(runId, open);
+          await closed;
+          return { events, started: open.started };
+        });
+      },
+      { name: "model" },
+    ),
   );
+  if (runId) {
+    modelRecords.set(runId, step);
+    replayedStarts.delete(runId);
+  }
   step.then(
-    (events) => {
-      if (!live) for (const event of events) channel.push(restoreEvent(event));
+    (stored) => {
+      if (!live) {
+        if (runId) replayedStarts.set(runId, new Set(stored.started));
+        for (const event of stored.events) channel.push(restoreEvent(event));
+      }
       channel.end();
     },
     (error: unknown) => channel.fail(error),
@@ -672,35 +883,82 @@ export function durableTool<Args>(tool: Tool<Args>): Tool<Args> {
 }
 
 /**
- * Two steps per call, their ids taken together (DBOS numbers steps as they are called, so concurrent
+ * One step per call of an idempotent tool. Two steps per call of the others, their ids taken together (DBOS numbers steps as they are called, so concurrent
  * calls of a wave keep their order on replay): `started` is recorded before the tool runs; if it was
  * already recorded and the result was not, the call was in flight when the process died.
  */
 async function recordedCall<Args>(tool: Tool<Args>, args: Args, context: ToolContext): Promise<ToolOutput> {
+  const runId = DBOS.workflowID;
   let fresh = false;
   flushJournal();
-  const started = DBOS.runStep(
-    async () => {
-      fresh = true;
-      return context.idempotencyKey;
-    },
-    { name: `tool-started:${tool.name}` },
-  );
+  // An idempotent tool in flight at a crash runs again, as one that had not started: no marker needed.
+  if (tool.idempotent === true) {
+    const before = afterModelCall(runId);
+    return storedOutput(
+      await watched(
+        runId,
+        DBOS.runStep(
+          async () => {
+            await before;
+            return callTool(tool, args, context);
+          },
+          { name: `tool:${tool.name}` },
+        ),
+      ),
+    );
+  }
+  // The marker goes with the record of the model call that asked for this call, when that call is
+  // still open (calls a wave starts together all join it); else it is a step of its own. Either way
+  // the tool runs once the marker is recorded (`marked`).
+  const open = runId ? openModelCalls.get(runId) : undefined;
+  const replayed = runId ? replayedStarts.get(runId) : undefined;
+  let started: Promise<unknown>;
+  if (open && !open.closing) {
+    open.started.push(context.toolCallId);
+    fresh = true;
+    queueMicrotask(() => open.close());
+    started = Promise.resolve();
+  } else if (replayed?.has(context.toolCallId)) {
+    replayed.delete(context.toolCallId);
+    started = Promise.resolve();
+  } else {
+    const before = afterModelCall(runId);
+    started = DBOS.runStep(
+      async () => {
+        await before;
+        fresh = true;
+        return context.idempotencyKey;
+      },
+      { name: `tool-started:${tool.name}` },
+    );
+  }
+  const marked = started.then(() => afterModelCall(runId));
   const result = DBOS.runStep(
     async (): Promise<StoredCall> => {
-      await started;
-      if (!fresh && tool.idempotent !== true) return { interrupted: true };
-      try {
-        const output = await tool.execute(args, context);
-        return { output: output === undefined ? null : JSON.parse(JSON.stringify(output) ?? "null") };
-      } catch (error) {
-        return { threw: error instanceof Error ? error.message : String(error), name: error instanceof Error ? error.name : "Error" };
-      }
+      await marked;
+      if (!fresh) return { interrupted: true };
+      return callTool(tool, args, context);
     },
     { name: `tool:${tool.name}` },
   );
-  started.catch(() => undefined);
-  const stored = await result;
+  marked.catch(() => undefined);
+  return storedOutput(await watched(runId, result));
+}
+
+function callTool<Args>(tool: Tool<Args>, args: Args, context: ToolContext): Promise<StoredCall> {
+  return cancellable(() => executeTool(tool, args, context));
+}
+
+async function executeTool<Args>(tool: Tool<Args>, args: Args, context: ToolContext): Promise<StoredCall> {
+  try {
+    const output = await tool.execute(args, context);
+    return { output: output === undefined ? null : JSON.parse(JSON.stringify(output) ?? "null") };
+  } catch (error) {
+    return { threw: error instanceof Error ? error.message : String(error), name: error instanceof Error ? error.name : "Error" };
+  }
+}
+
+function storedOutput(stored: StoredCall): ToolOutput {
   if ("interrupted" in stored) return { content: INTERRUPTED, isError: true };
   if ("threw" in stored) {
     const error = new Error(stored.threw);
@@ -734,7 +992,7 @@ function durableMemory(memory: SessionMemory): SessionMemory {
     loadHistory: (sessionId) => {
       if (!DBOS.isWithinWorkflow()) return memory.loadHistory(sessionId);
       flushJournal();
-      return DBOS.runStep(() => memory.loadHistory(sessionId), { name: "history" });
+      return watched(DBOS.workflowID, DBOS.runStep(() => memory.loadHistory(sessionId), { name: "history" }));
     },
     onEvent: (event, run) => memory.onEvent(event, run),
   };

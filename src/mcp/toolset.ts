@@ -47,8 +47,11 @@ function lastLine(text: string): string {
   return lines[lines.length - 1]?.trim() ?? "";
 }
 
+/** An error's message, with its cause's when it says more (`fetch failed: connect ECONNREFUSED 127.0.0.1:9`). */
 function messageOf(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
+  if (!(error instanceof Error)) return String(error);
+  const cause = error.cause instanceof Error ? error.cause.message : undefined;
+  return cause && !error.message.includes(cause) ? `${error.message}: ${cause}` : error.message;
 }
 
 /**

@@ -8,13 +8,14 @@
  */
 import type { AgentRuntime } from "../config/build-agent.js";
 import type { AgentSettings } from "../config/settings.js";
-import type { DurableAgent, DurableRunInfo, DurableRunResult, JournalEncoder, JournalEntry } from "../durable/index.js";
+import type { ApprovalWait, DurableAgent, DurableRunInfo, DurableRunResult, JournalEncoder, JournalEntry } from "../durable/index.js";
 import { AgentLoopError } from "../errors.js";
 import type { RunResult } from "../loop/events.js";
 import type { Message } from "../messages.js";
 import type { JsonSchema } from "../model/model.js";
 import { ChatStreamEncoder, type ChatStreamSpec } from "./chat-encoder.js";
-import { HttpError } from "./http-errors.js";
+import type { ApprovalDecision, RunCheckpoint } from "../loop/checkpoint.js";
+import { badRequest, HttpError, notFound } from "./http-errors.js";
 import type { ServerMemory } from "./memory.js";
 
 /** The DBOS queue of the chat runs (partitioned by session id). */
@@ -143,7 +144,8 @@ export class DurableRuns {
       start: () => [chunks.start()],
       event: (event) => chunks.event(event),
       end: async (result: RunResult) => {
-        this.replayed.delete(runId);
+        // A leg that stopped for approvals is not the run's end: a replay goes on with the next leg.
+        if (!(result.state === "INTERRUPTED" && result.checkpoint)) this.replayed.delete(runId);
         log(`[${settings.name}] run ${runId} session ${spec.sessionId} ${result.state}: ${result.reason}`);
         // The answer is acknowledged only once the run's events are stored.
         const writes = memory.handle?.settled(spec.sessionId);
@@ -184,8 +186,52 @@ export class DurableRuns {
   /** A run's journal after `after` (`known`: the run was just started, no need to look it up). */
   async events(runId: string, after: number, known = false): Promise<AsyncGenerator<JournalEntry>> {
     const durable = await this.ready();
-    if (!known && !(await durable.show(runId))) throw new HttpError(404, `no durable run "${runId}"`, "not_found_error", "run_not_found", "run_id");
+    // Cheap when the run executes here (a client reattaching to the replica that recovered its run).
+    if (!known && !(await durable.exists(runId))) throw new HttpError(404, `no durable run "${runId}"`, "not_found_error", "run_not_found", "run_id");
     return durable.readJournal(runId, { after });
+  }
+
+  /**
+   * `POST /v1/approvals` in durable mode: the decisions go to the session's waiting run as a DBOS
+   * message (the run resumes on the replica that runs it, or after a crash on the one that recovers
+   * it); returns the journal of the leg after the decision. 404 when nothing waits, 409 when it was
+   * decided already, 400 for decisions the checkpoint refuses.
+   */
+  async decide(sessionId: string, decisions: Record<string, ApprovalDecision>): Promise<{ runId: string; leg: AsyncGenerator<JournalEntry>; wait: ApprovalWait }> {
+    const durable = await this.ready();
+    const events = await this.memory.store.events(sessionId, { types: ["approval_requested", "approval_decided"] });
+    const requested = events.findLast((event) => (event.content as { checkpoint?: unknown } | null)?.checkpoint !== undefined);
+    const runId = requested?.metadata?.run_id;
+    if (!requested || typeof runId !== "string") throw notFound(`no approval is pending in session "${sessionId}"`, "no_pending_approval", "session_id");
+    const checkpoint = (requested.content as { checkpoint: RunCheckpoint }).checkpoint;
+    const wait = await durable.approvalWait(runId);
+    const decided = events.some((event) => event.event_type === "approval_decided" && (event.content as { checkpoint_id?: unknown } | null)?.checkpoint_id === checkpoint.id);
+    if (decided || !wait || wait.result.checkpoint?.id !== checkpoint.id) {
+      throw new HttpError(409, `the approvals of checkpoint ${checkpoint.id} in session "${sessionId}" were decided already`, "invalid_request_error", "approval_already_decided");
+    }
+    const pending = new Map(checkpoint.pending.map((entry) => [entry.toolCallId, entry]));
+    for (const [callId, decision] of Object.entries(decisions)) {
+      const entry = pending.get(callId);
+      if (!entry) throw badRequest(`no approval is pending for tool call "${callId}" (pending: ${[...pending.keys()].join(", ")})`, `decisions.${callId}`, "invalid_decisions");
+      if (decision.argumentsHash !== undefined && decision.argumentsHash !== entry.argumentsHash) {
+        throw badRequest(`the decision for "${callId}" (${entry.toolName}) was made for other arguments (hash ${decision.argumentsHash}, pending ${entry.argumentsHash}); ask again`, `decisions.${callId}`, "invalid_decisions");
+      }
+    }
+    // Read from the leg's start before sending: nothing the resumed run writes is missed.
+    const leg = durable.readJournal(runId, { after: wait.resumeAt });
+    await durable.decide(runId, decisions, { checkpointId: checkpoint.id });
+    this.log(`[${this.settings.name}] run ${runId} session ${sessionId}: decisions sent (${Object.keys(decisions).join(", ")})`);
+    return { runId, leg, wait };
+  }
+
+  /** What a run waiting for approvals waits at (undefined when it does not wait). */
+  async approvalWait(runId: string): Promise<ApprovalWait | undefined> {
+    return (await this.ready()).approvalWait(runId);
+  }
+
+  /** A run's stored result (waits for its end). */
+  async result(runId: string): Promise<DurableRunResult> {
+    return (await this.ready()).retrieve(runId).result();
   }
 
   async list(filter: { status?: string; sessionId?: string; limit?: number }): Promise<DurableRunInfo[]> {

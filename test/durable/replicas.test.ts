@@ -99,7 +99,7 @@ test(`${SESSIONS * RUNS_PER_SESSION} concurrent durable chats on two replicas, o
       // The stream broke with the replica: reattach to the other one after the last event received.
       assert.equal(client.replica, victim, `a stream from the surviving replica broke (${client.runId})`);
       const rest = await readEvents(await fetch(`${survivor.url}/v1/runs/${client.runId}/events?after=${first.events.length}`));
-      assert.ok(rest.complete, `reattached stream of ${client.runId} did not end with [DONE]: ${rest.events.join("\n")}`);
+      assert.ok(rest.complete, `reattached stream of ${client.runId} did not end with [DONE] (${rest.error ?? "it ended"}): ${rest.events.join("\n")}`);
       return { client, events: [...first.events, ...rest.events], reattached: true };
     }),
   );

@@ -40,7 +40,7 @@ export async function startReplica(env: Record<string, string>, options: { cli?:
 }
 
 /** The `data:` events of an SSE body as they arrive; `onEvent` sees each one (with its count). */
-export async function readEvents(response: Response, onEvent?: (event: string, count: number) => void): Promise<{ events: string[]; complete: boolean }> {
+export async function readEvents(response: Response, onEvent?: (event: string, count: number) => void): Promise<{ events: string[]; complete: boolean; error?: string }> {
   const events: string[] = [];
   const decoder = new TextDecoder();
   let buffer = "";
@@ -61,8 +61,10 @@ export async function readEvents(response: Response, onEvent?: (event: string, c
         end = buffer.indexOf("\n\n");
       }
     }
-  } catch {
-    return { events, complete: false };
+  } catch (error) {
+    // Why the stream broke (the response's status, the error and its cause), for a failure's message.
+    const cause = error instanceof Error && error.cause instanceof Error ? `: ${error.cause.message}` : "";
+    return { events, complete: false, error: `HTTP ${response.status}: ${error instanceof Error ? error.message : String(error)}${cause}` };
   }
   return { events, complete: events.at(-1) === "[DONE]" };
 }

@@ -95,6 +95,8 @@ describe("HTTP connection failures", () => {
     } finally {
       await new Promise((resolve) => plain.close(resolve));
     }
+    // Nothing listens there now: the error says why the fetch failed, not only that it did.
+    await assert.rejects(connectMcp({ name: "plain", url: `http://127.0.0.1:${port}/mcp` }), /MCP server "plain".*could not connect: fetch failed: connect ECONNREFUSED 127\.0\.0\.1:\d+/);
   });
 
   test("headers are sent with every request", async () => {

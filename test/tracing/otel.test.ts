@@ -30,7 +30,7 @@ function waveBarrier(size: number) {
     if (++arrived === size) open();
     let timer: NodeJS.Timeout | undefined;
     const stuck = new Promise<never>((_resolve, reject) => {
-      timer = setTimeout(() => reject(new Error(`only ${arrived} of ${size} calls of the wave started`)), 5000);
+      timer = setTimeout(() => reject(new Error(`only ${arrived} of ${size} calls of the wave started`)), 60_000); // a deadlock guard: generous for a loaded machine
     });
     await Promise.race([opened, stuck]).finally(() => clearTimeout(timer));
   };

@@ -16,6 +16,7 @@ import { RequestController, sseHeaders, webSseSink } from "../chat-stream.js";
 import { readJson, type ServerContext } from "../context.js";
 import { badRequest } from "../http-errors.js";
 import { completionOf, streamRun } from "./chat-completions.js";
+import { durableApprovals } from "./runs.js";
 
 export const APPROVALS_PATH = "/v1/approvals";
 
@@ -56,6 +57,8 @@ export function approvalRoutes(server: ServerContext): Hono {
 
   app.post(APPROVALS_PATH, async (c) => {
     const { sessionId, decisions, stream } = parseApprovalRequest(await readJson(c));
+    // Durable mode: the run waits in DBOS; the decisions are a message to it (any replica).
+    if (server.durable) return durableApprovals(server, c, sessionId, decisions, stream);
     const controller = new RequestController();
     const unlink = onAbort(c.req.raw.signal, () => controller.disconnect());
     const model = settings.name;

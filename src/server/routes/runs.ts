@@ -14,11 +14,12 @@ import type { ServerResponse } from "node:http";
 import { type Context, Hono } from "hono";
 import type { JournalEntry } from "../../durable/index.js";
 import type { ChatRequest } from "../chat-request.js";
-import { nodeSseSink, type SseSink, sendNodeJson, sseHeaders, webSseSink } from "../chat-stream.js";
+import { ChatChunkEncoder, nodeSseSink, type SseSink, sendNodeJson, sseHeaders, webSseSink } from "../chat-stream.js";
 import { ChatStreamEncoder } from "../chat-encoder.js";
 import { readJson, type ServerContext, unixSeconds } from "../context.js";
 import { runResultOf } from "../durable-runs.js";
 import { badRequest, HttpError, notFound } from "../http-errors.js";
+import type { ApprovalDecision } from "../../loop/checkpoint.js";
 import type { Message } from "../../messages.js";
 import { completionOf } from "./chat-completions.js";
 
@@ -60,12 +61,25 @@ function startChat(server: ServerContext, chat: DurableChatRequest, runId: strin
  * Pipes a run's journal into an SSE sink until the run's `[DONE]` (or the client leaves: the run
  * goes on). `withIds` writes each event's `id: <seq>` (the reattach route). Tracked for shutdown.
  */
-function pipeJournal(server: ServerContext, entries: AsyncGenerator<JournalEntry>, sink: SseSink, withIds: boolean, gone: { left: boolean }): Promise<void> {
+function pipeJournal(server: ServerContext, runId: string, entries: AsyncGenerator<JournalEntry>, sink: SseSink, withIds: boolean, gone: { left: boolean }): Promise<void> {
   const work = (async () => {
     try {
+      let done = false;
       for await (const entry of entries) {
         if (gone.left || server.draining) break;
         sink.write(withIds ? `id: ${entry.seq}\n${entry.item}` : entry.item);
+        // A leg that stopped for approvals ends with `[DONE]`: the run goes on after the decision,
+        // whose own response (`POST /v1/approvals`) streams the next leg.
+        if (entry.item === ChatChunkEncoder.done) {
+          done = true;
+          break;
+        }
+      }
+      // The journal ended without its `[DONE]`: the run was cancelled (or failed) before its end.
+      if (!done && !gone.left && !server.draining) {
+        const { status } = await server.durable!.show(runId);
+        const message = status === "CANCELLED" ? `run ${runId} was cancelled` : `run ${runId} ended (${status}) without finishing its stream`;
+        for (const line of ChatStreamEncoder.failure(new HttpError(503, message, "server_error", "aborted"))) sink.write(line);
       }
     } catch (error) {
       for (const line of ChatStreamEncoder.failure(server.httpErrorOfRequest(error, "GET", "/v1/runs/events"))) sink.write(line);
@@ -75,6 +89,42 @@ function pipeJournal(server: ServerContext, entries: AsyncGenerator<JournalEntry
     }
   })();
   return server.runs.track(work);
+}
+
+/**
+ * `POST /v1/approvals` on a durable server: the decisions go to the waiting run as a DBOS message
+ * (see DurableRuns.decide), and the response streams the run's next leg from its journal, from
+ * whichever replica runs it. `stream: false`: the leg's completion (the run's end, or its next stop).
+ */
+export async function durableApprovals(server: ServerContext, c: Context, sessionId: string, decisions: Record<string, ApprovalDecision>, stream: boolean): Promise<Response> {
+  const durable = durableOf(server);
+  const { runId, leg, wait } = await durable.decide(sessionId, decisions);
+  const headers = { ...sseHeaders(sessionId), [RUN_ID_HEADER]: runId };
+  if (stream) {
+    const gone = { left: false };
+    const { sink, body } = webSseSink(() => {
+      gone.left = true;
+    });
+    void pipeJournal(server, runId, leg, sink, false, gone);
+    return new Response(body, { headers });
+  }
+  const result = await server.runs.track(
+    (async () => {
+      // The leg's end, then its result: the run's, or the INTERRUPTED one of its next stop.
+      for await (const entry of leg) if (entry.item === ChatChunkEncoder.done) break;
+      await leg.return(undefined);
+      for (;;) {
+        const next = await durable.approvalWait(runId);
+        if (next && next.result.checkpoint?.id !== wait.result.checkpoint?.id) return next.result;
+        const info = await durable.show(runId);
+        if (info.status !== "PENDING" && info.status !== "ENQUEUED") return durable.result(runId);
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+    })(),
+  );
+  c.header("x-session-id", sessionId);
+  c.header(RUN_ID_HEADER, runId);
+  return c.json(completionOf(runResultOf(result), server.settings.name, sessionId));
 }
 
 /** The durable `POST /v1/chat/completions` on node:http (the hot path's door). */
@@ -94,7 +144,7 @@ export async function durableChatNode(server: ServerContext, chat: DurableChatRe
   // The run may wait behind the session's earlier runs: the client gets its run id now.
   outgoing.flushHeaders();
   const entries = await server.durable!.events(runId, 0, true);
-  void pipeJournal(server, entries, nodeSseSink(outgoing), false, gone);
+  void pipeJournal(server, runId, entries, nodeSseSink(outgoing), false, gone);
 }
 
 /** The durable `POST /v1/chat/completions` through Hono (`AgentServer.fetch`). */
@@ -116,7 +166,7 @@ async function streamJournal(server: ServerContext, runId: string, after: number
   const { sink, body } = webSseSink(() => {
     gone.left = true;
   });
-  void pipeJournal(server, entries, sink, withIds, gone);
+  void pipeJournal(server, runId, entries, sink, withIds, gone);
   return new Response(body, { headers });
 }
 

@@ -1,0 +1,126 @@
+// Approvals on durable `serve` replicas (real processes, real PostgreSQL): the chat stops for an
+// approval and its stream ends (`approval_required`); the replica is killed (SIGKILL); seconds later
+// the decision is posted to another replica, which recovers the run: the run waits for it as a DBOS
+// message, resumes there, the approved call runs once and the approvals response streams the rest.
+import assert from "node:assert/strict";
+import { randomUUID } from "node:crypto";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, test } from "node:test";
+import pg from "pg";
+import { postgresUrl } from "../memory/postgres-server.js";
+import { postChat, type Replica, readEvents, startReplica } from "./serve-helpers.js";
+
+const tag = randomUUID().slice(0, 8);
+const schemas = [`t_durable_approvals_${tag}`, `dbos_approvals_serve_${tag}`];
+const dir = mkdtempSync(join(tmpdir(), "agentloop-durable-approvals-"));
+const payLog = join(dir, "pay.log");
+const replicas: Replica[] = [];
+
+after(async () => {
+  for (const replica of replicas) replica.child.kill("SIGKILL");
+  const client = new pg.Client({ connectionString: postgresUrl() });
+  await client.connect();
+  for (const schema of schemas) await client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+  await client.end();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+const env = (executor: string) => ({
+  AGENT_NAME: "durable",
+  MEMORY_TYPE: "postgres",
+  MEMORY_POSTGRES_URL: postgresUrl(),
+  MEMORY_POSTGRES_SCHEMA: schemas[0]!,
+  DURABLE: "true",
+  DURABLE_SCHEMA: schemas[1]!,
+  DURABLE_EXECUTOR_ID: executor,
+  PAY_LOG: payLog,
+});
+
+const contentOf = (events: string[]) =>
+  events
+    .filter((event) => event.startsWith("{"))
+    .map((event) => (JSON.parse(event) as { choices: Array<{ delta: { content?: string } }> }).choices[0]?.delta.content ?? "")
+    .filter((content) => !content.startsWith("{"))
+    .join("");
+
+const post = (url: string, path: string, body: unknown) => fetch(`${url}${path}`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
+
+const paid = () => {
+  try {
+    return readFileSync(payLog, "utf8").trim().split("\n").filter(Boolean);
+  } catch {
+    return [];
+  }
+};
+
+test("an approval decided on another replica after the asking one was killed resumes the durable run there; the approved call runs once", async () => {
+  const asking = `a-${tag}`;
+  // Alone at first, so the run is queued and taken by this replica.
+  const a = await startReplica(env(asking));
+  replicas.push(a);
+  const session = `pay-${tag}`;
+
+  // The chat stops at the approval: its stream ends with approval_required and [DONE].
+  const chat = await postChat(a.url, "pay 42", session);
+  const runId = chat.headers.get("x-agentloop-run-id")!;
+  const first = await readEvents(chat);
+  assert.ok(first.complete, first.events.join("\n"));
+  const stop = first.events.map((event) => (event.startsWith("{") ? JSON.parse(event) : undefined)).find((chunk) => chunk?.choices?.[0]?.finish_reason === "approval_required");
+  assert.ok(stop, `no approval_required chunk in ${first.events.join("\n")}`);
+  const b = await startReplica(env(`b-${tag}`));
+  replicas.push(b);
+  const shown = (await (await fetch(`${b.url}/v1/runs/${runId}`)).json()) as { status: string; executorId: string; pendingApprovals?: Array<{ toolCallId: string; tool: string }> };
+  assert.equal(shown.status, "PENDING");
+  assert.equal(shown.executorId, asking);
+  assert.deepEqual(shown.pendingApprovals?.map((call) => call.tool), ["pay"]);
+
+  a.child.kill("SIGKILL");
+  await a.exited;
+  // Seconds later, on the other replica: bad decisions are refused before anything is sent.
+  await new Promise((resolve) => setTimeout(resolve, 1500));
+  const unknown = await post(b.url, "/v1/approvals", { session_id: session, decisions: { call_other: { approve: true } } });
+  assert.equal(unknown.status, 400);
+  assert.match(((await unknown.json()) as { error: { message: string } }).error.message, /no approval is pending for tool call "call_other"/);
+  const nothing = await post(b.url, "/v1/approvals", { session_id: `none-${tag}`, decisions: { call_pay: { approve: true } } });
+  assert.equal(nothing.status, 404);
+
+  const decided = await post(b.url, "/v1/approvals", { session_id: session, decisions: { call_pay: { approve: true } } });
+  assert.equal(decided.status, 200);
+  assert.equal(decided.headers.get("x-agentloop-run-id"), runId);
+  const rest = readEvents(decided);
+  // The asking replica is gone for good: the other one recovers its runs (no process held the wait).
+  const recovered = (await (await post(b.url, "/v1/runs/recover", { executor_id: asking })).json()) as { recovered: string[] };
+  assert.deepEqual(recovered.recovered, [runId], b.log());
+  const { events, complete } = await rest;
+  assert.ok(complete, events.join("\n"));
+  assert.equal(contentOf(events), "Done: paid 42.");
+  assert.deepEqual(paid(), [`${runId}:call_pay 42`]);
+
+  // Decided already: a second decision is refused, and the run finished on the other replica.
+  const again = await post(b.url, "/v1/approvals", { session_id: session, decisions: { call_pay: { approve: true } } });
+  assert.equal(again.status, 409);
+  // The stream ends with the answer; the workflow records its output just after.
+  let done: { status: string; executorId: string; result?: { state: string } };
+  for (let tries = 0; ; tries++) {
+    done = (await (await fetch(`${b.url}/v1/runs/${runId}`)).json()) as typeof done;
+    if (done.status !== "PENDING" || tries === 100) break;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  assert.equal(done.status, "SUCCESS");
+  assert.equal(done.executorId, `b-${tag}`);
+  assert.equal(done.result?.state, "COMPLETED");
+
+  // `stream: false`: the completion of the leg after the decision; a rejected call never runs.
+  const second = await postChat(b.url, "pay 7", `${session}-2`);
+  const secondRun = second.headers.get("x-agentloop-run-id")!;
+  assert.ok((await readEvents(second)).complete);
+  const rejected = await post(b.url, "/v1/approvals", { session_id: `${session}-2`, decisions: { call_pay: { approve: false, reason: "too much" } }, stream: false });
+  assert.equal(rejected.status, 200);
+  assert.equal(rejected.headers.get("x-agentloop-run-id"), secondRun);
+  const completion = (await rejected.json()) as { choices: Array<{ message: { content: string }; finish_reason: string }> };
+  assert.equal(completion.choices[0]?.finish_reason, "stop");
+  assert.match(completion.choices[0]?.message.content ?? "", /^Done: .*too much/);
+  assert.deepEqual(paid(), [`${runId}:call_pay 42`]);
+});
