@@ -198,7 +198,7 @@ if (times) {
 const runner = [...(built ? ["--enable-source-maps"] : ["--import", "tsx"]), ...(times ? ["--import", "./scripts/record-duration.mjs"] : [])];
 let status = 1;
 try {
-  const tests = await run(process.execPath, [...runner, "--test", "--test-concurrency=4", "--test-timeout=300000", ...(built?.tests ?? files)], { env });
+  const tests = await run(process.execPath, [...runner, "--test", `--test-concurrency=${process.env.AGENTLOOP_TEST_CONCURRENCY ?? 4}`, "--test-timeout=300000", ...(built?.tests ?? files)], { env });
   status = tests.status;
 } finally {
   if (built) rmSync(built.outdir, { recursive: true, force: true });

@@ -3,40 +3,22 @@
 // the decision is posted to another replica, which recovers the run: the run waits for it as a DBOS
 // message, resumes there, the approved call runs once and the approvals response streams the rest.
 import assert from "node:assert/strict";
-import { randomUUID } from "node:crypto";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, test } from "node:test";
-import pg from "pg";
-import { postgresUrl } from "../memory/postgres-server.js";
-import { postChat, type Replica, readEvents, startReplica } from "./serve-helpers.js";
+import { durableTestResources } from "./cleanup.js";
+import { postChat, readEvents, startReplica } from "./serve-helpers.js";
 
-const tag = randomUUID().slice(0, 8);
-const schemas = [`t_durable_approvals_${tag}`, `dbos_approvals_serve_${tag}`];
+const { tag, replicas, durableEnv } = durableTestResources("t_durable_approvals", "dbos_approvals_serve");
 const dir = mkdtempSync(join(tmpdir(), "agentloop-durable-approvals-"));
 const payLog = join(dir, "pay.log");
-const replicas: Replica[] = [];
 
-after(async () => {
-  for (const replica of replicas) replica.child.kill("SIGKILL");
-  const client = new pg.Client({ connectionString: postgresUrl() });
-  await client.connect();
-  for (const schema of schemas) await client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
-  await client.end();
+after(() => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-const env = (executor: string) => ({
-  AGENT_NAME: "durable",
-  MEMORY_TYPE: "postgres",
-  MEMORY_POSTGRES_URL: postgresUrl(),
-  MEMORY_POSTGRES_SCHEMA: schemas[0]!,
-  DURABLE: "true",
-  DURABLE_SCHEMA: schemas[1]!,
-  DURABLE_EXECUTOR_ID: executor,
-  PAY_LOG: payLog,
-});
+const env = (executor: string) => durableEnv(executor, { PAY_LOG: payLog });
 
 const contentOf = (events: string[]) =>
   events

@@ -3,37 +3,17 @@
 // stops at its loop's next checkpoint (the model is not called again), its client's stream ends cleanly with the cancellation and `[DONE]`, a client that
 // reattaches gets the same end, and the run stays CANCELLED.
 import assert from "node:assert/strict";
-import { randomUUID } from "node:crypto";
-import { after, test } from "node:test";
-import pg from "pg";
+import { test } from "node:test";
 import { runCli } from "../cli/helpers.js";
-import { postgresUrl } from "../memory/postgres-server.js";
-import { postChat, type Replica, readEvents, startReplica } from "./serve-helpers.js";
+import { durableTestResources } from "./cleanup.js";
+import { postChat, readEvents, startReplica } from "./serve-helpers.js";
 
-const tag = randomUUID().slice(0, 8);
-const schemas = [`t_durable_cancel_${tag}`, `dbos_cancel_${tag}`];
-const replicas: Replica[] = [];
+const { tag, replicas, durableEnv } = durableTestResources("t_durable_cancel", "dbos_cancel");
 
-after(async () => {
-  for (const replica of replicas) replica.child.kill("SIGKILL");
-  const client = new pg.Client({ connectionString: postgresUrl() });
-  await client.connect();
-  for (const schema of schemas) await client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
-  await client.end();
-});
 
 test("cancelling a running durable run aborts the tool call in flight and stops the run; its stream and a reattached one end cleanly", async () => {
-  const replica = await startReplica({
-    AGENT_NAME: "durable",
-    MEMORY_TYPE: "postgres",
-    MEMORY_POSTGRES_URL: postgresUrl(),
-    MEMORY_POSTGRES_SCHEMA: schemas[0]!,
-    DURABLE: "true",
-    DURABLE_SCHEMA: schemas[1]!,
-    DURABLE_EXECUTOR_ID: `cancel-${tag}`,
-    // Longer than the test: the cancel stops the tool in flight.
-    WORK_MS: "60000",
-  });
+  // WORK_MS longer than the test: the cancel stops the tool in flight.
+  const replica = await startReplica(durableEnv(`cancel-${tag}`, { WORK_MS: "60000" }));
   replicas.push(replica);
   const chat = await postChat(replica.url, "a long task", `cancel-${tag}`);
   const runId = chat.headers.get("x-agentloop-run-id")!;

@@ -3,36 +3,13 @@
 // executor id) calls the model again; the client reattaches with ?after=<events received> and the
 // text it ends with is the answer once: no delta repeated, none lost, and the memory records it once.
 import assert from "node:assert/strict";
-import { randomUUID } from "node:crypto";
-import { after, test } from "node:test";
-import pg from "pg";
-import { postgresUrl } from "../memory/postgres-server.js";
-import { postChat, type Replica, readEvents, startReplica } from "./serve-helpers.js";
+import { test } from "node:test";
+import { durableTestResources } from "./cleanup.js";
+import { postChat, readEvents, startReplica } from "./serve-helpers.js";
 
-const tag = randomUUID().slice(0, 8);
-const schemas = [`t_durable_midstream_${tag}`, `dbos_midstream_${tag}`];
-const replicas: Replica[] = [];
+const { tag, replicas, durableEnv } = durableTestResources("t_durable_midstream", "dbos_midstream");
 
-after(async () => {
-  for (const replica of replicas) replica.child.kill("SIGKILL");
-  const client = new pg.Client({ connectionString: postgresUrl() });
-  await client.connect();
-  for (const schema of schemas) await client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
-  await client.end();
-});
-
-const env = {
-  AGENT_NAME: "durable",
-  MEMORY_TYPE: "postgres",
-  MEMORY_POSTGRES_URL: postgresUrl(),
-  MEMORY_POSTGRES_SCHEMA: schemas[0]!,
-  DURABLE: "true",
-  DURABLE_SCHEMA: schemas[1]!,
-  DURABLE_EXECUTOR_ID: `midstream-${tag}`,
-  WORK_MS: "0",
-  ANSWER_WORDS: "12",
-  DELTA_MS: "40",
-};
+const env = durableEnv(`midstream-${tag}`, { WORK_MS: "0", ANSWER_WORDS: "12", DELTA_MS: "40" });
 
 const textOf = (events: string[]) =>
   events

@@ -3,19 +3,16 @@
 // replica killed mid-run finishes its run when it restarts with its executor id, the run routes and
 // `agentloop runs`, and the configuration errors.
 import assert from "node:assert/strict";
-import { randomUUID } from "node:crypto";
-import { after, before, test } from "node:test";
-import pg from "pg";
+import { before, test } from "node:test";
 import { runCli } from "../cli/helpers.js";
 import { postgresUrl } from "../memory/postgres-server.js";
+import { durableTestResources } from "./cleanup.js";
 import { chatBody, postChat, type Replica, readEvents, startReplica } from "./serve-helpers.js";
 
-const tag = randomUUID().slice(0, 8);
-const schemas = [`t_durable_serve_plain_${tag}`, `t_durable_serve_${tag}`, `dbos_serve_${tag}`];
+const { tag, schemas, replicas: started } = durableTestResources("t_durable_serve_plain", "t_durable_serve", "dbos_serve");
 const executor = `serve-${tag}`;
 let plain: Replica;
 let durable: Replica;
-const started: Replica[] = [];
 
 const envOf = (durableMode: boolean) => ({
   AGENT_NAME: "durable",
@@ -31,13 +28,6 @@ before(async () => {
   started.push(plain, durable);
 });
 
-after(async () => {
-  for (const replica of started) replica.child.kill("SIGKILL");
-  const client = new pg.Client({ connectionString: postgresUrl() });
-  await client.connect();
-  for (const schema of schemas) await client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
-  await client.end();
-});
 
 /** The answer text of a stream's events (progress blocks left out). */
 const answerOf = (events: string[]) =>
