@@ -171,7 +171,7 @@ function run(command, commandArgs, options = {}) {
   });
 }
 
-// --checks (npm test): the type-check and the lint run beside the tests, at a lower CPU priority, so
+// --checks: the type-check and the lint run beside the tests, at a lower CPU priority, so
 // they use the moments the tests wait on their child processes; their output comes after the tests'.
 const checks = withChecks
   ? [
