@@ -10,9 +10,9 @@ import { runCli } from "../cli/helpers.js";
 import { postgresUrl } from "../memory/postgres-server.js";
 import { postChat, type Replica, readEvents, startReplica } from "./serve-helpers.js";
 
-// 30 chats by default (the suite's time on 2 cores); AGENTLOOP_DURABLE_CHATS=50 runs the issue's 50 (passes, ~27 s).
+// The issue's 50 chats (25 sessions of 2 runs); AGENTLOOP_DURABLE_CHATS changes the number.
 const RUNS_PER_SESSION = 2;
-const SESSIONS = Math.ceil(Number(process.env.AGENTLOOP_DURABLE_CHATS ?? 30) / RUNS_PER_SESSION);
+const SESSIONS = Math.ceil(Number(process.env.AGENTLOOP_DURABLE_CHATS ?? 50) / RUNS_PER_SESSION);
 const tag = randomUUID().slice(0, 8);
 const memorySchema = `t_durable_replicas_${tag}`;
 const dbosSchema = `dbos_replicas_${tag}`;

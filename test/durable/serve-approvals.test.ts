@@ -60,8 +60,9 @@ test("an approval decided on another replica after the asking one was killed res
 
   a.child.kill("SIGKILL");
   await a.exited;
-  // Seconds later, on the other replica: bad decisions are refused before anything is sent.
-  await new Promise((resolve) => setTimeout(resolve, 1500));
+  // 10 s later (the issue's figure: no process holds the wait meanwhile), on the other replica: bad
+  // decisions are refused before anything is sent.
+  await new Promise((resolve) => setTimeout(resolve, 10_000));
   const unknown = await post(b.url, "/v1/approvals", { session_id: session, decisions: { call_other: { approve: true } } });
   assert.equal(unknown.status, 400);
   assert.match(((await unknown.json()) as { error: { message: string } }).error.message, /no approval is pending for tool call "call_other"/);
