@@ -119,6 +119,34 @@ interface SqlStep {
   params?: unknown[];
 }
 
+/** Walks SQL steps: each write (no params) goes to `write`, each read to `read`, whose rows go back to the steps. */
+function walkSteps<T>(steps: Generator<SqlStep, T, unknown[][]>, read: (sql: string, params: unknown[]) => unknown[][], write: (sql: string) => void): T {
+  let step = steps.next();
+  while (!step.done) {
+    const { sql, params } = step.value;
+    if (params) step = steps.next(read(sql, params));
+    else {
+      write(sql);
+      step = steps.next([]);
+    }
+  }
+  return step.value;
+}
+
+/** `walkSteps` with a read that goes to another thread. */
+async function walkStepsAsync<T>(steps: Generator<SqlStep, T, unknown[][]>, read: (sql: string, params: unknown[]) => Promise<unknown[][]>, write: (sql: string) => void): Promise<T> {
+  let step = steps.next();
+  while (!step.done) {
+    const { sql, params } = step.value;
+    if (params) step = steps.next(await read(sql, params));
+    else {
+      write(sql);
+      step = steps.next([]);
+    }
+  }
+  return step.value;
+}
+
 /** A SQL string literal. */
 function sqlText(text: string): string {
   return `'${text.replaceAll("'", "''")}'`;
@@ -445,25 +473,24 @@ export class EmbeddedMemoryStore implements MemoryStore {
     let script = "BEGIN IMMEDIATE;";
     let begun = false;
     try {
-      const steps = this.groupSteps(group);
-      let step = steps.next();
-      while (!step.done) {
-        const { sql, params } = step.value;
-        if (!params) {
+      // The writes before a read go in one `exec` with it; the rest with COMMIT.
+      const result = await walkStepsAsync(
+        this.groupSteps(group),
+        async (sql, params) => {
+          await writer.exec(script);
+          begun = true;
+          script = "";
+          const rows: unknown[][] = [];
+          for (const row of await (await this.writerStatement(sql)).iterate(params)) rows.push(row as unknown[]);
+          return rows;
+        },
+        (sql) => {
           script += sql;
-          step = steps.next([]);
-          continue;
-        }
-        await writer.exec(script);
-        begun = true;
-        script = "";
-        const rows: unknown[][] = [];
-        for (const row of await (await this.writerStatement(sql)).iterate(params)) rows.push(row as unknown[]);
-        step = steps.next(rows);
-      }
+        },
+      );
       begun = true;
       await writer.exec(`${script}COMMIT;`);
-      return step.value;
+      return result;
     } catch (error) {
       if (begun) await writer.exec("ROLLBACK").catch(() => {});
       throw error;
@@ -485,15 +512,7 @@ export class EmbeddedMemoryStore implements MemoryStore {
     for (const member of group.appends) counts.set(member.sessionId, (counts.get(member.sessionId) ?? 0) + member.events.length);
     let script = "";
     let guard = "";
-    const steps = this.groupSteps(group);
-    let step = steps.next();
-    while (!step.done) {
-      const { sql, params } = step.value;
-      if (!params) {
-        script += sql;
-        step = steps.next([]);
-        continue;
-      }
+    const read = (sql: string, params: unknown[]): unknown[][] => {
       const seen = this.query(sql, params) as Array<[number, string, number, string | null]>;
       const lastSeqs = new Map<string, number>();
       const holders: Array<[string, number, string]> = [];
@@ -512,9 +531,12 @@ export class EmbeddedMemoryStore implements MemoryStore {
       // What the read inside the transaction would answer once the upsert ran.
       const after: unknown[][] = expected.map(([sessionId, last]) => [0, sessionId, last + counts.get(sessionId)!, null]);
       for (const [sessionId, pid, host] of holders) after.push([1, sessionId, pid, host]);
-      step = steps.next(after);
-    }
-    return { script: `BEGIN IMMEDIATE;${guard}${script}COMMIT;`, result: step.value };
+      return after;
+    };
+    const result = walkSteps(this.groupSteps(group), read, (sql) => {
+      script += sql;
+    });
+    return { script: `BEGIN IMMEDIATE;${guard}${script}COMMIT;`, result };
   }
 
   private writerStatement(sql: string): Promise<AsyncStatement> {
@@ -966,16 +988,11 @@ export class EmbeddedMemoryStore implements MemoryStore {
 
   /** Runs the statements of `steps` on this thread's connection (inside a transaction the caller holds). */
   private runSync<T>(steps: Generator<SqlStep, T, unknown[][]>): T {
-    let step = steps.next();
-    while (!step.done) {
-      const { sql, params } = step.value;
-      if (params) step = steps.next(this.query(sql, params));
-      else {
-        this.db.exec(sql);
-        step = steps.next([]);
-      }
-    }
-    return step.value;
+    return walkSteps(
+      steps,
+      (sql, params) => this.query(sql, params),
+      (sql) => this.db.exec(sql),
+    );
   }
 }
 
