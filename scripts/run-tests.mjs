@@ -81,8 +81,15 @@ async function compile(testFiles) {
  * process or a server.
  */
 const STARTS = /\b(?:spawnCli|runCli|cliArgs|tsChild|spawn|spawnSync|execFile|connectMcp|everythingStdio|startEverythingHttp|durableAgent|serve)\(/g;
+const sources = new Map();
+/** A test file's source, read once. */
+function sourceOf(file) {
+  let source = sources.get(file);
+  if (source === undefined) sources.set(file, (source = readFileSync(file, "utf8")));
+  return source;
+}
 function weightOf(file) {
-  return readFileSync(file, "utf8").match(STARTS)?.length ?? 0;
+  return sourceOf(file).match(STARTS)?.length ?? 0;
 }
 const recorded = new Map();
 try {
@@ -114,7 +121,7 @@ function grouped(files) {
   const alone = [];
   const groupable = [];
   for (const file of files) {
-    if (weightOf(file) > 0 || OWN_PROCESS.test(readFileSync(file, "utf8")) || file.includes("durable")) alone.push(file);
+    if (weightOf(file) > 0 || OWN_PROCESS.test(sourceOf(file))) alone.push(file);
     else groupable.push({ file, length: recorded.get(relative(ROOT, file)) ?? 1 });
   }
   // AGENTLOOP_TEST_GROUPS=0: every file in its own process (to tell whether a failure comes from sharing one).
