@@ -9,19 +9,16 @@ import { postgresUrl } from "../memory/postgres-server.js";
 import { durableTestResources } from "./cleanup.js";
 import { chatBody, postChat, type Replica, readEvents, startReplica } from "./serve-helpers.js";
 
-const { tag, schemas, replicas: started } = durableTestResources("t_durable_serve_plain", "t_durable_serve", "dbos_serve");
+// The durable replica's memory and DBOS schemas first (durableEnv), the plain one's memory last.
+const { tag, schemas, replicas: started, durableEnv } = durableTestResources("t_durable_serve", "dbos_serve", "t_durable_serve_plain");
 const executor = `serve-${tag}`;
 let plain: Replica;
 let durable: Replica;
 
-const envOf = (durableMode: boolean) => ({
-  AGENT_NAME: "durable",
-  MEMORY_TYPE: "postgres",
-  MEMORY_POSTGRES_URL: postgresUrl(),
-  MEMORY_POSTGRES_SCHEMA: durableMode ? schemas[1]! : schemas[0]!,
-  WORK_MS: "300",
-  ...(durableMode ? { DURABLE: "true", DURABLE_SCHEMA: schemas[2]!, DURABLE_EXECUTOR_ID: executor } : {}),
-});
+const envOf = (durableMode: boolean) =>
+  durableMode
+    ? durableEnv(executor, { WORK_MS: "300" })
+    : { AGENT_NAME: "durable", MEMORY_TYPE: "postgres", MEMORY_POSTGRES_URL: postgresUrl(), MEMORY_POSTGRES_SCHEMA: schemas[2]!, WORK_MS: "300" };
 
 before(async () => {
   [plain, durable] = await Promise.all([startReplica(envOf(false)), startReplica(envOf(true))]);
