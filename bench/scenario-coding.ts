@@ -6,7 +6,8 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { grepTool, readFileTool, Workspace } from "../src/coding/index.js";
-import type { Tool, ToolContext } from "../src/tools/tool.js";
+import type { Tool, } from "../src/tools/tool.js";
+import { toolContext } from "../test/mcp/tool-context.js";
 import { benchFile } from "./child-process.js";
 import { alternate, type BenchOptions, type Entrant, formatSpread, isMain, machineInfo, markdownTable, parseBenchOptions, publish, type ScenarioReport, spread } from "./harness.js";
 
@@ -15,22 +16,7 @@ const PATTERN = "defineTool";
 /** Enough that the tool searches every file, as the command-line tools do. */
 const ALL_RESULTS = 1_000_000;
 
-function context(): ToolContext {
-  return {
-    signal: new AbortController().signal,
-    runId: "bench",
-    toolCallId: "call",
-    idempotencyKey: "bench:call",
-    toolName: "bench",
-    step: 1,
-    inputs: {},
-    depth: 0,
-    agentPath: [],
-    progress() {},
-    nested() {},
-    services: {},
-  };
-}
+const context = () => toolContext({ runId: "bench", toolCallId: "call", idempotencyKey: "bench:call", toolName: "bench" });
 
 async function callTool(tool: Tool, args: Record<string, unknown>): Promise<string> {
   const output = (await tool.execute(args, context())) as string | { content: string; isError?: boolean };

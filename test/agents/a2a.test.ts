@@ -16,6 +16,7 @@ import { ScriptedModel } from "../../src/model/scripted.js";
 import type { Tool } from "../../src/tools/tool.js";
 import { otelInstrumentation } from "../../src/tracing/index.js";
 import { memoryTracer, spanNamed } from "../tracing/helpers.js";
+import { toolContext } from "../mcp/tool-context.js";
 
 const textPart = (value: string) => ({ content: { $case: "text" as const, value }, metadata: undefined, filename: "", mediaType: "text/plain" });
 const agentMessage = (taskId: string, contextId: string, text: string): Message => ({
@@ -303,24 +304,19 @@ describe("a2aAgentTool against a real A2A server", () => {
       let taskId: string | undefined;
       const result = await tool.execute(
         { task: "talk slowly" },
-        {
+        toolContext({
           signal: controller.signal,
           runId: "run_x",
           idempotencyKey: "run_x:call_x",
           toolCallId: "c1",
           toolName: tool.name,
-          step: 1,
-          inputs: {},
-          depth: 0,
           agentPath: ["lead"],
-          services: {},
-          nested: () => {},
           progress: (data) => {
             const update = data as A2AProgress;
             taskId ??= update.taskId;
             if (update.update === "artifact") controller.abort("user stopped");
           },
-        },
+        }),
       );
       assert.deepEqual(result, { content: "[Delegation failed: aborted (user stopped)]", isError: true });
       await slow.executor.cancelRequested(taskId!);

@@ -9,6 +9,7 @@ import { ScriptedModel } from "../../src/model/scripted.js";
 import type { Tool } from "../../src/tools/tool.js";
 import { otelInstrumentation } from "../../src/tracing/index.js";
 import { memoryTracer, spanNamed } from "../tracing/helpers.js";
+import { toolContext } from "../mcp/tool-context.js";
 
 interface Received {
   method?: string;
@@ -185,20 +186,10 @@ describe("kaosAgentTool", () => {
   it("stops when the run is aborted", async () => {
     const controller = new AbortController();
     const tool = kaosAgentTool({ name: "worker", url: `${baseUrl}/slow` });
-    const pending = tool.execute({ task: "wait" }, {
-      signal: controller.signal,
-      runId: "run_x",
-      toolCallId: "c",
-      idempotencyKey: "run_x:c",
-      toolName: tool.name,
-      step: 1,
-      inputs: {},
-      depth: 0,
-      agentPath: ["lead"],
-      progress: () => {},
-      nested: () => {},
-      services: {},
-    });
+    const pending = tool.execute(
+      { task: "wait" },
+      toolContext({ signal: controller.signal, runId: "run_x", toolCallId: "c", idempotencyKey: "run_x:c", toolName: tool.name, agentPath: ["lead"] }),
+    );
     setTimeout(() => controller.abort("user stopped"), 30);
     assert.deepEqual(await pending, { content: "[Delegation failed: aborted (user stopped)]", isError: true });
   });

@@ -1,4 +1,4 @@
-// Calling an MCP tool the way the loop does: a tool context a test can inspect.
+// Calling a tool the way the loop does: a tool context a test (or a bench) can inspect and override.
 import assert from "node:assert/strict";
 import type { Tool, ToolContext, ToolResultValue } from "../../src/tools/tool.js";
 
