@@ -35,6 +35,7 @@ import {
   type ResolvedLimits,
   resolveLimits,
   type SessionInfo,
+  sessionsOfGroup,
 } from "./store.js";
 import { WalCheckpointer } from "./wal-checkpointer.js";
 
@@ -508,8 +509,7 @@ export class EmbeddedMemoryStore implements MemoryStore {
   private oneCallGroup(group: Group): { script: string; result: GroupResult } | undefined {
     const released = new Set(group.releases.map((release) => release.sessionId));
     if (group.locks.some((attempt) => released.has(attempt.sessionId))) return undefined;
-    const counts = new Map<string, number>();
-    for (const member of group.appends) counts.set(member.sessionId, (counts.get(member.sessionId) ?? 0) + member.events.length);
+    const counts = sessionsOfGroup(group.appends, () => ({}));
     let script = "";
     let guard = "";
     const read = (sql: string, params: unknown[]): unknown[][] => {
@@ -529,7 +529,7 @@ export class EmbeddedMemoryStore implements MemoryStore {
             ON l.session_id = j.value ->> 0 AND l.owner_pid = j.value ->> 1 AND l.owner_host = j.value ->> 2) = ${holders.length};
         DELETE FROM temp.agentloop_guard;`;
       // What the read inside the transaction would answer once the upsert ran.
-      const after: unknown[][] = expected.map(([sessionId, last]) => [0, sessionId, last + counts.get(sessionId)!, null]);
+      const after: unknown[][] = expected.map(([sessionId, last]) => [0, sessionId, last + counts.get(sessionId)!.count, null]);
       for (const [sessionId, pid, host] of holders) after.push([1, sessionId, pid, host]);
       return after;
     };
@@ -621,14 +621,7 @@ export class EmbeddedMemoryStore implements MemoryStore {
     }
     // Per session: its events in the group and the index of its last append (sessions are updated
     // in that order, so "least recently updated" follows the appends).
-    const sessions = new Map<string, { count: number; last: number; nextSeq: number; newLast: number }>();
-    appends.forEach((member, index) => {
-      const entry = sessions.get(member.sessionId);
-      if (entry) {
-        entry.count += member.events.length;
-        entry.last = index;
-      } else sessions.set(member.sessionId, { count: member.events.length, last: index, nextSeq: 0, newLast: 0 });
-    });
+    const sessions = sessionsOfGroup(appends, () => ({ nextSeq: 0, newLast: 0 }));
     if (sessions.size > 0) {
       const now = Date.now();
       const ordered = sessions.size === 1 ? [...sessions] : [...sessions].sort((a, b) => a[1].last - b[1].last);

@@ -20,6 +20,7 @@ import {
   type ResolvedLimits,
   resolveLimits,
   type SessionInfo,
+  sessionsOfGroup,
 } from "./store.js";
 
 /** Runs one statement and returns its rows. */
@@ -348,15 +349,8 @@ export class SqlMemoryStore implements MemoryStore {
    */
   private async writeGroup(group: ReadonlyArray<Pick<PendingAppend, "sessionId" | "events">>): Promise<MemoryEvent[][]> {
     const now = new Date().toISOString();
-    // Per session: events in the group, and the rank of its last append (its place in "least recently updated").
-    const sessions = new Map<string, { count: number; rank: number; lastSeq: number; inserted: boolean }>();
-    group.forEach((member, index) => {
-      const entry = sessions.get(member.sessionId);
-      if (entry) {
-        entry.count += member.events.length;
-        entry.rank = index;
-      } else sessions.set(member.sessionId, { count: member.events.length, rank: index, lastSeq: 0, inserted: false });
-    });
+    // Per session: events in the group, and the index of its last append (its place in "least recently updated").
+    const sessions = sessionsOfGroup(group, () => ({ lastSeq: 0, inserted: false }));
     // Each event's distance from its session's last event in the group: its seq is last_seq - back.
     const rows: Array<Record<string, unknown>> = [];
     const after = new Map<string, number>();
@@ -379,7 +373,7 @@ export class SqlMemoryStore implements MemoryStore {
     } else {
       // Activity values (the update order) follow the order of each session's last append, while
       // the rows are locked in session id order.
-      const ranked = [...sessions].sort((a, b) => a[1].rank - b[1].rank).map(([sessionId, entry], rank) => ({ session_id: sessionId, count: entry.count, rank: rank + 1 }));
+      const ranked = [...sessions].sort((a, b) => a[1].last - b[1].last).map(([sessionId, entry], rank) => ({ session_id: sessionId, count: entry.count, rank: rank + 1 }));
       upsert = `INSERT INTO ${this.sessions} AS s (session_id, created_at, updated_at, activity, last_seq, metadata)
          SELECT r.session_id, $2, $2, a.value, r.count, '{}'::jsonb
          FROM jsonb_to_recordset($4::jsonb) AS r(session_id text, count bigint, rank bigint) JOIN activity a ON a.rank = r.rank

@@ -321,6 +321,26 @@ function isoTimestamp(value: string | Date | undefined): string {
   return isoOf(ms);
 }
 
+/**
+ * The sessions of a group of appends (the SQL stores' group commit): per session its number of
+ * events and the index of its last append (so "least recently updated" follows the appends), with
+ * the fields `extra()` adds for the store's own bookkeeping.
+ */
+export function sessionsOfGroup<Extra extends object>(
+  appends: ReadonlyArray<{ sessionId: string; events: readonly unknown[] }>,
+  extra: () => Extra,
+): Map<string, Extra & { count: number; last: number }> {
+  const sessions = new Map<string, Extra & { count: number; last: number }>();
+  appends.forEach((member, index) => {
+    const entry = sessions.get(member.sessionId);
+    if (entry) {
+      entry.count += member.events.length;
+      entry.last = index;
+    } else sessions.set(member.sessionId, { ...extra(), count: member.events.length, last: index });
+  });
+  return sessions;
+}
+
 /** Validates an append's arguments and every event before anything is stored (an append is all or nothing). */
 export function prepareAppend(sessionId: string, events: readonly NewMemoryEvent[]): Array<Omit<MemoryEvent, "seq">> {
   checkSessionId(sessionId);
