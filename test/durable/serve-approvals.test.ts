@@ -8,7 +8,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, test } from "node:test";
 import { durableTestResources } from "./cleanup.js";
-import { postChat, readEvents, startReplica } from "./serve-helpers.js";
+import { answerOf, postChat, readEvents, startReplica } from "./serve-helpers.js";
 
 const { tag, replicas, durableEnv } = durableTestResources("t_durable_approvals", "dbos_approvals_serve");
 const dir = mkdtempSync(join(tmpdir(), "agentloop-durable-approvals-"));
@@ -19,13 +19,6 @@ after(() => {
 });
 
 const env = (executor: string) => durableEnv(executor, { PAY_LOG: payLog });
-
-const contentOf = (events: string[]) =>
-  events
-    .filter((event) => event.startsWith("{"))
-    .map((event) => (JSON.parse(event) as { choices: Array<{ delta: { content?: string } }> }).choices[0]?.delta.content ?? "")
-    .filter((content) => !content.startsWith("{"))
-    .join("");
 
 const post = (url: string, path: string, body: unknown) => fetch(`${url}${path}`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
 
@@ -78,7 +71,7 @@ test("an approval decided on another replica after the asking one was killed res
   assert.deepEqual(recovered.recovered, [runId], b.log());
   const { events, complete } = await rest;
   assert.ok(complete, events.join("\n"));
-  assert.equal(contentOf(events), "Done: paid 42.");
+  assert.equal(answerOf(events), "Done: paid 42.");
   assert.deepEqual(paid(), [`${runId}:call_pay 42`]);
 
   // Decided already: a second decision is refused, and the run finished on the other replica.

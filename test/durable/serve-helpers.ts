@@ -69,6 +69,14 @@ export async function readEvents(response: Response, onEvent?: (event: string, c
   return { events, complete: events.at(-1) === "[DONE]" };
 }
 
+/** The answer text of a stream's events (progress blocks left out). */
+export const answerOf = (events: string[]) =>
+  events
+    .filter((event) => event.startsWith("{"))
+    .map((event) => (JSON.parse(event) as { choices: Array<{ delta: { content?: string } }> }).choices[0]?.delta.content ?? "")
+    .filter((content) => !content.startsWith("{"))
+    .join("");
+
 export const chatBody = (content: string, sessionId?: string) =>
   JSON.stringify({ model: "durable", messages: [{ role: "user", content }], stream: true, ...(sessionId ? { session_id: sessionId } : {}) });
 

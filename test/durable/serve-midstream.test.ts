@@ -5,18 +5,11 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { durableTestResources } from "./cleanup.js";
-import { postChat, readEvents, startReplica } from "./serve-helpers.js";
+import { answerOf, postChat, readEvents, startReplica } from "./serve-helpers.js";
 
 const { tag, replicas, durableEnv } = durableTestResources("t_durable_midstream", "dbos_midstream");
 
 const env = durableEnv(`midstream-${tag}`, { WORK_MS: "0", ANSWER_WORDS: "12", DELTA_MS: "40" });
-
-const textOf = (events: string[]) =>
-  events
-    .filter((event) => event.startsWith("{"))
-    .map((event) => (JSON.parse(event) as { choices: Array<{ delta: { content?: string } }> }).choices[0]?.delta.content ?? "")
-    .filter((content) => !content.startsWith("{"))
-    .join("");
 
 test("a replica killed in the middle of a model call: the reattached client gets the rest of the answer, nothing twice", async () => {
   const first = await startReplica(env);
@@ -38,14 +31,14 @@ test("a replica killed in the middle of a model call: the reattached client gets
   assert.equal(cut.complete, false);
   const answer = `Done: worked on a long answer.${Array.from({ length: 12 }, (_, index) => ` w${index + 1}`).join("")}`;
   // Killed in the middle of the answer: the client holds a part of it.
-  const partial = textOf(cut.events);
+  const partial = answerOf(cut.events);
   assert.ok(partial.length > 0 && partial.length < answer.length && answer.startsWith(partial), partial);
 
   const restarted = await startReplica(env);
   replicas.push(restarted);
   const rest = await readEvents(await fetch(`${restarted.url}/v1/runs/${runId}/events?after=${cut.events.length}`));
   assert.ok(rest.complete, rest.events.join("\n"));
-  assert.equal(textOf([...cut.events, ...rest.events]), answer);
+  assert.equal(answerOf([...cut.events, ...rest.events]), answer);
 
   // The memory holds the answer once (the first execution never finished its model call).
   const memory = (await (await fetch(`${restarted.url}/memory/events?session_id=${session}`)).json()) as { events: Array<{ event_type: string; content: unknown }> };

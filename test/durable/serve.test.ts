@@ -7,7 +7,7 @@ import { before, test } from "node:test";
 import { runCli } from "../cli/helpers.js";
 import { postgresUrl } from "../memory/postgres-server.js";
 import { durableTestResources } from "./cleanup.js";
-import { chatBody, postChat, type Replica, readEvents, startReplica } from "./serve-helpers.js";
+import { answerOf, chatBody, postChat, type Replica, readEvents, startReplica } from "./serve-helpers.js";
 
 // The durable replica's memory and DBOS schemas first (durableEnv), the plain one's memory last.
 const { tag, schemas, replicas: started, durableEnv } = durableTestResources("t_durable_serve", "dbos_serve", "t_durable_serve_plain");
@@ -25,14 +25,6 @@ before(async () => {
   started.push(plain, durable);
 });
 
-
-/** The answer text of a stream's events (progress blocks left out). */
-const answerOf = (events: string[]) =>
-  events
-    .filter((event) => event.startsWith("{"))
-    .map((event) => (JSON.parse(event) as { choices: Array<{ delta: { content?: string } }> }).choices[0]?.delta.content ?? "")
-    .filter((content) => !content.startsWith("{"))
-    .join("");
 
 /** The stream's text with what differs by nature between two runs (the chunk id, the time) made equal. */
 const normalize = (text: string) => text.replace(/"id":"chatcmpl-[^"]+"/g, '"id":"chatcmpl-X"').replace(/"created":\d+/g, '"created":0');
