@@ -74,3 +74,10 @@ export function abortError(signal?: AbortSignal): AgentLoopError {
   const text = reason instanceof Error ? reason.message : typeof reason === "string" ? reason : "aborted";
   return new AgentLoopError("aborted", text, { cause: reason });
 }
+
+/** An error's message, with its cause's when it says more (`fetch failed: connect ECONNREFUSED 127.0.0.1:9`). */
+export function messageWithCause(error: unknown): string {
+  if (!(error instanceof Error)) return String(error);
+  const cause = error.cause;
+  return cause instanceof Error && cause.message && !error.message.includes(cause.message) ? `${error.message}: ${cause.message}` : error.message;
+}

@@ -1,3 +1,4 @@
+import { messageWithCause } from "../errors.js";
 import type { ToolResultValue } from "../tools/tool.js";
 
 /**
@@ -32,12 +33,7 @@ export function reasonOf(error: unknown, signal?: AbortSignal): string {
     const reason = signal.reason;
     return `aborted${reason instanceof Error && reason.message ? ` (${reason.message})` : typeof reason === "string" ? ` (${reason})` : ""}`;
   }
-  if (error instanceof Error) {
-    const cause = (error as Error & { cause?: unknown }).cause;
-    const detail = cause instanceof Error && cause.message && !error.message.includes(cause.message) ? `: ${cause.message}` : "";
-    return `${error.message}${detail}`;
-  }
-  return String(error);
+  return messageWithCause(error);
 }
 
 /** The signal of one remote call: the run's, and a timer when `timeoutMs` is set. */

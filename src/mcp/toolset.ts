@@ -4,7 +4,7 @@ import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/
 import { type OAuthClientProvider, UnauthorizedError } from "@modelcontextprotocol/sdk/client/auth.js";
 import { authProviderOf, isInteractive } from "./auth.js";
 import { ElicitRequestSchema, ErrorCode, McpError, type Tool as McpToolDescription } from "@modelcontextprotocol/sdk/types.js";
-import { AgentLoopError, abortError } from "../errors.js";
+import { AgentLoopError, abortError, messageWithCause } from "../errors.js";
 import type { JsonSchema } from "../model/model.js";
 import type { Tool, ToolResultValue } from "../tools/tool.js";
 import {
@@ -47,12 +47,6 @@ function lastLine(text: string): string {
   return lines[lines.length - 1]?.trim() ?? "";
 }
 
-/** An error's message, with its cause's when it says more (`fetch failed: connect ECONNREFUSED 127.0.0.1:9`). */
-function messageOf(error: unknown): string {
-  if (!(error instanceof Error)) return String(error);
-  const cause = error.cause instanceof Error ? error.cause.message : undefined;
-  return cause && !error.message.includes(cause) ? `${error.message}: ${cause}` : error.message;
-}
 
 /**
  * The tools of one MCP server, as ordinary core tools (kind `mcp`).
@@ -203,7 +197,7 @@ export class McpToolset {
             await this.transport.finishAuth(await provider.waitForAuthorizationCode());
             continue;
           } catch (authError) {
-            return { content: `MCP server "${this.name}", tool "${toolName}": authorization failed: ${messageOf(authError)}`, isError: true };
+            return { content: `MCP server "${this.name}", tool "${toolName}": authorization failed: ${messageWithCause(authError)}`, isError: true };
           }
         }
         if (error instanceof McpError && error.code !== ErrorCode.ConnectionClosed) {
@@ -269,7 +263,7 @@ export class McpToolset {
         try {
           await this.connect();
         } catch (error) {
-          return messageOf(error);
+          return messageWithCause(error);
         }
         return this.usableClient();
       case "disconnected": {
@@ -398,7 +392,7 @@ export class McpToolset {
 
   private failureText(error: unknown): string {
     const stderr = lastLine(this.stderrTail);
-    return stderr ? `${messageOf(error)} (server stderr: ${stderr})` : messageOf(error);
+    return stderr ? `${messageWithCause(error)} (server stderr: ${stderr})` : messageWithCause(error);
   }
 
   private describeTarget(): string {
@@ -444,7 +438,7 @@ export class McpToolset {
     };
     // Transport errors also surface on the failing request; recorded here for the error message only.
     client.onerror = (error) => {
-      if (generation === this.generation && this.statusValue !== "connected") this.lastFailure = messageOf(error);
+      if (generation === this.generation && this.statusValue !== "connected") this.lastFailure = messageWithCause(error);
     };
     try {
       const timeout = this.config.connectTimeoutMs ?? defaultRequestTimeoutMs;
