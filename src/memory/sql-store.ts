@@ -146,8 +146,8 @@ export class SqlMemoryStore implements MemoryStore {
   private readonly lastAppends = new Map<string, Promise<unknown>>();
   /** The eviction running after groups that made new sessions (see `evictSoon`). */
   private evicting: Promise<void> | undefined;
-  /** The session the next eviction keeps (the last group's last), when one is due. */
-  private evictNext: string | undefined;
+  /** Whether groups written since the last eviction started made new sessions. */
+  private evictDue = false;
   private evictTimer: NodeJS.Timeout | undefined;
   private lastEviction = 0;
 
@@ -416,8 +416,8 @@ export class SqlMemoryStore implements MemoryStore {
       // at most every EVICT_GAP_MS, and the appends do not wait for it (two more round trips):
       // reads do (see `evicted`). If it fails (or the process dies first), the events stand and
       // the next new session evicts.
-      // Never the group's most recently updated session (the last one sequential appends would have made).
-      this.evictSoon(group[group.length - 1].sessionId);
+      // It never evicts the most recently updated session (see `evict`).
+      this.evictSoon();
     }
     return stored;
   }
@@ -538,9 +538,9 @@ export class SqlMemoryStore implements MemoryStore {
     await this.database.query(`DELETE FROM ${this.events_} WHERE timestamp < $1`, [cutoff]);
   }
 
-  /** Evicts after a group that made new sessions: one eviction at a time, the last one asked for running again after it. */
-  private evictSoon(keep: string): void {
-    this.evictNext = keep;
+  /** Evicts after a group that made new sessions: one eviction at a time, one more after it when groups made new sessions meanwhile. */
+  private evictSoon(): void {
+    this.evictDue = true;
     if (this.evicting || this.evictTimer) return;
     const wait = this.lastEviction + EVICT_GAP_MS - Date.now();
     if (wait <= 0) this.startEvicting();
@@ -552,16 +552,15 @@ export class SqlMemoryStore implements MemoryStore {
   }
 
   private startEvicting(): void {
-    const keep = this.evictNext;
-    this.evictNext = undefined;
-    if (keep === undefined) return;
+    if (!this.evictDue) return;
+    this.evictDue = false;
     this.lastEviction = Date.now();
-    this.evicting = this.run(() => this.evict(this.database, keep))
+    this.evicting = this.run(() => this.evict(this.database))
       .catch(() => {})
       .finally(() => {
         this.evicting = undefined;
         // Groups written meanwhile made new sessions too: the next eviction, after the gap.
-        if (this.evictNext !== undefined) this.evictSoon(this.evictNext);
+        if (this.evictDue) this.evictSoon();
       });
   }
 
@@ -578,16 +577,22 @@ export class SqlMemoryStore implements MemoryStore {
     }
   }
 
-  /** Evicts the least recently updated sessions beyond `maxSessions`, never `keep`. */
-  private async evict(tx: SqlExecutor, keep: string): Promise<void> {
+  /**
+   * Evicts the least recently updated sessions beyond `maxSessions`: never `keep` (the session a
+   * transaction just made) nor the most recently updated one. A deferred eviction names no session:
+   * by the time it runs, later groups may have updated others (a session named then could be stale).
+   */
+  private async evict(tx: SqlExecutor, keep?: string): Promise<void> {
     const [{ count }] = await tx.query(`SELECT count(*) AS count FROM ${this.sessions}`);
     const excess = Number(count) - this.limits.maxSessions;
     if (excess <= 0) return;
     // SKIP LOCKED: a session another replica is appending to right now is not waited for (no deadlock).
     await tx.query(
       `DELETE FROM ${this.sessions} WHERE session_id IN (
-         SELECT session_id FROM ${this.sessions} WHERE session_id <> $1 ORDER BY activity ASC LIMIT $2 FOR UPDATE SKIP LOCKED)`,
-      [keep, excess],
+         SELECT session_id FROM ${this.sessions}
+         WHERE ($1::text IS NULL OR session_id <> $1) AND activity < (SELECT max(activity) FROM ${this.sessions})
+         ORDER BY activity ASC LIMIT $2 FOR UPDATE SKIP LOCKED)`,
+      [keep ?? null, excess],
     );
   }
 

@@ -218,6 +218,27 @@ export function memoryStoreConformance(name: string, factory: StoreFactory): voi
       });
     });
 
+    it("keeps the most recently updated sessions while evictions run beside later appends", async () => {
+      // A store may evict after the appends that asked for it (PostgreSQL defers evictions and
+      // runs one at a time): what it evicts must follow the order of updates as it is then. Here
+      // "b" is new, then the three others are updated: "b" is the least recently updated.
+      await withStore(factory, { maxSessions: 3 }, async (store) => {
+        const order: string[] = [];
+        const touch = async (sessionId: string) => {
+          await store.append(sessionId, [{ event_type: "x" }]);
+          const at = order.indexOf(sessionId);
+          if (at >= 0) order.splice(at, 1);
+          order.push(sessionId);
+        };
+        for (const sessionId of ["p", "q", "a"]) await touch(sessionId);
+        await sleep(150);
+        for (const sessionId of ["z", "b", "q", "a", "z"]) await touch(sessionId);
+        const kept = (await store.listSessions()).map((session) => session.session_id);
+        assert.deepEqual(kept, order.slice(-3));
+        assert.deepEqual(kept, ["q", "a", "z"]);
+      });
+    });
+
     it("hides and removes events and sessions older than the retention", async () => {
       // One second of slack between writing "fresh" and reading it back, even on a busy machine.
       await withStore(factory, { retentionMs: 1000 }, async (store) => {
