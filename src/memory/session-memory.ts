@@ -23,6 +23,15 @@ export interface SessionMemoryOptions {
   /** Also record runs of sub-agents (depth > 0) that carry a session id. Default false: the parent's
    * log already holds the delegation request and response. */
   recordNestedRuns?: boolean;
+  /**
+   * How long the events of a run's start (`run_started`, its `user_message`) may wait to be written
+   * with the run's next events (default 250 ms; 0 writes them at once). A short run (a chat
+   * answered in one turn) is then one write instead of two, and a burst of requests starts its
+   * models before any of them writes. A tool call, an answer, the run's end, `flush` or `settled`
+   * writes them at once (a resume's start, with its approval decisions, is never held); a process killed within the delay loses them along
+   * with the run itself (whose answer no client got).
+   */
+  startWriteDelayMs?: number;
 }
 
 /** A `SessionMemory` plus what the server and CLI need around it. */
@@ -37,6 +46,15 @@ export interface SessionMemoryHandle extends SessionMemory {
    * is reported once). Undefined when nothing is pending and nothing failed (no promise to await).
    */
   settled(sessionId: string): Promise<void> | undefined;
+}
+
+/** A session's held start events (see `startWriteDelayMs`). */
+interface HeldWrite {
+  events: NewMemoryEvent[];
+  /** Settles once they are written (rejections are reported by the write that carries them). */
+  written: Promise<void>;
+  settle(written: Promise<void> | undefined): void;
+  timer: NodeJS.Timeout;
 }
 
 interface RunState {
@@ -124,12 +142,11 @@ export function sessionMemory(store: MemoryStore, options: SessionMemoryOptions 
 
   /**
    * Writes in event order; undefined when the events are already written (a synchronous store with
-   * nothing queued). `later`: a synchronous store writes them after the current I/O callbacks
-   * (`setImmediate`) instead of now, and the session's next events queue behind them.
+   * nothing queued).
    */
-  const write = (sessionId: string, events: NewMemoryEvent[], later = false): Promise<void> | undefined => {
+  const write = (sessionId: string, events: NewMemoryEvent[]): Promise<void> | undefined => {
     const previous = queues.get(sessionId);
-    if (!previous && appendSync && !later) {
+    if (!previous && appendSync) {
       try {
         appendSync(sessionId, events);
         return undefined;
@@ -140,12 +157,7 @@ export function sessionMemory(store: MemoryStore, options: SessionMemoryOptions 
     }
     // A store that keeps a session's appends in call order is called at once (the events join the
     // group commit already waiting); any other after the previous append settled.
-    const next =
-      previous && !inOrder
-        ? previous.then(() => store.append(sessionId, events))
-        : later && appendSync
-          ? new Promise<void>((resolve) => setImmediate(resolve)).then(() => store.append(sessionId, events))
-          : appendNow(sessionId, events);
+    const next = previous && !inOrder ? previous.then(() => store.append(sessionId, events)) : appendNow(sessionId, events);
     const settled = next.then(
       () => {},
       (error: unknown) => failed(sessionId, error),
@@ -157,6 +169,46 @@ export function sessionMemory(store: MemoryStore, options: SessionMemoryOptions 
       if (queues.get(sessionId) === tail) queues.delete(sessionId);
     });
     return next.then(() => {});
+  };
+
+  const startWriteDelayMs = options.startWriteDelayMs ?? 250;
+  if (!(startWriteDelayMs >= 0)) throw new TypeError(`memory: startWriteDelayMs must be a non-negative number, got ${startWriteDelayMs}`);
+  /** Events of runs' starts waiting for the delay or the session's next write, by session. */
+  const held = new Map<string, HeldWrite>();
+
+  /**
+   * Holds a run's start events (see `startWriteDelayMs`). The first held events of a session get
+   * the promise that settles once they are written; events joining them get none (that promise
+   * covers them, and a failure is reported once).
+   */
+  const hold = (sessionId: string, events: NewMemoryEvent[]): Promise<void> | undefined => {
+    const waiting = held.get(sessionId);
+    if (waiting) {
+      waiting.events.push(...events);
+      return undefined;
+    }
+    let settle!: (written: Promise<void> | undefined) => void;
+    const written = new Promise<void>((resolve) => {
+      settle = resolve as (written: Promise<void> | undefined) => void;
+    });
+    const timer = setTimeout(() => release(sessionId), startWriteDelayMs);
+    held.set(sessionId, { events: [...events], written, settle, timer });
+    return written;
+  };
+
+  /**
+   * Writes a session's held events now, before `events` and with them. The held promise follows
+   * that write; when `events` carry them, it resolves either way: a failure of the one append is
+   * reported once, by the promise returned for `events`.
+   */
+  const release = (sessionId: string, events?: NewMemoryEvent[]): Promise<void> | undefined => {
+    const waiting = held.get(sessionId);
+    if (!waiting) return events ? write(sessionId, events) : undefined;
+    held.delete(sessionId);
+    clearTimeout(waiting.timer);
+    const written = write(sessionId, events ? [...waiting.events, ...events] : waiting.events);
+    waiting.settle(events ? written?.catch(() => {}) : written);
+    return written;
   };
 
   const eventsFor = (event: LoopEvent, run: RunInfo, state: RunState): NewMemoryEvent[] => {
@@ -352,13 +404,16 @@ export function sessionMemory(store: MemoryStore, options: SessionMemoryOptions 
         return undefined;
       }
       const events = eventsFor(event, run, state);
-      // A run's first event (run_started) is written after the current I/O callbacks on the
-      // in-process store, and the events up to then queue behind it: a run's setup up to its first
-      // model call does not pay for the store (200 requests arriving together each start their
-      // model before any of them writes). The run's end still waits for every write (`settled`).
-      return events.length > 0 ? write(sessionId, events, event.type === "run-start") : undefined;
+      if (events.length === 0) return undefined;
+      // A run's start (run_started, then its user_message) waits a little for the run's next
+      // events (`startWriteDelayMs`): a run's setup up to its first model call does not pay for the
+      // store. The run's end still waits for every write (`settled`).
+      // A resume's start records its approval decisions: never held (a second resume must see them).
+      if (startWriteDelayMs > 0 && ((event.type === "run-start" && !event.resumedFrom) || (event.type === "user-message" && held.has(sessionId)))) return hold(sessionId, events);
+      return release(sessionId, events);
     },
     async loadHistory(sessionId: string): Promise<Message[]> {
+      // What is held (runs' starts) belongs to runs in progress, which are not history: it stays held.
       await queues.get(sessionId);
       // Events of runs still in progress here (the run asking for its history) are not history yet.
       const running = activeRuns.get(sessionId);
@@ -367,14 +422,17 @@ export function sessionMemory(store: MemoryStore, options: SessionMemoryOptions 
       return historyFromEvents(active ? events.filter((event) => !active.has(String(event.metadata?.run_id))) : events, { contextLimit });
     },
     async checkpointResumed(sessionId: string, checkpointId: string): Promise<boolean> {
+      release(sessionId);
       await queues.get(sessionId);
       const events = await store.events(sessionId);
       return events.some((event) => event.event_type === "approval_decided" && (event.content as { checkpoint_id?: unknown } | null)?.checkpoint_id === checkpointId);
     },
     async flush(): Promise<void> {
+      for (const sessionId of [...held.keys()]) release(sessionId);
       await Promise.all(queues.values());
     },
     settled(sessionId: string): Promise<void> | undefined {
+      release(sessionId);
       const pending = queues.get(sessionId);
       if (pending) return pending.then(() => takeFailure(sessionId));
       if (!failures.has(sessionId)) return undefined;

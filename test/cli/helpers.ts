@@ -53,7 +53,21 @@ export function spawnCli(args: string[], env: NodeJS.ProcessEnv, cwd = repositor
     err += chunk.toString();
     for (const listener of [...listeners]) listener();
   });
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.once("exit", (code, signal) => resolve({ code, signal })));
+  // After the process exits, what it wrote last may still be in the pipes (seen under load: exit 2
+  // with its error line read after "exit"): the streams' ends are awaited too, for at most 2 s (a
+  // grandchild may hold them open).
+  const ended = (stream: NodeJS.ReadableStream & { readableEnded: boolean }) =>
+    stream.readableEnded ? Promise.resolve() : new Promise<void>((resolve) => stream.once("end", () => resolve()));
+  const drained = Promise.all([ended(child.stdout), ended(child.stderr)]);
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    child.once("exit", (code, signal) => {
+      const cap = setTimeout(() => resolve({ code, signal }), 2000);
+      void drained.then(() => {
+        clearTimeout(cap);
+        resolve({ code, signal });
+      });
+    }),
+  );
   return {
     child,
     stdout: () => out,

@@ -36,7 +36,7 @@ async function recordRun(memory: ReturnType<typeof sessionMemory>, runId: string
 describe("sessionMemory writes", () => {
   it("the history leaves out the runs in progress in that session only, and includes them once they end", async () => {
     const store = new InMemoryStore();
-    const memory = sessionMemory(store);
+    const memory = sessionMemory(store, { startWriteDelayMs: 0 });
     await recordRun(memory, "r0", "s", "first question", "first answer");
     // r1 in session s and r2 in session t are still going.
     await recordRun(memory, "r1", "s", "second question", "second answer", false);
@@ -54,7 +54,7 @@ describe("sessionMemory writes", () => {
 
   it("stores nothing for deltas and turn starts; recorded events carry ISO 8601 timestamps of when they happened", async () => {
     const store = new InMemoryStore();
-    const memory = sessionMemory(store);
+    const memory = sessionMemory(store, { startWriteDelayMs: 0 });
     const before = Date.now();
     await recordRun(memory, "r0", "s", "question", "answer");
     const events = await store.events("s");
@@ -82,7 +82,7 @@ describe("sessionMemory writes", () => {
         return inner.append(id, events);
       },
     });
-    const run = new Agent({ model: new ScriptedModel(["fine"]), memory: sessionMemory(brittle) }).run("hello", { sessionId: "s" });
+    const run = new Agent({ model: new ScriptedModel(["fine"]), memory: sessionMemory(brittle, { startWriteDelayMs: 0 }) }).run("hello", { sessionId: "s" });
     const errors: string[] = [];
     for await (const event of run) if (event.type === "error") errors.push(event.error.message);
     assert.equal((await run).state, "COMPLETED");
@@ -140,7 +140,7 @@ describe("sessionMemory writes", () => {
       }
     }
     const store = new CountingStore();
-    const result = await new Agent({ model: new ScriptedModel(["fine"]), memory: sessionMemory(store) }).run("hello", { sessionId: "s" });
+    const result = await new Agent({ model: new ScriptedModel(["fine"]), memory: sessionMemory(store, { startWriteDelayMs: 0 }) }).run("hello", { sessionId: "s" });
     assert.equal(result.state, "COMPLETED");
     assert.deepEqual(seen, ["run_started", "user_message", "agent_response", "run_ended"]);
     assert.deepEqual(
@@ -161,7 +161,7 @@ describe("sessionMemory writes", () => {
         return inner.append(id, events);
       },
     });
-    const memory = sessionMemory(gated);
+    const memory = sessionMemory(gated, { startWriteDelayMs: 0 });
     const slow = memory.onEvent({ type: "user-message", runId: "r1", content: "slow", followUp: false }, info("r1", "s"));
     const queued = memory.onEvent({ type: "user-message", runId: "r1", content: "after", followUp: true }, info("r1", "s"));
     await memory.onEvent({ type: "user-message", runId: "r2", content: "other", followUp: false }, info("r2", "t"));
@@ -170,6 +170,128 @@ describe("sessionMemory writes", () => {
     release();
     await Promise.all([slow, queued]);
     assert.deepEqual((await inner.events("s")).map((event) => event.content), ["slow", "after"]);
+  });
+});
+
+describe("sessionMemory: a run's start waits for its next events (startWriteDelayMs)", () => {
+  /** A store that records each append call's event types. */
+  function countingStore() {
+    const calls: string[][] = [];
+    class Counting extends InMemoryStore {
+      override async append(sessionId: string, events: readonly NewMemoryEvent[]): Promise<MemoryEvent[]> {
+        calls.push(events.map((event) => event.event_type));
+        return super.append(sessionId, events);
+      }
+    }
+    return { store: new Counting(), calls };
+  }
+
+  it("a one-turn run is one append: run_started and user_message go with the answer and run_ended", async () => {
+    const { store, calls } = countingStore();
+    const result = await new Agent({ model: new ScriptedModel(["fine"]), memory: sessionMemory(store) }).run("hello", { sessionId: "s" });
+    assert.equal(result.state, "COMPLETED");
+    assert.deepEqual(calls, [["run_started", "user_message", "agent_response"], ["run_ended"]]);
+    assert.deepEqual(
+      (await store.events("s")).map((event) => event.event_type),
+      ["run_started", "user_message", "agent_response", "run_ended"],
+    );
+  });
+
+  it("a run still going has its start in the log once the delay is over; a tool call writes it at once", async () => {
+    const { store, calls } = countingStore();
+    const memory = sessionMemory(store, { startWriteDelayMs: 30 });
+    const run = info("r0", "s");
+    const started = memory.onEvent({ type: "run-start", runId: "r0", agent: "a", model: "scripted:x", input: "hi", sessionId: "s", timestamp: Date.now() } as LoopEvent, run);
+    const asked = memory.onEvent({ type: "user-message", runId: "r0", content: "hi", followUp: false }, run);
+    assert.deepEqual(await store.events("s"), [], "held");
+    const before = performance.now();
+    await Promise.all([started, asked]);
+    assert.ok(performance.now() - before >= 20, "written after the delay");
+    assert.deepEqual(calls, [["run_started", "user_message"]]);
+
+    // A second run: its tool call releases the held start with it, before the tool runs.
+    const second = info("r1", "t");
+    void memory.onEvent({ type: "run-start", runId: "r1", agent: "a", model: "scripted:x", input: "go", sessionId: "t", timestamp: Date.now() } as LoopEvent, second);
+    void memory.onEvent({ type: "user-message", runId: "r1", content: "go", followUp: false }, second);
+    await memory.onEvent({ type: "tool-start", runId: "r1", toolCallId: "c1", name: "look", arguments: {}, step: 1 } as LoopEvent, second);
+    assert.deepEqual(
+      (await store.events("t")).map((event) => event.event_type),
+      ["run_started", "user_message", "tool_call"],
+    );
+    assert.deepEqual(calls[1], ["run_started", "user_message", "tool_call"]);
+  });
+
+  it("settled and flush write what is held at once; a history load leaves it held (runs in progress are not history)", async () => {
+    const { store } = countingStore();
+    const memory = sessionMemory(store, { startWriteDelayMs: 60_000 });
+    const start = (runId: string, sessionId: string) => {
+      const run = info(runId, sessionId);
+      void memory.onEvent({ type: "run-start", runId, agent: "a", model: "scripted:x", input: "q", sessionId, timestamp: Date.now() } as LoopEvent, run);
+      void memory.onEvent({ type: "user-message", runId, content: "q", followUp: false }, run);
+    };
+    start("r1", "a");
+    assert.deepEqual(await memory.loadHistory("a"), []);
+    assert.equal((await store.events("a")).length, 0);
+    await memory.settled("a");
+    assert.equal((await store.events("a")).length, 2);
+    start("r2", "b");
+    await memory.settled("b");
+    assert.equal((await store.events("b")).length, 2);
+    start("r3", "c");
+    start("r4", "d");
+    await memory.flush();
+    assert.equal((await store.events("c")).length, 2);
+    assert.equal((await store.events("d")).length, 2);
+  });
+
+  it("a failed write of the held start is reported on the run, which completes", async () => {
+    const inner = new InMemoryStore();
+    const failing: MemoryStore = Object.assign(Object.create(inner) as MemoryStore, {
+      async append(id: string, events: readonly NewMemoryEvent[]): Promise<MemoryEvent[]> {
+        if (events.some((event) => event.event_type === "run_started")) throw new Error("disk full");
+        return inner.append(id, events);
+      },
+    });
+    const errors: string[] = [];
+    const result = await new Agent({ model: new ScriptedModel(["fine"]), memory: sessionMemory(failing) }).run("hello", {
+      sessionId: "s",
+      onEvent: (event) => {
+        if (event.type === "error") errors.push(event.error.message);
+      },
+    });
+    assert.equal(result.state, "COMPLETED");
+    assert.equal(errors.length, 1, `one failed append, reported once: ${JSON.stringify(errors)}`);
+    assert.match(errors[0], /disk full/);
+    // The held start went with the answer, in one append that failed whole; run_ended went through.
+    assert.deepEqual((await inner.events("s")).map((event) => event.event_type), ["run_ended"]);
+  });
+
+  it("a held start written after the delay and failing is reported once too; the run completes", async () => {
+    const inner = new InMemoryStore();
+    const failing: MemoryStore = Object.assign(Object.create(inner) as MemoryStore, {
+      async append(id: string, events: readonly NewMemoryEvent[]): Promise<MemoryEvent[]> {
+        if (events.some((event) => event.event_type === "run_started")) throw new Error("disk full");
+        return inner.append(id, events);
+      },
+    });
+    const errors: string[] = [];
+    // The answer streams for ~90 ms: the 10 ms delay ends first, and the start is written alone.
+    const model = new ScriptedModel(["one two three"], { chunkDelayMs: 30 });
+    const result = await new Agent({ model, memory: sessionMemory(failing, { startWriteDelayMs: 10 }) }).run("hello", {
+      sessionId: "s",
+      onEvent: (event) => {
+        if (event.type === "error") errors.push(event.error.message);
+      },
+    });
+    assert.equal(result.state, "COMPLETED");
+    assert.equal(errors.length, 1, JSON.stringify(errors));
+    assert.match(errors[0], /disk full/);
+    assert.deepEqual((await inner.events("s")).map((event) => event.event_type), ["agent_response", "run_ended"]);
+  });
+
+  it("a negative or NaN delay is refused, naming the option", () => {
+    assert.throws(() => sessionMemory(new InMemoryStore(), { startWriteDelayMs: -1 }), /startWriteDelayMs must be a non-negative number, got -1/);
+    assert.throws(() => sessionMemory(new InMemoryStore(), { startWriteDelayMs: Number.NaN }), /startWriteDelayMs/);
   });
 });
 

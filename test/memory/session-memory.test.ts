@@ -307,7 +307,8 @@ describe("sessionMemory with the agent loop", () => {
       deleteSession: (id) => inner.deleteSession(id),
       close: () => inner.close(),
     };
-    const run = new Agent({ model: new ScriptedModel(["fine"]), memory: sessionMemory(flaky) }).run("hello", { sessionId: "s" });
+    // Each event written at once (no held start), so only the user_message's append fails.
+    const run = new Agent({ model: new ScriptedModel(["fine"]), memory: sessionMemory(flaky, { startWriteDelayMs: 0 }) }).run("hello", { sessionId: "s" });
     const seen: LoopEvent[] = [];
     for await (const event of run) seen.push(event);
     const result = await run;
