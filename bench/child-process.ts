@@ -59,7 +59,9 @@ export interface ChildHandle {
  */
 export async function startChild(entry: string, args: readonly string[] = [], env: Record<string, string> = {}): Promise<ChildHandle> {
   const script = await bundle(benchFile(entry));
-  const child: ChildProcess = spawn(process.execPath, [script, ...args], { stdio: ["pipe", "pipe", "inherit"], env: { ...process.env, ...env } });
+  // BENCH_CHILD_NODE_ARGS: node options for the children only (e.g. `--max-semi-space-size=8`), to compare.
+  const nodeArgs = (process.env.BENCH_CHILD_NODE_ARGS ?? "").split(" ").filter((arg) => arg !== "");
+  const child: ChildProcess = spawn(process.execPath, [...nodeArgs, script, ...args], { stdio: ["pipe", "pipe", "inherit"], env: { ...process.env, ...env } });
   const port = await new Promise<number>((resolve, reject) => {
     let output = "";
     const onData = (data: Buffer) => {
