@@ -244,7 +244,8 @@ describe("sessionMemory: a run's start waits for its next events (startWriteDela
     assert.equal((await store.events("d")).length, 2);
   });
 
-  it("a failed write of the held start is reported on the run, which completes", async () => {
+  /** A run on a store that fails every append carrying run_started: its error events, result and what the log kept. */
+  async function runFailingStart(model: ScriptedModel, options: { startWriteDelayMs?: number }) {
     const inner = new InMemoryStore();
     const failing: MemoryStore = Object.assign(Object.create(inner) as MemoryStore, {
       async append(id: string, events: readonly NewMemoryEvent[]): Promise<MemoryEvent[]> {
@@ -253,7 +254,7 @@ describe("sessionMemory: a run's start waits for its next events (startWriteDela
       },
     });
     const errors: string[] = [];
-    const result = await new Agent({ model: new ScriptedModel(["fine"]), memory: sessionMemory(failing) }).run("hello", {
+    const result = await new Agent({ model, memory: sessionMemory(failing, options) }).run("hello", {
       sessionId: "s",
       onEvent: (event) => {
         if (event.type === "error") errors.push(event.error.message);
@@ -262,31 +263,18 @@ describe("sessionMemory: a run's start waits for its next events (startWriteDela
     assert.equal(result.state, "COMPLETED");
     assert.equal(errors.length, 1, `one failed append, reported once: ${JSON.stringify(errors)}`);
     assert.match(errors[0], /disk full/);
+    return (await inner.events("s")).map((event) => event.event_type);
+  }
+
+  it("a failed write of the held start is reported on the run, which completes", async () => {
     // The held start went with the answer, in one append that failed whole; run_ended went through.
-    assert.deepEqual((await inner.events("s")).map((event) => event.event_type), ["run_ended"]);
+    assert.deepEqual(await runFailingStart(new ScriptedModel(["fine"]), {}), ["run_ended"]);
   });
 
   it("a held start written after the delay and failing is reported once too; the run completes", async () => {
-    const inner = new InMemoryStore();
-    const failing: MemoryStore = Object.assign(Object.create(inner) as MemoryStore, {
-      async append(id: string, events: readonly NewMemoryEvent[]): Promise<MemoryEvent[]> {
-        if (events.some((event) => event.event_type === "run_started")) throw new Error("disk full");
-        return inner.append(id, events);
-      },
-    });
-    const errors: string[] = [];
     // The answer streams for ~90 ms: the 10 ms delay ends first, and the start is written alone.
     const model = new ScriptedModel(["one two three"], { chunkDelayMs: 30 });
-    const result = await new Agent({ model, memory: sessionMemory(failing, { startWriteDelayMs: 10 }) }).run("hello", {
-      sessionId: "s",
-      onEvent: (event) => {
-        if (event.type === "error") errors.push(event.error.message);
-      },
-    });
-    assert.equal(result.state, "COMPLETED");
-    assert.equal(errors.length, 1, JSON.stringify(errors));
-    assert.match(errors[0], /disk full/);
-    assert.deepEqual((await inner.events("s")).map((event) => event.event_type), ["agent_response", "run_ended"]);
+    assert.deepEqual(await runFailingStart(model, { startWriteDelayMs: 10 }), ["agent_response", "run_ended"]);
   });
 
   it("a negative or NaN delay is refused, naming the option", () => {
