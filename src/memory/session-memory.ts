@@ -46,6 +46,12 @@ export interface SessionMemoryHandle extends SessionMemory {
    * is reported once). Undefined when nothing is pending and nothing failed (no promise to await).
    */
   settled(sessionId: string): Promise<void> | undefined;
+  /**
+   * Calls `fn` once, just before the session's next write goes to the store (a held start goes
+   * with the run's next events): work that must join that write, such as the server's lock attempt
+   * on a session it just made (on SQLite, the same group commit). Returns the way to cancel it.
+   */
+  beforeNextWrite(sessionId: string, fn: () => void): () => void;
 }
 
 /** A session's held start events (see `startWriteDelayMs`). */
@@ -144,7 +150,14 @@ export function sessionMemory(store: MemoryStore, options: SessionMemoryOptions 
    * Writes in event order; undefined when the events are already written (a synchronous store with
    * nothing queued).
    */
+  /** `beforeNextWrite` callbacks, by session. */
+  const beforeWrite = new Map<string, Set<() => void>>();
   const write = (sessionId: string, events: NewMemoryEvent[]): Promise<void> | undefined => {
+    const hooks = beforeWrite.get(sessionId);
+    if (hooks) {
+      beforeWrite.delete(sessionId);
+      for (const hook of hooks) hook();
+    }
     const previous = queues.get(sessionId);
     if (!previous && appendSync) {
       try {
@@ -430,6 +443,20 @@ export function sessionMemory(store: MemoryStore, options: SessionMemoryOptions 
     async flush(): Promise<void> {
       for (const sessionId of [...held.keys()]) release(sessionId);
       await Promise.all(queues.values());
+    },
+    beforeNextWrite(sessionId: string, fn: () => void): () => void {
+      let hooks = beforeWrite.get(sessionId);
+      if (!hooks) {
+        hooks = new Set();
+        beforeWrite.set(sessionId, hooks);
+      }
+      const hook = () => fn();
+      hooks.add(hook);
+      return () => {
+        const current = beforeWrite.get(sessionId);
+        if (!current?.delete(hook)) return;
+        if (current.size === 0) beforeWrite.delete(sessionId);
+      };
     },
     settled(sessionId: string): Promise<void> | undefined {
       release(sessionId);

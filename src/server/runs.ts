@@ -155,13 +155,26 @@ export class ServerRuns {
     let releasing: Promise<void> | undefined;
     // Replicas sharing a PostgreSQL store, or a CLI run on the SQLite file, take turns on a session
     // too (the queue covers this process). A session id this server just made is known to nobody
-    // before its answer starts: its lock is taken alongside the run's first events (the same group
-    // commit on SQLite), and held before the answer is acknowledged, instead of before the run.
-    // A session id this server just made is held by nobody, so its attempt never waits: no abort
-    // signal for it (an AbortController per request shows in the server's CPU profiles).
+    // before its answer starts: its lock is taken alongside the run's first write to the store (the
+    // same group commit on SQLite; a run's start waits for its next events, see
+    // `startWriteDelayMs`), and held before the answer is acknowledged, instead of before the run:
+    // a burst of new chats starts its models with no store work. It is held by nobody, so its
+    // attempt never waits: no abort signal for it (an AbortController per request shows in the
+    // server's CPU profiles).
     const fresh = "newSession" in request && request.newSession === true;
-    let locking = memory.handle && memory.store.lockSession ? memory.store.lockSession(request.sessionId, fresh ? undefined : controller.signal) : undefined;
-    locking?.catch(() => {});
+    const { handle } = memory;
+    const lockSession = handle && memory.store.lockSession ? memory.store.lockSession.bind(memory.store) : undefined;
+    let locking: Promise<() => Promise<void>> | undefined;
+    let cancelFreshLock: (() => void) | undefined;
+    if (lockSession && handle && fresh) {
+      cancelFreshLock = handle.beforeNextWrite(request.sessionId, () => {
+        locking = lockSession(request.sessionId);
+        locking.catch(() => {});
+      });
+    } else if (lockSession) {
+      locking = lockSession(request.sessionId, controller.signal);
+      locking.catch(() => {});
+    }
     try {
       if (locking && !fresh) {
         release = await locking;
@@ -196,6 +209,7 @@ export class ServerRuns {
       acknowledge(result);
       return result;
     } finally {
+      cancelFreshLock?.();
       running.delete(controller);
       // The session's next run here waits until the lock is back.
       if (locking && !release) release = await locking.catch(() => undefined);

@@ -277,6 +277,28 @@ describe("sessionMemory: a run's start waits for its next events (startWriteDela
     assert.deepEqual(await runFailingStart(model, { startWriteDelayMs: 10 }), ["agent_response", "run_ended"]);
   });
 
+  it("beforeNextWrite calls back once, just before the session's next append (a held start goes then); cancelled, never", async () => {
+    const order: string[] = [];
+    class Tracing extends InMemoryStore {
+      override async append(sessionId: string, events: readonly NewMemoryEvent[]): Promise<MemoryEvent[]> {
+        order.push(`append ${events.map((event) => event.event_type).join("+")}`);
+        return super.append(sessionId, events);
+      }
+    }
+    const memory = sessionMemory(new Tracing(), { startWriteDelayMs: 60_000 });
+    memory.beforeNextWrite("s", () => order.push("hook s"));
+    const cancel = memory.beforeNextWrite("t", () => order.push("hook t"));
+    cancel();
+    const run = info("r0", "s");
+    void memory.onEvent({ type: "run-start", runId: "r0", agent: "a", model: "scripted:x", input: "hi", sessionId: "s", timestamp: Date.now() } as LoopEvent, run);
+    void memory.onEvent({ type: "user-message", runId: "r0", content: "hi", followUp: false }, run);
+    assert.deepEqual(order, [], "nothing is written while the start is held");
+    await memory.onEvent({ type: "tool-start", runId: "r0", toolCallId: "c1", name: "look", arguments: {}, step: 1 } as LoopEvent, run);
+    await memory.onEvent({ type: "steering", runId: "r0", content: "faster" } as LoopEvent, run);
+    await memory.onEvent({ type: "user-message", runId: "r1", content: "other", followUp: false }, info("r1", "t"));
+    assert.deepEqual(order, ["hook s", "append run_started+user_message+tool_call", "append steering", "append user_message"]);
+  });
+
   it("a negative or NaN delay is refused, naming the option", () => {
     assert.throws(() => sessionMemory(new InMemoryStore(), { startWriteDelayMs: -1 }), /startWriteDelayMs must be a non-negative number, got -1/);
     assert.throws(() => sessionMemory(new InMemoryStore(), { startWriteDelayMs: Number.NaN }), /startWriteDelayMs/);

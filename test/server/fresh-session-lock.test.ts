@@ -1,0 +1,59 @@
+// A chat without a session id gets a session the server just made. Its cross-process lock (another
+// process on the same SQLite file must wait its turn) is taken with the run's first write, not
+// before the model call: held once the run's start is written (after startWriteDelayMs), given
+// back once the answer is stored.
+import assert from "node:assert/strict";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, before, describe, it } from "node:test";
+import { AgentLoopError } from "../../src/errors.js";
+import { openEmbeddedStore } from "../../src/memory/embedded.js";
+import { ScriptedModel } from "../../src/model/scripted.js";
+import { startTestServer, type TestServer } from "./helpers.js";
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+describe("the lock of a session the server just made", () => {
+  let folder: string;
+  let test: TestServer;
+  before(async () => {
+    folder = mkdtempSync(join(tmpdir(), "agentloop-fresh-lock-"));
+    // 24 words, 50 ms apart: the answer streams for ~1.2 s.
+    const answer = Array.from({ length: 24 }, (_, index) => `word${index}`).join(" ");
+    test = await startTestServer({ MEMORY_TYPE: "embedded", MEMORY_PATH: folder }, { build: { model: new ScriptedModel([answer], { chunkDelayMs: 50 }) } });
+  });
+  after(async () => {
+    await test.server.close({ graceMs: 0 });
+    rmSync(folder, { recursive: true, force: true });
+  });
+
+  it("is held while the run goes on (once its start is written) and free once the answer is stored", async () => {
+    const response = await fetch(`${test.url}/v1/chat/completions`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ stream: true, messages: [{ role: "user", content: "hello" }] }),
+    });
+    const sessionId = response.headers.get("x-session-id");
+    assert.ok(sessionId);
+    // Another connection to the same file, as `agentloop run --session` in another process would be.
+    const other = await openEmbeddedStore({ path: join(folder, "memory.db") });
+    try {
+      await sleep(500); // past the 250 ms the run's start may wait for
+      await assert.rejects(other.lockSession!(sessionId, AbortSignal.timeout(200)), (error: unknown) => {
+        assert.ok(AgentLoopError.isInstance(error), String(error));
+        assert.equal(error.kind, "aborted");
+        return true;
+      });
+      const body = await response.text();
+      assert.match(body, /data: \[DONE\]/);
+      const events = (await other.events(sessionId)).map((event) => event.event_type);
+      assert.deepEqual(events, ["run_started", "user_message", "agent_response", "run_ended"]);
+      // Given back right after the answer (a group commit later): a second attempt gets it.
+      const release = await other.lockSession!(sessionId, AbortSignal.timeout(5000));
+      await release();
+    } finally {
+      await other.close();
+    }
+  });
+});
