@@ -673,8 +673,10 @@ export class EmbeddedMemoryStore implements MemoryStore {
           event.timestamp,
           Date.parse(event.timestamp),
           event.event_type,
-          JSON.stringify(event.content),
-          JSON.stringify(event.metadata),
+          // Nested as JSON values, not as JSON text in a string: encoded once (SQLite's `->`
+          // gives their JSON text back), half the escaping and a smaller statement.
+          event.content,
+          event.metadata,
         ]);
       }
       return events;
@@ -683,7 +685,7 @@ export class EmbeddedMemoryStore implements MemoryStore {
       // Every event in arrival order (their rowids follow it).
       yield {
         sql: `INSERT INTO agentloop_events (session_id, seq, event_id, timestamp, timestamp_ms, event_type, content, metadata)
-          SELECT value ->> 0, value ->> 1, value ->> 2, value ->> 3, value ->> 4, value ->> 5, value ->> 6, value ->> 7 FROM json_each(${sqlText(JSON.stringify(rows))}) ORDER BY key;`,
+          SELECT value ->> 0, value ->> 1, value ->> 2, value ->> 3, value ->> 4, value ->> 5, value -> 6, value -> 7 FROM json_each(${sqlText(JSON.stringify(rows))}) ORDER BY key;`,
       };
     }
     for (const [sessionId, { newLast }] of sessions) {

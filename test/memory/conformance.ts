@@ -218,6 +218,23 @@ export function memoryStoreConformance(name: string, factory: StoreFactory): voi
       });
     });
 
+    it("gives back any JSON content and metadata as written: strings, escapes, unicode, numbers, nesting", async () => {
+      const odd = 'quote " backslash \\ newline \n tab \t line separator \u2028 emoji 🙂 accents é ñ';
+      const contents: unknown[] = [odd, { nested: { list: [1, 0.1, 1e21, -2.5e-7, 9007199254740991, null, true, false, ""], text: odd } }, [], null, 0, "null", '{"not":"parsed"}'];
+      await withStore(factory, undefined, async (store) => {
+        await store.append("s", contents.map((content, index) => ({ event_type: "x", content, metadata: { index, text: odd, deep: { values: [index, odd] } } })));
+        const events = await store.events("s");
+        assert.deepEqual(
+          events.map((event) => event.content),
+          contents,
+        );
+        assert.deepEqual(
+          events.map((event) => event.metadata.deep),
+          contents.map((_, index) => ({ values: [index, odd] })),
+        );
+      });
+    });
+
     it("keeps the most recently updated sessions while evictions run beside later appends", async () => {
       // A store may evict after the appends that asked for it (PostgreSQL defers evictions and
       // runs one at a time): what it evicts must follow the order of updates as it is then. Here
