@@ -19,8 +19,8 @@ describe("the lock of a session the server just made", () => {
   let test: TestServer;
   before(async () => {
     folder = mkdtempSync(join(tmpdir(), "agentloop-fresh-lock-"));
-    // 24 words, 50 ms apart: the answer streams for ~1.2 s.
-    const answer = Array.from({ length: 24 }, (_, index) => `word${index}`).join(" ");
+    // 40 words, 50 ms apart: the answer streams for ~2 s.
+    const answer = Array.from({ length: 40 }, (_, index) => `word${index}`).join(" ");
     test = await startTestServer({ MEMORY_TYPE: "embedded", MEMORY_PATH: folder }, { build: { model: new ScriptedModel([answer], { chunkDelayMs: 50 }) } });
   });
   after(async () => {
@@ -39,7 +39,12 @@ describe("the lock of a session the server just made", () => {
     // Another connection to the same file, as `agentloop run --session` in another process would be.
     const other = await openEmbeddedStore({ path: join(folder, "memory.db") });
     try {
-      await sleep(500); // past the 250 ms the run's start may wait for
+      // The run's start is written after up to 250 ms, in the same transaction as the lock.
+      const deadline = Date.now() + 5000;
+      while ((await other.events(sessionId)).length === 0) {
+        assert.ok(Date.now() < deadline, "the run's start was never written");
+        await sleep(20);
+      }
       await assert.rejects(other.lockSession!(sessionId, AbortSignal.timeout(200)), (error: unknown) => {
         assert.ok(AgentLoopError.isInstance(error), String(error));
         assert.equal(error.kind, "aborted");
