@@ -28,8 +28,8 @@ export interface SessionMemoryOptions {
    * with the run's next events (default 250 ms; 0 writes them at once). A short run (a chat
    * answered in one turn) is then one write instead of two, and a burst of requests starts its
    * models before any of them writes. A tool call, an answer, the run's end, `flush` or `settled`
-   * writes them at once (a resume's start, with its approval decisions, is never held); a process killed within the delay loses them along
-   * with the run itself (whose answer no client got).
+   * writes them at once (a resume's start, with its approval decisions, is never held); a process
+   * killed within the delay loses them along with the run itself (whose answer no client got).
    */
   startWriteDelayMs?: number;
 }
@@ -146,12 +146,12 @@ export function sessionMemory(store: MemoryStore, options: SessionMemoryOptions 
   const inOrder = store.appendsInOrder === true;
   const appendSync = store instanceof InMemoryStore && store.append === InMemoryStore.prototype.append ? store.appendSync.bind(store) : undefined;
 
+  /** `beforeNextWrite` callbacks, by session. */
+  const beforeWrite = new Map<string, Set<() => void>>();
   /**
    * Writes in event order; undefined when the events are already written (a synchronous store with
    * nothing queued).
    */
-  /** `beforeNextWrite` callbacks, by session. */
-  const beforeWrite = new Map<string, Set<() => void>>();
   const write = (sessionId: string, events: NewMemoryEvent[]): Promise<void> | undefined => {
     const hooks = beforeWrite.get(sessionId);
     if (hooks) {
@@ -435,7 +435,7 @@ export function sessionMemory(store: MemoryStore, options: SessionMemoryOptions 
       return historyFromEvents(active ? events.filter((event) => !active.has(String(event.metadata?.run_id))) : events, { contextLimit });
     },
     async checkpointResumed(sessionId: string, checkpointId: string): Promise<boolean> {
-      release(sessionId);
+      // Nothing held can matter here: approval decisions are never held.
       await queues.get(sessionId);
       const events = await store.events(sessionId);
       return events.some((event) => event.event_type === "approval_decided" && (event.content as { checkpoint_id?: unknown } | null)?.checkpoint_id === checkpointId);
@@ -450,12 +450,12 @@ export function sessionMemory(store: MemoryStore, options: SessionMemoryOptions 
         hooks = new Set();
         beforeWrite.set(sessionId, hooks);
       }
+      // A wrapper of its own: the same function given twice is called twice, and cancelled one at a time.
       const hook = () => fn();
       hooks.add(hook);
       return () => {
         const current = beforeWrite.get(sessionId);
-        if (!current?.delete(hook)) return;
-        if (current.size === 0) beforeWrite.delete(sessionId);
+        if (current?.delete(hook) && current.size === 0) beforeWrite.delete(sessionId);
       };
     },
     settled(sessionId: string): Promise<void> | undefined {

@@ -162,18 +162,16 @@ export class ServerRuns {
     // attempt never waits: no abort signal for it (an AbortController per request shows in the
     // server's CPU profiles).
     const fresh = "newSession" in request && request.newSession === true;
-    const { handle } = memory;
-    const lockSession = handle && memory.store.lockSession ? memory.store.lockSession.bind(memory.store) : undefined;
     let locking: Promise<() => Promise<void>> | undefined;
     let cancelFreshLock: (() => void) | undefined;
-    if (lockSession && handle && fresh) {
-      cancelFreshLock = handle.beforeNextWrite(request.sessionId, () => {
-        locking = lockSession(request.sessionId);
+    const { handle, store } = memory;
+    if (handle && store.lockSession) {
+      const lock = (signal?: AbortSignal) => {
+        locking = store.lockSession!(request.sessionId, signal);
         locking.catch(() => {});
-      });
-    } else if (lockSession) {
-      locking = lockSession(request.sessionId, controller.signal);
-      locking.catch(() => {});
+      };
+      if (fresh) cancelFreshLock = handle.beforeNextWrite(request.sessionId, () => lock());
+      else lock(controller.signal);
     }
     try {
       if (locking && !fresh) {
