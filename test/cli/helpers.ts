@@ -1,5 +1,6 @@
 import { type ChildProcessWithoutNullStreams, spawn } from "node:child_process";
 import { Writable } from "node:stream";
+import { finished } from "node:stream/promises";
 import { fileURLToPath } from "node:url";
 
 export const repositoryRoot = fileURLToPath(new URL("../../", import.meta.url));
@@ -56,9 +57,7 @@ export function spawnCli(args: string[], env: NodeJS.ProcessEnv, cwd = repositor
   // After the process exits, what it wrote last may still be in the pipes (seen under load: exit 2
   // with its error line read after "exit"): the streams' ends are awaited too, for at most 2 s (a
   // grandchild may hold them open).
-  const ended = (stream: NodeJS.ReadableStream & { readableEnded: boolean }) =>
-    stream.readableEnded ? Promise.resolve() : new Promise<void>((resolve) => stream.once("end", () => resolve()));
-  const drained = Promise.all([ended(child.stdout), ended(child.stderr)]);
+  const drained = Promise.all([finished(child.stdout), finished(child.stderr)]).catch(() => {});
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
     child.once("exit", (code, signal) => {
       const cap = setTimeout(() => resolve({ code, signal }), 2000);

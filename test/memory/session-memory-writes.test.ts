@@ -186,7 +186,15 @@ describe("sessionMemory: a run's start waits for its next events (startWriteDela
     return { store: new Counting(), calls };
   }
 
-  it("a one-turn run is one append: run_started and user_message go with the answer and run_ended", async () => {
+  /** Hands memory a run's start: run-start, then its user message (neither awaited: they may be held). */
+  function startRun(memory: ReturnType<typeof sessionMemory>, runId: string, sessionId: string, input = "hi"): RunInfo {
+    const run = info(runId, sessionId);
+    void memory.onEvent({ type: "run-start", runId, agent: "a", model: "scripted:x", input, sessionId, timestamp: Date.now() } as LoopEvent, run);
+    void memory.onEvent({ type: "user-message", runId, content: input, followUp: false }, run);
+    return run;
+  }
+
+  it("a one-turn run's start goes in one append with its answer, then run_ended", async () => {
     const { store, calls } = countingStore();
     const result = await new Agent({ model: new ScriptedModel(["fine"]), memory: sessionMemory(store) }).run("hello", { sessionId: "s" });
     assert.equal(result.state, "COMPLETED");
@@ -210,9 +218,7 @@ describe("sessionMemory: a run's start waits for its next events (startWriteDela
     assert.deepEqual(calls, [["run_started", "user_message"]]);
 
     // A second run: its tool call releases the held start with it, before the tool runs.
-    const second = info("r1", "t");
-    void memory.onEvent({ type: "run-start", runId: "r1", agent: "a", model: "scripted:x", input: "go", sessionId: "t", timestamp: Date.now() } as LoopEvent, second);
-    void memory.onEvent({ type: "user-message", runId: "r1", content: "go", followUp: false }, second);
+    const second = startRun(memory, "r1", "t", "go");
     await memory.onEvent({ type: "tool-start", runId: "r1", toolCallId: "c1", name: "look", arguments: {}, step: 1 } as LoopEvent, second);
     assert.deepEqual(
       (await store.events("t")).map((event) => event.event_type),
@@ -224,21 +230,16 @@ describe("sessionMemory: a run's start waits for its next events (startWriteDela
   it("settled and flush write what is held at once; a history load leaves it held (runs in progress are not history)", async () => {
     const { store } = countingStore();
     const memory = sessionMemory(store, { startWriteDelayMs: 60_000 });
-    const start = (runId: string, sessionId: string) => {
-      const run = info(runId, sessionId);
-      void memory.onEvent({ type: "run-start", runId, agent: "a", model: "scripted:x", input: "q", sessionId, timestamp: Date.now() } as LoopEvent, run);
-      void memory.onEvent({ type: "user-message", runId, content: "q", followUp: false }, run);
-    };
-    start("r1", "a");
+    startRun(memory, "r1", "a");
     assert.deepEqual(await memory.loadHistory("a"), []);
     assert.equal((await store.events("a")).length, 0);
     await memory.settled("a");
     assert.equal((await store.events("a")).length, 2);
-    start("r2", "b");
+    startRun(memory, "r2", "b");
     await memory.settled("b");
     assert.equal((await store.events("b")).length, 2);
-    start("r3", "c");
-    start("r4", "d");
+    startRun(memory, "r3", "c");
+    startRun(memory, "r4", "d");
     await memory.flush();
     assert.equal((await store.events("c")).length, 2);
     assert.equal((await store.events("d")).length, 2);
@@ -278,25 +279,18 @@ describe("sessionMemory: a run's start waits for its next events (startWriteDela
   });
 
   it("beforeNextWrite calls back once, just before the session's next append (a held start goes then); cancelled, never", async () => {
-    const order: string[] = [];
-    class Tracing extends InMemoryStore {
-      override async append(sessionId: string, events: readonly NewMemoryEvent[]): Promise<MemoryEvent[]> {
-        order.push(`append ${events.map((event) => event.event_type).join("+")}`);
-        return super.append(sessionId, events);
-      }
-    }
-    const memory = sessionMemory(new Tracing(), { startWriteDelayMs: 60_000 });
-    memory.beforeNextWrite("s", () => order.push("hook s"));
-    const cancel = memory.beforeNextWrite("t", () => order.push("hook t"));
+    // The hooks note themselves in the store's record of appends, so the order shows.
+    const { store, calls } = countingStore();
+    const memory = sessionMemory(store, { startWriteDelayMs: 60_000 });
+    memory.beforeNextWrite("s", () => calls.push(["hook s"]));
+    const cancel = memory.beforeNextWrite("t", () => calls.push(["hook t"]));
     cancel();
-    const run = info("r0", "s");
-    void memory.onEvent({ type: "run-start", runId: "r0", agent: "a", model: "scripted:x", input: "hi", sessionId: "s", timestamp: Date.now() } as LoopEvent, run);
-    void memory.onEvent({ type: "user-message", runId: "r0", content: "hi", followUp: false }, run);
-    assert.deepEqual(order, [], "nothing is written while the start is held");
+    const run = startRun(memory, "r0", "s");
+    assert.deepEqual(calls, [], "nothing is written while the start is held");
     await memory.onEvent({ type: "tool-start", runId: "r0", toolCallId: "c1", name: "look", arguments: {}, step: 1 } as LoopEvent, run);
     await memory.onEvent({ type: "steering", runId: "r0", content: "faster" } as LoopEvent, run);
     await memory.onEvent({ type: "user-message", runId: "r1", content: "other", followUp: false }, info("r1", "t"));
-    assert.deepEqual(order, ["hook s", "append run_started+user_message+tool_call", "append steering", "append user_message"]);
+    assert.deepEqual(calls, [["hook s"], ["run_started", "user_message", "tool_call"], ["steering"], ["user_message"]]);
   });
 
   it("a negative or NaN delay is refused, naming the option", () => {
