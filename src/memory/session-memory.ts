@@ -205,7 +205,8 @@ export function sessionMemory(store: MemoryStore, options: SessionMemoryOptions 
       settle = resolve as (written: Promise<void> | undefined) => void;
     });
     const timer = setTimeout(() => release(sessionId), startWriteDelayMs);
-    held.set(sessionId, { events: [...events], written, settle, timer });
+    // `events` is this call's own array (from `eventsFor`): it collects the events joining it.
+    held.set(sessionId, { events, written, settle, timer });
     return written;
   };
 
@@ -219,7 +220,8 @@ export function sessionMemory(store: MemoryStore, options: SessionMemoryOptions 
     if (!waiting) return events ? write(sessionId, events) : undefined;
     held.delete(sessionId);
     clearTimeout(waiting.timer);
-    const written = write(sessionId, events ? [...waiting.events, ...events] : waiting.events);
+    if (events) waiting.events.push(...events);
+    const written = write(sessionId, waiting.events);
     waiting.settle(events ? written?.catch(() => {}) : written);
     return written;
   };
