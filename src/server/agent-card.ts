@@ -11,6 +11,8 @@ export interface AgentCardInput {
 
 /** The JSON-RPC endpoint path of the A2A protocol on this server. */
 export const A2A_PATH = "/a2a";
+/** The header an A2A client names its protocol version in (the SDK's `A2A_VERSION_HEADER`; its own copy here so serving the card does not load the SDK). */
+export const A2A_VERSION_HEADER = "A2A-Version";
 
 /**
  * The A2A agent card. It is an A2A 1.0 card (`supportedInterfaces`) that also carries the

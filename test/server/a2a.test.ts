@@ -1,10 +1,11 @@
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
 import { after, before, describe, it } from "node:test";
-import { type Message, Role, type Task, TaskState } from "@a2a-js/sdk";
+import { A2A_VERSION_HEADER, type Message, Role, type Task, TaskState } from "@a2a-js/sdk";
 import { type Client, ClientFactory } from "@a2a-js/sdk/client";
 import { a2aAgentTool } from "../../src/a2a/index.js";
 import { Agent, ScriptedModel } from "../../src/index.js";
+import { A2A_VERSION_HEADER as OUR_VERSION_HEADER } from "../../src/server/agent-card.js";
 import { script, startTestServer, type TestServer, toolCall } from "./helpers.js";
 
 const userMessage = (text: string, contextId = randomUUID()): Message => ({
@@ -94,6 +95,10 @@ describe("the A2A endpoint, driven by the A2A SDK client", () => {
     assert.ok(chunks > 2, "the answer arrives in chunks");
     assert.equal(seen.at(-1), "status:TASK_STATE_COMPLETED");
     assert.equal(answer, "A2A answer");
+  });
+
+  it("names the version header as the SDK does (the card route has its own copy, so it need not load the SDK)", () => {
+    assert.equal(OUR_VERSION_HEADER, A2A_VERSION_HEADER);
   });
 
   it("answers an unknown task with a JSON-RPC error", async () => {

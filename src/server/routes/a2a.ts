@@ -1,7 +1,7 @@
 /** The A2A JSON-RPC endpoint, at `/a2a` and at `/` (where some clients post). */
 import { type Context, Hono } from "hono";
 import { onAbort } from "../../abort.js";
-import { a2aContentTypeRejection, createA2AHandler } from "../a2a-endpoint.js";
+import type { createA2AHandler } from "../a2a-endpoint.js";
 import { A2A_PATH } from "../agent-card.js";
 import { RequestController } from "../chat-stream.js";
 import { readJson, type ServerContext } from "../context.js";
@@ -36,12 +36,18 @@ const requestId = (body: unknown) => {
   return typeof id === "string" || typeof id === "number" ? id : null;
 };
 
+/**
+ * The A2A endpoint and its SDK (with its JWT library, ~4 MB of RSS) load with the first A2A
+ * request, not with the server: a server only chatted with never pays for them.
+ */
+const loadEndpoint = () => import("../a2a-endpoint.js");
+
 export function a2aRoutes(server: ServerContext): Hono {
   const app = new Hono();
   const { runs } = server;
   let handler: Promise<ReturnType<typeof createA2AHandler>> | undefined;
   const a2a = async (request: Request, body: unknown) => {
-    handler ??= Promise.resolve().then(() =>
+    handler ??= loadEndpoint().then(({ createA2AHandler }) =>
       createA2AHandler(server.card, ({ input, sessionId, signal, onEvent }) => {
         const controller = new RequestController();
         const unlink = onAbort(signal, () => controller.disconnect(signal.reason));
@@ -51,7 +57,7 @@ export function a2aRoutes(server: ServerContext): Hono {
     return (await handler)(request, body);
   };
   const a2aRoute = async (c: Context) => {
-    const rejected = a2aContentTypeRejection(c.req.raw);
+    const rejected = (await loadEndpoint()).a2aContentTypeRejection(c.req.raw);
     if (rejected) return rejected;
     let body: unknown;
     try {

@@ -1,7 +1,6 @@
 /** The agent cards: A2A's at `/.well-known/agent.json` and `/.well-known/agent-card.json`, KAOS's at `/.well-known/agent`. */
-import { A2A_VERSION_HEADER } from "@a2a-js/sdk";
 import { type Context, Hono } from "hono";
-import { agentCardForVersion } from "../agent-card.js";
+import { A2A_VERSION_HEADER, agentCardForVersion } from "../agent-card.js";
 import type { ServerContext } from "../context.js";
 
 export function agentCardRoutes(server: ServerContext): Hono {
