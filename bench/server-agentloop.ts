@@ -6,9 +6,15 @@
 // COMMIT on the server's thread (`backgroundCheckpoints: false`), to compare with the default.
 // BENCH_SERVER_WRITES=on-thread: the embedded store writing its group commits on the JavaScript
 // thread (`writesOffThread: false`), as before session 7.
+import { setFlagsFromString } from "node:v8";
+import { tuneServerHeap } from "../src/cli/server-heap.js";
 import { ScriptedModel } from "../src/model/scripted.js";
 import { startAgentServer } from "../src/server/index.js";
 import { SERVER_ANSWER, announce, chunkDelayMs } from "./server-answer.js";
+
+// What `agentloop serve` does before it starts the server (BENCH_RUNTIME_FLAGS: V8 flags set the same way, to compare).
+tuneServerHeap();
+if (process.env.BENCH_RUNTIME_FLAGS) setFlagsFromString(process.env.BENCH_RUNTIME_FLAGS);
 
 const inCommit = process.env.BENCH_SERVER_CHECKPOINTS === "in-commit";
 const onThread = process.env.BENCH_SERVER_WRITES === "on-thread";

@@ -3,6 +3,7 @@ import { AgentLoopError } from "../../errors.js";
 import { type AgentCliOptions, addModelOptions, applyModelOptions, MCP_START_TIMEOUT_MS, takeOverMockScript } from "../agent-setup.js";
 import { startTraceExport } from "../otel.js";
 import { palette } from "../render.js";
+import { tuneServerHeap } from "../server-heap.js";
 
 export interface ServeCommandOptions extends Omit<AgentCliOptions, "session" | "mcp"> {
   agent?: string;
@@ -24,6 +25,7 @@ const integerOption = (name: string, minimum: number, maximum: number) => (value
 
 /** `agentloop serve`: the KAOS-compatible agent server until SIGTERM/SIGINT. */
 export async function serveCommand(options: ServeCommandOptions, io = { stdout: process.stdout, stderr: process.stderr }): Promise<void> {
+  tuneServerHeap(); // a long-running server: its old generation collected sooner (src/cli/server-heap.ts)
   const { startAgentServer } = await import("../../server/index.js");
   const colors = palette(io.stderr);
   const log = (line: string) => io.stderr.write(`${colors.dim(line)}\n`);
