@@ -227,6 +227,9 @@ const TRUNCATE_PAGES = 4096;
 /** How long the emptying waits for other processes' writers and readers before trying again later. */
 const TRUNCATE_WAIT_MS = 100;
 
+/** How many sessions' last seqs a store remembers for its one-call groups (~100 bytes each). */
+const LAST_SEQ_ENTRIES = 10_000;
+
 /** How often a request waiting for a session another process is running asks again. */
 const LOCK_POLL_MS = 25;
 
@@ -337,6 +340,8 @@ export class EmbeddedMemoryStore implements MemoryStore {
   private lastPrune = 0;
   /** Session locks this store holds: token → session. */
   private readonly heldLocks = new Map<string, string>();
+  /** Each session's last seq as this process last committed it (the most recent `LAST_SEQ_ENTRIES`): what a one-call group expects. */
+  private readonly lastSeqs = new Map<string, number>();
 
   /** Use `openEmbeddedStore`. */
   constructor(
@@ -499,43 +504,35 @@ export class EmbeddedMemoryStore implements MemoryStore {
   }
 
   /**
-   * The whole group in one call to the writer's thread: its read (the sessions' last seqs, the
-   * holders of the locks asked for) made first, here, on this thread's connection (an indexed
-   * lookup per session, outside any transaction), and checked again inside the transaction by a
-   * guard statement that fails (rolling it all back) if another process changed any of it in
-   * between; the group then goes the three-call way. Undefined when a lock is asked for a session
-   * the same group releases (the read would see the lock before its release).
+   * The whole group in one call to the writer's thread, written on what this process expects of
+   * the file: each session's last seq as this process last committed it (`lastSeqs`; a session it
+   * never wrote: none, 0) and no lock on the sessions whose locks it asks for. A guard statement
+   * inside the transaction checks that expectation and fails (rolling it all back) when it is wrong
+   * — another process wrote one of these sessions or holds one of the locks, or the session is
+   * older than this process — and the group then goes the three-call way, which reads first. No
+   * read on this thread: a session the server just made, or one it wrote last, costs no lookup.
+   * Undefined when a lock is asked for a session the same group releases.
    */
   private oneCallGroup(group: Group): { script: string; result: GroupResult } | undefined {
     const released = new Set(group.releases.map((release) => release.sessionId));
     if (group.locks.some((attempt) => released.has(attempt.sessionId))) return undefined;
     const counts = sessionsOfGroup(group.appends, () => ({}));
+    const expected = [...counts.keys()].map((sessionId) => [sessionId, this.lastSeqs.get(sessionId) ?? 0] as const);
+    const guard = `INSERT INTO temp.agentloop_guard (ok) SELECT
+        (SELECT count(*) FROM json_each(${sqlText(JSON.stringify(expected))}) AS j LEFT JOIN agentloop_sessions s ON s.session_id = j.value ->> 0
+          WHERE coalesce(s.last_seq, 0) <> j.value ->> 1) = 0
+        AND NOT EXISTS (SELECT 1 FROM agentloop_session_locks WHERE session_id IN (SELECT value FROM json_each(${sqlText(JSON.stringify(group.locks.map((attempt) => attempt.sessionId)))})));
+      DELETE FROM temp.agentloop_guard;`;
+    // What the group's read inside the transaction would answer once the upsert ran.
+    const after: unknown[][] = expected.map(([sessionId, last]) => [0, sessionId, last + counts.get(sessionId)!.count, null]);
     let script = "";
-    let guard = "";
-    const read = (sql: string, params: unknown[]): unknown[][] => {
-      const seen = this.query(sql, params) as Array<[number, string, number, string | null]>;
-      const lastSeqs = new Map<string, number>();
-      const holders: Array<[string, number, string]> = [];
-      for (const [kind, sessionId, value, host] of seen) {
-        if (Number(kind) === 1) holders.push([sessionId, Number(value), String(host)]);
-        else lastSeqs.set(sessionId, Number(value));
-      }
-      const expected = [...counts.keys()].map((sessionId) => [sessionId, lastSeqs.get(sessionId) ?? 0] as const);
-      guard = `INSERT INTO temp.agentloop_guard (ok) SELECT
-          (SELECT count(*) FROM json_each(${sqlText(JSON.stringify(expected))}) AS j LEFT JOIN agentloop_sessions s ON s.session_id = j.value ->> 0
-            WHERE coalesce(s.last_seq, 0) <> j.value ->> 1) = 0
-          AND (SELECT count(*) FROM agentloop_session_locks WHERE session_id IN (SELECT value FROM json_each(${sqlText(JSON.stringify(group.locks.map((attempt) => attempt.sessionId)))}))) = ${holders.length}
-          AND (SELECT count(*) FROM agentloop_session_locks l JOIN json_each(${sqlText(JSON.stringify(holders))}) AS j
-            ON l.session_id = j.value ->> 0 AND l.owner_pid = j.value ->> 1 AND l.owner_host = j.value ->> 2) = ${holders.length};
-        DELETE FROM temp.agentloop_guard;`;
-      // What the read inside the transaction would answer once the upsert ran.
-      const after: unknown[][] = expected.map(([sessionId, last]) => [0, sessionId, last + counts.get(sessionId)!.count, null]);
-      for (const [sessionId, pid, host] of holders) after.push([1, sessionId, pid, host]);
-      return after;
-    };
-    const result = walkSteps(this.groupSteps(group), read, (sql) => {
-      script += sql;
-    });
+    const result = walkSteps(
+      this.groupSteps(group),
+      () => after,
+      (sql) => {
+        script += sql;
+      },
+    );
     return { script: `BEGIN IMMEDIATE;${guard}${script}COMMIT;`, result };
   }
 
@@ -557,15 +554,24 @@ export class EmbeddedMemoryStore implements MemoryStore {
     return group;
   }
 
+  /** Keeps the most recent `LAST_SEQ_ENTRIES` sessions (a Map iterates in insertion order: the first key is the oldest). */
+  private rememberLastSeq(sessionId: string, seq: number): void {
+    this.lastSeqs.delete(sessionId);
+    this.lastSeqs.set(sessionId, seq);
+    if (this.lastSeqs.size > LAST_SEQ_ENTRIES) this.lastSeqs.delete(this.lastSeqs.keys().next().value!);
+  }
+
   /** What can fail is the database itself (busy past the timeout, disk full, I/O): every member of the group is told, none of it was written. */
   private failGroup(group: Group, error: unknown): void {
     const failure = this.describe(error);
+    for (const member of group.appends) this.lastSeqs.delete(member.sessionId);
     for (const member of group.appends) member.reject(failure);
     for (const attempt of group.locks) attempt.reject(failure);
     for (const release of group.releases) release.reject(failure);
   }
 
   private settleGroup(group: Group, [stored, taken]: GroupResult): void {
+    for (const [index, member] of group.appends.entries()) this.rememberLastSeq(member.sessionId, stored[index].at(-1)!.seq);
     for (const release of group.releases) release.resolve();
     for (const [index, member] of group.appends.entries()) member.resolve(stored[index]);
     for (const [index, attempt] of group.locks.entries()) attempt.resolve(taken[index]);
@@ -773,6 +779,7 @@ export class EmbeddedMemoryStore implements MemoryStore {
     checkSessionId(sessionId);
     if (this.busy) await this.untilWritable();
     this.flushPending();
+    this.lastSeqs.delete(sessionId);
     return this.guard(() =>
       this.write(() => {
         this.statement("DELETE FROM agentloop_events WHERE session_id = ?").run([sessionId]);
