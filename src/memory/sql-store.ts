@@ -393,7 +393,7 @@ export class SqlMemoryStore implements MemoryStore {
          JOIN upserted u ON u.session_id = r.session_id
          WHERE r.back < $3
          ORDER BY r.ordinal),
-       trimmed AS (DELETE FROM ${this.events_} e USING upserted u WHERE e.session_id = u.session_id AND e.seq <= u.last_seq - $3)
+       trimmed AS (DELETE FROM ${this.events_} e USING upserted u WHERE u.last_seq > $3 AND e.session_id = u.session_id AND e.seq <= u.last_seq - $3)
        SELECT session_id, last_seq, inserted FROM upserted`,
       params,
       true,
