@@ -10,7 +10,7 @@ import pg from "pg";
 import { AgentLoopError } from "../../src/errors.js";
 import { openEmbeddedStore } from "../../src/memory/embedded.js";
 import type { MemoryEvent, MemoryStore } from "../../src/memory/index.js";
-import { openPostgresStore } from "../../src/memory/postgres.js";
+import { defaultWriteLanes, openPostgresStore } from "../../src/memory/postgres.js";
 import type { SqlStoreOptions } from "../../src/memory/sql-store.js";
 import { dropSchemas, postgresUrl, uniqueSchema } from "./postgres-server.js";
 
@@ -54,7 +54,8 @@ const openers: Array<[string, Opener]> = [
     "postgres (4 lanes)",
     async (options = {}) => {
       const pool = countingPool(4);
-      const store = await openPostgresStore({ pool, schema: uniqueSchema("group"), ...options });
+      // Four lanes, as for a remote server (the test server is local: one by default).
+      const store = await openPostgresStore({ pool, schema: uniqueSchema("group"), groupCommit: { lanes: 4 }, ...options });
       return { store, transactions: () => pool.transactions, statementErrors: true };
     },
   ],
@@ -258,6 +259,26 @@ describe("group commit: options", () => {
         stored.map(([event]) => event.seq),
         [1, 1, 2, 2, 3],
       );
+    } finally {
+      await store.close();
+    }
+  });
+
+  it("takes one write lane for a server on this machine, four for one elsewhere", async () => {
+    for (const local of ["postgres://u@127.0.0.1:5432/db", "postgresql://localhost/db", "postgres://u@[::1]:5432/db", "postgres:///db", "postgres://u@x/db?host=/var/run/postgresql", "/tmp/sockets"]) {
+      assert.equal(defaultWriteLanes(local), 1, local);
+    }
+    for (const remote of ["postgres://u@db.example.com:5432/db", "postgres://u@10.0.0.5/db", "postgres://u@localhost.example.com/db", undefined]) {
+      assert.equal(defaultWriteLanes(remote), 4, String(remote));
+    }
+    // On the local test server: appends to four sessions at once are one group, one transaction.
+    const pool = countingPool(4);
+    const store = await openPostgresStore({ pool, schema: uniqueSchema("group") });
+    try {
+      await store.append("warm", [{ event_type: "x" }]);
+      const before = pool.transactions;
+      await Promise.all(["a", "b", "c", "d"].map((sessionId) => store.append(sessionId, [{ event_type: "x" }])));
+      assert.equal(pool.transactions - before, 1);
     } finally {
       await store.close();
     }
