@@ -224,12 +224,10 @@ export function newSessionId(): string {
  * the same way, before it sees them (`storableText`).
  */
 export function storableText(value: string): string {
-  LONE_SURROGATE.lastIndex = 0;
-  const clean = LONE_SURROGATE.test(value) ? value.replace(LONE_SURROGATE, "\uFFFD") : value;
+  // `toWellFormed` replaces each lone surrogate with U+FFFD (native, unlike a regular expression).
+  const clean = value.isWellFormed() ? value : value.toWellFormed();
   return clean.includes("\u0000") ? clean.replaceAll("\u0000", "\uFFFD") : clean;
 }
-/** A high surrogate not followed by a low one, or a low one not preceded by a high one (UTF-16 code units). */
-const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
 const withoutNul = storableText;
 
 /**
