@@ -36,6 +36,7 @@ import {
   resolveLimits,
   type SessionInfo,
   sessionsOfGroup,
+  withSeq,
 } from "./store.js";
 import { WalCheckpointer } from "./wal-checkpointer.js";
 
@@ -669,7 +670,7 @@ export class EmbeddedMemoryStore implements MemoryStore {
       for (let index = 0; index < member.events.length; index++) {
         const event = member.events[index];
         const seq = entry.nextSeq++;
-        events[index] = { ...event, seq };
+        events[index] = withSeq(event, seq);
         // Events the session's limit would trim at once are not written.
         if (entry.newLast - seq >= max) continue;
         rows.push([

@@ -21,6 +21,7 @@ import {
   resolveLimits,
   type SessionInfo,
   sessionsOfGroup,
+  withSeq,
 } from "./store.js";
 
 /** Runs one statement and returns its rows. */
@@ -407,7 +408,7 @@ export class SqlMemoryStore implements MemoryStore {
     const nextSeq = new Map([...sessions].map(([sessionId, entry]) => [sessionId, entry.lastSeq - entry.count + 1]));
     const stored = group.map((member) => {
       let seq = nextSeq.get(member.sessionId)!;
-      const events = member.events.map((event) => ({ ...event, seq: seq++ }));
+      const events = member.events.map((event) => withSeq(event, seq++));
       nextSeq.set(member.sessionId, seq);
       return events;
     });

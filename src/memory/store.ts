@@ -334,9 +334,28 @@ export function sessionsOfGroup<Extra extends object>(
     if (entry) {
       entry.count += member.events.length;
       entry.last = index;
-    } else sessions.set(member.sessionId, { ...extra(), count: member.events.length, last: index });
+    } else {
+      // Properties set on the new object, not spread into another (a spread copies slowly, per key).
+      const fresh = extra() as Extra & { count: number; last: number };
+      fresh.count = member.events.length;
+      fresh.last = index;
+      sessions.set(member.sessionId, fresh);
+    }
   });
   return sessions;
+}
+
+/** A prepared event with its seq: one object literal of one shape (not `{ ...event, seq }`, a slow copy on every stored event). */
+export function withSeq(event: Omit<MemoryEvent, "seq">, seq: number): MemoryEvent {
+  return {
+    event_id: event.event_id,
+    session_id: event.session_id,
+    seq,
+    timestamp: event.timestamp,
+    event_type: event.event_type,
+    content: event.content,
+    metadata: event.metadata,
+  };
 }
 
 /** Validates an append's arguments and every event before anything is stored (an append is all or nothing). */
