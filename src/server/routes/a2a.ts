@@ -40,7 +40,8 @@ const requestId = (body: unknown) => {
  * The A2A endpoint and its SDK (with its JWT library, ~4 MB of RSS) load with the first A2A
  * request, not with the server: a server only chatted with never pays for them.
  */
-const loadEndpoint = () => import("../a2a-endpoint.js");
+let endpoint: Promise<typeof import("../a2a-endpoint.js")> | undefined;
+const loadEndpoint = () => (endpoint ??= import("../a2a-endpoint.js"));
 
 export function a2aRoutes(server: ServerContext): Hono {
   const app = new Hono();
