@@ -565,8 +565,10 @@ export class EmbeddedMemoryStore implements MemoryStore {
   /** What can fail is the database itself (busy past the timeout, disk full, I/O): every member of the group is told, none of it was written. */
   private failGroup(group: Group, error: unknown): void {
     const failure = this.describe(error);
-    for (const member of group.appends) this.lastSeqs.delete(member.sessionId);
-    for (const member of group.appends) member.reject(failure);
+    for (const member of group.appends) {
+      this.lastSeqs.delete(member.sessionId);
+      member.reject(failure);
+    }
     for (const attempt of group.locks) attempt.reject(failure);
     for (const release of group.releases) release.reject(failure);
   }

@@ -55,15 +55,15 @@ export function defaultWriteLanes(connection: string | undefined): number {
 
 /** Whether a connection string (or a bare host) names a server on this machine. */
 function isLocalServer(connection: string): boolean {
-  let hosts: string[];
+  let host = connection;
   try {
     const url = new URL(connection);
     // `?host=/var/run/postgresql` (a socket directory) overrides the URL's host.
-    hosts = [url.searchParams.get("host") ?? decodeURIComponent(url.hostname)];
+    host = url.searchParams.get("host") ?? decodeURIComponent(url.hostname);
   } catch {
-    hosts = [connection];
+    // A bare host (a pool's `host` option).
   }
-  return hosts.every((host) => host === "" || host.startsWith("/") || host === "localhost" || /^127\./.test(host) || host === "[::1]" || host === "::1");
+  return host === "" || host.startsWith("/") || host === "localhost" || /^127\./.test(host) || host === "[::1]" || host === "::1";
 }
 
 /** How often a request waiting for a session another replica is running asks again. */
