@@ -112,9 +112,15 @@ function clientAgent(): HttpAgent {
   return new HttpAgent({ keepAlive: true, maxSockets: CONCURRENCY });
 }
 
-/** One streaming chat: resolves with its latency in ms after checking the streamed answer. */
-function chat(url: URL, agent: HttpAgent): Promise<number> {
-  return new Promise<number>((resolve, reject) => {
+/** One chat's figures: request start to end of stream, and its last answer chunk to the end (the wait for the store's acknowledgement). */
+interface ChatTimes {
+  latency: number;
+  tail: number;
+}
+
+/** One streaming chat: resolves with its times in ms after checking the streamed answer. */
+function chat(url: URL, agent: HttpAgent): Promise<ChatTimes> {
+  return new Promise<ChatTimes>((resolve, reject) => {
     const started = performance.now();
     const request = httpRequest(
       {
@@ -128,12 +134,16 @@ function chat(url: URL, agent: HttpAgent): Promise<number> {
       (response) => {
         response.setEncoding("utf8");
         let body = "";
+        let lastContent = 0;
         response.on("data", (chunk: string) => {
           body += chunk;
+          // A piece that holds answer text (the role chunk's content is empty).
+          if (chunk.includes('"content":"') && !chunk.includes('"content":""')) lastContent = performance.now();
         });
         response.on("error", reject);
         response.on("end", () => {
-          const latency = performance.now() - started;
+          const ended = performance.now();
+          const latency = ended - started;
           try {
             if (response.statusCode !== 200) throw new Error(`${url}: HTTP ${response.statusCode}: ${body.slice(0, 300)}`);
             let text = "";
@@ -142,7 +152,7 @@ function chat(url: URL, agent: HttpAgent): Promise<number> {
               text += (JSON.parse(event.slice(6)) as { choices: Array<{ delta: { content?: string } }> }).choices[0]?.delta.content ?? "";
             }
             if (text !== SERVER_ANSWER) throw new Error(`${url}: wrong streamed answer ${JSON.stringify(text.slice(0, 200))}`);
-            resolve(latency);
+            resolve({ latency, tail: ended - lastContent });
           } catch (error) {
             reject(error);
           }
@@ -156,6 +166,8 @@ function chat(url: URL, agent: HttpAgent): Promise<number> {
 
 interface Round {
   latencies: number[];
+  /** Each chat's last answer chunk to its end of stream. */
+  tails: number[];
   requestsPerSecond: number;
   peakRssMb: number;
   cpuMsPerRequest: number;
@@ -164,6 +176,7 @@ interface Round {
 /** `CONCURRENCY` clients, each sending `perClient` chats back to back. */
 async function loadRound(server: ServerProcess, perClient: number): Promise<Round> {
   const latencies: number[] = [];
+  const tails: number[] = [];
   let peakRssMb = memoryMb(server.pid, "VmRSS");
   const sampler = setInterval(() => {
     peakRssMb = Math.max(peakRssMb, memoryMb(server.pid, "VmRSS"));
@@ -175,7 +188,11 @@ async function loadRound(server: ServerProcess, perClient: number): Promise<Roun
   try {
     await Promise.all(
       Array.from({ length: CONCURRENCY }, async () => {
-        for (let index = 0; index < perClient; index++) latencies.push(await chat(url, agent));
+        for (let index = 0; index < perClient; index++) {
+          const times = await chat(url, agent);
+          latencies.push(times.latency);
+          tails.push(times.tail);
+        }
       }),
     );
   } finally {
@@ -184,7 +201,7 @@ async function loadRound(server: ServerProcess, perClient: number): Promise<Roun
   }
   const seconds = (performance.now() - started) / 1000;
   const requests = CONCURRENCY * perClient;
-  return { latencies, requestsPerSecond: requests / seconds, peakRssMb, cpuMsPerRequest: (processCpuMs(server.pid) - cpuStart) / requests };
+  return { latencies, tails, requestsPerSecond: requests / seconds, peakRssMb, cpuMsPerRequest: (processCpuMs(server.pid) - cpuStart) / requests };
 }
 
 export async function runServerScenario(options: BenchOptions): Promise<ScenarioReport> {
@@ -226,6 +243,8 @@ export async function runServerScenario(options: BenchOptions): Promise<Scenario
       pooledP99: percentile(latencies, 0.99),
       peakRss: Math.max(idleRss.get(name)!, ...list.map((round) => round.peakRssMb)),
       cpu: spread(list.map((round) => round.cpuMsPerRequest)),
+      tailP50: spread(list.map((round) => percentile(round.tails, 0.5))),
+      tailP99: spread(list.map((round) => percentile(round.tails, 0.99))),
     };
   };
   /** Round k of `name` minus round k of the floor (they ran back to back), then the median. */
@@ -275,7 +294,7 @@ export async function runServerScenario(options: BenchOptions): Promise<Scenario
     quick: options.quick,
     details: [
       markdownTable(
-        ["server", "requests/s", "p50 ms", "p99 ms", "p99 added ms", "pooled p99 ms", "server CPU ms / request", "RSS idle MB", "RSS peak MB"],
+        ["server", "requests/s", "p50 ms", "p99 ms", "p99 added ms", "pooled p99 ms", "last chunk → end p50 / p99 ms", "server CPU ms / request", "RSS idle MB", "RSS peak MB"],
         servers.map((server) => {
           const result = summaryOf(server.name);
           return [
@@ -285,6 +304,7 @@ export async function runServerScenario(options: BenchOptions): Promise<Scenario
             formatSpread(result.p99),
             server.name === FLOOR ? "" : formatSpread(addedOver(server.name, 0.99)),
             format(result.pooledP99),
+            `${format(result.tailP50.median)} / ${format(result.tailP99.median)}`,
             formatSpread(result.cpu),
             format(idleRss.get(server.name)!),
             format(result.peakRss),
@@ -309,7 +329,7 @@ export async function runServerScenario(options: BenchOptions): Promise<Scenario
       ...storeRows,
     ],
     notes: [
-      `${CONCURRENCY} clients each send ${perClient} streaming chats back to back (${measuredRounds} rounds per server, in rotating order, after ${warmUpRounds} warm-up rounds of the same size per server); latency is request start to the end of the stream, checked against the scripted answer. Each round is a repetition: p50 and p99 are per round, then the median (min–max) over the rounds; the added latency is agentloop's round minus the floor's round of the same cycle, then the median.`,
+      `${CONCURRENCY} clients each send ${perClient} streaming chats back to back (${measuredRounds} rounds per server, in rotating order, after ${warmUpRounds} warm-up rounds of the same size per server); latency is request start to the end of the stream, checked against the scripted answer. Each round is a repetition: p50 and p99 are per round, then the median (min–max) over the rounds; the added latency is agentloop's round minus the floor's round of the same cycle, then the median. "Last chunk → end": from the arrival of a chat's last answer text to the end of its stream (the finish chunk and [DONE] go out once the run's events are stored), p50 and p99 per round, then the median over rounds: what waiting for the store's acknowledgement costs.`,
       `agentloop serve: \`startAgentServer\` on the scripted model (one answer of 21 word chunks, chunk k due k × ${CHUNK_DELAY_MS} ms after the stream started, like a model's token stream: time spent on a chunk does not push the later ones back) with the in-process memory store (memory stores: scenario 6); the "memory off" variant records nothing, to show what recording costs; the "embedded" variant uses the store \`agentloop serve\` defaults to (a SQLite file created in a new temporary folder); the "PostgreSQL" variant a schema of its own on \`AGENTLOOP_TEST_PG_URL\` (skipped without it). Floor: node:http parsing the body and streaming the same chunks with the same pacing (the same deadlines). In the summary the floor sits in the raw-fetch column.`,
       "Both servers run as bundled JavaScript (esbuild) without a TypeScript loader, so RSS is the server's own.",
       "The load generator (node:http with keep-alive, a new pool of 200 connections per round) shares the 2 cores with the server, so absolute latencies include client time; the added latency compares like with like. The clients start together, so the first request of each waits behind the others' setup: that first wave holds the p99.",

@@ -40,7 +40,14 @@ export function memoryStoreConformance(name: string, factory: StoreFactory): voi
         const again = await store.createSession("s1", { user: "other" });
         assert.deepEqual(again.metadata, { user: "ada" }, "an existing session is returned unchanged");
         const generated = await store.createSession();
-        assert.match(generated.session_id, /^[0-9a-f-]{36}$/);
+        // A UUID in the version 7 layout: its first 48 bits are the time (ids sort in creation order).
+        const V7 = /^([0-9a-f]{8})-([0-9a-f]{4})-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
+        const [, high, low] = V7.exec(generated.session_id) ?? assert.fail(`${generated.session_id} is not a UUID in the version 7 layout`);
+        const madeAt = Number.parseInt(high + low, 16);
+        assert.ok(Math.abs(madeAt - Date.now()) < 60_000, `its time ${new Date(madeAt).toISOString()} is now`);
+        await new Promise((resolve) => setTimeout(resolve, 2));
+        const later = await store.createSession();
+        assert.ok(later.session_id > generated.session_id, `${later.session_id} sorts after ${generated.session_id}`);
         assert.equal((await store.getSession("s1"))?.session_id, "s1");
       });
     });

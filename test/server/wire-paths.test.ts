@@ -44,7 +44,8 @@ describe("the node:http hot path and fetch() answer alike", () => {
     for (const response of [overHttp, throughFetch]) {
       assert.equal(response.status, 200);
       assert.equal(response.headers.get("content-type"), "text/event-stream; charset=utf-8");
-      assert.match(response.headers.get("x-session-id") ?? "", /^session_/);
+      // A session the server made: a time-ordered id (a UUID in the version 7 layout).
+      assert.match(response.headers.get("x-session-id") ?? "", /^session_[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
     }
     const http = events(await overHttp.text());
     const fetched = events(await throughFetch.text());

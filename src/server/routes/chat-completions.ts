@@ -26,6 +26,7 @@ import {
   webSseSink,
 } from "../chat-stream.js";
 import { parseJsonText, readJson, type ServerContext, shuttingDownError, unixSeconds } from "../context.js";
+import { newSessionId } from "../../memory/store.js";
 import { schemaProblem } from "../../tools/validate.js";
 import { badRequest, httpErrorOfRun } from "../http-errors.js";
 import { WWW_AUTHENTICATE, authorizationError } from "./guards.js";
@@ -123,7 +124,7 @@ export function chatCompletionRoutes(server: ServerContext): ChatCompletionRoute
   function prepareChat(request: ChatRequest): PreparedChat {
     return {
       request,
-      sessionId: request.sessionId ?? `session_${randomUUID()}`,
+      sessionId: request.sessionId ?? `session_${newSessionId()}`,
       // With a session, its log is the history; a stateless OpenAI client sends the history itself.
       history: request.sessionId === undefined && request.history.length > 0 ? request.history : undefined,
       model: request.model ?? settings.name,
