@@ -97,7 +97,8 @@ export class InMemoryStore implements MemoryStore {
     // prepareEvent made private JSON copies of content and metadata: freezing them touches nothing of the caller's.
     const stored = prepared as MemoryEvent[];
     for (const event of stored) {
-      // prepareEvent made a fresh object: `seq` goes last, as in the MemoryEvent shape.
+      // prepareEvent made a fresh object: `seq` is set on it (no copy), so it is its last key here,
+      // where the SQL stores (`withSeq`) put it third as the MemoryEvent interface does.
       event.seq = ++session.info.last_seq;
       session.events.push({ event: deepFreeze(event), order: ++this.order });
     }
