@@ -228,6 +228,9 @@ const TRUNCATE_PAGES = 4096;
 /** How long the emptying waits for other processes' writers and readers before trying again later. */
 const TRUNCATE_WAIT_MS = 100;
 
+/** A session's entry in a group's steps: its first seq in the group and its last seq after it (set by the group's read). */
+const newStepEntry = () => ({ nextSeq: 0, newLast: 0 });
+
 /** How many sessions' last seqs a store remembers for its one-call groups (~100 bytes each). */
 const LAST_SEQ_ENTRIES = 10_000;
 
@@ -515,20 +518,23 @@ export class EmbeddedMemoryStore implements MemoryStore {
    * Undefined when a lock is asked for a session the same group releases.
    */
   private oneCallGroup(group: Group): { script: string; result: GroupResult } | undefined {
-    const released = new Set(group.releases.map((release) => release.sessionId));
-    if (group.locks.some((attempt) => released.has(attempt.sessionId))) return undefined;
-    const counts = sessionsOfGroup(group.appends, () => ({}));
-    const expected = [...counts.keys()].map((sessionId) => [sessionId, this.lastSeqs.get(sessionId) ?? 0] as const);
+    if (group.locks.length > 0 && group.releases.length > 0) {
+      const released = new Set(group.releases.map((release) => release.sessionId));
+      if (group.locks.some((attempt) => released.has(attempt.sessionId))) return undefined;
+    }
+    // Counted once: the group's steps below use the same entries.
+    const sessions = sessionsOfGroup(group.appends, newStepEntry);
+    const expected = [...sessions.keys()].map((sessionId) => [sessionId, this.lastSeqs.get(sessionId) ?? 0] as const);
     const guard = `INSERT INTO temp.agentloop_guard (ok) SELECT
         (SELECT count(*) FROM json_each(${sqlText(JSON.stringify(expected))}) AS j LEFT JOIN agentloop_sessions s ON s.session_id = j.value ->> 0
           WHERE coalesce(s.last_seq, 0) <> j.value ->> 1) = 0
         AND NOT EXISTS (SELECT 1 FROM agentloop_session_locks WHERE session_id IN (SELECT value FROM json_each(${sqlText(JSON.stringify(group.locks.map((attempt) => attempt.sessionId)))})));
       DELETE FROM temp.agentloop_guard;`;
     // What the group's read inside the transaction would answer once the upsert ran.
-    const after: unknown[][] = expected.map(([sessionId, last]) => [0, sessionId, last + counts.get(sessionId)!.count, null]);
+    const after: unknown[][] = expected.map(([sessionId, last]) => [0, sessionId, last + sessions.get(sessionId)!.count, null]);
     let script = "";
     const result = walkSteps(
-      this.groupSteps(group),
+      this.groupSteps(group, sessions),
       () => after,
       (sql) => {
         script += sql;
@@ -621,16 +627,15 @@ export class EmbeddedMemoryStore implements MemoryStore {
    * upsert of every session, one insert of every event), then the lock attempts. Each statement
    * carries the whole group as one JSON parameter: a few statements per group, however large.
    */
-  private *groupSteps(group: Group): Generator<SqlStep, GroupResult, unknown[][]> {
+  private *groupSteps(group: Group, sessions = sessionsOfGroup(group.appends, newStepEntry)): Generator<SqlStep, GroupResult, unknown[][]> {
     if (this.limits.retentionMs !== undefined && Date.now() - this.lastPrune >= PRUNE_INTERVAL_MS) yield* this.pruneSteps();
     const { appends, locks, releases } = group;
     if (releases.length > 0) {
       const pairs = sqlText(JSON.stringify(releases.map((release) => [release.sessionId, release.token])));
       yield { sql: `DELETE FROM agentloop_session_locks WHERE (session_id, token) IN (SELECT value ->> 0, value ->> 1 FROM json_each(${pairs}));` };
     }
-    // Per session: its events in the group and the index of its last append (sessions are updated
-    // in that order, so "least recently updated" follows the appends).
-    const sessions = sessionsOfGroup(appends, () => ({ nextSeq: 0, newLast: 0 }));
+    // `sessions`: per session, its events in the group and the index of its last append (sessions
+    // are updated in that order, so "least recently updated" follows the appends).
     if (sessions.size > 0) {
       const now = Date.now();
       const ordered = sessions.size === 1 ? [...sessions] : [...sessions].sort((a, b) => a[1].last - b[1].last);
