@@ -151,7 +151,7 @@ async function walkStepsAsync<T>(steps: Generator<SqlStep, T, unknown[][]>, read
 
 /** A SQL string literal. */
 function sqlText(text: string): string {
-  return `'${text.replaceAll("'", "''")}'`;
+  return text.includes("'") ? `'${text.replaceAll("'", "''")}'` : `'${text}'`;
 }
 
 let driver: DatabaseConstructor | undefined;
@@ -670,9 +670,11 @@ export class EmbeddedMemoryStore implements MemoryStore {
       entry.nextSeq = newLast - entry.count + 1;
     }
     const max = this.limits.maxEventsPerSession;
-    const rows: unknown[] = [];
+    /** One `VALUES` row per event, as SQL literals. */
+    const rows: string[] = [];
     const stored = appends.map((member) => {
       const entry = sessions.get(member.sessionId)!;
+      const sessionLiteral = sqlText(member.sessionId);
       const events: MemoryEvent[] = new Array(member.events.length);
       for (let index = 0; index < member.events.length; index++) {
         const event = member.events[index];
@@ -680,26 +682,18 @@ export class EmbeddedMemoryStore implements MemoryStore {
         events[index] = withSeq(event, seq);
         // Events the session's limit would trim at once are not written.
         if (entry.newLast - seq >= max) continue;
-        rows.push([
-          member.sessionId,
-          seq,
-          event.event_id,
-          event.timestamp,
-          Date.parse(event.timestamp),
-          event.event_type,
-          // Nested as JSON values, not as JSON text in a string: encoded once (SQLite's `->`
-          // gives their JSON text back), half the escaping and a smaller statement.
-          event.content,
-          event.metadata,
-        ]);
+        // Literals, not a JSON array read with `json_each` and `->>`: SQLite then parses no JSON
+        // for a row (6 against 9–15 µs per event row, session ids in time order).
+        rows.push(
+          `(${sessionLiteral},${seq},${sqlText(event.event_id)},${sqlText(event.timestamp)},${Date.parse(event.timestamp)},${sqlText(event.event_type)},${sqlText(JSON.stringify(event.content))},${sqlText(JSON.stringify(event.metadata))})`,
+        );
       }
       return events;
     });
     if (rows.length > 0) {
       // Every event in arrival order (their rowids follow it).
       yield {
-        sql: `INSERT INTO agentloop_events (session_id, seq, event_id, timestamp, timestamp_ms, event_type, content, metadata)
-          SELECT value ->> 0, value ->> 1, value ->> 2, value ->> 3, value ->> 4, value ->> 5, value -> 6, value -> 7 FROM json_each(${sqlText(JSON.stringify(rows))}) ORDER BY key;`,
+        sql: `INSERT INTO agentloop_events (session_id, seq, event_id, timestamp, timestamp_ms, event_type, content, metadata) VALUES ${rows.join(",")};`,
       };
     }
     for (const [sessionId, { newLast }] of sessions) {

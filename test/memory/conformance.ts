@@ -226,7 +226,7 @@ export function memoryStoreConformance(name: string, factory: StoreFactory): voi
     });
 
     it("gives back any JSON content and metadata as written: strings, escapes, unicode, numbers, nesting", async () => {
-      const odd = 'quote " backslash \\ newline \n tab \t line separator \u2028 emoji 🙂 accents é ñ';
+      const odd = 'quote " apostrophe \' it\'\'s backslash \\ newline \n tab \t line separator \u2028 emoji 🙂 accents é ñ';
       const contents: unknown[] = [odd, { nested: { list: [1, 0.1, 1e21, -2.5e-7, 9007199254740991, null, true, false, ""], text: odd } }, [], null, 0, "null", '{"not":"parsed"}'];
       await withStore(factory, undefined, async (store) => {
         await store.append("s", contents.map((content, index) => ({ event_type: "x", content, metadata: { index, text: odd, deep: { values: [index, odd] } } })));
@@ -238,6 +238,20 @@ export function memoryStoreConformance(name: string, factory: StoreFactory): voi
         assert.deepEqual(
           events.map((event) => event.metadata.deep),
           contents.map((_, index) => ({ values: [index, odd] })),
+        );
+      });
+    });
+
+    it("stores a large append whole, in order, with quotes in its ids, type and content", async () => {
+      const sessionId = "it's a session";
+      await withStore(factory, { maxEventsPerSession: 5000 }, async (store) => {
+        const events = Array.from({ length: 3000 }, (_, index) => ({ event_id: `e'${index}`, event_type: "user's", content: `line ${index}: 'quoted'`, metadata: { index } }));
+        const stored = await store.append(sessionId, events);
+        assert.equal(stored.length, 3000);
+        const read = await store.events(sessionId);
+        assert.deepEqual(
+          read.map((event) => [event.seq, event.event_id, event.event_type, event.content, event.metadata.index]),
+          events.map((event, index) => [index + 1, event.event_id, "user's", event.content, index]),
         );
       });
     });
