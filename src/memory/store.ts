@@ -205,6 +205,8 @@ export function checkSessionId(sessionId: unknown): string {
     throw new AgentLoopError("invalid_request", `memory: a session id is at most ${SESSION_ID_MAX_LENGTH} characters`);
   }
   if (sessionId.includes("\u0000")) throw new AgentLoopError("invalid_request", "memory: a session id cannot contain NUL characters");
+  // No UTF-8 form: stores that encode it would map distinct ids to one (U+FFFD), or fail reading it back.
+  if (!sessionId.isWellFormed()) throw new AgentLoopError("invalid_request", "memory: a session id cannot contain a lone surrogate (UTF-16 \\ud800–\\udfff without its pair)");
   return sessionId;
 }
 

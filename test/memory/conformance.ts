@@ -112,6 +112,12 @@ export function memoryStoreConformance(name: string, factory: StoreFactory): voi
         await rejectsWith(store.append("", [{ event_type: "x" }]), "invalid_request", /session id/);
         await rejectsWith(store.getSession(42 as never), "invalid_request", /session id/);
         await rejectsWith(store.createSession("x".repeat(300)), "invalid_request", /at most 256/);
+        // A lone surrogate has no UTF-8 form: two such ids would become one session (or crash the SQLite driver).
+        await rejectsWith(store.append("s\ud800x", [{ event_type: "x" }]), "invalid_request", /session id .*lone surrogate/);
+        await rejectsWith(store.events("\udc00"), "invalid_request", /lone surrogate/);
+        await rejectsWith(store.getSession("a\udbff"), "invalid_request", /lone surrogate/);
+        await rejectsWith(store.createSession("\ud800"), "invalid_request", /lone surrogate/);
+        assert.equal((await store.append("s\ud83d\ude00", [{ event_type: "x" }]))[0].session_id, "s\ud83d\ude00", "a surrogate pair is fine");
         await rejectsWith(store.events("s", { limit: -1 }), "invalid_request", /limit/);
         await rejectsWith(store.events("s", { afterSeq: 1.5 }), "invalid_request", /afterSeq/);
         await rejectsWith(store.latestEvents({ limit: Number.NaN }), "invalid_request", /limit/);
