@@ -96,6 +96,15 @@ export function memoryMb(pid: number, field: "VmRSS" | "VmHWM" = "VmRSS"): numbe
 
 /** CPU time (user + system) of a process in ms, from /proc (clock ticks of 10 ms). */
 export function processCpuMs(pid: number): number {
-  const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1].split(" ");
+  return cpuMsOf(`/proc/${pid}/stat`);
+}
+
+/** CPU time (user + system) of a process's main thread (its JavaScript thread) in ms, from /proc. */
+export function mainThreadCpuMs(pid: number): number {
+  return cpuMsOf(`/proc/${pid}/task/${pid}/stat`);
+}
+
+function cpuMsOf(statFile: string): number {
+  const fields = readFileSync(statFile, "utf8").split(") ")[1].split(" ");
   return (Number(fields[11]) + Number(fields[12])) * 10;
 }

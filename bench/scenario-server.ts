@@ -5,7 +5,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { Agent as HttpAgent, request as httpRequest } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { memoryMb, processCpuMs, startChild } from "./child-process.js";
+import { mainThreadCpuMs, memoryMb, processCpuMs, startChild } from "./child-process.js";
 import {
   type BenchOptions,
   type ScenarioReport,
@@ -22,6 +22,12 @@ import {
 import { SERVER_ANSWER } from "./server-answer.js";
 
 const CONCURRENCY = 200;
+/**
+ * The event-loop cost phase: each server again, unpaced (no delay between chunks), with this many
+ * clients sending chats back to back; its main thread's CPU per request. Steadier than a p99 on a
+ * shared machine, and the p99 follows it (bench/README.md, session 10).
+ */
+const EVENT_LOOP_CLIENTS = 50;
 const TARGET_ADDED_P99_MS = 20;
 /** Both servers pace their stream like a model (40 chunks/s): chunk k of the answer's 21 is due k × this after the stream started. */
 const CHUNK_DELAY_MS = 25;
@@ -204,6 +210,51 @@ async function loadRound(server: ServerProcess, perClient: number): Promise<Roun
   return { latencies, tails, requestsPerSecond: requests / seconds, peakRssMb, cpuMsPerRequest: (processCpuMs(server.pid) - cpuStart) / requests };
 }
 
+/** `requests` chats from `EVENT_LOOP_CLIENTS` clients back to back; the server's main-thread CPU per request in µs. */
+async function eventLoopRound(server: ServerProcess, requests: number): Promise<number> {
+  const url = new URL(server.url);
+  const agent = new HttpAgent({ keepAlive: true, maxSockets: EVENT_LOOP_CLIENTS });
+  let left = requests;
+  const cpuStart = mainThreadCpuMs(server.pid);
+  try {
+    await Promise.all(
+      Array.from({ length: EVENT_LOOP_CLIENTS }, async () => {
+        while (left-- > 0) await chat(url, agent);
+      }),
+    );
+  } finally {
+    agent.destroy();
+  }
+  return ((mainThreadCpuMs(server.pid) - cpuStart) * 1000) / requests;
+}
+
+/**
+ * Every server once more, unpaced: a warm-up, then rounds in rotating order; per server the median
+ * (min–max) of its event-loop CPU per request.
+ */
+async function eventLoopCost(options: BenchOptions): Promise<Map<string, ReturnType<typeof spread>>> {
+  const servers: ServerProcess[] = [];
+  const perRound = options.quick ? 1000 : 3000;
+  const rounds = options.quick ? 1 : 3;
+  const samples = new Map<string, number[]>();
+  try {
+    for (const name of serverNames()) servers.push(await spawnServer(name, 0));
+    for (const server of servers) {
+      samples.set(server.name, []);
+      await eventLoopRound(server, perRound);
+    }
+    for (let round = 0; round < rounds; round++) {
+      for (let offset = 0; offset < servers.length; offset++) {
+        const server = servers[(round + offset) % servers.length];
+        samples.get(server.name)!.push(await eventLoopRound(server, perRound));
+      }
+    }
+  } finally {
+    await Promise.all(servers.map((server) => server.close()));
+  }
+  return new Map([...samples].map(([name, list]) => [name, spread(list)]));
+}
+
 export async function runServerScenario(options: BenchOptions): Promise<ScenarioReport> {
   const machine = machineInfo();
   const servers: ServerProcess[] = [];
@@ -230,6 +281,7 @@ export async function runServerScenario(options: BenchOptions): Promise<Scenario
   } finally {
     await Promise.all(servers.map((server) => server.close()));
   }
+  const eventLoop = await eventLoopCost(options);
   // Each round is one repetition: its p50 and p99, then the median over the rounds (with the
   // min–max spread), like every other scenario's figures. Pooling all rounds' latencies instead
   // lets one disturbed round (a noisy neighbour on the machine) set the p99 alone; it is shown too.
@@ -271,6 +323,7 @@ export async function runServerScenario(options: BenchOptions): Promise<Scenario
           met: addedStore < TARGET_ADDED_P99_MS,
         },
         { scenario: "5 server", metric: `server CPU ms / request, ${label}`, values: { "raw-fetch": floor.cpu.median, agentloop: summaryOf(name).cpu.median } },
+        { scenario: "5 server", metric: `event-loop CPU µs / request, unpaced, ${label}`, values: { "raw-fetch": eventLoop.get(FLOOR)!.median, agentloop: eventLoop.get(name)!.median } },
       ];
       if (name === AGENTLOOP_EMBEDDED || name === AGENTLOOP_EMBEDDED_IN_COMMIT) {
         const peak = summaryOf(name).peakRss;
@@ -294,7 +347,7 @@ export async function runServerScenario(options: BenchOptions): Promise<Scenario
     quick: options.quick,
     details: [
       markdownTable(
-        ["server", "requests/s", "p50 ms", "p99 ms", "p99 added ms", "pooled p99 ms", "last chunk → end p50 / p99 ms", "server CPU ms / request", "RSS idle MB", "RSS peak MB"],
+        ["server", "requests/s", "p50 ms", "p99 ms", "p99 added ms", "pooled p99 ms", "last chunk → end p50 / p99 ms", "server CPU ms / request", "event-loop CPU µs / request, unpaced", "RSS idle MB", "RSS peak MB"],
         servers.map((server) => {
           const result = summaryOf(server.name);
           return [
@@ -306,6 +359,7 @@ export async function runServerScenario(options: BenchOptions): Promise<Scenario
             format(result.pooledP99),
             `${format(result.tailP50.median)} / ${format(result.tailP99.median)}`,
             formatSpread(result.cpu),
+            formatSpread(eventLoop.get(server.name)!),
             format(idleRss.get(server.name)!),
             format(result.peakRss),
           ];
@@ -325,12 +379,14 @@ export async function runServerScenario(options: BenchOptions): Promise<Scenario
         met: addedP99 < TARGET_ADDED_P99_MS,
       },
       { scenario: "5 server", metric: "server CPU ms / request", values: { "raw-fetch": floor.cpu.median, agentloop: agent.cpu.median } },
+      { scenario: "5 server", metric: "event-loop CPU µs / request, unpaced", values: { "raw-fetch": eventLoop.get(FLOOR)!.median, agentloop: eventLoop.get(AGENTLOOP)!.median } },
       { scenario: "5 server", metric: "peak RSS MB", values: { "raw-fetch": floor.peakRss, agentloop: agent.peakRss } },
       ...storeRows,
     ],
     notes: [
       `${CONCURRENCY} clients each send ${perClient} streaming chats back to back (${measuredRounds} rounds per server, in rotating order, after ${warmUpRounds} warm-up rounds of the same size per server); latency is request start to the end of the stream, checked against the scripted answer. Each round is a repetition: p50 and p99 are per round, then the median (min–max) over the rounds; the added latency is agentloop's round minus the floor's round of the same cycle, then the median. "Last chunk → end": from the arrival of a chat's last answer text to the end of its stream (the finish chunk and [DONE] go out once the run's events are stored), p50 and p99 per round, then the median over rounds: what waiting for the store's acknowledgement costs.`,
       `agentloop serve: \`startAgentServer\` on the scripted model (one answer of 21 word chunks, chunk k due k × ${CHUNK_DELAY_MS} ms after the stream started, like a model's token stream: time spent on a chunk does not push the later ones back) with the in-process memory store (memory stores: scenario 6); the "memory off" variant records nothing, to show what recording costs; the "embedded" variant uses the store \`agentloop serve\` defaults to (a SQLite file created in a new temporary folder); the "PostgreSQL" variant a schema of its own on \`AGENTLOOP_TEST_PG_URL\` (skipped without it). Floor: node:http parsing the body and streaming the same chunks with the same pacing (the same deadlines). In the summary the floor sits in the raw-fetch column.`,
+      `"Event-loop CPU µs / request, unpaced": each server started again without pacing (chunks as fast as they come), ${EVENT_LOOP_CLIENTS} clients sending chats back to back (${options.quick ? "1 round of 1,000 chats" : "3 rounds of 3,000 chats, rotating order"}, after a warm-up of the same size): the CPU of the server's main thread (its JavaScript thread; /proc, 10 ms ticks) per chat, median (min–max). What a request costs the event loop, which every other request waits on: at a wave's start and end 200 requests' work queues, and the added p99 grows ~0.17 ms per µs of it (bench/README.md, session 10). Steadier than the p99 on a shared machine.`,
       "Both servers run as bundled JavaScript (esbuild) without a TypeScript loader, so RSS is the server's own.",
       "The load generator (node:http with keep-alive, a new pool of 200 connections per round) shares the 2 cores with the server, so absolute latencies include client time; the added latency compares like with like. The clients start together, so the first request of each waits behind the others' setup: that first wave holds the p99.",
     ],
