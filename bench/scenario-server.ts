@@ -210,6 +210,13 @@ async function loadRound(server: ServerProcess, perClient: number): Promise<Roun
   return { latencies, tails, requestsPerSecond: requests / seconds, peakRssMb, cpuMsPerRequest: (processCpuMs(server.pid) - cpuStart) / requests };
 }
 
+/** `rounds` rounds over `servers`, the order rotating each round, so no server always runs right after the same one. */
+async function inRotation(servers: readonly ServerProcess[], rounds: number, measure: (server: ServerProcess) => Promise<void>): Promise<void> {
+  for (let round = 0; round < rounds; round++) {
+    for (let offset = 0; offset < servers.length; offset++) await measure(servers[(round + offset) % servers.length]);
+  }
+}
+
 /** `requests` chats from `EVENT_LOOP_CLIENTS` clients back to back; the server's main-thread CPU per request in µs. */
 async function eventLoopRound(server: ServerProcess, requests: number): Promise<number> {
   const url = new URL(server.url);
@@ -243,12 +250,9 @@ async function eventLoopCost(options: BenchOptions): Promise<Map<string, ReturnT
       samples.set(server.name, []);
       await eventLoopRound(server, perRound);
     }
-    for (let round = 0; round < rounds; round++) {
-      for (let offset = 0; offset < servers.length; offset++) {
-        const server = servers[(round + offset) % servers.length];
-        samples.get(server.name)!.push(await eventLoopRound(server, perRound));
-      }
-    }
+    await inRotation(servers, rounds, async (server) => {
+      samples.get(server.name)!.push(await eventLoopRound(server, perRound));
+    });
   } finally {
     await Promise.all(servers.map((server) => server.close()));
   }
@@ -271,13 +275,9 @@ export async function runServerScenario(options: BenchOptions): Promise<Scenario
       // fresh process run partly unoptimized, and more so for a larger program than the floor.
       for (let round = 0; round < warmUpRounds; round++) await loadRound(server, perClient);
     }
-    for (let round = 0; round < measuredRounds; round++) {
-      // Rotate the order, so no server always runs right after the same one.
-      for (let offset = 0; offset < servers.length; offset++) {
-        const server = servers[(round + offset) % servers.length];
-        rounds.get(server.name)!.push(await loadRound(server, perClient));
-      }
-    }
+    await inRotation(servers, measuredRounds, async (server) => {
+      rounds.get(server.name)!.push(await loadRound(server, perClient));
+    });
   } finally {
     await Promise.all(servers.map((server) => server.close()));
   }
