@@ -96,15 +96,11 @@ export function memoryMb(pid: number, field: "VmRSS" | "VmHWM" = "VmRSS"): numbe
 
 /** CPU time (user + system) of a process in ms, from /proc (clock ticks of 10 ms). */
 export function processCpuMs(pid: number): number {
-  return cpuMsOf(`/proc/${pid}/stat`);
+  const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1].split(" ");
+  return (Number(fields[11]) + Number(fields[12])) * 10;
 }
 
 /** CPU time of a process's main thread (its JavaScript thread) in ms: the scheduler's count in ns (/proc schedstat), not 10 ms ticks. */
 export function mainThreadCpuMs(pid: number): number {
   return Number(readFileSync(`/proc/${pid}/task/${pid}/schedstat`, "utf8").split(" ")[0]) / 1e6;
-}
-
-function cpuMsOf(statFile: string): number {
-  const fields = readFileSync(statFile, "utf8").split(") ")[1].split(" ");
-  return (Number(fields[11]) + Number(fields[12])) * 10;
 }

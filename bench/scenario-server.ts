@@ -243,13 +243,10 @@ async function eventLoopCost(options: BenchOptions): Promise<Map<string, ReturnT
   const servers: ServerProcess[] = [];
   const perRound = options.quick ? 1000 : 3000;
   const rounds = options.quick ? 1 : 3;
-  const samples = new Map<string, number[]>();
+  const samples = new Map<string, number[]>(serverNames().map((name) => [name, []]));
   try {
-    for (const name of serverNames()) servers.push(await spawnServer(name, 0));
-    for (const server of servers) {
-      samples.set(server.name, []);
-      await eventLoopRound(server, perRound);
-    }
+    for (const name of samples.keys()) servers.push(await spawnServer(name, 0));
+    for (const server of servers) await eventLoopRound(server, perRound);
     await inRotation(servers, rounds, async (server) => {
       samples.get(server.name)!.push(await eventLoopRound(server, perRound));
     });

@@ -625,7 +625,8 @@ export class EmbeddedMemoryStore implements MemoryStore {
    * The statements of one group transaction, for either connection: releases first (a session
    * released and taken again in one group changes hands), then the appends in arrival order (one
    * upsert of every session, one insert of every event), then the lock attempts. Each statement
-   * carries the whole group as one JSON parameter: a few statements per group, however large.
+   * carries the whole group (a JSON array, or the events' `VALUES` rows): a few statements per
+   * group, however large.
    */
   private *groupSteps(group: Group, sessions = sessionsOfGroup(group.appends, newStepEntry)): Generator<SqlStep, GroupResult, unknown[][]> {
     if (this.limits.retentionMs !== undefined && Date.now() - this.lastPrune >= PRUNE_INTERVAL_MS) yield* this.pruneSteps();
