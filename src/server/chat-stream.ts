@@ -197,7 +197,25 @@ export function sendNodeJson(outgoing: ServerResponse, status: number, body: unk
   if (outgoing.headersSent || outgoing.destroyed) return;
   const text = JSON.stringify(body);
   outgoing.writeHead(status, { "content-type": "application/json", "content-length": Buffer.byteLength(text), ...headers });
-  outgoing.end(text);
+  const incoming = outgoing.req;
+  if (incoming.complete || incoming.destroyed) {
+    outgoing.end(text);
+    return;
+  }
+  // An answer before the whole body (a 413, a 401): sent at once, but the response ends only once
+  // the rest of the body is read and discarded. Node closes the connection when a response to a
+  // `Connection: close` request ends, and closing it on unread data resets it: the client, still
+  // sending, got EPIPE instead of the answer.
+  outgoing.write(text);
+  incoming.resume();
+  let ended = false;
+  const end = () => {
+    if (ended) return;
+    ended = true;
+    outgoing.end();
+  };
+  incoming.once("end", end);
+  incoming.once("close", end);
 }
 
 /**

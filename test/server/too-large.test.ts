@@ -90,6 +90,37 @@ describe("413 for a body over the limit reaches the client", () => {
     assert.equal(health.status, 200);
   });
 
+  it("a client that asks to close the connection gets the 413 and sends the rest of its body without a reset", async () => {
+    // Node ends a `Connection: close` exchange when its response ends: ended before the body was
+    // read, the connection was reset under the client's next writes (EPIPE), often before it had
+    // read the 413.
+    const target = new URL("/v1/chat/completions", test.url);
+    const { status, errors } = await new Promise<{ status: number; errors: string[] }>((resolve) => {
+      const errors: string[] = [];
+      const outgoing = request({ host: target.hostname, port: target.port, path: target.pathname, method: "POST", headers: { "content-type": "application/json", connection: "close" }, agent: false });
+      outgoing.on("error", (error: NodeJS.ErrnoException) => errors.push(error.code ?? error.message));
+      outgoing.write(chunk);
+      outgoing.write(chunk);
+      outgoing.on("response", (response) => {
+        response.resume();
+        // The answer is in: the client goes on sending its body (6 MB more), then ends it.
+        let left = 6;
+        const more = () => {
+          while (left > 0) {
+            left--;
+            if (!outgoing.write(chunk)) return void outgoing.once("drain", more);
+          }
+          outgoing.end();
+        };
+        more();
+        outgoing.on("close", () => resolve({ status: response.statusCode ?? 0, errors }));
+      });
+    });
+    assert.equal(status, 413);
+    assert.deepEqual(errors, [], "the rest of the body was sent without a reset");
+    assert.equal((await fetch(`${test.url}/health`)).status, 200);
+  });
+
   it("60 MB to the A2A endpoint (the Hono routes, curl): 413 with and without Expect", { skip: curl ? false : "curl is not installed" }, async () => {
     const outcomes = await tries(2, (attempt) => curlStatus(`${test.url}/a2a`, attempt % 2 === 0));
     assert.deepEqual(outcomes, Array(2).fill("413"));
