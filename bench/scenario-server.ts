@@ -177,6 +177,8 @@ interface Round {
   requestsPerSecond: number;
   peakRssMb: number;
   cpuMsPerRequest: number;
+  /** The server's main-thread CPU per chat in µs, paced: every chunk its own timer and socket write, every stream's state alive for its whole answer. */
+  eventLoopUsPerRequest: number;
 }
 
 /** `CONCURRENCY` clients, each sending `perClient` chats back to back. */
@@ -190,6 +192,7 @@ async function loadRound(server: ServerProcess, perClient: number): Promise<Roun
   const url = new URL(server.url);
   const agent = clientAgent();
   const cpuStart = processCpuMs(server.pid);
+  const mainStart = mainThreadCpuMs(server.pid);
   const started = performance.now();
   try {
     await Promise.all(
@@ -207,7 +210,14 @@ async function loadRound(server: ServerProcess, perClient: number): Promise<Roun
   }
   const seconds = (performance.now() - started) / 1000;
   const requests = CONCURRENCY * perClient;
-  return { latencies, tails, requestsPerSecond: requests / seconds, peakRssMb, cpuMsPerRequest: (processCpuMs(server.pid) - cpuStart) / requests };
+  return {
+    latencies,
+    tails,
+    requestsPerSecond: requests / seconds,
+    peakRssMb,
+    cpuMsPerRequest: (processCpuMs(server.pid) - cpuStart) / requests,
+    eventLoopUsPerRequest: ((mainThreadCpuMs(server.pid) - mainStart) * 1000) / requests,
+  };
 }
 
 /** `rounds` rounds over `servers`, the order rotating each round, so no server always runs right after the same one. */
@@ -292,6 +302,7 @@ export async function runServerScenario(options: BenchOptions): Promise<Scenario
       pooledP99: percentile(latencies, 0.99),
       peakRss: Math.max(idleRss.get(name)!, ...list.map((round) => round.peakRssMb)),
       cpu: spread(list.map((round) => round.cpuMsPerRequest)),
+      eventLoop: spread(list.map((round) => round.eventLoopUsPerRequest)),
       tailP50: spread(list.map((round) => percentile(round.tails, 0.5))),
       tailP99: spread(list.map((round) => percentile(round.tails, 0.99))),
     };
@@ -320,6 +331,7 @@ export async function runServerScenario(options: BenchOptions): Promise<Scenario
           met: addedStore < TARGET_ADDED_P99_MS,
         },
         { scenario: "5 server", metric: `server CPU ms / request, ${label}`, values: { "raw-fetch": floor.cpu.median, agentloop: summaryOf(name).cpu.median } },
+        { scenario: "5 server", metric: `event-loop CPU µs / request, paced, ${label}`, values: { "raw-fetch": floor.eventLoop.median, agentloop: summaryOf(name).eventLoop.median } },
         { scenario: "5 server", metric: `event-loop CPU µs / request, unpaced, ${label}`, values: { "raw-fetch": eventLoop.get(FLOOR)!.median, agentloop: eventLoop.get(name)!.median } },
       ];
       if (name === AGENTLOOP_EMBEDDED || name === AGENTLOOP_EMBEDDED_IN_COMMIT) {
@@ -344,7 +356,7 @@ export async function runServerScenario(options: BenchOptions): Promise<Scenario
     quick: options.quick,
     details: [
       markdownTable(
-        ["server", "requests/s", "p50 ms", "p99 ms", "p99 added ms", "pooled p99 ms", "last chunk → end p50 / p99 ms", "server CPU ms / request", "event-loop CPU µs / request, unpaced", "RSS idle MB", "RSS peak MB"],
+        ["server", "requests/s", "p50 ms", "p99 ms", "p99 added ms", "pooled p99 ms", "last chunk → end p50 / p99 ms", "server CPU ms / request", "event-loop CPU µs / request, paced", "event-loop CPU µs / request, unpaced", "RSS idle MB", "RSS peak MB"],
         servers.map((server) => {
           const result = summaryOf(server.name);
           return [
@@ -356,6 +368,7 @@ export async function runServerScenario(options: BenchOptions): Promise<Scenario
             format(result.pooledP99),
             `${format(result.tailP50.median)} / ${format(result.tailP99.median)}`,
             formatSpread(result.cpu),
+            formatSpread(result.eventLoop, 0),
             formatSpread(eventLoop.get(server.name)!),
             format(idleRss.get(server.name)!),
             format(result.peakRss),
@@ -376,6 +389,7 @@ export async function runServerScenario(options: BenchOptions): Promise<Scenario
         met: addedP99 < TARGET_ADDED_P99_MS,
       },
       { scenario: "5 server", metric: "server CPU ms / request", values: { "raw-fetch": floor.cpu.median, agentloop: agent.cpu.median } },
+      { scenario: "5 server", metric: "event-loop CPU µs / request, paced", values: { "raw-fetch": floor.eventLoop.median, agentloop: agent.eventLoop.median } },
       { scenario: "5 server", metric: "event-loop CPU µs / request, unpaced", values: { "raw-fetch": eventLoop.get(FLOOR)!.median, agentloop: eventLoop.get(AGENTLOOP)!.median } },
       { scenario: "5 server", metric: "peak RSS MB", values: { "raw-fetch": floor.peakRss, agentloop: agent.peakRss } },
       ...storeRows,
@@ -383,7 +397,7 @@ export async function runServerScenario(options: BenchOptions): Promise<Scenario
     notes: [
       `${CONCURRENCY} clients each send ${perClient} streaming chats back to back (${measuredRounds} rounds per server, in rotating order, after ${warmUpRounds} warm-up rounds of the same size per server); latency is request start to the end of the stream, checked against the scripted answer. Each round is a repetition: p50 and p99 are per round, then the median (min–max) over the rounds; the added latency is agentloop's round minus the floor's round of the same cycle, then the median. "Last chunk → end": from the arrival of a chat's last answer text to the end of its stream (the finish chunk and [DONE] go out once the run's events are stored), p50 and p99 per round, then the median over rounds: what waiting for the store's acknowledgement costs.`,
       `agentloop serve: \`startAgentServer\` on the scripted model (one answer of 21 word chunks, chunk k due k × ${CHUNK_DELAY_MS} ms after the stream started, like a model's token stream: time spent on a chunk does not push the later ones back) with the in-process memory store (memory stores: scenario 6); the "memory off" variant records nothing, to show what recording costs; the "embedded" variant uses the store \`agentloop serve\` defaults to (a SQLite file created in a new temporary folder); the "PostgreSQL" variant a schema of its own on \`AGENTLOOP_TEST_PG_URL\` (skipped without it). Floor: node:http parsing the body and streaming the same chunks with the same pacing (the same deadlines). In the summary the floor sits in the raw-fetch column.`,
-      `"Event-loop CPU µs / request, unpaced": each server started again without pacing (chunks as fast as they come), ${EVENT_LOOP_CLIENTS} clients sending chats back to back (${options.quick ? "1 round of 1,000 chats" : "3 rounds of 3,000 chats, rotating order"}, after a warm-up of the same size): the CPU of the server's main thread (its JavaScript thread; /proc schedstat, in ns) per chat, median (min–max). What a request costs the event loop, which every other request waits on: at a wave's start and end 200 requests' work queues, and the added p99 grows ~0.17 ms per µs of it (bench/README.md, session 10). Steadier than the p99 on a shared machine.`,
+      `"Event-loop CPU µs / request": the CPU of the server's main thread (its JavaScript thread; /proc schedstat, in ns) per chat, median (min–max) over rounds. What a request costs the event loop, which every other request waits on: at a wave's start and end 200 requests' work queues, and the added p99 grows ~0.17 ms per µs of it (bench/README.md, sessions 10–11). "Paced": in the rounds above, where every chunk is a timer and a socket write of its own (each write wakes the client) and every stream's objects live through its whole answer (young collections copy them): the cost the p99 follows. "Unpaced": each server started again without pacing (chunks as fast as they come, one socket write per chat), ${EVENT_LOOP_CLIENTS} clients sending chats back to back (${options.quick ? "1 round of 1,000 chats" : "3 rounds of 3,000 chats, rotating order"}, after a warm-up of the same size): steadier, and the part of the cost that does not depend on pacing (setup, stores, the loop's per-event work).`,
       "Both servers run as bundled JavaScript (esbuild) without a TypeScript loader, so RSS is the server's own.",
       "The load generator (node:http with keep-alive, a new pool of 200 connections per round) shares the 2 cores with the server, so absolute latencies include client time; the added latency compares like with like. The clients start together, so the first request of each waits behind the others' setup: that first wave holds the p99.",
     ],
