@@ -219,11 +219,11 @@ export function sendNodeJson(outgoing: ServerResponse, status: number, body: unk
 }
 
 /**
- * Reads a request body as UTF-8 text straight from the node request, counting bytes as they
- * arrive: over `limitBytes` it stops keeping them and rejects with 413; the rest is read and
- * discarded, so the connection is not reset before the 413 reaches the client.
+ * Reads a request body straight from the node request, counting bytes as they arrive: over
+ * `limitBytes` it stops keeping them and rejects with 413; the rest is read and discarded, so the
+ * connection is not reset before the 413 reaches the client. `done` makes the result of the chunks.
  */
-export function readNodeBody(incoming: IncomingMessage, limitBytes: number): Promise<string> {
+function readNode<T>(incoming: IncomingMessage, limitBytes: number, done: (chunks: Buffer[], size: number) => T): Promise<T> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
@@ -245,9 +245,7 @@ export function readNodeBody(incoming: IncomingMessage, limitBytes: number): Pro
     };
     const onEnd = () => {
       cleanup();
-      const text = chunks.length === 1 ? chunks[0].toString("utf8") : Buffer.concat(chunks, size).toString("utf8");
-      // Like Request.text(): a UTF-8 byte order mark is not part of the text.
-      resolve(text.charCodeAt(0) === 0xfeff ? text.slice(1) : text);
+      resolve(done(chunks, size));
     };
     const onFailure = () => {
       cleanup();
@@ -258,6 +256,19 @@ export function readNodeBody(incoming: IncomingMessage, limitBytes: number): Pro
     incoming.on("error", onFailure);
     incoming.on("close", onFailure);
   });
+}
+
+/** The body as UTF-8 text (see `readNode`). Like Request.text(), a UTF-8 byte order mark is not part of it. */
+export function readNodeBody(incoming: IncomingMessage, limitBytes: number): Promise<string> {
+  return readNode(incoming, limitBytes, (chunks, size) => {
+    const text = chunks.length === 1 ? chunks[0].toString("utf8") : Buffer.concat(chunks, size).toString("utf8");
+    return text.charCodeAt(0) === 0xfeff ? text.slice(1) : text;
+  });
+}
+
+/** The body's bytes (see `readNode`). */
+export function readNodeBodyBytes(incoming: IncomingMessage, limitBytes: number): Promise<Buffer> {
+  return readNode(incoming, limitBytes, (chunks, size) => (chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, size)));
 }
 
 export const requestTooLarge = (limitBytes: number) =>

@@ -115,6 +115,12 @@ describe("bearer auth (AGENT_API_KEY)", () => {
     await expectError(await fetch(`${test.url}/v1/models`, { headers: { authorization: "Bearer s" } }), 401, "invalid_api_key");
     await expectError(await fetch(`${test.url}/.well-known/agent.json`, { headers: { authorization: "Basic czNjcmV0LWtleQ==" } }), 401, "invalid_api_key");
   });
+  it("answers 401 to a POST with a body on the other routes too (node answers it before reading the body)", async () => {
+    const denied = await postJson(`${test.url}/a2a`, { jsonrpc: "2.0", id: 1, method: "message/send", params: {} });
+    assert.equal(denied.headers.get("www-authenticate"), 'Bearer realm="agentloop"');
+    await expectError(denied, 401, "invalid_api_key");
+    await expectError(await postJson(`${test.url}/v1/runs`, { input: "hi" }), 401, "invalid_api_key");
+  });
   it("accepts the right token (the openai client sends it as its apiKey)", async () => {
     const client = new OpenAI({ baseURL: `${test.url}/v1`, apiKey: "s3cret-key", maxRetries: 0 });
     const completion = await client.chat.completions.create({ model: "x", messages: [{ role: "user", content: "hi" }] });

@@ -60,6 +60,39 @@ function sendLarge(url: string, path: string, megabytes: number, options: { chun
   });
 }
 
+/**
+ * POSTs 8 MB with `Connection: close` (chunked, or with its length declared): 2 MB, then, once the
+ * answer is in, the other 6 MB. The status, the body, and the socket errors the client saw.
+ */
+function closingClientPost(url: string, path: string, declared = false): Promise<{ status: number; body: string; errors: string[] }> {
+  const target = new URL(path, url);
+  return new Promise((resolve) => {
+    const errors: string[] = [];
+    const headers: Record<string, string | number> = { "content-type": "application/json", connection: "close" };
+    if (declared) headers["content-length"] = 8 * MB;
+    const outgoing = request({ host: target.hostname, port: target.port, path: target.pathname, method: "POST", headers, agent: false });
+    outgoing.on("error", (error: NodeJS.ErrnoException) => errors.push(error.code ?? error.message));
+    outgoing.write(chunk);
+    outgoing.write(chunk);
+    outgoing.on("response", (response) => {
+      let body = "";
+      response.setEncoding("utf8");
+      response.on("data", (text: string) => (body += text));
+      // The answer is in: the client goes on sending its body (6 MB more), then ends it.
+      let left = 6;
+      const more = () => {
+        while (left > 0) {
+          left--;
+          if (!outgoing.write(chunk)) return void outgoing.once("drain", more);
+        }
+        outgoing.end();
+      };
+      more();
+      outgoing.on("close", () => resolve({ status: response.statusCode ?? 0, body, errors }));
+    });
+  });
+}
+
 describe("413 for a body over the limit reaches the client", () => {
   let test: TestServer;
   before(async () => {
@@ -94,32 +127,26 @@ describe("413 for a body over the limit reaches the client", () => {
     // Node ends a `Connection: close` exchange when its response ends: ended before the body was
     // read, the connection was reset under the client's next writes (EPIPE), often before it had
     // read the 413.
-    const target = new URL("/v1/chat/completions", test.url);
-    const { status, errors } = await new Promise<{ status: number; errors: string[] }>((resolve) => {
-      const errors: string[] = [];
-      const outgoing = request({ host: target.hostname, port: target.port, path: target.pathname, method: "POST", headers: { "content-type": "application/json", connection: "close" }, agent: false });
-      outgoing.on("error", (error: NodeJS.ErrnoException) => errors.push(error.code ?? error.message));
-      outgoing.write(chunk);
-      outgoing.write(chunk);
-      outgoing.on("response", (response) => {
-        response.resume();
-        // The answer is in: the client goes on sending its body (6 MB more), then ends it.
-        let left = 6;
-        const more = () => {
-          while (left > 0) {
-            left--;
-            if (!outgoing.write(chunk)) return void outgoing.once("drain", more);
-          }
-          outgoing.end();
-        };
-        more();
-        outgoing.on("close", () => resolve({ status: response.statusCode ?? 0, errors }));
-      });
-    });
+    const { status, errors } = await closingClientPost(test.url, "/v1/chat/completions");
     assert.equal(status, 413);
     assert.deepEqual(errors, [], "the rest of the body was sent without a reset");
     assert.equal((await fetch(`${test.url}/health`)).status, 200);
   });
+
+  // The Hono routes (A2A, runs, approvals): node reads their bodies first, so the same holds there.
+  for (const [path, declared] of [
+    ["/a2a", false],
+    ["/a2a", true],
+    ["/v1/runs", false],
+    ["/v1/approvals", true],
+  ] as const) {
+    it(`the same on ${path} (${declared ? "a declared Content-Length" : "chunked"}): 413, no reset`, async () => {
+      const { status, body, errors } = await closingClientPost(test.url, path, declared);
+      assert.equal(status, 413);
+      assert.match(body, /larger than 1048576 bytes/);
+      assert.deepEqual(errors, [], "the rest of the body was sent without a reset");
+    });
+  }
 
   it("60 MB to the A2A endpoint (the Hono routes, curl): 413 with and without Expect", { skip: curl ? false : "curl is not installed" }, async () => {
     const outcomes = await tries(2, (attempt) => curlStatus(`${test.url}/a2a`, attempt % 2 === 0));

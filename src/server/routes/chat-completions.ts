@@ -19,17 +19,16 @@ import {
   nodeSseSink,
   RequestController,
   readNodeBody,
-  requestTooLarge,
   type SseSink,
   sendNodeJson,
   sseHeaders,
   webSseSink,
 } from "../chat-stream.js";
-import { parseJsonText, readJson, type ServerContext, shuttingDownError, unixSeconds } from "../context.js";
+import { parseJsonText, readJson, type ServerContext, unixSeconds } from "../context.js";
 import { newSessionId } from "../../memory/store.js";
 import { schemaProblem } from "../../tools/validate.js";
 import { badRequest, httpErrorOfRun } from "../http-errors.js";
-import { WWW_AUTHENTICATE, authorizationError } from "./guards.js";
+import { answeredBeforeBody } from "./guards.js";
 import { durableChatNode, durableChatWeb } from "./runs.js";
 
 export const CHAT_PATH = "/v1/chat/completions";
@@ -195,11 +194,7 @@ export function chatCompletionRoutes(server: ServerContext): ChatCompletionRoute
   async function handleNode(incoming: IncomingMessage, outgoing: ServerResponse): Promise<void> {
     let headers: Record<string, string> = {};
     try {
-      if (server.draining) return sendNodeJson(outgoing, 503, shuttingDownError().body(), { connection: "close" });
-      const denied = authorizationError(settings.apiKey, incoming.headers.authorization);
-      if (denied) return sendNodeJson(outgoing, 401, denied.body(), { "www-authenticate": WWW_AUTHENTICATE });
-      const declared = incoming.headers["content-length"];
-      if (declared !== undefined && Number.parseInt(declared, 10) > bodyLimitBytes) throw requestTooLarge(bodyLimitBytes);
+      if (answeredBeforeBody(server, incoming, outgoing)) return;
       const sessionHeader = incoming.headers["x-session-id"];
       const body = parseJsonText(await readNodeBody(incoming, bodyLimitBytes));
       const chat = prepareChat(parseChatRequest(body, Array.isArray(sessionHeader) ? sessionHeader.join(", ") : sessionHeader));

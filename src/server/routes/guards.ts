@@ -1,8 +1,9 @@
 /** The checks before the routes: draining (503), bearer auth (401) and the body limit (413). */
 import { createHash, timingSafeEqual } from "node:crypto";
+import type { IncomingMessage, ServerResponse } from "node:http";
 import type { MiddlewareHandler } from "hono";
 import { bodyLimit } from "hono/body-limit";
-import { requestTooLarge } from "../chat-stream.js";
+import { requestTooLarge, sendNodeJson } from "../chat-stream.js";
 import { type ServerContext, errorResponse, shuttingDownError } from "../context.js";
 import { HttpError } from "../http-errors.js";
 
@@ -49,4 +50,28 @@ export function authGuard(server: ServerContext): MiddlewareHandler {
 /** 413 for a body over the limit. */
 export function bodyLimitGuard(server: ServerContext): MiddlewareHandler {
   return bodyLimit({ maxSize: server.bodyLimitBytes, onError: (c) => errorResponse(c, requestTooLarge(server.bodyLimitBytes)) });
+}
+
+/**
+ * The same checks on node:http, before a body is read (the chat hot path, and the Hono routes'
+ * requests with a body, which node reads first: see `startAgentServer`): answers 503, 401, or 413
+ * for a declared length over the limit, and returns true; false lets the request go on. An answer
+ * made before the body arrived ends once the body is read (`sendNodeJson`).
+ */
+export function answeredBeforeBody(server: ServerContext, incoming: IncomingMessage, outgoing: ServerResponse): boolean {
+  if (server.draining) {
+    sendNodeJson(outgoing, 503, shuttingDownError().body(), { connection: "close" });
+    return true;
+  }
+  const denied = authorizationError(server.settings.apiKey, incoming.headers.authorization);
+  if (denied) {
+    sendNodeJson(outgoing, 401, denied.body(), { "www-authenticate": WWW_AUTHENTICATE });
+    return true;
+  }
+  const declared = incoming.headers["content-length"];
+  if (declared !== undefined && Number.parseInt(declared, 10) > server.bodyLimitBytes) {
+    sendNodeJson(outgoing, 413, requestTooLarge(server.bodyLimitBytes).body());
+    return true;
+  }
+  return false;
 }
