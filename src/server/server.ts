@@ -1,4 +1,4 @@
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { getRequestListener } from "@hono/node-server";
 import { Hono } from "hono";
@@ -7,7 +7,6 @@ import { type AgentFile, type AgentSettings, resolveAgentSettings } from "../con
 import { AgentLoopError } from "../errors.js";
 import { DisabledMemoryStore, type MemoryStore } from "../memory/index.js";
 import { buildAgentCard, buildKaosAgentCard } from "./agent-card.js";
-import { readNodeBodyBytes, sendNodeJson } from "./chat-stream.js";
 import { errorResponse, type ReadyStatus, requestErrorMapper, type ServerContext, unixSeconds, VERSION } from "./context.js";
 import { HttpError, notFound } from "./http-errors.js";
 import { type ServerMemory, serverMemoryFromEnv, serverMemoryOf } from "./memory.js";
@@ -15,7 +14,7 @@ import { a2aRoutes } from "./routes/a2a.js";
 import { agentCardRoutes } from "./routes/agent-card.js";
 import { approvalRoutes } from "./routes/approvals.js";
 import { chatCompletionRoutes, isChatRequest } from "./routes/chat-completions.js";
-import { answeredBeforeBody, authGuard, bodyLimitGuard, drainingGuard } from "./routes/guards.js";
+import { authGuard, bodyLimitGuard, drainingGuard, readBodyFirst } from "./routes/guards.js";
 import { healthRoutes } from "./routes/health.js";
 import { memoryRoutes } from "./routes/memory.js";
 import { runRoutes } from "./routes/runs.js";
@@ -196,26 +195,6 @@ export async function createAgentServer(options: AgentServerOptions = {}): Promi
   app.route("/", approvalRoutes(context));
   app.route("/", runRoutes(context));
 
-  /**
-   * A request with a body to the Hono routes: node answers the checks that come before a body
-   * (503, 401, a declared length over the limit: `answeredBeforeBody`) and reads the body itself,
-   * then hands it to Hono whole (@hono/node-server's `rawBody`). So an answer made before the body
-   * is in (a 413 on a chunked body too) ends only once the rest is read, as on the chat route: ended
-   * earlier, node closes a `Connection: close` client's connection on unread data and resets it
-   * (the client, still sending, gets EPIPE instead of the answer). True when Hono should answer.
-   */
-  const bodyFirst = async (incoming: IncomingMessage, outgoing: ServerResponse): Promise<boolean> => {
-    if (answeredBeforeBody(context, incoming, outgoing)) return false;
-    try {
-      (incoming as IncomingMessage & { rawBody?: Buffer }).rawBody = await readNodeBodyBytes(incoming, context.bodyLimitBytes);
-      return true;
-    } catch (error) {
-      const failure = context.httpErrorOfRequest(error, incoming.method ?? "POST", new URL(incoming.url ?? "/", "http://localhost").pathname);
-      sendNodeJson(outgoing, failure.status, failure.body());
-      return false;
-    }
-  };
-
   let server: Server | undefined;
   let closing: Promise<void> | undefined;
   /** Ends the shutdown's grace period now (set while it runs). */
@@ -242,7 +221,7 @@ export async function createAgentServer(options: AgentServerOptions = {}): Promi
         } else if (incoming.method === "GET" || incoming.method === "HEAD") {
           void honoListener(incoming, outgoing);
         } else {
-          void bodyFirst(incoming, outgoing).then(async (read) => {
+          void readBodyFirst(context, incoming, outgoing).then(async (read) => {
             if (read) await honoListener(incoming, outgoing);
           });
         }

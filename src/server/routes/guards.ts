@@ -3,7 +3,7 @@ import { createHash, timingSafeEqual } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { MiddlewareHandler } from "hono";
 import { bodyLimit } from "hono/body-limit";
-import { requestTooLarge, sendNodeJson } from "../chat-stream.js";
+import { readNodeBodyBytes, requestTooLarge, sendNodeJson } from "../chat-stream.js";
 import { type ServerContext, errorResponse, shuttingDownError } from "../context.js";
 import { HttpError } from "../http-errors.js";
 
@@ -54,7 +54,7 @@ export function bodyLimitGuard(server: ServerContext): MiddlewareHandler {
 
 /**
  * The same checks on node:http, before a body is read (the chat hot path, and the Hono routes'
- * requests with a body, which node reads first: see `startAgentServer`): answers 503, 401, or 413
+ * requests with a body, which node reads first: `readBodyFirst`): answers 503, 401, or 413
  * for a declared length over the limit, and returns true; false lets the request go on. An answer
  * made before the body arrived ends once the body is read (`sendNodeJson`).
  */
@@ -74,4 +74,24 @@ export function answeredBeforeBody(server: ServerContext, incoming: IncomingMess
     return true;
   }
   return false;
+}
+
+/**
+ * A request with a body to the Hono routes, on node:http: node answers the checks that come before
+ * a body (`answeredBeforeBody`) and reads the body itself, then Hono gets it whole (@hono/node-server's
+ * `rawBody`). So an answer made before the body is in (a 413 on a chunked body too) ends only once
+ * the rest is read, as on the chat route: ended earlier, node closes a `Connection: close` client's
+ * connection on unread data and resets it (the client, still sending, gets EPIPE instead of the
+ * answer). True when Hono should answer.
+ */
+export async function readBodyFirst(server: ServerContext, incoming: IncomingMessage, outgoing: ServerResponse): Promise<boolean> {
+  if (answeredBeforeBody(server, incoming, outgoing)) return false;
+  try {
+    (incoming as IncomingMessage & { rawBody?: Buffer }).rawBody = await readNodeBodyBytes(incoming, server.bodyLimitBytes);
+    return true;
+  } catch (error) {
+    const failure = server.httpErrorOfRequest(error, incoming.method ?? "POST", incoming.url ?? "/");
+    sendNodeJson(outgoing, failure.status, failure.body());
+    return false;
+  }
 }
