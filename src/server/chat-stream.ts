@@ -221,9 +221,9 @@ export function sendNodeJson(outgoing: ServerResponse, status: number, body: unk
 /**
  * Reads a request body straight from the node request, counting bytes as they arrive: over
  * `limitBytes` it stops keeping them and rejects with 413; the rest is read and discarded, so the
- * connection is not reset before the 413 reaches the client. `done` makes the result of the chunks.
+ * connection is not reset before the 413 reaches the client. `done` makes the result of the body's bytes.
  */
-function readNode<T>(incoming: IncomingMessage, limitBytes: number, done: (chunks: Buffer[], size: number) => T): Promise<T> {
+function readNode<T>(incoming: IncomingMessage, limitBytes: number, done: (body: Buffer) => T): Promise<T> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
@@ -245,7 +245,7 @@ function readNode<T>(incoming: IncomingMessage, limitBytes: number, done: (chunk
     };
     const onEnd = () => {
       cleanup();
-      resolve(done(chunks, size));
+      resolve(done(chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, size)));
     };
     const onFailure = () => {
       cleanup();
@@ -260,15 +260,15 @@ function readNode<T>(incoming: IncomingMessage, limitBytes: number, done: (chunk
 
 /** The body as UTF-8 text (see `readNode`). Like Request.text(), a UTF-8 byte order mark is not part of it. */
 export function readNodeBody(incoming: IncomingMessage, limitBytes: number): Promise<string> {
-  return readNode(incoming, limitBytes, (chunks, size) => {
-    const text = chunks.length === 1 ? chunks[0].toString("utf8") : Buffer.concat(chunks, size).toString("utf8");
+  return readNode(incoming, limitBytes, (body) => {
+    const text = body.toString("utf8");
     return text.charCodeAt(0) === 0xfeff ? text.slice(1) : text;
   });
 }
 
 /** The body's bytes (see `readNode`). */
 export function readNodeBodyBytes(incoming: IncomingMessage, limitBytes: number): Promise<Buffer> {
-  return readNode(incoming, limitBytes, (chunks, size) => (chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, size)));
+  return readNode(incoming, limitBytes, (body) => body);
 }
 
 export const requestTooLarge = (limitBytes: number) =>
