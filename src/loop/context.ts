@@ -9,7 +9,8 @@
  * - within the current input: tool rounds (an assistant message with its tool results);
  * never a system message (each stays where it is, as it is), never the current input, never the
  * current wave (the last assistant message and what follows it). A tool call is thus never
- * separated from its result. The removed part is replaced by one user message: a marker saying
+ * separated from its result. The removed part is replaced by one message (a user message unless
+ * `markerRole` says otherwise): a marker saying
  * what was removed, or with `summarize`, a summary made by one model call.
  */
 import { AgentLoopError } from "../errors.js";
@@ -39,6 +40,8 @@ export interface ContextBudget {
   reserveTokens?: number;
   /** The text of the message that stands for the removed part (default: an `[agentloop]` note). */
   marker?: (removal: { messages: readonly Message[]; summary?: string }) => string;
+  /** The role of that message (default `user`; `system` where the system messages stay in place, as Prompty's vectors have it). */
+  markerRole?: "user" | "system";
 }
 
 /** What the loop hands over to shape one request. */
@@ -84,6 +87,9 @@ export function checkContextBudget(budget: unknown): void {
   const summarizer = value.summarizer as unknown;
   if (summarizer !== undefined && typeof summarizer !== "function" && typeof (summarizer as Model | null)?.stream !== "function") {
     throw new TypeError("Agent config: context.summarizer must be a Model or a function (removed messages) => summary");
+  }
+  if (value.markerRole !== undefined && value.markerRole !== "user" && value.markerRole !== "system") {
+    throw new TypeError(`Agent config: context.markerRole must be "user" or "system", got ${JSON.stringify(value.markerRole)}`);
   }
   if (value.estimator !== undefined && typeof value.estimator !== "function") throw new TypeError("Agent config: context.estimator must be a function (message) => tokens");
 }
@@ -234,7 +240,7 @@ export class ContextWindow {
       : summary !== undefined
         ? `[agentloop] ${removed.length} earlier messages were left out to fit the context budget. Summary of them:\n${summary}`
         : `[agentloop] ${removed.length} earlier messages were left out to fit the context budget.`;
-    const removal: Removal = { removed, marker: { role: "user", content: text }, summary };
+    const removal: Removal = { removed, marker: { role: budget?.markerRole ?? "user", content: text }, summary };
     if (failure) summaryFailure.set(removal, failure);
     this.last = removal;
     return removal;

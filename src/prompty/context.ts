@@ -1,6 +1,7 @@
 /**
  * The context window of Prompty §13.3: a budget in characters, the specification's character
- * estimate, and its deterministic summary of the removed messages as `[Context summary: …]`.
+ * estimate, and its deterministic summary of the removed messages as a system message
+ * `[Summary of earlier conversation] …` right after the system messages (as the vectors have it).
  * The agentloop trimmer does the removing (whole exchanges, a tool call never apart from its result).
  */
 import type { ContextBudget } from "../loop/context.js";
@@ -44,6 +45,9 @@ export function summarizeDropped(messages: readonly Message[]): string {
   return truncate(lines.join("\n"), 4000);
 }
 
+/** How the summary of the removed messages begins. */
+export const SUMMARY_PREFIX = "[Summary of earlier conversation] ";
+
 /** `AgentConfig.context` for a Prompty `context_budget` (characters). */
 export function promptyContextBudget(budgetChars: number): ContextBudget {
   return {
@@ -53,6 +57,8 @@ export function promptyContextBudget(budgetChars: number): ContextBudget {
     strategy: "summarize",
     summarizer: summarizeDropped,
     reserveTokens: Math.min(5000, Math.floor(budgetChars * 0.05)),
-    marker: ({ summary }) => `[Context summary: ${summary ?? ""}]`,
+    // The vectors' form (§13.3's prose: a user message `[Context summary: …]`).
+    marker: ({ summary }) => `${SUMMARY_PREFIX}${summary ?? ""}`,
+    markerRole: "system",
   };
 }

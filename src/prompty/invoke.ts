@@ -1,23 +1,22 @@
-import { dirname, resolve } from "node:path";
-import { childRunOptions, DEFAULT_MAX_DELEGATION_DEPTH, delegationPath, delegationRefusal, errorResult } from "../agents/local.js";
 import { singleModelCall } from "../agents/single-call.js";
 import { AgentLoopError, type ErrorKind } from "../errors.js";
 import { Agent } from "../loop/agent.js";
-import type { LoopEvent, RunResult } from "../loop/events.js";
+import type { RunResult } from "../loop/events.js";
 import type { Run } from "../loop/run.js";
 import type { Guardrails } from "../loop/guardrails.js";
 import type { AgentConfig, Instrumentation, RunObserver, SessionMemory } from "../loop/types.js";
 import { type Message, textOf } from "../messages.js";
 import type { JsonSchema, Model, ModelOptions } from "../model/model.js";
 import { scriptedModelFromEnv } from "../model/scripted.js";
-import type { Tool, ToolContext, ToolOutput, ToolResultValue } from "../tools/tool.js";
+import type { Tool } from "../tools/tool.js";
 import { promptyContextBudget } from "./context.js";
 import { type PromptyEventHandler, promptyEventBridge } from "./events.js";
 import { controlOfFrontmatter } from "./control.js";
 import { loadPrompty } from "./loader.js";
-import { getTool, getToolHandler, type PromptyKindCall, type PromptyToolHandler } from "./registry.js";
+import type { PromptyToolHandler } from "./registry.js";
 import { prepare, propertiesSchema } from "./template.js";
-import type { PromptyAgent, PromptyToolSpec } from "./types.js";
+import { type BuildState, buildTools } from "./tools.js";
+import type { PromptyAgent } from "./types.js";
 
 /** Model calls per invocation unless the file or the options say otherwise. */
 export const DEFAULT_MAX_ITERATIONS = 10;
@@ -114,29 +113,10 @@ export class Steering {
 /** The tool a run called without the prompty having it (`Tool not registered: <name>`). */
 const notRegistered = new WeakMap<Run, string>();
 
-/** §9.9: a tool that throws gives the result `Error: Tool '<name>' failed: <message>`. */
-function toolFailure(name: string, error: unknown): ToolResultValue {
-  return errorResult(`Error: Tool '${name}' failed: ${error instanceof Error ? error.message : String(error)}`);
-}
-
-function failuresAsResults(tool: Tool<any>): Tool<any> {
-  const execute = tool.execute;
-  return {
-    ...tool,
-    async execute(args, context) {
-      try {
-        return await execute.call(tool, args, context);
-      } catch (error) {
-        return toolFailure(tool.name, error);
-      }
-    },
-  };
-}
-
 /** The message a run that used up its iterations reports. */
 export const iterationsExceeded = (maxIterations: number) => `Agent loop exceeded ${maxIterations} iterations`;
 
-const label = (agent: PromptyAgent) => (agent.path ? `${agent.name} (${agent.path})` : agent.name);
+export const label = (agent: PromptyAgent) => (agent.path ? `${agent.name} (${agent.path})` : agent.name);
 
 async function resolveAgent(pathOrAgent: string | PromptyAgent, options: InvokeAgentOptions): Promise<PromptyAgent> {
   if (typeof pathOrAgent === "string") return loadPrompty(pathOrAgent, { env: options.env });
@@ -196,127 +176,17 @@ export function modelOptionsOf(agent: PromptyAgent): ModelOptions | undefined {
   return Object.keys(result).length ? result : undefined;
 }
 
-/** System blocks become the instructions, the last user block the input, the rest history. */
+/**
+ * A first system block becomes the instructions, the last user block the input, everything between
+ * the history: further system blocks too, each its own message where it stands (as the vectors keep them).
+ */
 function splitConversation(agent: PromptyAgent, messages: Message[]): { instructions?: string; history: Message[]; input: string } {
-  const system = messages.filter((message) => message.role === "system").map((message) => textOf(message));
-  const conversation = messages.filter((message) => message.role !== "system");
-  const last = conversation.at(-1);
+  const last = messages.at(-1);
   if (last?.role !== "user") {
     throw new AgentLoopError("configuration", `Prompty ${label(agent)} must end with a user: block (the input of the run)`, { retryable: false });
   }
-  return { instructions: system.length ? system.join("\n\n") : undefined, history: conversation.slice(0, -1), input: textOf(last!) };
-}
-
-interface BuildState {
-  agent: PromptyAgent;
-  inputs: Record<string, unknown>;
-  options: InvokeAgentOptions;
-  nameHandlers: Record<string, PromptyToolHandler>;
-  /** Opened for this run (MCP connections); closed when it ends. */
-  cleanups: Array<() => Promise<void>>;
-}
-
-/** Two-layer dispatch for a declared tool: a name handler wins, then a kind handler, else an error. */
-function dispatchingTool(spec: PromptyToolSpec, state: BuildState, builtIn?: (args: Record<string, unknown>, call: PromptyKindCall) => Promise<ToolOutput>): Tool<any> {
-  return {
-    name: spec.name,
-    description: spec.description ?? `Tool ${spec.name}`,
-    parameters: propertiesSchema(spec.parameters),
-    bindings: Object.keys(spec.bindings).length ? spec.bindings : undefined,
-    kind: spec.kind,
-    action: spec.kind === "prompty" ? "delegate" : "tool_call",
-    async execute(args: Record<string, unknown>, context: ToolContext) {
-      try {
-        const byName = state.nameHandlers[spec.name] ?? getTool(spec.name);
-        if (byName) return await byName(args, context);
-        const call: PromptyKindCall = { agent: state.agent, inputs: state.inputs, context };
-        const byKind = getToolHandler(spec.kind);
-        if (byKind) return await byKind(spec, args, call);
-        if (builtIn) return await builtIn(args, call);
-        throw new AgentLoopError("configuration", `No handler registered for tool: ${spec.name} (kind: ${spec.kind})`, { retryable: false });
-      } catch (error) {
-        return toolFailure(spec.name, error);
-      }
-    },
-  };
-}
-
-/** A `prompty` tool: the child file (relative to the parent) run in `single` or `agentic` mode. */
-async function promptyTool(spec: PromptyToolSpec, state: BuildState): Promise<Tool<any>> {
-  const base = state.agent.path ? dirname(state.agent.path) : process.cwd();
-  const child = await loadPrompty(resolve(base, spec.path!), { env: state.options.env });
-  const tool = dispatchingTool(spec, state, (args, call) => runChild(child, spec.mode ?? "single", args, call.context, state));
-  // The model fills in the child's inputs (bound ones hidden by the loop).
-  tool.parameters = propertiesSchema(spec.parameters.length ? spec.parameters : child.inputs);
-  tool.description = spec.description ?? child.description ?? `Run the prompty "${child.name}".`;
-  return tool;
-}
-
-async function runChild(
-  child: PromptyAgent,
-  mode: "single" | "agentic",
-  args: Record<string, unknown>,
-  context: ToolContext,
-  state: BuildState,
-): Promise<ToolResultValue | string> {
-  const path = delegationPath(context);
-  const refusal = delegationRefusal(child.name, context, path, DEFAULT_MAX_DELEGATION_DEPTH);
-  if (refusal) return errorResult(refusal);
-  const { onEvent: _loopListener, ...runOptions } = childRunOptions(context, path);
-  const inherited: InvokeAgentOptions = {
-    model: state.options.model,
-    env: state.options.env,
-    instrumentation: state.options.instrumentation,
-    ...runOptions,
-    parentToolCallId: context.toolCallId,
-  };
-  if (mode === "single") return runPrompty(child, args, inherited).catch((error) => errorResult(AgentLoopError.from(error).message));
-  const { run } = await startAgent(child, args, state.nameHandlers, inherited);
-  for await (const event of run as AsyncIterable<LoopEvent>) context.nested(child.name, event);
-  const result = await run;
-  if (result.state === "COMPLETED") return result.text;
-  return errorResult(failureMessage(child, result, maxIterationsOf(child, inherited)));
-}
-
-/** An `mcp` tool without a handler: connects to the server (agentloop/mcp) and exposes its tools. */
-async function mcpTools(spec: PromptyToolSpec, state: BuildState): Promise<Tool<any>[]> {
-  const connection = (spec.raw.connection ?? {}) as Record<string, unknown>;
-  const url = connection.endpoint ?? connection.url;
-  const serverName = typeof spec.raw.serverName === "string" && spec.raw.serverName ? spec.raw.serverName : spec.name;
-  const common = {
-    name: serverName,
-    allowedTools: Array.isArray(spec.raw.allowedTools) ? (spec.raw.allowedTools as string[]) : undefined,
-    naming: { prefix: spec.name },
-  };
-  const transport =
-    typeof url === "string"
-      ? { url, headers: connection.headers as Record<string, string> | undefined }
-      : typeof connection.command === "string"
-        ? { command: connection.command, args: connection.args as string[] | undefined, env: connection.env as Record<string, string> | undefined }
-        : undefined;
-  if (!transport) {
-    throw new AgentLoopError("configuration", `mcp tool "${spec.name}" in ${label(state.agent)} needs connection.endpoint (a URL) or connection.command`, {
-      retryable: false,
-    });
-  }
-  const { connectMcp } = await import("../mcp/index.js");
-  const toolset = await connectMcp({ ...common, ...transport });
-  state.cleanups.push(() => toolset.close());
-  return [...(await toolset.tools())];
-}
-
-async function buildTools(state: BuildState, runtime: PromptyRuntimeTools | undefined): Promise<Tool<any>[]> {
-  const extra = Array.isArray(runtime) ? runtime : [];
-  const replaced = new Set(extra.map((tool) => tool.name));
-  const tools: Tool<any>[] = [];
-  for (const spec of state.agent.tools) {
-    if (replaced.has(spec.name)) continue;
-    const handled = state.nameHandlers[spec.name] ?? getTool(spec.name) ?? getToolHandler(spec.kind);
-    if (spec.kind === "prompty") tools.push(await promptyTool(spec, state));
-    else if (spec.kind === "mcp" && !handled) tools.push(...(await mcpTools(spec, state)));
-    else tools.push(dispatchingTool(spec, state));
-  }
-  return [...tools, ...extra.map(failuresAsResults)];
+  const leading = messages.length > 1 && messages[0]!.role === "system" ? 1 : 0;
+  return { instructions: leading ? textOf(messages[0]!) : undefined, history: messages.slice(leading, -1), input: textOf(last) };
 }
 
 /** The file's `outputs` as the schema of the final answer: an object with exactly those properties (§7.7). */
@@ -325,12 +195,17 @@ function outputsSchema(agent: PromptyAgent): JsonSchema {
   return { ...schema, required: Object.keys(schema.properties as object), additionalProperties: false };
 }
 
-function maxIterationsOf(agent: PromptyAgent, options: InvokeAgentOptions): number {
+export function maxIterationsOf(agent: PromptyAgent, options: InvokeAgentOptions): number {
   return options.maxIterations ?? agent.maxIterations ?? DEFAULT_MAX_ITERATIONS;
 }
 
-function failureMessage(agent: PromptyAgent, result: RunResult, maxIterations: number): string {
+export function failureMessage(agent: PromptyAgent, result: RunResult, maxIterations: number): string {
   if (result.state === "TURN_LIMIT" || result.state === "ROUND_LIMIT") return iterationsExceeded(maxIterations);
+  if (result.state === "GUARDRAIL") {
+    // "input guardrail: <reason>" → "Input guardrail denied: <reason>" (§13.4's error event text).
+    const [where = "", ...why] = result.reason.split(": ");
+    return `${where.charAt(0).toUpperCase()}${where.slice(1)} denied: ${why.join(": ")}`;
+  }
   if (result.error?.kind === "refusal") return `Model refused: ${result.error.message}`;
   return `Prompty ${agent.name} ended with state ${result.state}: ${result.reason}`;
 }
@@ -357,13 +232,31 @@ export async function startAgent(
   const prepared = prepare(agent, inputs);
   const { instructions, history, input } = splitConversation(agent, prepared.messages);
   const nameHandlers = tools && !Array.isArray(tools) ? tools : {};
-  const state: BuildState = { agent, inputs: prepared.inputs, options, nameHandlers, cleanups: [] };
+  let loopAgent: Agent | undefined;
+  let started: Run | undefined;
+  const bridge = promptyEventBridge(options.onEvent, {
+    streaming: options.stream ?? agent.stream ?? true,
+    isKnownTool(name) {
+      try {
+        return loopAgent?.currentTools().some((tool) => tool.name === name) ?? true;
+      } catch {
+        return true; // a toolset conflict: the loop reports it itself
+      }
+    },
+    onUnknownTool(name) {
+      // §12.4: a configuration error, raised (not a tool result): the run stops here.
+      if (!started) return;
+      notRegistered.set(started, name);
+      started.abort(`Tool not registered: ${name}`);
+    },
+  });
+  const state: BuildState = { agent, inputs: prepared.inputs, options, nameHandlers, events: bridge, cleanups: [] };
   const closeAll = () => Promise.all(state.cleanups.map((cleanup) => cleanup().catch(() => undefined)));
   try {
     const model = await resolvePromptyModel(agent, options);
-    const streaming = options.stream ?? agent.stream ?? true;
     const contextBudget = options.contextBudget ?? agent.contextBudget;
-    const loopAgent = new Agent({
+    const maxIterations = maxIterationsOf(agent, options);
+    loopAgent = new Agent({
       ...(options.guardrails !== undefined ? { guardrails: options.guardrails } : {}),
       ...(contextBudget !== undefined ? { context: promptyContextBudget(contextBudget) } : {}),
       ...(agent.outputs?.length ? { output: outputsSchema(agent) } : {}),
@@ -376,31 +269,17 @@ export async function startAgent(
       instructions,
       model,
       tools: await buildTools(state, tools),
-      maxTurns: maxIterationsOf(agent, options),
+      // As the vectors count: N rounds of tools; a model call after them that asks for more raises
+      // `Agent loop exceeded N iterations` without running them (N + 1 model calls at most).
+      maxTurns: maxIterations + 1,
+      maxToolRounds: options.agentConfig?.maxToolRounds ?? maxIterations,
       modelOptions: options.agentConfig?.modelOptions ?? modelOptionsOf(agent),
       observers: options.observers ?? options.agentConfig?.observers,
       memory: options.memory ?? options.agentConfig?.memory,
       instrumentation: options.instrumentation ?? options.agentConfig?.instrumentation,
     });
-    let started: Run | undefined;
-    const bridge = promptyEventBridge(options.onEvent, {
-      streaming,
-      isKnownTool(name) {
-        try {
-          return loopAgent.currentTools().some((tool) => tool.name === name);
-        } catch {
-          return true; // a toolset conflict: the loop reports it itself
-        }
-      },
-      onUnknownTool(name) {
-        // §12.4: a configuration error, raised (not a tool result): the run stops here.
-        if (!started) return;
-        notRegistered.set(started, name);
-        started.abort(`Tool not registered: ${name}`);
-      },
-    });
     const run = loopAgent.run(input, {
-      onEvent: bridge,
+      onEvent: bridge.onEvent,
       history,
       inputs: prepared.inputs,
       signal: options.signal,
