@@ -54,13 +54,17 @@ describe("invokeAgent events (§13.1)", () => {
     const start = events.find((event) => event.type === "tool_call_start")!;
     assert.deepEqual(start.data, { name: "get_weather", arguments: '{"city":"Oslo"}' });
     const toolResult = events.find((event) => event.type === "tool_result")!;
-    assert.deepEqual(toolResult.data, { name: "get_weather", result: { parts: [{ kind: "text", value: "Oslo: -3C" }] } });
+    assert.deepEqual(toolResult.data, { name: "get_weather", result: "Oslo: -3C" });
     assert.ok(types().indexOf("tool_call_start") < types().indexOf("tool_result"));
-    // messages_updated after the tool result joined the messages, before the answer streams.
+    // One messages_updated: after the tool result joined the messages, before the answer streams
+    // (none for the input, the tool call or the answer, as the specification's vectors have it).
     const updates = events.filter((event) => event.type === "messages_updated");
-    const afterResult = updates.find((event) => event.data.messages.at(-1)?.role === "tool");
-    assert.ok(afterResult, "an update with the tool result");
-    assert.ok(events.indexOf(afterResult) < types().indexOf("token"));
+    assert.deepEqual(
+      updates.map((event) => event.data.messages.map((message: { role: string }) => message.role)),
+      [["system", "user", "assistant", "tool"]],
+    );
+    assert.ok(events.indexOf(updates[0]!) < types().indexOf("token"));
+    assert.deepEqual(events[0], { type: "status", data: { message: "Starting agent loop" } });
     assert.equal(
       events
         .filter((event) => event.type === "token")
@@ -101,8 +105,8 @@ describe("invokeAgent events (§13.1)", () => {
 });
 
 describe("invokeAgent error rules (§9.9, §12.4)", () => {
-  it("a tool that throws becomes the result \"Error: Tool '<name>' failed: <message>\", an error event, and the loop goes on", async () => {
-    const { events, onEvent } = recorder();
+  it("a tool that throws becomes the result \"Error calling '<name>': <type>: <message>\" and the loop goes on", async () => {
+    const { onEvent, types } = recorder();
     const model = new ScriptedModel([call("get_weather", { city: "Oslo" }), "Sorry, no data."]);
     const result = await invokeAgent(
       weather(),
@@ -117,8 +121,12 @@ describe("invokeAgent error rules (§9.9, §12.4)", () => {
     assert.equal(result.text, "Sorry, no data.");
     const sent = model.requests[1]!.messages.at(-1)!;
     assert.equal(sent.role, "tool");
-    assert.equal(sent.content, "Error: Tool 'get_weather' failed: station offline");
-    assert.deepEqual(events.find((event) => event.type === "error")?.data, { message: "Error: Tool 'get_weather' failed: station offline" });
+    assert.equal(sent.content, "Error calling 'get_weather': Error: station offline");
+    // As in the vectors (events_error_logged): a tool failure is its result, not an error event.
+    assert.deepEqual(
+      types().filter((type) => type !== "token"),
+      ["status", "tool_call_start", "tool_result", "messages_updated", "done"],
+    );
   });
 
   it("a call to a tool the prompty does not have raises Tool not registered: <name>; the wave's other calls do not run", async () => {
@@ -140,7 +148,7 @@ describe("invokeAgent error rules (§9.9, §12.4)", () => {
     assert.ok(!types().includes("done"));
   });
 
-  it("iterations count tool rounds: the cap is raised as 'Agent loop exceeded N iterations' after N rounds ran", async () => {
+  it("iterations count tool rounds: after N rounds, a model call that asks for more raises 'Agent loop exceeded N iterations' without running them", async () => {
     let executions = 0;
     const model = new ScriptedModel([call("get_weather", { city: "a" }, "c1"), call("get_weather", { city: "b" }, "c2"), call("get_weather", { city: "c" }, "c3")]);
     await assert.rejects(
@@ -148,7 +156,7 @@ describe("invokeAgent error rules (§9.9, §12.4)", () => {
       /^PromptyRunError: Agent loop exceeded 2 iterations$|Agent loop exceeded 2 iterations/,
     );
     assert.equal(executions, 2);
-    assert.equal(model.requests.length, 2);
+    assert.equal(model.requests.length, 3);
   });
 
   it("a refusal is raised as Model refused: <message>", async () => {
@@ -177,7 +185,29 @@ describe("invokeAgent cancellation, steering, parallel tools (§13.2, §13.5, §
     assert.equal(model.requests.length, 1);
   });
 
-  it("steering messages join as user messages between iterations, with a status event", async () => {
+  it("an abort between two tools of a sequential wave: only the first call's events, then cancelled with the reason", async () => {
+    const { events, onEvent } = recorder();
+    const controller = new AbortController();
+    const ran: string[] = [];
+    const model = new ScriptedModel([calls(["get_weather", { city: "Oslo" }, "c1"], ["get_weather", { city: "Bergen" }, "c2"]), "never"]);
+    const first = (type: string, data: unknown) => {
+      onEvent(type as PromptyEventType, data as never);
+      if (type === "tool_result") controller.abort("stop after the first");
+    };
+    await assert.rejects(
+      invokeAgent(weather(), {}, { get_weather: ({ city }) => ran.push(String(city)) && `${String(city)}: -3C` }, { model, onEvent: first, signal: controller.signal }),
+      { kind: "aborted" },
+    );
+    assert.deepEqual(ran, ["Oslo"]);
+    assert.deepEqual(events, [
+      { type: "status", data: { message: "Starting agent loop" } },
+      { type: "tool_call_start", data: { name: "get_weather", arguments: '{"city":"Oslo"}' } },
+      { type: "tool_result", data: { name: "get_weather", result: "Oslo: -3C" } },
+      { type: "cancelled", data: { reason: "stop after the first" } },
+    ]);
+  });
+
+  it("steering messages join as user messages between iterations: the tool results, then a status, then the steering, each its own update", async () => {
     const { events, onEvent } = recorder();
     const steering = new Steering();
     steering.send("Also say the wind.");
@@ -186,7 +216,11 @@ describe("invokeAgent cancellation, steering, parallel tools (§13.2, §13.5, §
     assert.equal(steering.hasPending, false);
     const second = model.requests[1]!.messages;
     assert.deepEqual(second.at(-1), { role: "user", content: "Also say the wind." });
-    assert.deepEqual(events.find((event) => event.type === "status")?.data, { message: "Injected 1 steering message(s)" });
+    const roles = (event: Recorded) => (event.type === "messages_updated" ? event.data.messages.map((message: { role: string }) => message.role).join(",") : event.data.message);
+    assert.deepEqual(
+      events.filter((event) => event.type === "messages_updated" || event.type === "status").map(roles),
+      ["Starting agent loop", "system,user,assistant,tool", "Injecting steering message", "system,user,assistant,tool,user"],
+    );
   });
 
   it("tool calls run one after another by default, concurrently with parallelToolCalls; results keep the call order", async () => {
@@ -237,14 +271,14 @@ user:
 Summarize.
 `);
 
-  it("over the character budget the oldest messages become a [Context summary: …] message after the system messages", async () => {
+  it("over the character budget the oldest messages become a system message [Summary of earlier conversation] … after the system messages", async () => {
     const { events, onEvent, types } = recorder();
     const model = new ScriptedModel(["Fjords and glaciers."]);
     const result = await invokeAgent(chatty(700), {}, undefined, { model, onEvent });
     const sent = model.requests[0]!.messages;
     assert.deepEqual(sent[0], { role: "system", content: "Be brief." });
-    assert.equal(sent[1]!.role, "user");
-    assert.match(String(sent[1]!.content), /^\[Context summary: User asked: Tell me about fjords\. [\s\S]*\nAssistant: Fjords are long\. /);
+    assert.equal(sent[1]!.role, "system");
+    assert.match(String(sent[1]!.content), /^\[Summary of earlier conversation\] User asked: Tell me about fjords\. [\s\S]*\nAssistant: Fjords are long\. /);
     assert.deepEqual(sent.at(-1), { role: "user", content: "Summarize." });
     const start = types().indexOf("compaction_start");
     assert.ok(start >= 0);
@@ -303,6 +337,6 @@ Weather?
     const { run } = await startAgent(weather(), {}, [broken], { model });
     const result = await run;
     assert.equal(result.state, "COMPLETED");
-    assert.equal(model.requests[1]!.messages.at(-1)!.content, "Error: Tool 'broken' failed: nope");
+    assert.equal(model.requests[1]!.messages.at(-1)!.content, "Error calling 'broken': Error: nope");
   });
 });
