@@ -18,7 +18,7 @@ import { prepare, propertiesSchema } from "./template.js";
 import { type BuildState, buildTools } from "./tools.js";
 import type { PromptyAgent } from "./types.js";
 
-/** Model calls per invocation unless the file or the options say otherwise. */
+/** Rounds of tool calls per invocation unless the file or the options say otherwise. */
 export const DEFAULT_MAX_ITERATIONS = 10;
 
 /** Tools added at invocation: core tools (replacing declared tools of the same name) or name handlers. */
@@ -31,7 +31,7 @@ export interface InvokeAgentOptions {
    * resolved with `agentloop/providers`.
    */
   model?: Model | ((agent: PromptyAgent) => Model | Promise<Model>);
-  /** Model calls allowed (default: the file's `maxIterations`, else 10). */
+  /** Rounds of tool calls allowed (default: the file's `maxIterations`, else 10); one more model call may answer. */
   maxIterations?: number;
   /** Where `${env:VAR}` references are looked up (default `process.env`). */
   env?: Record<string, string | undefined>;
@@ -304,7 +304,7 @@ export async function startAgent(
  * `tools` adds core tools or name handlers for declared tools. Throws an `AgentLoopError` for a
  * missing file (naming the path), a missing required input (naming it), a bad frontmatter, and a
  * `PromptyRunError` when the run does not complete: `Agent loop exceeded 10 iterations` when
- * it used up `maxIterations` model calls.
+ * the model asked for tools again after `maxIterations` rounds of them.
  */
 export async function invokeAgent(
   pathOrAgent: string | PromptyAgent,

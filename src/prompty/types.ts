@@ -52,7 +52,7 @@ export interface PromptyAgent {
   template: string;
   /** Absolute path of the file it was loaded from (children resolve relative to it). */
   path?: string;
-  /** Model calls allowed per invocation (frontmatter `maxIterations`; default 10). */
+  /** Rounds of tool calls allowed per invocation (frontmatter `maxIterations`; default 10). */
   maxIterations?: number;
   /** `false` (frontmatter `stream: false` or `model.options.stream: false`): non-streaming requests, no `token` events. */
   stream?: boolean;
