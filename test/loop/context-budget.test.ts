@@ -224,6 +224,7 @@ test("bad context settings are refused at construction, naming the field", () =>
   assert.throws(() => new Agent({ model, context: { maxTokens: 10, strategy: "drop" as "trim" } }), /context\.strategy must be "trim" or "summarize"/);
   assert.throws(() => new Agent({ model, context: { maxTokens: 10, summarizer: {} as Model } }), /context\.summarizer must be a Model or a function/);
   assert.throws(() => new Agent({ model, context: { maxTokens: 10, estimator: 4 as never } }), /context\.estimator must be a function/);
+  assert.throws(() => new Agent({ model, context: { maxTokens: 10, markerRole: "tool" as never } }), /context\.markerRole must be "user" or "system", got "tool"/);
   assert.throws(() => new Agent({ model, context: 5000 as never }), /context must be an object like \{ maxTokens: 100000 \}, got 5000/);
 });
 

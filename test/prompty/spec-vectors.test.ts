@@ -95,6 +95,10 @@ const EXPECTED_FIELDS = new Set([
   "rust_expected_error", // the Rust engine's own refusal of parallel_tool_calls
 ]);
 
+// Every field of `input` and of a step the runner reads.
+const INPUT_FIELDS = new Set(["messages", "tools", "tool_functions", "parent_inputs", "cancel", "on_event", "context_budget", "guardrails", "steering", "parallel_tool_calls"]);
+const STEP_FIELDS = new Set(["turn", "llm_response", "expected_tool_calls", "tool_results", "expected_execution_args"]);
+
 // ---------------------------------------------------------------------------------------------
 // The model: a Chat Completions server on 127.0.0.1 answering with the vector's responses in order.
 
@@ -414,6 +418,8 @@ describe("the Prompty specification's agent-loop vectors (§9, §13) against inv
     assert.ok(vectors.every((vector) => vector.stage === "agent"));
     for (const vector of vectors) {
       for (const field of Object.keys(vector.expected)) assert.ok(EXPECTED_FIELDS.has(field), `${vector.name}: expected.${field} is not read`);
+      for (const field of Object.keys(vector.input)) assert.ok(INPUT_FIELDS.has(field), `${vector.name}: input.${field} is not read`);
+      for (const step of vector.sequence) for (const field of Object.keys(step)) assert.ok(STEP_FIELDS.has(field), `${vector.name}: sequence.${field} is not read`);
     }
   });
 
