@@ -240,3 +240,32 @@ test("an edited checkpoint never runs the edited arguments: a decided call's arg
     ],
   );
 });
+
+test("a resumed run knows where its input starts: the context budget keeps the input, and a follow-up starts a new input", async () => {
+  // A checkpoint made before `counters.inputStart` was kept resumes the same way.
+  for (const made of ["now", "before inputStart was kept"]) {
+    const { tools } = shop();
+    const history = [
+      { role: "user" as const, content: "an old question" },
+      { role: "assistant" as const, content: [{ type: "text" as const, text: "an old answer" }] },
+    ];
+    const model = new ScriptedModel([calls(["pay", { amount: 1 }, "p1"]), "paid", "more done"]);
+    // One unit a message, room for five: the old exchange must go, never the input.
+    const agent = new Agent({ model, tools, instructions: "be brief", onApproval: "interrupt", context: { maxTokens: 5, reserveTokens: 0, useReportedUsage: false, estimator: () => 1 } });
+    const first = await agent.run("pay one", { history });
+    assert.equal(first.state, "INTERRUPTED");
+    const checkpoint = roundTrip(first.checkpoint);
+    assert.equal(checkpoint.counters.inputStart, 3);
+    if (made !== "now") delete checkpoint.counters.inputStart;
+    const resumed = agent.resume(checkpoint, { decisions: { p1: { approve: true } } });
+    resumed.followUp("and more");
+    const result = await resumed;
+    assert.equal(result.state, "COMPLETED", made);
+    assert.equal(result.text, "more done", made);
+    const [afterResume, followUp] = model.requests.slice(-2);
+    const texts = (request: typeof afterResume) => request!.messages.map((message) => (message.role === "user" || message.role === "system" ? message.content : message.role));
+    assert.deepEqual(texts(afterResume), ["be brief", "[agentloop] 2 earlier messages were left out to fit the context budget.", "pay one", "assistant", "tool"], made);
+    assert.equal(afterResume!.inputStart, 2, `${made}: the input, where text protocols count their steps from`);
+    assert.equal(followUp!.messages[followUp!.inputStart!]!.content, "and more", made);
+  }
+});
