@@ -1,6 +1,7 @@
 /**
  * The controlled wave: tool guardrails and approvals, in the wave's prepare phase, before any
- * call of the wave starts. Then the wave runs as usual (`runWave`), with what this decided.
+ * call of the wave starts. Then the wave runs as usual (`runWave`), with what this decided. A
+ * resumed wave (src/loop/resume.ts) passes the very same gate again, with the decisions given.
  */
 import { onAbort } from "../abort.js";
 import type { ToolCallPart } from "../messages.js";
