@@ -10,12 +10,13 @@ import { type Usage, addUsage, emptyUsage } from "../usage.js";
 import { type ApprovalScope, runControlledWave, type WaveResume } from "./approvals.js";
 import { hideBoundParameters } from "./bindings.js";
 import { checkContextBudget, ContextWindow } from "./context.js";
-import { claimCheckpoint, newCheckpointId, type RunCheckpoint } from "./checkpoint.js";
+import { claimCheckpoint, type RunCheckpoint } from "./checkpoint.js";
 import { resolveInstrumentation } from "./global-tracing.js";
 import { AnswerBuffer, checkGuardrails, evaluate } from "./guardrails.js";
 import type { RunResult, TerminalState } from "./events.js";
 import { callSignature, detectLoop, signatureName } from "./loop-detection.js";
 import { type OutputContract, outputContract, parseAnswer, reaskMessage, withOutput } from "./output.js";
+import { checkpointOf, restoreRun, resumedBefore, resumedWave } from "./resume.js";
 import { Run, type RunControl } from "./run.js";
 import { trackTranscript } from "./transcript.js";
 import type { AgentConfig, Instrumentation, ResumeOptions, RunInfo, RunOptions, SessionMemory, Toolset } from "./types.js";
@@ -336,52 +337,39 @@ export class Agent<Output = unknown> {
     if (this.config.instructions) messages.push({ role: "system", content: this.config.instructions });
     messages.push(...history, ...(options.history ?? []));
     context.firstNew = messages.length;
-    let outcome: Outcome;
-    let next: string | undefined = input;
-    let followUp = false;
-    do {
-      context.inputStart = messages.length;
-      messages.push({ role: "user", content: next });
-      control.emit({ type: "user-message", runId: control.id, content: next, followUp });
-      outcome = await this.runInput(context);
-      followUp = true;
-    } while (outcome.state === "COMPLETED" && (next = control.takeFollowUp()) !== undefined);
-    return outcome;
+    return this.followUps(context, await this.input(context, input, false));
   }
 
-  /** The outer loop of a resumed run: the stopped wave first, then on as `loop` does. */
+  /** The outer loop of a resumed run: the stopped wave first (through the same wave gate), then on as `loop` does. */
   private async resumeLoop(context: RunContext, { checkpoint, decisions }: Resume): Promise<Outcome> {
-    const { control, info, options, messages } = context;
+    const { control, info, options } = context;
     control.setState("RUNNING");
-    const memory = this.config.memory;
     const sessionId = options.sessionId;
-    // Across processes, the session's log says whether this checkpoint was resumed before.
-    const usedBefore = memory?.checkpointResumed && sessionId ? await memory.checkpointResumed(sessionId, checkpoint.id) : false;
+    const usedBefore = await resumedBefore(this.config.memory, sessionId, checkpoint);
     const resumedFrom = usedBefore ? undefined : { checkpointId: checkpoint.id, decisions };
     const model = `${info.model.provider}:${info.model.modelId}`;
     control.emit({ type: "run-start", runId: control.id, agent: this.name, model, input: "", sessionId, timestamp: Date.now(), resumedFrom });
     if (usedBefore) {
-      const error = new AgentLoopError("invalid_request", `checkpoint ${checkpoint.id} was already resumed (session ${sessionId} records it); a checkpoint is resumed once`);
-      control.emit({ type: "error", runId: control.id, error, fatal: true });
-      return { state: "FAILED", reason: error.message, error };
+      control.emit({ type: "error", runId: control.id, error: usedBefore, fatal: true });
+      return { state: "FAILED", reason: usedBefore.message, error: usedBefore };
     }
-    const { counters } = checkpoint;
-    messages.push(...structuredClone(checkpoint.messages));
-    Object.assign(context, {
-      firstNew: checkpoint.firstNew,
-      usage: { ...counters.usage },
-      turns: counters.turns,
-      toolRounds: counters.toolRounds,
-      toolCalls: counters.toolCalls,
-      signatures: [...counters.signatures],
-      loopWarnings: counters.loopWarnings,
-    });
-    const wave = { ...checkpoint.wave, checkpointId: checkpoint.id, pending: checkpoint.pending, decisions };
-    let outcome = await this.runInput(context, { wave, turns: counters.inputTurns, rounds: counters.inputRounds });
-    for (let next: string | undefined; outcome.state === "COMPLETED" && (next = control.takeFollowUp()) !== undefined; ) {
-      messages.push({ role: "user", content: next });
-      control.emit({ type: "user-message", runId: control.id, content: next, followUp: true });
-      outcome = await this.runInput(context);
+    const { turns, rounds } = restoreRun(context, checkpoint);
+    return this.followUps(context, await this.runInput(context, { wave: resumedWave(checkpoint, decisions), turns, rounds }));
+  }
+
+  /** One input of the run: its user message, then the inner loop. */
+  private input(context: RunContext, content: string, followUp: boolean): Promise<Outcome> {
+    const { control, messages } = context;
+    context.inputStart = messages.length;
+    messages.push({ role: "user", content });
+    control.emit({ type: "user-message", runId: control.id, content, followUp });
+    return this.runInput(context);
+  }
+
+  /** The follow-up inputs queued while the run went on, each after the previous one completed. */
+  private async followUps(context: RunContext, outcome: Outcome): Promise<Outcome> {
+    for (let next: string | undefined; outcome.state === "COMPLETED" && (next = context.control.takeFollowUp()) !== undefined; ) {
+      outcome = await this.input(context, next, true);
     }
     return outcome;
   }
@@ -473,31 +461,8 @@ export class Agent<Output = unknown> {
         return { state: "ABORTED", reason: abortReason(control.signal) };
       }
       const { pending } = wave.interrupted;
-      context.checkpoint = JSON.parse(
-        JSON.stringify({
-          version: 1,
-          id: newCheckpointId(),
-          agent: this.name,
-          runId: control.id,
-          sessionId: context.options.sessionId,
-          createdAt: new Date().toISOString(),
-          pending,
-          messages,
-          firstNew: context.firstNew,
-          inputs: context.inputs,
-          counters: {
-            turns: context.turns,
-            toolRounds: context.toolRounds,
-            toolCalls: context.toolCalls,
-            inputTurns: turns,
-            inputRounds: rounds,
-            loopWarnings: context.loopWarnings,
-            signatures: context.signatures,
-            usage: context.usage,
-          },
-          wave: wave.interrupted.wave,
-        } satisfies RunCheckpoint),
-      );
+      const at = { agent: this.name, runId: control.id, sessionId: context.options.sessionId, inputTurns: turns, inputRounds: rounds };
+      context.checkpoint = checkpointOf(context, at, wave.interrupted);
       const names = pending.map((entry) => `${entry.toolName} (${entry.toolCallId})`).join(", ");
       return { state: "INTERRUPTED", reason: `waiting for approval of ${pending.length} tool call(s): ${names}` };
     }

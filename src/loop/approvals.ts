@@ -1,6 +1,7 @@
 /**
  * The controlled wave: tool guardrails and approvals, in the wave's prepare phase, before any
- * call of the wave starts. Then the wave runs as usual (`runWave`), with what this decided.
+ * call of the wave starts. Then the wave runs as usual (`runWave`), with what this decided. A
+ * resumed wave (src/loop/resume.ts) passes the very same gate again, with the decisions given.
  */
 import { onAbort } from "../abort.js";
 import type { ToolCallPart } from "../messages.js";
@@ -8,7 +9,7 @@ import { parseToolArguments } from "../tools/parse-arguments.js";
 import type { Tool } from "../tools/tool.js";
 import { validateArguments } from "../tools/validate.js";
 import { applyBindings } from "./bindings.js";
-import { type ApprovalDecision, argumentsHash, type CheckpointWave, type PendingApproval, type RunCheckpoint } from "./checkpoint.js";
+import { type ApprovalDecision, argumentsHash, type CheckpointWave, type NestedResume, type PendingApproval, type RunCheckpoint } from "./checkpoint.js";
 import type { LoopEvent } from "./events.js";
 import { deniedByRule, evaluate, type Guardrails, matchesAny } from "./guardrails.js";
 import { type CallOutcome, type CallPreset, runWave, type WaveSettings } from "./wave.js";
@@ -124,84 +125,112 @@ function decisionPreset(decision: ApprovalDecision, args: Record<string, unknown
   return { error: `Rejected: ${decision.reason || "rejected by the user"}`, kind: "rejected" };
 }
 
+type Decided = CheckpointWave["decided"][string];
+
+/** What a resumed wave knows of its calls from before: decisions (with what they were asked for), calls asked about, sub-agents to resume. */
+interface Earlier {
+  decided: Record<string, Decided>;
+  asked: Set<string>;
+  nested: Record<string, NestedResume>;
+}
+
+/** The checkpoint's decisions and the ones given now (each given one emits `approval-decision`). */
+function earlierOf(calls: ToolCallPart[], settings: WaveSettings, resume: WaveResume | undefined): Earlier {
+  const earlier: Earlier = { decided: { ...(resume?.decided ?? {}) }, asked: new Set(), nested: {} };
+  if (!resume) return earlier;
+  const own = new Set(calls.map((call) => call.id));
+  for (const entry of resume.pending) {
+    if (!own.has(entry.toolCallId)) continue; // a sub-agent's: passed down with its checkpoint
+    const decision = resume.decisions[entry.toolCallId];
+    if (!decision) {
+      earlier.asked.add(entry.toolCallId);
+      continue;
+    }
+    earlier.decided[entry.toolCallId] = { decision, request: entry };
+    const { run, emit } = settings;
+    emit({ type: "approval-decision", runId: run.runId, toolCallId: entry.toolCallId, name: entry.toolName, approve: decision.approve, reason: decision.approve ? undefined : decision.reason, checkpointId: resume.checkpointId });
+  }
+  for (const [callId, checkpoint] of Object.entries(resume.nested)) {
+    const decisions: Record<string, ApprovalDecision> = {};
+    for (const entry of checkpoint.pending) if (resume.decisions[entry.toolCallId]) decisions[entry.toolCallId] = resume.decisions[entry.toolCallId]!;
+    earlier.nested[callId] = { checkpoint, decisions };
+  }
+  return earlier;
+}
+
+/** Where a call stands after the gate: decided (run with these arguments, or this error result), or to be asked about. */
+type Gate = { preset: CallPreset; decided?: Decided } | { ask: PendingApproval } | undefined;
+
 /**
- * Runs one wave under the run's guardrails and approvals. Before any call starts: each call's tool
- * guardrail (a denied call gets `Tool denied by guardrail: <reason>`; rewritten arguments are
- * validated again), then its `needsApproval`. Calls needing approval emit `approval-request` and
- * either wait for `run.approve`/`run.reject` or, in interrupt mode, stop the wave before anything
- * ran. A resumed wave applies the given decisions and skips calls that already ran.
+ * One call through the wave's gate, the same on the first pass and on every resume: parse, bind
+ * and validate its arguments, its guardrails (which may deny or rewrite), then its approval. A
+ * decision from before applies to the arguments it was asked for only: a rejection stands, an
+ * approval of other arguments (the guardrail rewrites differently now) asks again. Undefined when
+ * the wave's own prepare reports the call (unknown tool, invalid arguments).
+ */
+async function gateCall(call: ToolCallPart, settings: WaveSettings, control: WaveControl, earlier: Earlier): Promise<Gate> {
+  const tool = settings.tools.get(call.name);
+  if (!tool) return undefined;
+  const prepared = await argumentsOf(call, tool, settings.inputs);
+  if (!prepared) return undefined;
+  const guarded = await guardCall(call, tool, prepared, settings, control);
+  if ("error" in guarded) return { preset: guarded };
+  const args = guarded.args;
+  const nested = earlier.nested[call.id];
+  if (nested) return { preset: { args, resume: nested } };
+  const request: PendingApproval = { toolCallId: call.id, toolName: call.name, arguments: args, argumentsHash: argumentsHash(call, args), agentPath: [...settings.agentPath] };
+  const decided = earlier.decided[call.id];
+  if (decided && (!decided.decision.approve || decided.request.argumentsHash === request.argumentsHash)) return { preset: decisionPreset(decided.decision, args), decided };
+  if (decided || earlier.asked.has(call.id)) return { ask: request };
+  const context: ApprovalContext = { toolCallId: call.id, toolName: call.name, runId: settings.run.runId, agentPath: settings.agentPath, inputs: settings.inputs };
+  if (matchesAny(control.needsApproval, call.name) || (tool.needsApproval && (await approvalNeeded(tool, args, context)))) return { ask: request };
+  return { preset: { args } };
+}
+
+/** A call's guardrails: `deniedTools`, then the tool guardrail (rewritten arguments are validated again). */
+async function guardCall(call: ToolCallPart, tool: Tool<any>, args: Record<string, unknown>, settings: WaveSettings, control: WaveControl): Promise<{ args: Record<string, unknown> } | Extract<CallPreset, { error: string }>> {
+  const { emit, run } = settings;
+  const deny = (reason: string) => {
+    emit({ type: "guardrail", runId: run.runId, guardrail: "tool", allowed: false, reason, toolCallId: call.id, name: call.name });
+    return { error: `Tool denied by guardrail: ${reason}`, kind: "guardrail" as const };
+  };
+  const denied = deniedByRule(control.guardrails?.deniedTools, call.name);
+  if (denied !== undefined) return deny(denied);
+  const guardrail = control.guardrails?.tool;
+  if (!guardrail) return { args };
+  const verdict = await evaluate("tool", guardrail, { toolName: call.name, toolCallId: call.id, arguments: args, agent: control.agent, runId: run.runId, inputs: settings.inputs });
+  if (!verdict.allow) return deny(verdict.reason);
+  if (!("arguments" in verdict)) return { args };
+  const validation = await validateArguments(tool, applyBindings(verdict.arguments, tool.bindings, settings.inputs));
+  if (!validation.ok) return deny(`rewritten arguments are invalid: ${validation.error}`);
+  emit({ type: "guardrail", runId: run.runId, guardrail: "tool", allowed: true, reason: "arguments rewritten", toolCallId: call.id, name: call.name });
+  return { args: validation.value };
+}
+
+/**
+ * Runs one wave under the run's guardrails and approvals. Before any call starts, each call passes
+ * the gate (`gateCall`). Calls needing approval emit `approval-request` and either wait for
+ * `run.approve`/`run.reject` or, in interrupt mode, stop the wave before anything ran. A resumed
+ * wave is this same pass again: every call that has not run passes the gate again (its guardrails
+ * asked again), with the decisions given; calls that already ran are not run again.
  */
 export async function runControlledWave(calls: ToolCallPart[], settings: WaveSettings, control: WaveControl): Promise<ControlledWave> {
   if (!needsGate(calls, settings, control)) return afterWave(calls, await runWave(calls, settings), {}, {});
   const { emit, run } = settings;
-  const resume = control.resume;
-  const done = { ...(resume?.done ?? {}) };
-  const decided: CheckpointWave["decided"] = { ...(resume?.decided ?? {}) };
-  const previouslyPending = new Map((resume?.pending ?? []).map((entry) => [entry.toolCallId, entry]));
-  for (const [callId, decision] of Object.entries(resume?.decisions ?? {})) {
-    const entry = previouslyPending.get(callId);
-    if (!entry || !calls.some((call) => call.id === callId)) continue; // a sub-agent's: passed down below
-    decided[callId] = { decision, request: entry };
-    emit({ type: "approval-decision", runId: run.runId, toolCallId: callId, name: entry.toolName, approve: decision.approve, reason: decision.approve ? undefined : decision.reason, checkpointId: resume!.checkpointId });
-  }
+  const done = { ...(control.resume?.done ?? {}) };
+  const earlier = earlierOf(calls, settings, control.resume);
+  const decided: CheckpointWave["decided"] = {};
   const presets = new Map<string, CallPreset>();
   const pending: PendingApproval[] = [];
   for (const call of calls) {
     if (done[call.id]) continue;
-    const nested = resume?.nested[call.id];
-    if (nested) {
-      const decisions: Record<string, ApprovalDecision> = {};
-      for (const entry of nested.pending) if (resume.decisions[entry.toolCallId]) decisions[entry.toolCallId] = resume.decisions[entry.toolCallId]!;
-      const tool = settings.tools.get(call.name);
-      const args = tool ? await argumentsOf(call, tool, settings.inputs) : undefined;
-      presets.set(call.id, { args: args ?? {}, resume: { checkpoint: nested, decisions } });
-      continue;
+    const gate = await gateCall(call, settings, control, earlier);
+    if (!gate) continue;
+    if ("ask" in gate) pending.push(gate.ask);
+    else {
+      presets.set(call.id, gate.preset);
+      if (gate.decided) decided[call.id] = gate.decided;
     }
-    const earlier = decided[call.id];
-    if (earlier) {
-      presets.set(call.id, decisionPreset(earlier.decision, earlier.request.arguments));
-      continue;
-    }
-    const asked = previouslyPending.get(call.id);
-    if (asked) {
-      pending.push(asked);
-      continue;
-    }
-    const tool = settings.tools.get(call.name);
-    if (!tool) continue;
-    let args = await argumentsOf(call, tool, settings.inputs);
-    if (!args) continue;
-    const denied = deniedByRule(control.guardrails?.deniedTools, call.name);
-    if (denied !== undefined) {
-      emit({ type: "guardrail", runId: run.runId, guardrail: "tool", allowed: false, reason: denied, toolCallId: call.id, name: call.name });
-      presets.set(call.id, { error: `Tool denied by guardrail: ${denied}`, kind: "guardrail" });
-      continue;
-    }
-    const guardrail = control.guardrails?.tool;
-    if (guardrail) {
-      const context = { toolName: call.name, toolCallId: call.id, arguments: args, agent: control.agent, runId: run.runId, inputs: settings.inputs };
-      const verdict = await evaluate("tool", guardrail, context);
-      if (!verdict.allow) {
-        emit({ type: "guardrail", runId: run.runId, guardrail: "tool", allowed: false, reason: verdict.reason, toolCallId: call.id, name: call.name });
-        presets.set(call.id, { error: `Tool denied by guardrail: ${verdict.reason}`, kind: "guardrail" });
-        continue;
-      }
-      if ("arguments" in verdict) {
-        const validation = await validateArguments(tool, applyBindings(verdict.arguments, tool.bindings, settings.inputs));
-        if (!validation.ok) {
-          const reason = `rewritten arguments are invalid: ${validation.error}`;
-          emit({ type: "guardrail", runId: run.runId, guardrail: "tool", allowed: false, reason, toolCallId: call.id, name: call.name });
-          presets.set(call.id, { error: `Tool denied by guardrail: ${reason}`, kind: "guardrail" });
-          continue;
-        }
-        args = validation.value;
-        emit({ type: "guardrail", runId: run.runId, guardrail: "tool", allowed: true, reason: "arguments rewritten", toolCallId: call.id, name: call.name });
-      }
-    }
-    const context: ApprovalContext = { toolCallId: call.id, toolName: call.name, runId: run.runId, agentPath: settings.agentPath, inputs: settings.inputs };
-    if (matchesAny(control.needsApproval, call.name) || (tool.needsApproval && (await approvalNeeded(tool, args, context)))) {
-      pending.push({ toolCallId: call.id, toolName: call.name, arguments: args, argumentsHash: argumentsHash(call, args), agentPath: [...settings.agentPath] });
-    } else presets.set(call.id, { args });
   }
   if (pending.length > 0) {
     const { broker, mode, timeoutMs } = control.approvals;

@@ -54,6 +54,8 @@ export interface RunCheckpoint {
     /** Model calls and waves of the current input (its limits go on counting from here). */
     inputTurns: number;
     inputRounds: number;
+    /** Index of the current input's user message in `messages` (absent in checkpoints made before it was kept). */
+    inputStart?: number;
     loopWarnings: number;
     signatures: string[];
     usage: Usage;

@@ -184,7 +184,10 @@ export class ContextWindow {
       count++;
     }
     if (count === 0) return request;
-    const removedIndexes = units.slice(0, count).flat();
+    const removedIndexes = units
+      .slice(0, count)
+      .flat()
+      .sort((a, b) => a - b);
     const removed = removedIndexes.map((index) => messages[index]!);
     const removal = await this.removal(removed, window, strategy);
     const dropped = new Set(removedIndexes);
@@ -252,8 +255,17 @@ const summaryFailure = new WeakMap<Removal, string>();
 /**
  * The indexes of the messages that may be removed, in units, oldest first: exchanges before the
  * current input, tool rounds within it; never a system message, the input or the current wave.
+ * A tool result and the assistant message that asked for it are never apart: a result goes in its
+ * call's unit wherever it stands (a history may put a message between them), and the current wave
+ * reaches back to the call of every result it holds.
  */
 export function removableUnits(messages: readonly Message[], inputIndex: number): number[][] {
+  // Where each tool call was asked.
+  const askedAt = new Map<string, number>();
+  for (let index = 0; index < messages.length; index++) {
+    const message = messages[index]!;
+    if (message.role === "assistant") for (const part of message.content) if (part.type === "tool-call") askedAt.set(part.id, index);
+  }
   let waveStart = messages.length;
   for (let index = messages.length - 1; index > inputIndex; index--) {
     if (messages[index]!.role === "assistant") {
@@ -261,7 +273,13 @@ export function removableUnits(messages: readonly Message[], inputIndex: number)
       break;
     }
   }
+  // Scanning back, a result of the kept tail keeps its call (and what lies between) too.
+  for (let index = messages.length - 1; index >= waveStart; index--) {
+    const message = messages[index]!;
+    if (message.role === "tool") waveStart = Math.min(waveStart, askedAt.get(message.toolCallId) ?? waveStart);
+  }
   const units: number[][] = [];
+  const unitOf = new Map<number, number[]>();
   let unit: number[] | undefined;
   for (let index = 0; index < waveStart; index++) {
     const message = messages[index]!;
@@ -270,12 +288,18 @@ export function removableUnits(messages: readonly Message[], inputIndex: number)
       continue;
     }
     if (message.role === "system") continue;
+    const asked = message.role === "tool" ? unitOf.get(askedAt.get(message.toolCallId) ?? -1) : undefined;
+    if (asked && asked !== unit) {
+      asked.push(index); // goes with its call, out of the unit it stands in
+      continue;
+    }
     const starts = index < inputIndex ? message.role === "user" : message.role === "assistant";
     if (starts || !unit) {
       unit = [];
       units.push(unit);
     }
     unit.push(index);
+    unitOf.set(index, unit);
   }
   return units;
 }

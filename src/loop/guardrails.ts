@@ -94,24 +94,44 @@ export function deniedByRule(rules: readonly ToolDenyRule[] | undefined, toolNam
 }
 
 /**
- * Runs one guardrail. A guardrail that throws, or answers something that is not a verdict, denies
- * (fail closed): the reason says what went wrong.
+ * Runs one guardrail. A guardrail that throws, or answers something that is not a verdict (`{}`,
+ * `{ allow: "false" }`, null, a string, a tool guardrail's `arguments` that are not an object),
+ * denies (fail closed): the reason names what it returned.
  */
 export async function evaluate<V extends GuardrailVerdict | ToolGuardrailVerdict>(
   which: "input" | "output" | "tool",
   guardrail: (context: any) => V | Promise<V>,
   context: unknown,
 ): Promise<V | { allow: false; reason: string }> {
+  let verdict: unknown;
   try {
-    const verdict = await guardrail(context);
-    if (verdict && typeof verdict === "object" && verdict.allow === true) return verdict;
-    if (verdict && typeof verdict === "object" && verdict.allow === false) {
-      const reason = (verdict as { reason?: unknown }).reason;
-      return { allow: false, reason: typeof reason === "string" && reason ? reason : `denied by the ${which} guardrail` };
-    }
-    return { allow: false, reason: `the ${which} guardrail returned ${JSON.stringify(verdict)}, not { allow: boolean }` };
+    verdict = await guardrail(context);
   } catch (error) {
     return { allow: false, reason: `the ${which} guardrail failed: ${error instanceof Error ? error.message : String(error)}` };
+  }
+  const value = verdict as { allow?: unknown; reason?: unknown; arguments?: unknown } | null;
+  if (value && typeof value === "object" && value.allow === true) {
+    const args = value.arguments;
+    if (!("arguments" in value) || (which === "tool" && args !== null && typeof args === "object" && !Array.isArray(args))) return verdict as V;
+    const expected = which === "tool" ? "{ allow: true, arguments: { … } } with an object of arguments" : "{ allow: true } without arguments";
+    return { allow: false, reason: `the ${which} guardrail returned a malformed verdict ${describe(verdict)}, not ${expected}` };
+  }
+  if (value && typeof value === "object" && value.allow === false) {
+    const reason = value.reason;
+    return { allow: false, reason: typeof reason === "string" && reason ? reason : `denied by the ${which} guardrail` };
+  }
+  return { allow: false, reason: `the ${which} guardrail returned a malformed verdict ${describe(verdict)}, not { allow: true } or { allow: false, reason }` };
+}
+
+/** A verdict as text for an error message, whatever it is (undefined, circular, a BigInt, a function). */
+function describe(value: unknown): string {
+  if (value === undefined) return "undefined";
+  if (typeof value === "function") return "a function";
+  try {
+    const text = JSON.stringify(value, (_key, item) => (typeof item === "bigint" ? `${item}n` : item));
+    return text.length > 200 ? `${text.slice(0, 200)}…` : text;
+  } catch {
+    return String(value);
   }
 }
 

@@ -107,6 +107,49 @@ test("the current input and the current wave are never removed; older rounds of 
   assert.ok(ofType(events, "context-trimmed").length >= 1);
 });
 
+test("no slack: when the current wave alone is over budget, every older round goes but the wave's call stays with its result", async () => {
+  const echo = defineTool({ name: "echo", description: "echo", parameters: { type: "object", properties: { n: {} } }, execute: ({ n }) => `result ${String(n)}` });
+  const model = new ScriptedModel([calls(["echo", { n: 1 }, "c1"]), calls(["echo", { n: 2 }, "c2"]), "done"]);
+  // A tool result weighs 100, any other message 1: the last wave's result alone is twice the budget.
+  const estimator = (message: Message) => (message.role === "tool" ? 100 : 1);
+  const run = new Agent({ model, tools: [echo], context: { maxTokens: 50, reserveTokens: 0, useReportedUsage: false, estimator } }).run("the input");
+  const events = await eventsOf(run);
+  assert.equal((await run).state, "COMPLETED");
+  const last = model.requests.at(-1)!.messages;
+  assertPairsIntact(last);
+  assert.deepEqual(
+    last.map((message) => message.role),
+    ["user", "user", "assistant", "tool"],
+    "the input, the marker, then the wave c2 whole",
+  );
+  assert.equal(textOf(last[0]!), "the input");
+  assert.equal(((last[2] as AssistantMessage).content[0] as { id: string }).id, "c2");
+  assert.deepEqual(ofType(events, "context-trimmed").at(-1)!.removedIndexes, [1, 2], "only the older round left");
+});
+
+test("a result stays with its call when a history puts a message between them", async () => {
+  const interleaved: Message[] = [
+    { role: "user", content: "q1" },
+    { role: "assistant", content: [{ type: "tool-call", id: "h1", name: "lookup", arguments: "{}" }] },
+    { role: "user", content: "a note sent while the tool ran" },
+    { role: "tool", toolCallId: "h1", toolName: "lookup", content: "the big result" },
+    { role: "assistant", content: [{ type: "text", text: "a1" }] },
+    { role: "user", content: "q2" },
+    { role: "assistant", content: [{ type: "text", text: "a2" }] },
+  ];
+  const model = new ScriptedModel(["ok"]);
+  const estimator = (message: Message) => (message.role === "tool" ? 50 : 10);
+  // 120 in all: leaving out the first exchange (q1 and the call) would be enough, but not without the call's result.
+  const run = new Agent({ model, tools: [lookup], context: { maxTokens: 105, reserveTokens: 0, useReportedUsage: false, estimator } }).run("now", { history: interleaved });
+  const events = await eventsOf(run);
+  assert.equal((await run).state, "COMPLETED");
+  const sent = model.requests[0]!.messages;
+  assertPairsIntact(sent);
+  assert.ok(!sent.some((message) => message.role === "tool"), "the result left with its call");
+  assert.deepEqual(ofType(events, "context-trimmed")[0]!.removedIndexes, [0, 1, 3]);
+  assert.equal(textOf(sent.at(-1)!), "now");
+});
+
 test("system messages stay where they are and as they are, never merged or removed", async () => {
   const model = new ScriptedModel(["ok"]);
   const withSystem: Message[] = [...history().slice(0, 2), { role: "system", content: "mid-history note" }, ...history().slice(2)];

@@ -197,3 +197,68 @@ test("bad guardrail settings throw at construction, naming the problem", () => {
   assert.throws(() => new Agent({ model, guardrails: { deniedTools: [{ tools: "x" }] as never } }), /deniedTools entry needs tools .* and a reason/);
   assert.throws(() => new Agent({ model, onApproval: "later" as never }), /onApproval must be "wait" or "interrupt"/);
 });
+
+// Issue 27, item 2: a verdict that is not one fails closed, and the reason names what came back.
+const malformed: Array<[label: string, verdict: unknown, named: RegExp]> = [
+  ["an empty object", {}, /returned a malformed verdict \{\}/],
+  ['allow as the string "false"', { allow: "false" }, /returned a malformed verdict \{"allow":"false"\}/],
+  ['allow as the string "true"', { allow: "true" }, /returned a malformed verdict \{"allow":"true"\}/],
+  ["null", null, /returned a malformed verdict null/],
+  ["undefined", undefined, /returned a malformed verdict undefined/],
+  ["a string", "yes", /returned a malformed verdict "yes"/],
+  ["a boolean", true, /returned a malformed verdict true/],
+  ["a BigInt inside", { allow: 1n }, /returned a malformed verdict \{"allow":"1n"\}/],
+];
+
+test("tool guardrail: a malformed verdict denies the call with a tool error naming it; the other calls run", async () => {
+  for (const [label, verdict, named] of malformed) {
+    const read = counter("read_file");
+    const agent = new Agent({
+      model: new ScriptedModel([calls(["read_file", { path: "a" }, "bad"], ["read_file", { path: "b" }, "good"]), "done"]),
+      tools: [read.tool],
+      guardrails: { tool: ({ toolCallId }) => (toolCallId === "bad" ? (verdict as never) : { allow: true }) },
+    });
+    const run = agent.run("read");
+    const events = await eventsOf(run);
+    const result = await run;
+    assert.equal(result.state, "COMPLETED", label);
+    assert.deepEqual(read.ran, [{ path: "b" }], `${label}: the call with the malformed verdict did not run`);
+    const [error] = ofType(events, "tool-error");
+    assert.equal(error?.toolCallId, "bad", label);
+    assert.equal(error?.kind, "guardrail", label);
+    assert.match(error!.message, /^Tool denied by guardrail: the tool guardrail returned a malformed verdict/, label);
+    assert.match(error!.message, named, label);
+    assert.equal(resultsOf(result.messages)[0]!.content, error!.message, label);
+  }
+});
+
+test("tool guardrail: rewritten arguments that are not an object deny, naming the verdict", async () => {
+  for (const args of [undefined, null, "path=x", ["x"]]) {
+    const read = counter("read_file");
+    const agent = new Agent({ model: new ScriptedModel([calls(["read_file", { path: "a" }, "c"]), "done"]), tools: [read.tool], guardrails: { tool: () => ({ allow: true, arguments: args }) as never } });
+    const result = await agent.run("read");
+    assert.equal(result.state, "COMPLETED");
+    assert.deepEqual(read.ran, [], JSON.stringify(args));
+    assert.match(String(resultsOf(result.messages)[0]!.content), /^Tool denied by guardrail: the tool guardrail returned a malformed verdict \{"allow":true.*with an object of arguments$/);
+  }
+});
+
+test("input and output guardrails: a malformed verdict ends the run GUARDRAIL naming it; nothing of the answer is sent", async () => {
+  for (const [label, verdict, named] of malformed) {
+    const inputModel = new ScriptedModel(["never asked"]);
+    const input = await new Agent({ model: inputModel, guardrails: { input: () => verdict as never } }).run("hi");
+    assert.equal(input.state, "GUARDRAIL", label);
+    assert.match(input.reason, /^input guardrail: the input guardrail returned a malformed verdict /, label);
+    assert.match(input.reason, named, label);
+    assert.equal(inputModel.requests.length, 0, `${label}: no model call`);
+
+    const run = new Agent({ model: new ScriptedModel(["the answer"]), guardrails: { output: () => verdict as never } }).run("hi");
+    const events = await eventsOf(run);
+    const output = await run;
+    assert.equal(output.state, "GUARDRAIL", label);
+    assert.match(output.reason, /^output guardrail: the output guardrail returned a malformed verdict /, label);
+    assert.match(output.reason, named, label);
+    assert.equal(ofType(events, "text-delta").length, 0, `${label}: the answer was not streamed`);
+    assert.equal(output.text, "", label);
+  }
+});

@@ -70,3 +70,23 @@ test("interrupt in one process, resume in another: each approved call runs exact
     await store.close();
   }
 });
+
+test("in a new process the resume applies that process's guardrails to every call of the wave: a denied call never runs", async () => {
+  const base = { MEMORY_TYPE: "memory", SCENARIO: "guarded", DENY: "wipe" };
+  for (const [label, resumeDeny, expected] of [
+    ["the same policy", "wipe", "pay\nlook\n"],
+    ["pay denied since the interruption", "wipe,pay", "look\n"],
+  ] as const) {
+    const countFile = join(root, `guarded-${resumeDeny}.txt`);
+    const checkpointFile = join(root, `guarded-${resumeDeny}.json`);
+    writeFileSync(countFile, "");
+    const env = { ...base, SESSION_ID: `guarded-${resumeDeny}`, COUNT_FILE: countFile, CHECKPOINT_FILE: checkpointFile };
+    assert.deepEqual(await step({ ...env, MODE: "start" }), { state: "INTERRUPTED" }, label);
+    const resumed = await step({ ...env, DENY: resumeDeny, MODE: "resume", DECISIONS: JSON.stringify({ c_pay: { approve: true } }) });
+    assert.equal(resumed.state, "COMPLETED", label);
+    assert.equal(readFileSync(countFile, "utf8"), expected, label);
+    const results = resumed.results as unknown as Array<[string, string]>;
+    assert.deepEqual(results[1], ["c_wipe", "Tool denied by guardrail: wipe is denied here"], label);
+    if (resumeDeny.includes("pay")) assert.deepEqual(results[0], ["c_pay", "Tool denied by guardrail: pay is denied here"], label);
+  }
+});

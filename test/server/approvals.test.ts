@@ -164,3 +164,51 @@ describe("guardrails through the server", () => {
     }
   });
 });
+
+describe("guardrails across POST /v1/approvals", () => {
+  it("every call of the resumed wave passes the resuming replica's guardrails (code and agent file): a denied call never runs, approved or not", async () => {
+    const ran: string[] = [];
+    const tool = (name: string, needsApproval = false) =>
+      defineTool({
+        name,
+        description: name,
+        parameters: { type: "object" },
+        needsApproval,
+        execute: () => {
+          ran.push(name);
+          return `${name} done`;
+        },
+      });
+    const tools = [tool("pay", true), tool("refund", true), tool("wipe"), tool("purge"), tool("look")];
+    const wave = ["pay", "refund", "wipe", "purge", "look"].map((name) => ({ id: `c_${name}`, name, arguments: {} }));
+    const denied = new Set(["wipe"]);
+    const build = (model: ScriptedModel) => ({
+      file: { guardrails: { deniedTools: [{ tools: "pur*", reason: "purging is off" }] } },
+      build: { model, tools, guardrails: { tool: ({ toolName }: { toolName: string }) => (denied.has(toolName) ? { allow: false as const, reason: `${toolName} is denied` } : { allow: true as const }) } },
+    });
+    const env = { AGENT_NAME: "shop", MEMORY_TYPE: "postgres", MEMORY_POSTGRES_URL: postgresUrl(), MEMORY_POSTGRES_SCHEMA: uniqueSchema("guarded_approvals") };
+    const script = [JSON.stringify({ tool_calls: wave }), "Settled."];
+    const [first, second] = await Promise.all([0, 1].map(() => startTestServer(env, build(new ScriptedModel(script)))));
+    try {
+      const response = await postJson(`${first.url}/v1/chat/completions`, { session_id: "shop-1", stream: false, messages: [{ role: "user", content: "settle" }] });
+      const body = (await response.json()) as { choices: Array<{ finish_reason: string }>; approval_required: ApprovalRequired };
+      assert.equal(body.choices[0]!.finish_reason, "approval_required");
+      assert.deepEqual(
+        body.approval_required.pending.map((entry) => entry.tool_call_id),
+        ["c_pay", "c_refund"],
+      );
+      assert.deepEqual(ran, []);
+      denied.add("refund"); // the policy changed while the approvals waited
+      const resumed = await postJson(`${second.url}/v1/approvals`, { session_id: "shop-1", decisions: { c_pay: { approve: true }, c_refund: { approve: true } } });
+      assert.equal(resumed.status, 200);
+      const data = sseData(await resumed.text());
+      assert.equal(data.at(-1), "[DONE]");
+      assert.deepEqual(ran, ["pay", "look"]);
+      const events = (await (await fetch(`${second.url}/memory/events?session_id=shop-1`)).json()) as { events: Array<{ event_type: string; content: unknown }> };
+      const results = events.events.filter((event) => event.event_type === "tool_result").map((event) => (event.content as { result: string }).result);
+      assert.deepEqual(results, ["pay done", "Tool denied by guardrail: refund is denied", "Tool denied by guardrail: wipe is denied", "Tool denied by guardrail: purging is off", "look done"]);
+    } finally {
+      await Promise.all([first.close(), second.close()]);
+    }
+  });
+});
