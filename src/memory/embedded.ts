@@ -23,7 +23,7 @@ import {
   defaultEmbeddedPath,
   type EventQuery,
   isoOf,
-  jsonCopy,
+  prepareSessionMetadata,
   type LatestEventsQuery,
   type MemoryEvent,
   type MemoryLimits,
@@ -366,7 +366,7 @@ export class EmbeddedMemoryStore implements MemoryStore {
   async createSession(sessionId?: string, metadata: Record<string, unknown> = {}): Promise<SessionInfo> {
     this.check();
     const id = checkSessionId(sessionId ?? newSessionId());
-    const metadataJson = JSON.stringify(jsonCopy(metadata, "session metadata"));
+    const metadataJson = JSON.stringify(prepareSessionMetadata(metadata));
     if (this.busy) await this.untilWritable();
     this.flushPending();
     this.guard(() =>

@@ -5,7 +5,7 @@ import {
   closedError,
   type EventQuery,
   isoOf,
-  jsonCopy,
+  prepareSessionMetadata,
   type LatestEventsQuery,
   type MemoryEvent,
   type MemoryLimits,
@@ -63,7 +63,7 @@ export class InMemoryStore implements MemoryStore {
     this.prune();
     const existing = this.sessions.get(id);
     if (existing) return this.info(existing);
-    const session = this.create(id, jsonCopy(metadata, "session metadata") as Record<string, unknown>, new Date().toISOString());
+    const session = this.create(id, prepareSessionMetadata(metadata), new Date().toISOString());
     return this.info(session);
   }
 

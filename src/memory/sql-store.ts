@@ -8,7 +8,7 @@ import {
   checkSessionId,
   closedError,
   type EventQuery,
-  jsonCopy,
+  prepareSessionMetadata,
   type LatestEventsQuery,
   type MemoryEvent,
   type MemoryEventMetadata,
@@ -212,7 +212,7 @@ export class SqlMemoryStore implements MemoryStore {
   async createSession(sessionId?: string, metadata: Record<string, unknown> = {}): Promise<SessionInfo> {
     this.check();
     const id = checkSessionId(sessionId ?? newSessionId());
-    const metadataJson = JSON.stringify(jsonCopy(metadata, "session metadata"));
+    const metadataJson = JSON.stringify(prepareSessionMetadata(metadata));
     return this.run(async () => {
       await this.maybePrune();
       await this.database.transaction(async (tx) => {

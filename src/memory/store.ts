@@ -372,6 +372,19 @@ export function withSeq(event: Omit<MemoryEvent, "seq">, seq: number): MemoryEve
   };
 }
 
+/**
+ * A session's metadata as every store keeps it: a JSON copy of an object, its text made storable
+ * (NUL and lone surrogates become U+FFFD, as in events). Anything but an object is refused, as an
+ * event's metadata is (PostgreSQL would keep a string, SQLite a null, the in-memory store either).
+ */
+export function prepareSessionMetadata(metadata: unknown): Record<string, unknown> {
+  const copy = jsonCopy(metadata ?? {}, "session metadata");
+  if (typeof copy !== "object" || copy === null || Array.isArray(copy)) {
+    throw new AgentLoopError("invalid_request", "memory: session metadata must be an object");
+  }
+  return copy as Record<string, unknown>;
+}
+
 /** Validates an append's arguments and every event before anything is stored (an append is all or nothing). */
 export function prepareAppend(sessionId: string, events: readonly NewMemoryEvent[]): Array<Omit<MemoryEvent, "seq">> {
   checkSessionId(sessionId);
