@@ -19,6 +19,7 @@ import { ChatStreamEncoder } from "../chat-encoder.js";
 import { readJson, type ServerContext, unixSeconds } from "../context.js";
 import { runResultOf } from "../durable-runs.js";
 import { badRequest, HttpError, notFound } from "../http-errors.js";
+import { optionalSessionIdParam } from "../session-id.js";
 import type { ApprovalDecision } from "../../loop/checkpoint.js";
 import type { Message } from "../../messages.js";
 import { completionOf } from "./chat-completions.js";
@@ -200,7 +201,8 @@ export function runRoutes(server: ServerContext): Hono {
     if (status !== undefined && !STATUSES.includes(status)) throw badRequest(`status must be one of ${STATUSES.join(", ")}, got "${c.req.query("status")}"`, "status", "invalid_status");
     const limitParam = c.req.query("limit");
     if (limitParam !== undefined && (!/^\d+$/.test(limitParam) || Number(limitParam) < 1)) throw badRequest("limit must be a positive integer", "limit", "invalid_limit");
-    const runs = await durableOf(server).list({ status, sessionId: c.req.query("session_id") || undefined, limit: limitParam ? Math.min(Number(limitParam), 1000) : 100 });
+    const sessionId = optionalSessionIdParam(c.req.queries("session_id"), "session_id");
+    const runs = await durableOf(server).list({ status, sessionId, limit: limitParam ? Math.min(Number(limitParam), 1000) : 100 });
     return c.json({ runs, total: runs.length });
   });
 
