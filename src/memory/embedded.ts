@@ -19,6 +19,7 @@ import {
   checkAfterSeq,
   checkLimit,
   checkSessionId,
+  checkTypes,
   closedError,
   defaultEmbeddedPath,
   type EventQuery,
@@ -727,7 +728,8 @@ export class EmbeddedMemoryStore implements MemoryStore {
     checkSessionId(sessionId);
     const limit = checkLimit(query.limit);
     const afterSeq = checkAfterSeq(query.afterSeq);
-    const types = query.types ? JSON.stringify([...query.types]) : null;
+    const filter = checkTypes(query.types);
+    const types = filter ? JSON.stringify(filter) : null;
     if (this.busy) await this.untilWritable();
     this.flushPending();
     return this.guard(() => {
@@ -746,7 +748,8 @@ export class EmbeddedMemoryStore implements MemoryStore {
   async latestEvents(query: LatestEventsQuery = {}): Promise<MemoryEvent[]> {
     this.check();
     const limit = checkLimit(query.limit) ?? 100;
-    const types = query.types ? JSON.stringify([...query.types]) : null;
+    const filter = checkTypes(query.types);
+    const types = filter ? JSON.stringify(filter) : null;
     if (this.busy) await this.untilWritable();
     this.flushPending();
     return this.guard(() => {

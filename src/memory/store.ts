@@ -421,6 +421,19 @@ export function checkLimit(limit: number | undefined, name = "limit"): number | 
   return limit;
 }
 
+/**
+ * A query's `types` filter: an array of strings, each made storable as an event type is when it is
+ * written (NUL and lone surrogates as U+FFFD), so a filter finds what was stored under that name in
+ * every store (PostgreSQL refused a NUL in it; the others matched nothing). Anything else is refused.
+ */
+export function checkTypes(types: readonly string[] | undefined): string[] | undefined {
+  if (types === undefined) return undefined;
+  if (!Array.isArray(types) || !types.every((type) => typeof type === "string")) {
+    throw new AgentLoopError("invalid_request", "memory: types must be an array of event type names (strings)");
+  }
+  return types.map(storableText);
+}
+
 export function checkAfterSeq(afterSeq: number | undefined): number | undefined {
   if (afterSeq === undefined) return undefined;
   if (!Number.isInteger(afterSeq) || afterSeq < 0) throw new AgentLoopError("invalid_request", "memory: afterSeq must be a non-negative integer");

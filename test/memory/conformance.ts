@@ -380,6 +380,30 @@ export function memoryStoreConformance(name: string, factory: StoreFactory): voi
       });
     });
 
+    it("reads a types filter as event types are written (NUL and lone surrogates as U+FFFD), the same in every store, and refuses one that is not a list of names", async () => {
+      await withStore(factory, undefined, async (store) => {
+        await store.append("s", [
+          { event_type: "a\u0000b", content: 1 },
+          { event_type: "c\ud800", content: 2 },
+          { event_type: "plain", content: 3 },
+        ]);
+        for (const [types, expected] of [
+          [["a\u0000b"], [1]],
+          [["a\uFFFDb"], [1]],
+          [["c\ud800", "plain"], [2, 3]],
+          [[], []],
+        ] as Array<[string[], number[]]>) {
+          assert.deepEqual((await store.events("s", { types })).map((event) => event.content), expected, JSON.stringify(types));
+          assert.deepEqual((await store.latestEvents({ types })).map((event) => event.content), expected, JSON.stringify(types));
+        }
+        // A string is not a list: "plain" would be read as its letters by one store and as one name by another.
+        for (const types of ["plain", [42], [null], "x" as unknown]) {
+          await rejectsWith(store.events("s", { types: types as never }), "invalid_request", /types must be an array of event type names/);
+          await rejectsWith(store.latestEvents({ types: types as never }), "invalid_request", /types must be an array of event type names/);
+        }
+      });
+    });
+
     it("serializes concurrent appends to one session without gaps or duplicates", async () => {
       await withStore(factory, undefined, async (store) => {
         await Promise.all(Array.from({ length: 40 }, (_, index) => store.append("s", [{ event_type: "x", content: index }, { event_type: "y", content: index }])));
