@@ -35,7 +35,7 @@ describe("hostile input on the wire", () => {
     );
   });
 
-  // Hostile session ids on every route that takes one: session-id-routes.test.ts.
+  // Hostile session ids on every route that takes one: hostile-ids.test.ts.
 
   it("refuses ../../etc/passwd as an A2A contextId with a 400 naming it, and runs nothing", async () => {
     const before = (await store.listSessions()).length;

@@ -185,6 +185,16 @@ function runIdOf(c: Context): string {
   return runId;
 }
 
+const MAX_EXECUTOR_IDS = 100;
+const EXECUTOR_ID_MAX_LENGTH = 256;
+
+/**
+ * An executor id a recovery may name: any text `DURABLE_EXECUTOR_ID` can hold (a host name by
+ * default), but none that PostgreSQL cannot take as text (a NUL made DBOS's query fail: a 500).
+ */
+const isExecutorId = (id: unknown): id is string =>
+  typeof id === "string" && id !== "" && id.length <= EXECUTOR_ID_MAX_LENGTH && id.isWellFormed() && !/[\u0000-\u001f\u007f]/.test(id);
+
 const STATUSES = ["ENQUEUED", "PENDING", "SUCCESS", "ERROR", "CANCELLED", "MAX_RECOVERY_ATTEMPTS_EXCEEDED"];
 
 export function runRoutes(server: ServerContext): Hono {
@@ -209,17 +219,28 @@ export function runRoutes(server: ServerContext): Hono {
   app.post("/v1/runs/recover", async (c) => {
     const body = (await readJson(c)) as { executor_id?: unknown } | null;
     const ids = typeof body?.executor_id === "string" ? [body.executor_id] : body?.executor_id;
-    if (!Array.isArray(ids) || ids.length === 0 || !ids.every((id) => typeof id === "string" && id !== "")) {
-      throw badRequest('executor_id must be an executor id or a list of them, e.g. { "executor_id": "replica-0" }', "executor_id", "invalid_executor_id");
+    if (!Array.isArray(ids) || ids.length === 0 || ids.length > MAX_EXECUTOR_IDS || !ids.every(isExecutorId)) {
+      throw badRequest(
+        `executor_id must be an executor id or a list of 1-${MAX_EXECUTOR_IDS} of them (each 1-${EXECUTOR_ID_MAX_LENGTH} characters, without control characters or lone surrogates), e.g. { "executor_id": "replica-0" }`,
+        "executor_id",
+        "invalid_executor_id",
+      );
     }
     const recovered = await durableOf(server).recover(ids as string[]);
     server.log(`[${server.settings.name}] recovered ${recovered.length} run(s) of executor(s) ${ids.join(", ")}`);
     return c.json({ recovered, total: recovered.length });
   });
 
-  app.get("/v1/runs/:run_id", async (c) => c.json(await durableOf(server).show(runIdOf(c))));
+  // The run id is checked first (400), then whether durable runs are on (404), as on every run route.
+  app.get("/v1/runs/:run_id", async (c) => {
+    const runId = runIdOf(c);
+    return c.json(await durableOf(server).show(runId));
+  });
 
-  app.post("/v1/runs/:run_id/cancel", async (c) => c.json(await durableOf(server).cancel(runIdOf(c))));
+  app.post("/v1/runs/:run_id/cancel", async (c) => {
+    const runId = runIdOf(c);
+    return c.json(await durableOf(server).cancel(runId));
+  });
 
   app.post("/v1/runs/:run_id/resume", async (c) => {
     const runId = runIdOf(c);

@@ -1,6 +1,7 @@
 // Issue 27, item 7 and its class: every route that takes a session id (in a body, a header, a query
 // or an A2A contextId) refuses a hostile one with a 400 naming where it came from, through real HTTP
 // (and AgentServer.fetch for the chat route's web-standard twin). Never a 5xx, and nothing stored.
+// The same for the other ids a client names: a run id (the run routes) and an executor id (recovery).
 import assert from "node:assert/strict";
 import { request } from "node:http";
 import { connect } from "node:net";
@@ -175,7 +176,7 @@ const ROUTES: Route[] = [
   a2aRoute("/", "params.message.contextId"),
 ];
 
-describe("a hostile session id, on every route that takes one", () => {
+describe("a hostile id (session, run, executor), on every route that takes one", () => {
   let test: TestServer;
   const store = new InMemoryStore();
   before(async () => {
@@ -219,6 +220,62 @@ describe("a hostile session id, on every route that takes one", () => {
       });
     }
   }
+
+  // A run id in the path: checked before whether durable runs are on (this server has them off).
+  const RUN_PATHS: Array<[string, (id: string) => string]> = [
+    ["GET", (id) => `/v1/runs/${id}`],
+    ["GET", (id) => `/v1/runs/${id}/events`],
+    ["POST", (id) => `/v1/runs/${id}/cancel`],
+    ["POST", (id) => `/v1/runs/${id}/resume`],
+  ];
+  const RUN_IDS: Array<[string, string]> = [
+    ["a lone surrogate", "run_%ED%A0%80"],
+    ["a NUL character", "run_a%00b"],
+    ["too long (201 characters)", "r".repeat(201)],
+    ["a path traversal", "..%2F..%2Fetc%2Fpasswd"],
+  ];
+  for (const [method, pathOf] of RUN_PATHS) {
+    for (const [name, id] of RUN_IDS) {
+      it(`${method} ${pathOf("{run_id}")}: ${name} as the run id gets a 400 naming run_id`, async () => {
+        const answer = await httpRequest(test.url, method, pathOf(id), {});
+        assert.equal(answer.status, 400, answer.text);
+        const { error } = JSON.parse(answer.text);
+        assert.equal(error.code, "invalid_run_id");
+        assert.equal(error.param, "run_id");
+        assert.match(error.message, /^run_id must be 1-200 letters, digits or _\.:-/);
+      });
+    }
+  }
+
+  // An executor id goes to DBOS's queries on PostgreSQL: a NUL there was a 500 on a durable server.
+  const EXECUTOR_IDS: Array<[string, unknown]> = [
+    ["a NUL character", "replica\u00000"],
+    ["a lone surrogate", "replica-\ud800"],
+    ["a control character", "replica\n0"],
+    ["too long (257 characters)", "r".repeat(257)],
+    ["empty", ""],
+    ["not a string", 42],
+    ["a list with one bad id", ["replica-0", "bad\u0000"]],
+    ["an empty list", []],
+    ["a list of 101 ids", Array.from({ length: 101 }, (_, index) => `replica-${index}`)],
+  ];
+  for (const [name, executorId] of EXECUTOR_IDS) {
+    it(`POST /v1/runs/recover: ${name} as the executor_id gets a 400 naming executor_id`, async () => {
+      const answer = await httpRequest(test.url, "POST", "/v1/runs/recover", json, JSON.stringify({ executor_id: executorId }));
+      assert.equal(answer.status, 400, answer.text);
+      const { error } = JSON.parse(answer.text);
+      assert.equal(error.code, "invalid_executor_id");
+      assert.equal(error.param, "executor_id");
+      assert.match(error.message, /^executor_id must be an executor id or a list of 1-100 of them \(each 1-256 characters, without control characters or lone surrogates\)/);
+    });
+  }
+  it("POST /v1/runs/recover: a valid executor id passes the check (durable runs are off here: 404)", async () => {
+    for (const executorId of ["replica-0", "host.example.com", ["a", "b"], "r".repeat(256)]) {
+      const answer = await httpRequest(test.url, "POST", "/v1/runs/recover", json, JSON.stringify({ executor_id: executorId }));
+      assert.equal(answer.status, 404, answer.text);
+      assert.equal(JSON.parse(answer.text).error.code, "durable_off");
+    }
+  });
 
   it("logged no unexpected error", () => {
     assert.deepEqual(
