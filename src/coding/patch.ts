@@ -340,11 +340,13 @@ async function writePlanned(planned: Map<string, string | null>): Promise<void> 
   }
 }
 
-/** `outermost`, then each folder below it down to `innermost` (a folder inside it, or itself). */
+/** `outermost`, then each folder below it down to `innermost` (a folder inside it, or itself); none when it is not inside. */
 function foldersBetween(outermost: string, innermost: string): string[] {
   const chain = [innermost];
-  for (let folder = innermost; folder !== outermost && dirname(folder) !== folder; ) {
-    folder = dirname(folder);
+  for (let folder = innermost; folder !== outermost; ) {
+    const parent = dirname(folder);
+    if (parent === folder) return [];
+    folder = parent;
     chain.push(folder);
   }
   return chain.reverse();
