@@ -8,6 +8,7 @@ import { connect } from "node:net";
 import { after, before, describe, it } from "node:test";
 import { InMemoryStore } from "../../src/memory/index.js";
 import { startTestServer, type TestServer } from "./helpers.js";
+import { registeredRoutes } from "./registered-routes.js";
 
 interface Answer {
   status: number;
@@ -173,8 +174,28 @@ const ROUTES: Route[] = [
   queryRoute("/v1/runs", 404),
   a2aRoute("/a2a", "params.message.contextId"),
   a2aRoute("/a2a", "params.contextId"),
+  a2aRoute("/a2a/", "params.message.contextId"),
   a2aRoute("/", "params.message.contextId"),
 ];
+
+/** The routes that take no session id, and what they take instead: with ROUTES, every route the server registers. */
+const WITHOUT_SESSION_ID: Record<string, string> = {
+  "GET /health": "nothing",
+  "GET /ready": "nothing",
+  "GET /v1/models": "nothing",
+  "GET /.well-known/agent": "nothing",
+  "GET /.well-known/agent.json": "nothing",
+  "GET /.well-known/agent-card.json": "nothing",
+  "GET /memory/sessions": "nothing (it lists the session ids)",
+  "GET /v1/runs/:run_id": "a run id (RUN_PATHS below)",
+  "GET /v1/runs/:run_id/events": "a run id (RUN_PATHS below)",
+  "POST /v1/runs/:run_id/cancel": "a run id (RUN_PATHS below)",
+  "POST /v1/runs/:run_id/resume": "a run id (RUN_PATHS below)",
+  "POST /v1/runs/recover": "executor ids (EXECUTOR_IDS below)",
+};
+
+/** `METHOD /path` of a row of ROUTES (its name starts with it; a query is not part of the path). */
+const routeOf = (route: Route) => route.name.split(" ").slice(0, 2).join(" ").replace(/\?.*$/, "");
 
 describe("a hostile id (session, run, executor), on every route that takes one", () => {
   let test: TestServer;
@@ -185,6 +206,20 @@ describe("a hostile id (session, run, executor), on every route that takes one",
   after(async () => {
     await test.close();
     await store.close();
+  });
+
+  it("covers every route the server registers: each takes a session id (a row of ROUTES) or is listed as taking none", () => {
+    const covered = new Set([...ROUTES.map(routeOf), ...Object.keys(WITHOUT_SESSION_ID)]);
+    assert.deepEqual(
+      registeredRoutes().filter((route) => !covered.has(route)),
+      [],
+      "a route with no row: add it to ROUTES (it takes a session id) or to WITHOUT_SESSION_ID",
+    );
+    assert.deepEqual(
+      [...covered].filter((route) => !registeredRoutes().includes(route)),
+      [],
+      "a row for a route the server does not register",
+    );
   });
 
   for (const route of ROUTES) {
@@ -234,6 +269,13 @@ describe("a hostile id (session, run, executor), on every route that takes one",
     ["too long (201 characters)", "r".repeat(201)],
     ["a path traversal", "..%2F..%2Fetc%2Fpasswd"],
   ];
+  it("RUN_PATHS lists every route that takes a run id", () => {
+    assert.deepEqual(
+      RUN_PATHS.map(([method, pathOf]) => `${method} ${pathOf(":run_id")}`).sort(),
+      registeredRoutes().filter((route) => route.includes(":run_id")),
+    );
+  });
+
   for (const [method, pathOf] of RUN_PATHS) {
     for (const [name, id] of RUN_IDS) {
       it(`${method} ${pathOf("{run_id}")}: ${name} as the run id gets a 400 naming run_id`, async () => {
