@@ -8,6 +8,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { startTestServer, type TestServer } from "./helpers.js";
+import { registeredRoutes } from "./registered-routes.js";
 
 const MB = 1024 * 1024;
 const curl = spawnSync("curl", ["--version"]).status === 0;
@@ -171,11 +172,27 @@ describe("the body limit counts every chunk of a chunked body, the last one too"
     const text = JSON.stringify(json);
     return Buffer.from(`${text.slice(0, -1)}${" ".repeat(size - Buffer.byteLength(text))}}`);
   };
-  const routes: Array<[string, object, number]> = [
-    ["/v1/chat/completions", { messages: [{ role: "user", content: "hi" }] }, 200],
-    ["/v1/approvals", { session_id: "nobody", decisions: { call_a: { approve: true } } }, 404],
-    ["/a2a", { jsonrpc: "2.0", id: 1, method: "no/such/method", params: {} }, 200],
-  ];
+  /** A body each route reads to its usual answer (the status at the limit); every other POST route gets `{}`. */
+  const KNOWN: Record<string, [object, number]> = {
+    "/v1/chat/completions": [{ messages: [{ role: "user", content: "hi" }] }, 200],
+    "/v1/approvals": [{ session_id: "nobody", decisions: { call_a: { approve: true } } }, 404],
+    "/a2a": [{ jsonrpc: "2.0", id: 1, method: "no/such/method", params: {} }, 200],
+    "/a2a/": [{ jsonrpc: "2.0", id: 1, method: "no/such/method", params: {} }, 200],
+    "/": [{ jsonrpc: "2.0", id: 1, method: "no/such/method", params: {} }, 200],
+    // Durable runs are off here: 404 once the body is read.
+    "/v1/runs/recover": [{ executor_id: "replica-0" }, 404],
+    "/v1/runs/run_x/cancel": [{}, 404],
+    "/v1/runs/run_x/resume": [{}, 404],
+  };
+  // Every POST route the server registers (read from its source): one reader, or one more, each must count.
+  const routes: Array<[string, object, number]> = registeredRoutes()
+    .filter((route) => route.startsWith("POST "))
+    .map((route) => route.slice(5).replace(":run_id", "run_x"))
+    .map((path) => {
+      const known = KNOWN[path];
+      assert.ok(known, `${path}: add a body for it to KNOWN`);
+      return [path, ...known];
+    });
 
   /** POSTs `body` chunked (no Content-Length) in two writes, the second once the first was sent. */
   function postChunked(path: string, body: Buffer): Promise<{ status: number; text: string }> {
