@@ -1,7 +1,7 @@
 // apply_patch: the v4a patch format of OpenAI's coding agents (codex). A patch is parsed whole, every
 // hunk of every file is matched in memory, and only then are files written: a patch applies
 // completely or not at all.
-import { mkdir, readFile, rm, stat, writeFile } from "node:fs/promises";
+import { mkdir, readFile, rm, rmdir, stat, writeFile } from "node:fs/promises";
 import { dirname } from "node:path";
 import type { Workspace } from "./workspace.js";
 
@@ -310,15 +310,22 @@ export async function applyPatch(workspace: Workspace, patch: string): Promise<P
   return { changes, summary };
 }
 
-/** Writes (or deletes) every planned file; on a failure, restores the ones already changed. */
+/**
+ * Writes (or deletes) every planned file; on a failure, restores the ones already changed (their
+ * bytes as read before, or removed when the patch created them) and removes the folders it made.
+ */
 async function writePlanned(planned: Map<string, string | null>): Promise<void> {
   const originals: Array<{ path: string; data: Buffer | undefined }> = [];
+  /** Folders the writes made, outermost first. */
+  const madeFolders: string[] = [];
   try {
     for (const [path, text] of planned) {
       originals.push({ path, data: await readFile(path).catch(() => undefined) });
       if (text === null) await rm(path, { force: true });
       else {
-        await mkdir(dirname(path), { recursive: true });
+        const folder = dirname(path);
+        const outermost = await mkdir(folder, { recursive: true });
+        if (outermost !== undefined) madeFolders.push(...foldersBetween(outermost, folder));
         await writeFile(path, text, "utf8");
       }
     }
@@ -327,6 +334,20 @@ async function writePlanned(planned: Map<string, string | null>): Promise<void> 
       if (data === undefined) await rm(path, { force: true }).catch(() => undefined);
       else await writeFile(path, data).catch(() => undefined);
     }
+    // Innermost first; rmdir leaves a folder something else has put a file in since.
+    for (const folder of madeFolders.reverse()) await rmdir(folder).catch(() => undefined);
     throw new PatchError(`writing the patched files failed (${(error as Error).message}); the files already written were restored`);
   }
+}
+
+/** `outermost`, then each folder below it down to `innermost` (a folder inside it, or itself); none when it is not inside. */
+function foldersBetween(outermost: string, innermost: string): string[] {
+  const chain = [innermost];
+  for (let folder = innermost; folder !== outermost; ) {
+    const parent = dirname(folder);
+    if (parent === folder) return [];
+    folder = parent;
+    chain.push(folder);
+  }
+  return chain.reverse();
 }

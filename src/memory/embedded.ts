@@ -19,11 +19,12 @@ import {
   checkAfterSeq,
   checkLimit,
   checkSessionId,
+  checkTypes,
   closedError,
   defaultEmbeddedPath,
   type EventQuery,
   isoOf,
-  jsonCopy,
+  prepareSessionMetadata,
   type LatestEventsQuery,
   type MemoryEvent,
   type MemoryLimits,
@@ -366,7 +367,7 @@ export class EmbeddedMemoryStore implements MemoryStore {
   async createSession(sessionId?: string, metadata: Record<string, unknown> = {}): Promise<SessionInfo> {
     this.check();
     const id = checkSessionId(sessionId ?? newSessionId());
-    const metadataJson = JSON.stringify(jsonCopy(metadata, "session metadata"));
+    const metadataJson = JSON.stringify(prepareSessionMetadata(metadata));
     if (this.busy) await this.untilWritable();
     this.flushPending();
     this.guard(() =>
@@ -727,7 +728,8 @@ export class EmbeddedMemoryStore implements MemoryStore {
     checkSessionId(sessionId);
     const limit = checkLimit(query.limit);
     const afterSeq = checkAfterSeq(query.afterSeq);
-    const types = query.types ? JSON.stringify([...query.types]) : null;
+    const filter = checkTypes(query.types);
+    const types = filter ? JSON.stringify(filter) : null;
     if (this.busy) await this.untilWritable();
     this.flushPending();
     return this.guard(() => {
@@ -746,7 +748,8 @@ export class EmbeddedMemoryStore implements MemoryStore {
   async latestEvents(query: LatestEventsQuery = {}): Promise<MemoryEvent[]> {
     this.check();
     const limit = checkLimit(query.limit) ?? 100;
-    const types = query.types ? JSON.stringify([...query.types]) : null;
+    const filter = checkTypes(query.types);
+    const types = filter ? JSON.stringify(filter) : null;
     if (this.busy) await this.untilWritable();
     this.flushPending();
     return this.guard(() => {

@@ -2,10 +2,11 @@ import {
   checkAfterSeq,
   checkLimit,
   checkSessionId,
+  checkTypes,
   closedError,
   type EventQuery,
   isoOf,
-  jsonCopy,
+  prepareSessionMetadata,
   type LatestEventsQuery,
   type MemoryEvent,
   type MemoryLimits,
@@ -63,7 +64,7 @@ export class InMemoryStore implements MemoryStore {
     this.prune();
     const existing = this.sessions.get(id);
     if (existing) return this.info(existing);
-    const session = this.create(id, jsonCopy(metadata, "session metadata") as Record<string, unknown>, new Date().toISOString());
+    const session = this.create(id, prepareSessionMetadata(metadata), new Date().toISOString());
     return this.info(session);
   }
 
@@ -115,10 +116,11 @@ export class InMemoryStore implements MemoryStore {
     checkSessionId(sessionId);
     const limit = checkLimit(query.limit);
     const afterSeq = checkAfterSeq(query.afterSeq);
+    const filter = checkTypes(query.types);
     this.prune();
     const session = this.sessions.get(sessionId);
     if (!session) return [];
-    const types = query.types ? new Set(query.types) : undefined;
+    const types = filter ? new Set(filter) : undefined;
     const selected: MemoryEvent[] = [];
     for (const { event } of session.events) if ((afterSeq === undefined || event.seq > afterSeq) && (!types || types.has(event.event_type))) selected.push(event);
     if (limit === undefined) return selected;
@@ -128,8 +130,9 @@ export class InMemoryStore implements MemoryStore {
   async latestEvents(query: LatestEventsQuery = {}): Promise<MemoryEvent[]> {
     this.check();
     const limit = checkLimit(query.limit) ?? 100;
+    const filter = checkTypes(query.types);
     this.prune();
-    const types = query.types ? new Set(query.types) : undefined;
+    const types = filter ? new Set(filter) : undefined;
     const all: StoredEvent[] = [];
     for (const session of this.sessions.values()) for (const entry of session.events) if (!types || types.has(entry.event.event_type)) all.push(entry);
     all.sort((a, b) => a.order - b.order);

@@ -6,9 +6,10 @@ import {
   checkAfterSeq,
   checkLimit,
   checkSessionId,
+  checkTypes,
   closedError,
   type EventQuery,
-  jsonCopy,
+  prepareSessionMetadata,
   type LatestEventsQuery,
   type MemoryEvent,
   type MemoryEventMetadata,
@@ -212,7 +213,7 @@ export class SqlMemoryStore implements MemoryStore {
   async createSession(sessionId?: string, metadata: Record<string, unknown> = {}): Promise<SessionInfo> {
     this.check();
     const id = checkSessionId(sessionId ?? newSessionId());
-    const metadataJson = JSON.stringify(jsonCopy(metadata, "session metadata"));
+    const metadataJson = JSON.stringify(prepareSessionMetadata(metadata));
     return this.run(async () => {
       await this.maybePrune();
       await this.database.transaction(async (tx) => {
@@ -428,7 +429,7 @@ export class SqlMemoryStore implements MemoryStore {
     checkSessionId(sessionId);
     const limit = checkLimit(query.limit);
     const afterSeq = checkAfterSeq(query.afterSeq);
-    const types = query.types ? [...query.types] : null;
+    const types = checkTypes(query.types) ?? null;
     return this.run(async () => {
       await this.evicted();
       const cutoff = this.cutoff();
@@ -450,7 +451,7 @@ export class SqlMemoryStore implements MemoryStore {
   async latestEvents(query: LatestEventsQuery = {}): Promise<MemoryEvent[]> {
     this.check();
     const limit = checkLimit(query.limit) ?? 100;
-    const types = query.types ? [...query.types] : null;
+    const types = checkTypes(query.types) ?? null;
     return this.run(async () => {
       await this.evicted();
       const rows = await this.database.query(

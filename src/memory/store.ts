@@ -372,6 +372,19 @@ export function withSeq(event: Omit<MemoryEvent, "seq">, seq: number): MemoryEve
   };
 }
 
+/**
+ * A session's metadata as every store keeps it: a JSON copy of an object, its text made storable
+ * (NUL and lone surrogates become U+FFFD, as in events). Anything but an object is refused, as an
+ * event's metadata is (PostgreSQL would keep a string, SQLite a null, the in-memory store either).
+ */
+export function prepareSessionMetadata(metadata: unknown): Record<string, unknown> {
+  const copy = jsonCopy(metadata ?? {}, "session metadata");
+  if (typeof copy !== "object" || copy === null || Array.isArray(copy)) {
+    throw new AgentLoopError("invalid_request", "memory: session metadata must be an object");
+  }
+  return copy as Record<string, unknown>;
+}
+
 /** Validates an append's arguments and every event before anything is stored (an append is all or nothing). */
 export function prepareAppend(sessionId: string, events: readonly NewMemoryEvent[]): Array<Omit<MemoryEvent, "seq">> {
   checkSessionId(sessionId);
@@ -406,6 +419,19 @@ export function checkLimit(limit: number | undefined, name = "limit"): number | 
   if (limit === undefined) return undefined;
   if (!Number.isInteger(limit) || limit < 0) throw new AgentLoopError("invalid_request", `memory: ${name} must be a non-negative integer`);
   return limit;
+}
+
+/**
+ * A query's `types` filter: an array of strings, each made storable as an event type is when it is
+ * written (NUL and lone surrogates as U+FFFD), so a filter finds what was stored under that name in
+ * every store (PostgreSQL refused a NUL in it; the others matched nothing). Anything else is refused.
+ */
+export function checkTypes(types: readonly string[] | undefined): string[] | undefined {
+  if (types === undefined) return undefined;
+  if (!Array.isArray(types) || !types.every((type) => typeof type === "string")) {
+    throw new AgentLoopError("invalid_request", "memory: types must be an array of event type names (strings)");
+  }
+  return types.map(storableText);
 }
 
 export function checkAfterSeq(afterSeq: number | undefined): number | undefined {

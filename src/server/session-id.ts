@@ -17,3 +17,14 @@ export function validSessionId(value: unknown, param: string): string {
   if (typeof value !== "string" || !SESSION_ID_PATTERN.test(value)) throw badRequest(sessionIdProblem(param), param, "invalid_session_id");
   return value;
 }
+
+/**
+ * An optional session id from a query parameter (all its values, `c.req.queries(param)`): undefined
+ * when absent or empty (as KAOS reads `?session_id=`); a 400 `invalid_session_id` when it is given
+ * more than once (which one would be meant?) or is not a valid session id.
+ */
+export function optionalSessionIdParam(values: readonly string[] | undefined, param: string): string | undefined {
+  if (values === undefined || values.length === 0) return undefined;
+  if (values.length > 1) throw badRequest(`${param} must be given once, got ${values.length} values`, param, "invalid_session_id");
+  return values[0] === "" ? undefined : validSessionId(values[0], param);
+}

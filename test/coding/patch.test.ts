@@ -1,6 +1,6 @@
 // apply_patch (v4a) on real files in a temp folder: parse, match, all-or-nothing, confinement.
 import assert from "node:assert/strict";
-import { existsSync, readFileSync, symlinkSync, } from "node:fs";
+import { existsSync, lstatSync, readdirSync, readFileSync, symlinkSync } from "node:fs";
 import { join } from "node:path";
 import { describe, it } from "node:test";
 import { applyPatch, applyPatchTool, PatchError, parsePatch, Workspace } from "../../src/coding/index.js";
@@ -158,4 +158,53 @@ describe("the apply_patch tool", () => {
     assert.match(ends[1].output, /^apply_patch: a\.txt: hunk 1: its context and removed lines were not found; expected lines starting with:\nalpha\n.*Nothing was changed\.$/s);
     assert.equal(read(root, "a.txt"), "beta\n");
   });
+
+  it("rolls back when a later write fails: files it changed, deleted, moved or created are as they were, byte for byte, and no folder it made is left", async () => {
+    // Bytes a text round trip would change: CRLF, a Latin-1 é (not UTF-8), no final newline.
+    const root = freshRoot({
+      "src/a.txt": Buffer.from("first\r\nsecond\r\ncaf\xe9 third", "latin1"),
+      "old.txt": Buffer.from("gone \xff\xfe soon\n", "latin1"),
+      "m.txt": "to move\n",
+    });
+    const before = snapshot(root);
+    // Every path resolves and every hunk matches, so the plan holds; writing then fails on its last
+    // file: `d/x.txt` was written (making the folder d), and `d` cannot also be written as a file
+    // (EISDIR, even for root, where a read-only folder would not stop the write).
+    const patch = patchOf(
+      "*** Update File: src/a.txt",
+      "-second",
+      "+SECOND",
+      "*** Delete File: old.txt",
+      "*** Add File: new/deeper/c.txt",
+      "+created",
+      "*** Update File: m.txt",
+      "*** Move to: moved/m.txt",
+      "-to move",
+      "+moved",
+      "*** Add File: d/x.txt",
+      "+inside d",
+      "*** Add File: d",
+      "+d as a file",
+    );
+    const model = new ScriptedModel([calls(["apply_patch", { patch }, "p1"]), "done"]);
+    const run = new Agent({ model, tools: [applyPatchTool(new Workspace({ root }))] }).run("go");
+    const [end] = ofType(await eventsOf(run), "tool-end");
+    assert.equal((await run).state, "COMPLETED");
+    assert.equal(end.isError, true);
+    assert.match(end.output, /^apply_patch: writing the patched files failed \(EISDIR[^)]*\); the files already written were restored\. Nothing was changed\.$/);
+    assert.deepEqual(snapshot(root), before);
+  });
 });
+
+/** Every folder and file under `root` (relative path -> its bytes, or "folder"), to compare a tree before and after. */
+function snapshot(root: string, prefix = ""): Record<string, string> {
+  const entries: Record<string, string> = {};
+  for (const name of readdirSync(join(root, prefix)).sort()) {
+    const path = join(prefix, name);
+    if (lstatSync(join(root, path)).isDirectory()) {
+      entries[path] = "folder";
+      Object.assign(entries, snapshot(root, path));
+    } else entries[path] = readFileSync(join(root, path)).toString("hex");
+  }
+  return entries;
+}

@@ -121,6 +121,10 @@ test("the run routes and `agentloop runs`: list, show, errors; a plain server ha
   const recoverNothing = await fetch(`${durable.url}/v1/runs/recover`, { method: "POST", body: "{}", headers: { "content-type": "application/json" } });
   assert.equal(recoverNothing.status, 400);
   assert.match(await recoverNothing.text(), /executor_id must be an executor id/);
+  // A NUL reached DBOS's query on PostgreSQL, which failed: a 500. Every hostile id: test/server/hostile-ids.test.ts.
+  const recoverNul = await fetch(`${durable.url}/v1/runs/recover`, { method: "POST", body: JSON.stringify({ executor_id: "replica\u00000" }), headers: { "content-type": "application/json" } });
+  assert.equal(recoverNul.status, 400);
+  assert.match(await recoverNul.text(), /executor_id must be an executor id .*without control characters/);
   const off = await fetch(`${plain.url}/v1/runs`);
   assert.equal(off.status, 404);
   assert.match(await off.text(), /durable runs are off on this server \(DURABLE=true turns them on\)/);

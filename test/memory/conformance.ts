@@ -338,6 +338,72 @@ export function memoryStoreConformance(name: string, factory: StoreFactory): voi
       });
     });
 
+    it("makes a session's metadata storable as event metadata is: NUL and lone surrogates become U+FFFD, in keys, values and nesting", async () => {
+      await withStore(factory, undefined, async (store) => {
+        const metadata = {
+          user: "ada\u0000lovelace",
+          "k\ud800": "\udc00 end",
+          nested: { list: ["\ud83d\ude00", "\ude00\ud83d", 1, true, null], "n\u0000": { deep: "x\udbff" } },
+          when: new Date(0),
+        };
+        const expected = {
+          user: "ada\uFFFDlovelace",
+          "k\uFFFD": "\uFFFD end",
+          nested: { list: ["\ud83d\ude00", "\uFFFD\uFFFD", 1, true, null], "n\uFFFD": { deep: "x\uFFFD" } },
+          when: "1970-01-01T00:00:00.000Z",
+        };
+        assert.deepEqual((await store.createSession("meta", metadata)).metadata, expected);
+        // What a user reads back later, by each way a session is read, and the session still works.
+        assert.deepEqual((await store.getSession("meta"))?.metadata, expected);
+        assert.deepEqual((await store.listSessions()).find((session) => session.session_id === "meta")?.metadata, expected);
+        assert.equal((await store.append("meta", [{ event_type: "user_message", content: "hi" }]))[0].seq, 1);
+        assert.deepEqual((await store.getSession("meta"))?.metadata, expected, "an append keeps the metadata");
+        // The caller's object is copied, not kept: changing it later changes nothing stored.
+        metadata.user = "changed";
+        assert.equal((await store.getSession("meta"))?.metadata.user, "ada\uFFFDlovelace");
+        // No metadata is an empty object.
+        assert.deepEqual((await store.createSession("plain")).metadata, {});
+      });
+    });
+
+    it("refuses session metadata that is not a JSON object, naming it, and creates nothing", async () => {
+      await withStore(factory, undefined, async (store) => {
+        for (const metadata of [[1, 2], "text", 42, true]) {
+          await rejectsWith(store.createSession("bad-meta", metadata as never), "invalid_request", /session metadata must be an object/);
+        }
+        const cyclic: Record<string, unknown> = {};
+        cyclic.self = cyclic;
+        await rejectsWith(store.createSession("bad-meta", cyclic), "invalid_request", /session metadata is not JSON-serializable/);
+        assert.equal(await store.getSession("bad-meta"), undefined);
+        // null is no metadata (as undefined), the same in every store.
+        assert.deepEqual((await store.createSession("null-meta", null as never)).metadata, {});
+      });
+    });
+
+    it("reads a types filter as event types are written (NUL and lone surrogates as U+FFFD), the same in every store, and refuses one that is not a list of names", async () => {
+      await withStore(factory, undefined, async (store) => {
+        await store.append("s", [
+          { event_type: "a\u0000b", content: 1 },
+          { event_type: "c\ud800", content: 2 },
+          { event_type: "plain", content: 3 },
+        ]);
+        for (const [types, expected] of [
+          [["a\u0000b"], [1]],
+          [["a\uFFFDb"], [1]],
+          [["c\ud800", "plain"], [2, 3]],
+          [[], []],
+        ] as Array<[string[], number[]]>) {
+          assert.deepEqual((await store.events("s", { types })).map((event) => event.content), expected, JSON.stringify(types));
+          assert.deepEqual((await store.latestEvents({ types })).map((event) => event.content), expected, JSON.stringify(types));
+        }
+        // A string is not a list: "plain" would be read as its letters by one store and as one name by another.
+        for (const types of ["plain", [42], [null], "x" as unknown]) {
+          await rejectsWith(store.events("s", { types: types as never }), "invalid_request", /types must be an array of event type names/);
+          await rejectsWith(store.latestEvents({ types: types as never }), "invalid_request", /types must be an array of event type names/);
+        }
+      });
+    });
+
     it("serializes concurrent appends to one session without gaps or duplicates", async () => {
       await withStore(factory, undefined, async (store) => {
         await Promise.all(Array.from({ length: 40 }, (_, index) => store.append("s", [{ event_type: "x", content: index }, { event_type: "y", content: index }])));

@@ -3,6 +3,7 @@ import { after, before, describe, it } from "node:test";
 import OpenAI from "openai";
 import { ScriptedModel } from "../../src/index.js";
 import { postJson, script, startTestServer, type TestServer } from "./helpers.js";
+import { registeredRoutes } from "./registered-routes.js";
 
 interface ErrorBody {
   error: { message: string; type: string; param: string | null; code: string | null };
@@ -121,6 +122,21 @@ describe("bearer auth (AGENT_API_KEY)", () => {
     await expectError(denied, 401, "invalid_api_key");
     await expectError(await postJson(`${test.url}/v1/runs`, { input: "hi" }), 401, "invalid_api_key");
   });
+  // The guard is shared (a Hono middleware, and node's check before a body): every route the server
+  // registers, read from its source, is behind it, over node:http and through AgentServer.fetch.
+  const OPEN = ["GET /health", "GET /ready"];
+  for (const route of registeredRoutes().filter((each) => !OPEN.includes(each))) {
+    it(`${route}: 401 without the token, over node:http and AgentServer.fetch`, async () => {
+      const [method, path] = route.split(" ");
+      const init = { method, headers: { "content-type": "application/json" }, body: method === "POST" ? JSON.stringify({ session_id: "s", messages: [] }) : undefined };
+      const target = path.replace(":run_id", "run_x");
+      for (const response of [await fetch(`${test.url}${target}`, init), await test.server.fetch(new Request(`http://agent${target}`, init))]) {
+        assert.equal(response.headers.get("www-authenticate"), 'Bearer realm="agentloop"');
+        await expectError(response, 401, "invalid_api_key");
+      }
+    });
+  }
+
   it("accepts the right token (the openai client sends it as its apiKey)", async () => {
     const client = new OpenAI({ baseURL: `${test.url}/v1`, apiKey: "s3cret-key", maxRetries: 0 });
     const completion = await client.chat.completions.create({ model: "x", messages: [{ role: "user", content: "hi" }] });

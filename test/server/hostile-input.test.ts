@@ -35,19 +35,7 @@ describe("hostile input on the wire", () => {
     );
   });
 
-  for (const [where, send] of [
-    ["X-Session-ID", (url: string) => postJson(`${url}/v1/chat/completions`, { messages: [{ role: "user", content: "hi" }] }, { "x-session-id": "../../etc/passwd" })],
-    ["session_id", (url: string) => postJson(`${url}/v1/chat/completions`, { messages: [{ role: "user", content: "hi" }], session_id: "../../etc/passwd" })],
-    ["session_id query", (url: string) => fetch(`${url}/memory/events?session_id=..%2F..%2Fetc%2Fpasswd`)],
-  ] as const) {
-    it(`refuses ../../etc/passwd as a session id in ${where} with a 400 naming it`, async () => {
-      const response = await send(test.url);
-      assert.equal(response.status, 400);
-      const body = (await response.json()) as { error: { code: string; message: string } };
-      assert.equal(body.error.code, "invalid_session_id");
-      assert.match(body.error.message, /session_id|X-Session-ID/);
-    });
-  }
+  // Hostile session ids on every route that takes one: hostile-ids.test.ts.
 
   it("refuses ../../etc/passwd as an A2A contextId with a 400 naming it, and runs nothing", async () => {
     const before = (await store.listSessions()).length;

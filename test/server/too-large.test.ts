@@ -8,6 +8,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { startTestServer, type TestServer } from "./helpers.js";
+import { registeredRoutes } from "./registered-routes.js";
 
 const MB = 1024 * 1024;
 const curl = spawnSync("curl", ["--version"]).status === 0;
@@ -152,4 +153,97 @@ describe("413 for a body over the limit reaches the client", () => {
     const outcomes = await tries(2, (attempt) => curlStatus(`${test.url}/a2a`, attempt % 2 === 0));
     assert.deepEqual(outcomes, Array(2).fill("413"));
   });
+});
+
+// Issue 27, item 6: the limit counts the chunk that arrives, the last one too (a reader that checked
+// the size before adding the current chunk let a body over the limit only in its last chunk through).
+describe("the body limit counts every chunk of a chunked body, the last one too", () => {
+  const LIMIT = 4096;
+  /** The last chunk's size: what the body is over by is in it. */
+  const LAST = 64;
+  let test: TestServer;
+  before(async () => {
+    test = await startTestServer({ AGENT_NAME: "limit", DEBUG_MOCK_RESPONSES: JSON.stringify(Array(10).fill("ok")) }, { bodyLimitBytes: LIMIT });
+  });
+  after(() => test.close());
+
+  /** A JSON body of exactly `size` bytes: `json` with spaces before its closing brace. */
+  const bodyOf = (json: object, size: number) => {
+    const text = JSON.stringify(json);
+    return Buffer.from(`${text.slice(0, -1)}${" ".repeat(size - Buffer.byteLength(text))}}`);
+  };
+  /** A body each route reads to its usual answer (the status at the limit); every other POST route gets `{}`. */
+  const KNOWN: Record<string, [object, number]> = {
+    "/v1/chat/completions": [{ messages: [{ role: "user", content: "hi" }] }, 200],
+    "/v1/approvals": [{ session_id: "nobody", decisions: { call_a: { approve: true } } }, 404],
+    "/a2a": [{ jsonrpc: "2.0", id: 1, method: "no/such/method", params: {} }, 200],
+    "/a2a/": [{ jsonrpc: "2.0", id: 1, method: "no/such/method", params: {} }, 200],
+    "/": [{ jsonrpc: "2.0", id: 1, method: "no/such/method", params: {} }, 200],
+    // Durable runs are off here: 404 once the body is read.
+    "/v1/runs/recover": [{ executor_id: "replica-0" }, 404],
+    "/v1/runs/run_x/cancel": [{}, 404],
+    "/v1/runs/run_x/resume": [{}, 404],
+  };
+  // Every POST route the server registers (read from its source): one reader, or one more, each must count.
+  const routes: Array<[string, object, number]> = registeredRoutes()
+    .filter((route) => route.startsWith("POST "))
+    .map((route) => route.slice(5).replace(":run_id", "run_x"))
+    .map((path) => {
+      const known = KNOWN[path];
+      assert.ok(known, `${path}: add a body for it to KNOWN`);
+      return [path, ...known];
+    });
+
+  /** POSTs `body` chunked (no Content-Length) in two writes, the second once the first was sent. */
+  function postChunked(path: string, body: Buffer): Promise<{ status: number; text: string }> {
+    const target = new URL(path, test.url);
+    return new Promise((resolve, reject) => {
+      const outgoing = request({ host: target.hostname, port: target.port, path: target.pathname, method: "POST", headers: { "content-type": "application/json" }, agent: false });
+      outgoing.on("response", (response) => {
+        let text = "";
+        response.setEncoding("utf8");
+        response.on("data", (part: string) => (text += part));
+        response.on("end", () => resolve({ status: response.statusCode ?? 0, text }));
+      });
+      outgoing.on("error", reject);
+      outgoing.write(body.subarray(0, body.length - LAST), () => outgoing.end(body.subarray(body.length - LAST)));
+    });
+  }
+
+  for (const [path, json, fine] of routes) {
+    it(`${path} over node:http: a body of ${LIMIT} bytes is read; ${LIMIT + 1} bytes, over only in its last chunk (or declared), get the 413`, async () => {
+      const atLimit = await postChunked(path, bodyOf(json, LIMIT));
+      assert.equal(atLimit.status, fine, atLimit.text);
+      const over = await postChunked(path, bodyOf(json, LIMIT + 1));
+      assert.equal(over.status, 413, over.text);
+      assert.equal(JSON.parse(over.text).error.code, "request_too_large");
+      assert.match(over.text, /larger than 4096 bytes/);
+      // With the length declared (checked before the body is read): the same boundary.
+      const declared = (body: Buffer) => fetch(`${test.url}${path}`, { method: "POST", headers: { "content-type": "application/json" }, body });
+      const declaredAtLimit = await declared(bodyOf(json, LIMIT));
+      assert.equal(declaredAtLimit.status, fine, await declaredAtLimit.text());
+      const declaredOver = await declared(bodyOf(json, LIMIT + 1));
+      assert.equal(declaredOver.status, 413);
+      assert.match(await declaredOver.text(), /larger than 4096 bytes/);
+    });
+
+    it(`${path} through AgentServer.fetch: a streamed body over the limit only in its last chunk gets the 413 too`, async () => {
+      const post = (body: Buffer) => {
+        const stream = new ReadableStream<Uint8Array>({
+          start(controller) {
+            controller.enqueue(body.subarray(0, body.length - LAST));
+            controller.enqueue(body.subarray(body.length - LAST));
+            controller.close();
+          },
+        });
+        return test.server.fetch(new Request(`http://agent${path}`, { method: "POST", headers: { "content-type": "application/json" }, body: stream, duplex: "half" } as RequestInit));
+      };
+      const atLimit = await post(bodyOf(json, LIMIT));
+      assert.equal(atLimit.status, fine, await atLimit.clone().text());
+      await atLimit.body?.cancel();
+      const over = await post(bodyOf(json, LIMIT + 1));
+      assert.equal(over.status, 413);
+      assert.match(await over.text(), /larger than 4096 bytes/);
+    });
+  }
 });

@@ -11,7 +11,7 @@ import { Hono } from "hono";
 import { onAbort } from "../../abort.js";
 import type { ApprovalDecision } from "../../loop/checkpoint.js";
 import type { RunResult } from "../../loop/events.js";
-import { validSessionId } from "../chat-request.js";
+import { validSessionId } from "../session-id.js";
 import { RequestController, sseHeaders, webSseSink } from "../chat-stream.js";
 import { readJson, type ServerContext } from "../context.js";
 import { badRequest } from "../http-errors.js";

@@ -1,6 +1,6 @@
 /** KAOS's memory endpoints: `GET /memory/sessions` and `GET /memory/events`. */
 import { Hono } from "hono";
-import { validSessionId } from "../session-id.js";
+import { optionalSessionIdParam } from "../session-id.js";
 import type { ServerContext } from "../context.js";
 import { badRequest } from "../http-errors.js";
 import { eventView } from "../memory.js";
@@ -16,15 +16,13 @@ export function memoryRoutes(server: ServerContext): Hono {
   });
 
   app.get("/memory/events", async (c) => {
-    const sessionParam = c.req.query("session_id");
     const limitParam = c.req.query("limit");
     let limit = 100;
     if (limitParam !== undefined) {
       if (!/^\d+$/.test(limitParam) || Number(limitParam) < 1) throw badRequest("limit must be a positive integer", "limit", "invalid_limit");
       limit = Math.min(Number(limitParam), 1000);
     }
-    let sessionId: string | undefined;
-    if (sessionParam !== undefined && sessionParam !== "") sessionId = validSessionId(sessionParam, "session_id");
+    const sessionId = optionalSessionIdParam(c.req.queries("session_id"), "session_id");
     // An unknown session has no events: 200 with an empty list, as KAOS answers.
     const stored = sessionId ? await memory.store.events(sessionId, { limit }) : await memory.store.latestEvents({ limit });
     const events = stored.map(eventView);

@@ -19,6 +19,7 @@ import { ChatStreamEncoder } from "../chat-encoder.js";
 import { readJson, type ServerContext, unixSeconds } from "../context.js";
 import { runResultOf } from "../durable-runs.js";
 import { badRequest, HttpError, notFound } from "../http-errors.js";
+import { optionalSessionIdParam } from "../session-id.js";
 import type { ApprovalDecision } from "../../loop/checkpoint.js";
 import type { Message } from "../../messages.js";
 import { completionOf } from "./chat-completions.js";
@@ -184,6 +185,16 @@ function runIdOf(c: Context): string {
   return runId;
 }
 
+const MAX_EXECUTOR_IDS = 100;
+const EXECUTOR_ID_MAX_LENGTH = 256;
+
+/**
+ * An executor id a recovery may name: any text `DURABLE_EXECUTOR_ID` can hold (a host name by
+ * default), but none that PostgreSQL cannot take as text (a NUL made DBOS's query fail: a 500).
+ */
+const isExecutorId = (id: unknown): id is string =>
+  typeof id === "string" && id !== "" && id.length <= EXECUTOR_ID_MAX_LENGTH && id.isWellFormed() && !/[\u0000-\u001f\u007f]/.test(id);
+
 const STATUSES = ["ENQUEUED", "PENDING", "SUCCESS", "ERROR", "CANCELLED", "MAX_RECOVERY_ATTEMPTS_EXCEEDED"];
 
 export function runRoutes(server: ServerContext): Hono {
@@ -200,24 +211,36 @@ export function runRoutes(server: ServerContext): Hono {
     if (status !== undefined && !STATUSES.includes(status)) throw badRequest(`status must be one of ${STATUSES.join(", ")}, got "${c.req.query("status")}"`, "status", "invalid_status");
     const limitParam = c.req.query("limit");
     if (limitParam !== undefined && (!/^\d+$/.test(limitParam) || Number(limitParam) < 1)) throw badRequest("limit must be a positive integer", "limit", "invalid_limit");
-    const runs = await durableOf(server).list({ status, sessionId: c.req.query("session_id") || undefined, limit: limitParam ? Math.min(Number(limitParam), 1000) : 100 });
+    const sessionId = optionalSessionIdParam(c.req.queries("session_id"), "session_id");
+    const runs = await durableOf(server).list({ status, sessionId, limit: limitParam ? Math.min(Number(limitParam), 1000) : 100 });
     return c.json({ runs, total: runs.length });
   });
 
   app.post("/v1/runs/recover", async (c) => {
     const body = (await readJson(c)) as { executor_id?: unknown } | null;
     const ids = typeof body?.executor_id === "string" ? [body.executor_id] : body?.executor_id;
-    if (!Array.isArray(ids) || ids.length === 0 || !ids.every((id) => typeof id === "string" && id !== "")) {
-      throw badRequest('executor_id must be an executor id or a list of them, e.g. { "executor_id": "replica-0" }', "executor_id", "invalid_executor_id");
+    if (!Array.isArray(ids) || ids.length === 0 || ids.length > MAX_EXECUTOR_IDS || !ids.every(isExecutorId)) {
+      throw badRequest(
+        `executor_id must be an executor id or a list of 1-${MAX_EXECUTOR_IDS} of them (each 1-${EXECUTOR_ID_MAX_LENGTH} characters, without control characters or lone surrogates), e.g. { "executor_id": "replica-0" }`,
+        "executor_id",
+        "invalid_executor_id",
+      );
     }
     const recovered = await durableOf(server).recover(ids as string[]);
     server.log(`[${server.settings.name}] recovered ${recovered.length} run(s) of executor(s) ${ids.join(", ")}`);
     return c.json({ recovered, total: recovered.length });
   });
 
-  app.get("/v1/runs/:run_id", async (c) => c.json(await durableOf(server).show(runIdOf(c))));
+  // The run id is checked first (400), then whether durable runs are on (404), as on every run route.
+  app.get("/v1/runs/:run_id", async (c) => {
+    const runId = runIdOf(c);
+    return c.json(await durableOf(server).show(runId));
+  });
 
-  app.post("/v1/runs/:run_id/cancel", async (c) => c.json(await durableOf(server).cancel(runIdOf(c))));
+  app.post("/v1/runs/:run_id/cancel", async (c) => {
+    const runId = runIdOf(c);
+    return c.json(await durableOf(server).cancel(runId));
+  });
 
   app.post("/v1/runs/:run_id/resume", async (c) => {
     const runId = runIdOf(c);
