@@ -9,14 +9,12 @@ import { cpSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync 
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, describe, it } from "node:test";
-import pty from "@lydell/node-pty";
 import { codeCommand } from "../../src/cli/commands/code.js";
 import { runCli } from "../../src/cli/program.js";
-import { captured, cleanEnv, cliArgs, runCli as runCliChild } from "./helpers.js";
+import { captured, cleanEnv, inTerminal, runCli as runCliChild } from "./helpers.js";
 
 const folder = realpathSync(mkdtempSync(join(tmpdir(), "agentloop-code-cli-")));
 after(() => rmSync(folder, { recursive: true, force: true }));
-const tsconfig = new URL("../../tsconfig.json", import.meta.url).pathname;
 
 // The session of the done-when test is the documented one (docs/coding.md): examples/coding/, a
 // project whose check fails and a script that reads, runs the check, tries a non-unique edit, makes
@@ -32,46 +30,6 @@ function project(): string {
   cpSync(join(example, "project"), root, { recursive: true });
   cpSync(join(example, "script.json"), join(root, "script.json"));
   return root;
-}
-
-const plain = (text: string) => text.replace(/\u001b\[[0-9;?]*[A-Za-z]/g, "").replace(/\r/g, "");
-
-/** `agentloop <args>` in a pseudo-terminal: what it printed so far, a way to wait for text and to type. */
-function inTerminal(args: string[], cwd: string) {
-  const child = pty.spawn(process.execPath, cliArgs(args), { cwd, cols: 200, rows: 50, env: cleanEnv({ TSX_TSCONFIG_PATH: tsconfig, TERM: "xterm-256color" }) as Record<string, string> });
-  let output = "";
-  const listeners = new Set<() => void>();
-  child.onData((data) => {
-    output += data;
-    for (const listener of [...listeners]) listener();
-  });
-  const exited = new Promise<number>((resolve) => child.onExit(({ exitCode }) => resolve(exitCode)));
-  return {
-    output: () => plain(output),
-    raw: () => output,
-    type: (text: string) => child.write(text),
-    exited,
-    /** Resolves when the output (from `from` on) matches; fails after 60 s with the output. */
-    waitFor(pattern: RegExp, from = 0): Promise<number> {
-      return new Promise((resolve, reject) => {
-        const check = () => {
-          const text = plain(output);
-          const match = pattern.exec(text.slice(from));
-          if (!match) return;
-          listeners.delete(check);
-          clearTimeout(timer);
-          resolve(from + match.index + match[0].length);
-        };
-        const timer = setTimeout(() => {
-          listeners.delete(check);
-          child.kill();
-          reject(new Error(`timed out waiting for ${pattern}\n--- output ---\n${plain(output)}`));
-        }, 60_000);
-        listeners.add(check);
-        check();
-      });
-    },
-  };
 }
 
 // The suites are independent (each has its own temp project): they run side by side.

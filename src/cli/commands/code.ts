@@ -9,7 +9,7 @@ import type { Message } from "../../messages.js";
 import { checkMockScript } from "../../model/mock-script.js";
 import type { Model } from "../../model/model.js";
 import { NO_MODEL_MESSAGE, readMockOption, takeOverMockScript } from "../agent-setup.js";
-import { APPROVE_MODES, type ApproveMode, answerApproval } from "../approvals.js";
+import { APPROVE_MODES, type Ask, type ApproveMode, answerApproval, LineReader } from "../approvals.js";
 import { CodingRenderer } from "../coding-render.js";
 import { palette } from "../render.js";
 import { counted, EXIT_CODES, endReason } from "./run.js";
@@ -94,13 +94,14 @@ export async function codeCommand(prompt: string | undefined, options: CodeComma
   const interactive = prompt === undefined;
   const terminal = io.stdin.isTTY === true && io.stdout.isTTY === true;
   const lines = createInterface({ input: io.stdin, output: terminal ? io.stdout : undefined, terminal });
-  const reader = lines[Symbol.asyncIterator]();
-  const ask = async (question: string): Promise<string | undefined> => {
+  // A question that Ctrl-C gives up (the input is aborted) leaves the next line to the prompt.
+  const reader = new LineReader(lines[Symbol.asyncIterator]());
+  const ask: Ask = async (question, signal) => {
     io.stdout.write(colors.yellow(question));
-    const next = await reader.next();
+    const answer = await reader.read(signal);
     // A terminal echoes the answer; piped input does not, so the transcript shows it.
-    if (!terminal) io.stdout.write(next.done ? "\n" : `${next.value}\n`);
-    return next.done ? undefined : next.value;
+    if (!terminal || answer === null) io.stdout.write(typeof answer === "string" ? `${answer}\n` : "\n");
+    return answer;
   };
   let current: AbortController | undefined;
   const interrupt = () => {
@@ -113,11 +114,12 @@ export async function codeCommand(prompt: string | undefined, options: CodeComma
   let history: Message[] = [];
   const runOnce = async (input: string): Promise<RunResult> => {
     current = new AbortController();
-    const run: Run = session.agent.run(input, { history, signal: current.signal, onApproval: "wait" });
+    const { signal } = current;
+    const run: Run = session.agent.run(input, { history, signal, onApproval: "wait" });
     const renderer = new CodingRenderer(io.stdout);
     for await (const event of run) {
       renderer.onEvent(event);
-      await answerApproval(run, event, approve, ask);
+      await answerApproval(run, event, approve, ask, signal);
     }
     const result = await run;
     current = undefined;
