@@ -1,7 +1,9 @@
 // The command line's edges as a shell user meets them: usage errors (one line, a pointer to --help,
 // exit 2) and a reader that goes away (`| head -1`: a quiet exit, no EPIPE stack trace).
 import assert from "node:assert/strict";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { createServer } from "node:net";
+import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, describe, it } from "node:test";
@@ -25,6 +27,32 @@ describe("usage errors", () => {
       assert.match(result.stderr, expected);
       assert.equal(result.stdout, "");
     });
+  });
+});
+
+describe("messages that name the setting", () => {
+  it("code --workspace <a file>, serve --port <a busy port>, and chat --help's store path", async () => {
+    const file = join(root, "not-a-folder.txt");
+    writeFileSync(file, "x");
+    const busy = createServer();
+    await new Promise<void>((resolve) => busy.listen(0, "127.0.0.1", resolve));
+    const { port } = busy.address() as AddressInfo;
+    try {
+      const [code, serve, help] = await Promise.all([
+        runCli(["code", "x", "--mock", '["hi"]', "--workspace", file], cleanEnv()),
+        runCli(["serve", "--port", String(port), "--host", "127.0.0.1", "--mock", '["hi"]'], cleanEnv({ MEMORY_TYPE: "memory", AGENT_PORT: "8999" })),
+        runCli(["chat", "--help"], cleanEnv()),
+      ]);
+      assert.equal(code.code, 2, code.stderr);
+      assert.match(code.stderr, new RegExp(`^agentloop: --workspace: Workspace: the root ${file.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")} is a file, not a folder\n$`));
+      assert.equal(serve.code, 2, serve.stderr);
+      assert.match(serve.stderr, new RegExp(`agentloop: --port: port ${port} is already in use\n$`));
+      assert.doesNotMatch(serve.stderr, /AGENT_PORT/);
+      assert.equal(help.code, 0);
+      assert.match(help.stdout, /default: the embedded\s+store \.agentloop\/<agent name>\/memory\.db in this folder, or MEMORY_PATH/);
+    } finally {
+      busy.close();
+    }
   });
 });
 

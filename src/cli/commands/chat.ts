@@ -172,8 +172,9 @@ Examples:
   $ agentloop chat --mock @chat-script.json --tool-call-mode action   # one script for the whole chat
 
 In the chat: /exit leaves, /session prints the session id, Ctrl-C aborts the running answer.
-Sessions are stored where MEMORY_TYPE / the agent file's memory section say (default: embedded,
-.agentloop/memory), the same store \`agentloop serve\`, \`sessions\` and \`events\` use.`,
+Sessions are stored where MEMORY_TYPE / the agent file's memory section say (default: the embedded
+store .agentloop/<agent name>/memory.db in this folder, or MEMORY_PATH), the same store
+\`agentloop serve\`, \`sessions\` and \`events\` use.`,
     )
     .action(async (options: ChatCommandOptions) => {
       process.exitCode = await chatCommand(options);
