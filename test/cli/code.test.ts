@@ -113,6 +113,27 @@ describe("agentloop code: Ctrl-C", () => {
   });
 });
 
+describe("agentloop code --json", () => {
+  it("prints the loop events one a line, the lines of run --json (stdout holds nothing else)", async () => {
+    const root = project();
+    const script = JSON.stringify([call("read_file", { file_path: "math.mjs" }), "Read it."]);
+    const [code, run] = await Promise.all([
+      runCliChild(["code", "Read math.mjs", "--json", "--mock", script, "--workspace", root], cleanEnv()),
+      runCliChild(["run", "Read math.mjs", "--json", "--mock", script], cleanEnv({ MEMORY_TYPE: "memory" })),
+    ]);
+    assert.equal(code.code, 0, code.stderr);
+    const events = code.stdout.trim().split("\n").map((line) => JSON.parse(line) as { type: string; name?: string; isError?: boolean });
+    const runEvents = run.stdout.trim().split("\n").map((line) => JSON.parse(line) as { type: string });
+    // The same kinds of lines in the same order (run has no read_file: its call fails, with a tool-error more).
+    const kinds = (list: Array<{ type: string }>) => [...new Set(list.map((event) => event.type).filter((type) => type !== "tool-error"))];
+    assert.deepEqual(kinds(events), kinds(runEvents));
+    assert.equal(events[0]!.type, "run-start");
+    assert.equal(events.at(-1)!.type, "run-end");
+    assert.equal(events.find((event) => event.type === "tool-end")?.isError, false);
+    assert.match(code.stderr, /^agentloop code · /);
+  });
+});
+
 describe("agentloop code with DEBUG_MOCK_RESPONSES", () => {
   it("plays the variable's script when no --mock or --model is given, and names an invalid one (exit 2)", async () => {
     const root = project();
