@@ -27,6 +27,7 @@ export {
   type ModelRequest,
   type ModelResponse,
   ResponseAccumulator,
+  STEP_LIMIT_FINISH,
   type ResponseFormat,
   type ToolChoice,
   type ToolDefinition,

@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import { delegateTool } from "../agents/local.js";
 import { AgentLoopError } from "../errors.js";
 import { type AssistantPart, type Message, textOf, toolCallsOf, type ToolCallPart } from "../messages.js";
-import { type Model, type ModelRequest, type ModelEvent, type ModelResponse, ResponseAccumulator, type ToolDefinition } from "../model/model.js";
+import { type Model, type ModelRequest, type ModelEvent, type ModelResponse, ResponseAccumulator, STEP_LIMIT_FINISH, type ToolDefinition } from "../model/model.js";
 import { scriptedModelFromEnv } from "../model/scripted.js";
 import type { Tool } from "../tools/tool.js";
 import { jsonSchemaOf, warmValidators } from "../tools/validate.js";
@@ -412,6 +412,9 @@ export class Agent<Output = unknown> {
       if (context.stop) return context.stop;
       const calls = toolCallsOf(response.message);
       if (calls.length === 0) {
+        // A text protocol's answer because its steps ran out (`Reached maximum reasoning steps (N)`):
+        // the answer stands, and the state says a limit ended the run, as maxTurns does in native mode.
+        if (response.finishReason.raw === STEP_LIMIT_FINISH) return { state: "TURN_LIMIT", reason: stepLimitReason(textOf(response.message)) };
         // Steering asks for another answer, but never at the cost of the one we have on the last turn.
         if (turns < turnLimit && this.injectSteering(context)) continue;
         return (await this.checkStructuredOutput(context, response)) ?? { state: "COMPLETED", reason: "the model answered" };
@@ -738,6 +741,11 @@ function resultOf(context: RunContext, outcome: Outcome): RunResult {
 interface Resume {
   checkpoint: RunCheckpoint;
   decisions: ResumeOptions["decisions"];
+}
+
+/** The reason of a run a text protocol's step limit ended: its answer (`Reached maximum reasoning steps (3)`), or what it was. */
+function stepLimitReason(answer: string): string {
+  return /^Reached maximum reasoning steps \(\d+\)$/.test(answer) ? answer : "the tool-call protocol's steps ran out; final answer given without tools";
 }
 
 function abortReason(signal: AbortSignal, fallback = "aborted"): string {
