@@ -48,6 +48,7 @@ export {
   type ToolOutput,
   type ToolResultValue,
   type TruncationOptions,
+  toolNames,
   type ZodLikeSchema,
 } from "./tools/tool.js";
 export { parseToolArguments } from "./tools/parse-arguments.js";

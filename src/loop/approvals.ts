@@ -5,7 +5,7 @@
 import { onAbort } from "../abort.js";
 import type { ToolCallPart } from "../messages.js";
 import { parseToolArguments } from "../tools/parse-arguments.js";
-import type { Tool } from "../tools/tool.js";
+import { type Tool, toolNames } from "../tools/tool.js";
 import { validateArguments } from "../tools/validate.js";
 import { applyBindings } from "./bindings.js";
 import { type ApprovalDecision, argumentsHash, type CheckpointWave, type PendingApproval, type RunCheckpoint } from "./checkpoint.js";
@@ -171,7 +171,7 @@ export async function runControlledWave(calls: ToolCallPart[], settings: WaveSet
     if (!tool) continue;
     let args = await argumentsOf(call, tool, settings.inputs);
     if (!args) continue;
-    const denied = deniedByRule(control.guardrails?.deniedTools, call.name);
+    const denied = deniedByRule(control.guardrails?.deniedTools, toolNames(tool));
     if (denied !== undefined) {
       emit({ type: "guardrail", runId: run.runId, guardrail: "tool", allowed: false, reason: denied, toolCallId: call.id, name: call.name });
       presets.set(call.id, { error: `Tool denied by guardrail: ${denied}`, kind: "guardrail" });
@@ -199,7 +199,7 @@ export async function runControlledWave(calls: ToolCallPart[], settings: WaveSet
       }
     }
     const context: ApprovalContext = { toolCallId: call.id, toolName: call.name, runId: run.runId, agentPath: settings.agentPath, inputs: settings.inputs };
-    if (matchesAny(control.needsApproval, call.name) || (tool.needsApproval && (await approvalNeeded(tool, args, context)))) {
+    if (matchesAny(control.needsApproval, toolNames(tool)) || (tool.needsApproval && (await approvalNeeded(tool, args, context)))) {
       pending.push({ toolCallId: call.id, toolName: call.name, arguments: args, argumentsHash: argumentsHash(call, args), agentPath: [...settings.agentPath] });
     } else presets.set(call.id, { args });
   }
