@@ -39,3 +39,17 @@ test("runs cancel and runs resume of a finished run: 409 from the server, exit 2
   assert.doesNotMatch(server.stderr(), /DeprecationWarning/, server.stderr());
   assert.match(server.stderr(), /durable runs: executor/);
 });
+
+test("the PostgreSQL store from the CLI (run --session, chat, sessions, events): no DeprecationWarning on stderr", async () => {
+  const { DURABLE: _durable, DURABLE_SCHEMA: _schema, ...store } = durableEnv(`store-cli-${tag}`);
+  const env = cleanEnv({ ...store, NODE_NO_WARNINGS: "0" });
+  const session = `store-cli-${tag}`;
+  const run = await runCli(["run", "hi", "--session", session, "--mock", '["Hello!"]'], env);
+  const chat = await runCli(["chat", "--session", session, "--mock", '["Again!"]'], env, "hi again\n");
+  const [sessions, events] = await Promise.all([runCli(["sessions"], env), runCli(["events", session], env)]);
+  for (const result of [run, chat, sessions, events]) {
+    assert.equal(result.code, 0, result.stderr);
+    assert.doesNotMatch(result.stderr, /DeprecationWarning/, result.stderr);
+  }
+  assert.match(events.stdout, /agent_response +Hello![\s\S]*agent_response +Again!/);
+});
