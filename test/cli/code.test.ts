@@ -101,7 +101,7 @@ describe("agentloop code: Ctrl-C", () => {
     term.type("Sleep a while\r");
     at = await term.waitFor(/│ started\n/, at);
     term.type("\u0003");
-    at = await term.waitFor(/■ ABORTED: interrupted \(Ctrl-C\)\n/, at);
+    at = await term.waitFor(/⏹ aborted: interrupted \(Ctrl-C\)\n/, at);
     assert.ok(performance.now() - started < 20_000, "the run did not wait for the sleep");
     // The command's process group got SIGTERM: the sleep is gone within the 2 s grace.
     const running = () => spawnSync("pgrep", ["-f", sleep]).status === 0;

@@ -52,7 +52,7 @@ describe("Ctrl-C at an approval question (a pseudo-terminal)", { concurrency: 3 
     term.type("say hi\r");
     at = await term.waitFor(/Allow shell\(\{"command":"echo hi"\}\)\? \[y\/N\] /, at);
     term.type("\u0003");
-    at = await term.waitFor(/■ ABORTED: interrupted \(Ctrl-C\)\n/, at);
+    at = await term.waitFor(/⏹ aborted: interrupted \(Ctrl-C\)\n/, at);
     at = await term.waitFor(/code› /, at);
     term.type("and now?\r");
     at = await term.waitFor(/Hello again\.\n[\s\S]*code› /, at);

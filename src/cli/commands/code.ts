@@ -131,7 +131,8 @@ export async function codeCommand(prompt: string | undefined, options: CodeComma
     history = result.messages.filter((message) => message.role !== "system");
     const parts = [result.state, counted(result.turns, "model call"), counted(result.toolRounds, "wave"), counted(result.toolCalls, "tool call")];
     if (result.state === "COMPLETED") io.stderr.write(colors.dim(`${parts.join(" · ")}\n`));
-    else io.stderr.write((result.state === "ABORTED" ? colors.yellow : colors.red)(`■ ${result.state}: ${endReason(result)}\n`));
+    else if (result.state === "ABORTED") io.stderr.write(colors.yellow(`⏹ aborted: ${endReason(result)}\n`)); // as chat says it
+    else io.stderr.write(colors.red(`■ ${result.state}: ${endReason(result)}\n`));
     return result;
   };
 
