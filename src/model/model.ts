@@ -74,7 +74,7 @@ export interface FinishReason {
  * last wave in plan mode): the loop ends the run `TURN_LIMIT` with that answer, as when `maxTurns`
  * ends a native run. One rule for every mode: a limit ended the run.
  */
-export const STEP_LIMIT_FINISH = "max_steps";
+export const STEP_LIMIT_FINISH = "agentloop.max_steps";
 
 /** KAOS's answer when a run uses up its steps (seed 000's two-phase loop; its current runtime in every mode). */
 export function maxStepsMessage(maxSteps: number): string {
