@@ -2,7 +2,7 @@ import { type ChildProcessWithoutNullStreams, spawn } from "node:child_process";
 import { Writable } from "node:stream";
 import { finished } from "node:stream/promises";
 import { fileURLToPath } from "node:url";
-import pty from "@lydell/node-pty";
+import { createRequire } from "node:module";
 
 export const repositoryRoot = fileURLToPath(new URL("../../", import.meta.url));
 
@@ -146,6 +146,8 @@ export interface TerminalProcess {
 
 /** `agentloop <args>` in a pseudo-terminal (@lydell/node-pty): what it printed so far, a way to wait for text and to type. */
 export function inTerminal(args: string[], cwd: string = repositoryRoot, env: NodeJS.ProcessEnv = cleanEnv()): TerminalProcess {
+  // Loaded here, not for every file that uses these helpers (a native addon).
+  const pty = createRequire(import.meta.url)("@lydell/node-pty") as typeof import("@lydell/node-pty");
   const child = pty.spawn(process.execPath, cliArgs(args), { cwd, cols: 200, rows: 50, env: { TSX_TSCONFIG_PATH: tsconfig, TERM: "xterm-256color", ...env } as Record<string, string> });
   let output = "";
   const listeners = new Set<() => void>();
