@@ -534,6 +534,7 @@ export class McpToolset {
       description: description.description ?? description.title ?? mcpName,
       parameters: (description.inputSchema ?? { type: "object", properties: {} }) as JsonSchema,
       kind: "mcp",
+      mcp: { server: this.name, tool: mcpName },
       action: "tool_call",
       execute: (args, context) =>
         this.callTool(mcpName, (args ?? {}) as Record<string, unknown>, {

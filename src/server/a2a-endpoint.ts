@@ -15,6 +15,7 @@ import {
 import { ContentTypeNotSupportedError, UnsupportedOperationError } from "@a2a-js/sdk/errors";
 import type { LoopEvent, RunResult } from "../loop/events.js";
 import { a2aParamsProblem, invalidParamsError, isJsonContentType, subscribedTaskId, withReturnedPageSize } from "./a2a-validation.js";
+import { answerOf } from "./chat-stream.js";
 
 /** Runs one A2A message through the agent: the context id is the session. */
 export type RunTask = (task: { input: string; sessionId: string; signal: AbortSignal; onEvent: (event: LoopEvent) => void }) => Promise<RunResult>;
@@ -82,7 +83,7 @@ class LoopAgentExecutor implements AgentExecutor {
       } else if (result.state === "FAILED") {
         bus.publish(status(TaskState.TASK_STATE_FAILED, result.error?.message ?? result.reason));
       } else {
-        const text = result.text !== "" ? result.text : result.reason;
+        const text = answerOf(result);
         // The whole answer replaces the streamed chunks (append false), so the task holds one part.
         bus.publish(artifact(text, false, true));
         bus.publish(status(TaskState.TASK_STATE_COMPLETED, text));

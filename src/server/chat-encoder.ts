@@ -6,7 +6,7 @@
  */
 import { AgentLoopError } from "../errors.js";
 import type { LoopEvent, RunResult } from "../loop/events.js";
-import { approvalRequiredOf, ChatChunkEncoder, finishReasonOf } from "./chat-stream.js";
+import { answerOf, approvalRequiredOf, ChatChunkEncoder, finishReasonOf } from "./chat-stream.js";
 import { HttpError, httpErrorOfRun } from "./http-errors.js";
 
 export interface ChatStreamSpec {
@@ -55,7 +55,7 @@ export class ChatStreamEncoder {
     // A structured answer goes out whole, once validated (an answer asked again is never sent).
     if (spec.structured && result.text !== "") closing.push(chunks.content(result.text));
     // A limit ended the run: say so when the model gave no answer text.
-    if (result.state !== "COMPLETED" && result.text === "") closing.push(chunks.content(result.reason));
+    if (result.state !== "COMPLETED" && result.text === "") closing.push(chunks.content(answerOf(result)));
     const approvals = approvalRequiredOf(result as RunResult, spec.sessionId);
     closing.push(approvals ? chunks.approvalRequired(approvals) : chunks.finish(finishReasonOf(result as RunResult)));
     if (spec.includeUsage) {

@@ -1,5 +1,6 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { RunResult } from "../loop/events.js";
+import { maxStepsMessage } from "../model/model.js";
 import { HttpError, type OpenAIErrorBody } from "./http-errors.js";
 
 /**
@@ -27,6 +28,18 @@ export function approvalRequiredOf(result: RunResult, sessionId: string): Approv
       agent_path: entry.agentPath,
     })),
   };
+}
+
+/**
+ * The answer of a run that ended: its text; when `maxTurns` (AGENTIC_LOOP_MAX_STEPS) ended it with
+ * none (native and string modes: the last model call asked for tools), KAOS's `Reached maximum
+ * reasoning steps (N)`, as the text protocols answer; otherwise the reason a limit gave.
+ */
+export function answerOf(result: Pick<RunResult, "state" | "reason" | "text">): string {
+  if (result.text !== "") return result.text;
+  // The loop's reason for this limit is `maxTurns (N) reached`.
+  const turns = result.state === "TURN_LIMIT" ? /^maxTurns \((\d+)\) reached$/.exec(result.reason) : null;
+  return turns ? maxStepsMessage(Number(turns[1])) : result.reason;
 }
 
 /** The OpenAI finish reason of a run that ended (not failed, not stopped for approvals): a guardrail's deny is `content_filter`. */

@@ -15,6 +15,7 @@ import { type ChatRequest, parseChatRequest } from "../chat-request.js";
 import { ChatStreamEncoder } from "../chat-encoder.js";
 import {
   approvalRequiredOf,
+  answerOf,
   finishReasonOf,
   nodeSseSink,
   RequestController,
@@ -69,7 +70,7 @@ export function completionOf(result: RunResult, model: string, sessionId: string
     choices: [
       {
         index: 0,
-        message: { role: "assistant", content: result.text !== "" ? result.text : result.reason },
+        message: { role: "assistant", content: answerOf(result) },
         finish_reason: approvals ? "approval_required" : finishReasonOf(result),
       },
     ],
