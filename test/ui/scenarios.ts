@@ -41,7 +41,7 @@ class ReasoningModel implements Model {
     yield { type: "text-delta", id: "t", delta: "Hello " };
     yield { type: "text-delta", id: "t", delta: "there." };
     yield { type: "text-end", id: "t" };
-    yield { type: "finish", reason: "stop" };
+    yield { type: "finish", reason: { unified: "stop" } };
   }
 }
 
