@@ -5,6 +5,7 @@
  * throws a `UiRequestError` (a 400) naming the field that is wrong.
  */
 import type { ApprovalDecision } from "../loop/checkpoint.js";
+import { SESSION_ID_PATTERN, sessionIdProblem } from "../server/session-id.js";
 
 /** A request the parser refuses: `status` 400, `param` the field, `code` a stable name. */
 export class UiRequestError extends Error {
@@ -19,8 +20,6 @@ export class UiRequestError extends Error {
   }
 }
 
-/** A session id (the chat's `id`, AG-UI's `threadId`): the server's alphabet for session ids. */
-export const UI_SESSION_ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_.:@-]{0,199}$/;
 
 /** A tool result the client supplies for a call of the run (a client-side tool). */
 export interface ClientToolOutput {
@@ -64,9 +63,8 @@ const fail = (message: string, param: string | null, code = "invalid_request"): 
 };
 
 function sessionIdOf(value: unknown, param: string): string {
-  if (typeof value !== "string" || !UI_SESSION_ID_PATTERN.test(value)) {
-    fail(`${param} must be 1-200 characters of letters, digits, '_', '.', ':', '@' or '-', starting with a letter or digit`, param, "invalid_session_id");
-  }
+  // The server's one rule for session ids (src/server/session-id.ts).
+  if (typeof value !== "string" || !SESSION_ID_PATTERN.test(value)) fail(sessionIdProblem(param), param, "invalid_session_id");
   return value as string;
 }
 
