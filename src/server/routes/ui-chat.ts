@@ -67,7 +67,7 @@ export function uiChatRoutes(server: ServerContext): Hono {
 
   app.get(`${UI_CHAT_PATH}/:id/stream`, (c) => {
     const sessionId = validSessionId(c.req.param("id"), "id");
-    let stop = () => undefined as void;
+    let stop: () => void = () => undefined;
     const { sink, body } = webSseSink(() => stop());
     const followed = streams.follow(sessionId, sink);
     if (!followed.following) return c.body(null, 204);
