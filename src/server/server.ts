@@ -178,6 +178,7 @@ export async function createAgentServer(options: AgentServerOptions = {}): Promi
         tools: runtime?.tools ?? [],
         delegates: settings.subAgents.length > 0,
       }),
+    toolNames: async () => ((await connecting)?.tools ?? []).map((tool) => tool.name),
     httpErrorOfRequest: requestErrorMapper(settings, log),
   };
 

@@ -30,6 +30,8 @@ export interface AgUiEncoderOptions {
   input?: unknown;
   /** The model, for `RUN_FINISHED.usage`. */
   model?: string;
+  /** The client's own tools: their pending calls end the run as `pendingToolCallIds`, not interrupts. */
+  clientToolNames?: Iterable<string>;
 }
 
 /** What one scope (the run itself, or one sub-agent run inside it) has open. */
@@ -50,8 +52,11 @@ export class AgUiEncoder {
   /** Sub-agent scopes by the delegating call's id (nested ones by the path of ids). */
   private readonly scopes = new Map<string, Scope>();
   private started = false;
+  private readonly clientTools: Set<string>;
 
-  constructor(private readonly options: AgUiEncoderOptions) {}
+  constructor(private readonly options: AgUiEncoderOptions) {
+    this.clientTools = new Set(options.clientToolNames ?? []);
+  }
 
   start(): AgUiEvent[] {
     if (this.started) return [];
@@ -70,7 +75,7 @@ export class AgUiEncoder {
    * `interrupt` with one interrupt per call waiting for approval, `cancelled` for an aborted run)
    * or `RUN_ERROR` for a failed one.
    */
-  closing(result: Pick<RunResult, "runId" | "state" | "reason" | "text" | "error" | "messages" | "usage" | "checkpoint">, extra: { pendingToolCallIds?: string[] } = {}): AgUiEvent[] {
+  closing(result: Pick<RunResult, "runId" | "state" | "reason" | "text" | "error" | "messages" | "usage" | "checkpoint">): AgUiEvent[] {
     const out: AgUiEvent[] = [...this.start(), ...this.closeScope(this.root)];
     for (const [key, scope] of this.scopes) {
       out.push(...this.closeScope(scope), { type: "SUBAGENT_ERROR", subagentRunId: scope.subagentRunId!, message: "the run ended before the sub-agent did" });
@@ -87,8 +92,12 @@ export class AgUiEncoder {
     const finished = { type: "RUN_FINISHED", threadId, runId, usage };
     if (result.state === "ABORTED") {
       out.push({ ...finished, outcome: { type: "cancelled" } });
-    } else if (result.state === "INTERRUPTED" && result.checkpoint && result.checkpoint.pending.length > 0) {
-      const interrupts = result.checkpoint.pending.map((entry) => ({
+      return out;
+    }
+    const pending = result.state === "INTERRUPTED" ? (result.checkpoint?.pending ?? []) : [];
+    const approvals = pending.filter((entry) => !this.clientTools.has(entry.toolName));
+    if (approvals.length > 0) {
+      const interrupts = approvals.map((entry) => ({
         id: entry.toolCallId,
         reason: "tool_approval",
         message: `Approve the call of ${entry.toolName}${entry.agentPath.length > 1 ? ` (by ${entry.agentPath.join(" > ")})` : ""}?`,
@@ -97,10 +106,12 @@ export class AgUiEncoder {
         metadata: { toolName: entry.toolName, arguments: entry.arguments, argumentsHash: entry.argumentsHash, agentPath: entry.agentPath },
       }));
       out.push({ ...finished, outcome: { type: "interrupt", interrupts } });
-    } else {
-      const pending = extra.pendingToolCallIds ?? [];
-      out.push({ ...finished, result: result.text !== "" ? result.text : result.reason, outcome: pending.length > 0 ? { type: "success", pendingToolCallIds: pending } : { type: "success" } });
+      return out;
     }
+    // Calls of the client's tools: the run completed its part; the client answers them in the next input's messages.
+    const clientCalls = pending.map((entry) => entry.toolCallId);
+    const outcome = clientCalls.length > 0 ? { type: "success", pendingToolCallIds: clientCalls } : { type: "success" };
+    out.push({ ...finished, ...(clientCalls.length > 0 ? {} : { result: result.text !== "" ? result.text : result.reason }), outcome });
     return out;
   }
 
@@ -165,6 +176,7 @@ export class AgUiEncoder {
       case "guardrail":
         return [{ type: "CUSTOM", name: "agentloop.guardrail", value: { guardrail: event.guardrail, allowed: event.allowed, reason: event.reason, toolCallId: event.toolCallId, name: event.name }, ...attribution }];
       case "approval-request":
+        if (this.clientTools.has(event.name)) return [];
         return [{ type: "CUSTOM", name: "agentloop.approval-request", value: { toolCallId: event.toolCallId, name: event.name, arguments: event.arguments, agentPath: event.agentPath }, ...attribution }];
       case "approval-decision":
         return [{ type: "CUSTOM", name: "agentloop.approval-decision", value: { toolCallId: event.toolCallId, name: event.name, approve: event.approve, reason: event.reason }, ...attribution }];

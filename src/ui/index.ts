@@ -17,6 +17,7 @@ import { AG_UI_HEADERS, type AgUiEncoderOptions, AgUiEncoder, agUiSse } from "./
 import { UI_MESSAGE_STREAM_HEADERS, UI_STREAM_DONE, type UiMessageStreamOptions, UiMessageStreamEncoder, uiChunkSse } from "./ui-message-stream.js";
 
 export * from "./ag-ui.js";
+export * from "./client-tools.js";
 export * from "./requests.js";
 export * from "./ui-message-stream.js";
 

@@ -201,35 +201,29 @@ export function parseRunAgentInput(body: unknown): AgUiRequest {
     stringField((message as Record<string, unknown>).id, `${param}.id`);
     stringField((message as Record<string, unknown>).role, `${param}.role`);
   });
+  const decisions: Record<string, ApprovalDecision> = {};
   if (input.resume !== undefined) {
-    const entries = arrayField(input.resume, "resume");
-    if (entries.length > 0) {
-      const decisions: Record<string, ApprovalDecision> = {};
-      entries.forEach((entry, index) => {
-        const param = `resume[${index}]`;
-        if (!isObject(entry)) fail(`${param} must be an object { interruptId, status, payload? }`, param, "invalid_type");
-        const typed = entry as Record<string, unknown>;
-        const id = stringField(typed.interruptId, `${param}.interruptId`, { nonEmpty: true }) as string;
-        if (decisions[id]) fail(`${param}.interruptId "${id}" is answered twice`, `${param}.interruptId`, "invalid_decisions");
-        if (typed.status === "cancelled") {
-          decisions[id] = { approve: false, reason: "cancelled" };
-          return;
-        }
-        if (typed.status !== "resolved") fail(`${param}.status must be "resolved" or "cancelled"`, `${param}.status`, "invalid_value");
-        const payload = typed.payload;
-        if (!isObject(payload) || typeof payload.approve !== "boolean") fail(`${param}.payload must be { approve: true } or { approve: false, reason? }`, `${param}.payload`, "invalid_decisions");
-        const { approve, reason } = payload as { approve: boolean; reason?: unknown };
-        if (reason !== undefined && typeof reason !== "string") fail(`${param}.payload.reason must be a string`, `${param}.payload.reason`, "invalid_decisions");
-        decisions[id] = approve ? { approve: true } : { approve: false, reason: reason as string | undefined };
-      });
-      return { sessionId, runId, tools, input, intent: { kind: "continue", decisions, toolOutputs: {} } };
-    }
+    arrayField(input.resume, "resume").forEach((entry, index) => {
+      const param = `resume[${index}]`;
+      if (!isObject(entry)) fail(`${param} must be an object { interruptId, status, payload? }`, param, "invalid_type");
+      const typed = entry as Record<string, unknown>;
+      const id = stringField(typed.interruptId, `${param}.interruptId`, { nonEmpty: true }) as string;
+      if (decisions[id]) fail(`${param}.interruptId "${id}" is answered twice`, `${param}.interruptId`, "invalid_decisions");
+      if (typed.status === "cancelled") {
+        decisions[id] = { approve: false, reason: "cancelled" };
+        return;
+      }
+      if (typed.status !== "resolved") fail(`${param}.status must be "resolved" or "cancelled"`, `${param}.status`, "invalid_value");
+      const payload = typed.payload;
+      if (!isObject(payload) || typeof payload.approve !== "boolean") fail(`${param}.payload must be { approve: true } or { approve: false, reason? }`, `${param}.payload`, "invalid_decisions");
+      const { approve, reason } = payload as { approve: boolean; reason?: unknown };
+      if (reason !== undefined && typeof reason !== "string") fail(`${param}.payload.reason must be a string`, `${param}.payload.reason`, "invalid_decisions");
+      decisions[id] = approve ? { approve: true } : { approve: false, reason: reason as string | undefined };
+    });
   }
-  if (messages.length === 0) fail("messages must not be empty (the last one is the user's input)", "messages", "empty_messages");
   // Tool messages after the last assistant message answer its client tool calls.
   const toolOutputs: Record<string, ClientToolOutput> = {};
-  let index = messages.length - 1;
-  for (; index >= 0; index--) {
+  for (let index = messages.length - 1; index >= 0; index--) {
     const message = messages[index] as Record<string, unknown>;
     if (message.role !== "tool") break;
     const param = `messages[${index}]`;
@@ -237,7 +231,8 @@ export function parseRunAgentInput(body: unknown): AgUiRequest {
     const error = message.error === undefined ? undefined : stringField(message.error, `${param}.error`);
     toolOutputs[toolCallId] = { output: error ?? agUiContent(message.content, `${param}.content`), isError: error !== undefined };
   }
-  if (Object.keys(toolOutputs).length > 0) return { sessionId, runId, tools, input, intent: { kind: "continue", decisions: {}, toolOutputs } };
+  if (Object.keys(decisions).length > 0 || Object.keys(toolOutputs).length > 0) return { sessionId, runId, tools, input, intent: { kind: "continue", decisions, toolOutputs } };
+  if (messages.length === 0) fail("messages must not be empty (the last one is the user's input)", "messages", "empty_messages");
   const last = messages[messages.length - 1] as Record<string, unknown>;
   const param = `messages[${messages.length - 1}]`;
   if (last.role !== "user") fail(`the last message must be the user's (the input) or tool results, got role ${JSON.stringify(last.role)}`, `${param}.role`, "invalid_role");

@@ -44,6 +44,8 @@ export interface UiMessageStreamOptions {
   messageId?: string;
   /** Tool calls the client has a part for already (a resumed run's message): not announced again. */
   knownToolCallIds?: Iterable<string>;
+  /** The client's own tools: their calls wait for `addToolOutput`, not for an approval. */
+  clientToolNames?: Iterable<string>;
 }
 
 /** A tool call's input as the UI shows it: the parsed arguments, or the raw text when they are not JSON. */
@@ -64,10 +66,12 @@ export class UiMessageStreamEncoder {
   private wave = 0;
   /** Tool calls the UI has a part for (a sub-agent's call gets one when it asks for approval). */
   private readonly known: Set<string>;
+  private readonly clientTools: Set<string>;
   private started = false;
 
   constructor(private readonly options: UiMessageStreamOptions = {}) {
     this.known = new Set(options.knownToolCallIds ?? []);
+    this.clientTools = new Set(options.clientToolNames ?? []);
   }
 
   /** The first chunk. */
@@ -243,6 +247,8 @@ export class UiMessageStreamEncoder {
   }
 
   private approvalRequest(event: Extract<LoopEvent, { type: "approval-request" }>): UiMessageChunk[] {
+    // A client tool's call: its part is input-available already, the client runs it (`addToolOutput`).
+    if (this.clientTools.has(event.name) && event.agentPath.length <= 1) return [];
     const out: UiMessageChunk[] = [];
     // A sub-agent's call has no part yet: it gets one, so the person sees what they approve.
     if (!this.known.has(event.toolCallId)) {

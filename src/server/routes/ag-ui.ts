@@ -9,6 +9,7 @@ import { Hono } from "hono";
 import { onAbort } from "../../abort.js";
 import type { LoopEvent, RunResult } from "../../loop/events.js";
 import { AG_UI_HEADERS, AgUiEncoder, agUiSse } from "../../ui/ag-ui.js";
+import { clientToolClash } from "../../ui/client-tools.js";
 import { parseRunAgentInput } from "../../ui/requests.js";
 import { RequestController, webSseSink } from "../chat-stream.js";
 import { readJson, type ServerContext } from "../context.js";
@@ -25,15 +26,15 @@ export function agUiRoutes(server: ServerContext): Hono {
     const json = await readJson(c);
     const input = parsedUiRequest(() => parseRunAgentInput(json));
     if (server.durable) throw badRequest(`${AG_UI_PATH} is not served in durable mode; use /v1/chat/completions`, null, "unsupported_in_durable_mode");
-    if (input.tools.length > 0) throw badRequest("client-side tools (RunAgentInput.tools) are not supported yet", "tools", "unsupported_client_tools");
-    const { sessionId, intent } = input;
-    if (intent.kind === "continue" && Object.keys(intent.toolOutputs).length > 0) {
-      throw badRequest("tool results for client-side tools are not supported yet", "messages", "unsupported_client_tools");
+    const { sessionId, intent, tools } = input;
+    if (tools.length > 0) {
+      const clash = clientToolClash(tools, await server.toolNames(), "tools");
+      if (clash) throw badRequest(clash.message, clash.param, clash.code);
     }
     const controller = new RequestController();
     const unlink = onAbort(c.req.raw.signal, () => controller.disconnect());
     const { sink, body } = webSseSink(() => controller.disconnect());
-    const agUi = new AgUiEncoder({ threadId: sessionId, runId: input.runId, model: settings.name });
+    const agUi = new AgUiEncoder({ threadId: sessionId, runId: input.runId, model: settings.name, clientToolNames: tools.map((tool) => tool.name) });
     const encoder: ProtocolEncoder = {
       opening: () => agUi.start().map(agUiSse),
       event: (event) => agUi.event(event).map(agUiSse),
@@ -47,9 +48,9 @@ export function agUiRoutes(server: ServerContext): Hono {
     });
     const start = (onEvent: (event: LoopEvent) => void) => {
       if (intent.kind === "input") {
-        work = runs.run({ input: intent.input, sessionId, controller, onEvent });
+        work = runs.run({ input: intent.input, sessionId, controller, onEvent, clientTools: tools });
         accepted();
-      } else work = runs.resume({ sessionId, decisions: intent.decisions, controller, onEvent, onStart: accepted });
+      } else work = runs.resume({ sessionId, decisions: intent.decisions, toolOutputs: intent.toolOutputs, clientTools: tools, controller, onEvent, onStart: accepted });
       return work;
     };
     void streamProtocolRun(server, sink, encoder, start).finally(unlink);
