@@ -1,5 +1,6 @@
 import type { AssistantMessage, Message } from "../messages.js";
 import type { JsonSchema } from "../model/model.js";
+import { type ClientToolDeclaration, type ClientToolOutput, parseClientTool, UiRequestError } from "../ui/requests.js";
 import { badRequest } from "./http-errors.js";
 import { validSessionId } from "./session-id.js";
 
@@ -21,6 +22,10 @@ export interface ChatRequest {
   sessionId?: string;
   /** `response_format` `json_schema` (its schema) or `json_object` (any object): the answer must match. */
   output?: JsonSchema;
+  /** The request's `tools`: the client's own tools, offered to the model beside the agent's. */
+  clientTools: ClientToolDeclaration[];
+  /** Trailing `tool` messages: the results of the client tool calls the session's run stopped at. */
+  toolOutputs?: Record<string, ClientToolOutput>;
   /** `progress_blocks` (or the `X-Progress-Blocks` header): KAOS's progress blocks in the stream, overriding the server's setting. */
   progressBlocks?: boolean;
 }
@@ -116,6 +121,11 @@ export function parseChatRequest(body: unknown, headerSessionId: string | undefi
   if (streamOptions !== undefined && streamOptions !== null && (typeof streamOptions !== "object" || Array.isArray(streamOptions))) {
     throw badRequest("stream_options must be an object", "stream_options", "invalid_type");
   }
+  const clientTools = clientToolsOf(request.tools);
+  const toolOutputs = trailingToolOutputs(request.messages as unknown[]);
+  if (toolOutputs && sessionId === undefined) {
+    throw badRequest("tool results continue the run that asked for them: send its session (session_id or X-Session-ID)", "session_id", "missing_session_id");
+  }
   let progressBlocks: boolean | undefined;
   if (request.progress_blocks !== undefined && request.progress_blocks !== null) {
     if (typeof request.progress_blocks !== "boolean") throw badRequest("progress_blocks must be a boolean", "progress_blocks", "invalid_type");
@@ -135,5 +145,41 @@ export function parseChatRequest(body: unknown, headerSessionId: string | undefi
     sessionId,
     output: responseFormat(request.response_format),
     ...(progressBlocks !== undefined ? { progressBlocks } : {}),
+    clientTools,
+    ...(toolOutputs ? { toolOutputs } : {}),
   };
+}
+
+/** The request's `tools` (`[{ type: "function", function: { name, description?, parameters? } }]`), checked. */
+function clientToolsOf(value: unknown): ClientToolDeclaration[] {
+  if (value === undefined || value === null) return [];
+  if (!Array.isArray(value)) throw badRequest("tools must be an array", "tools", "invalid_type");
+  const names = new Set<string>();
+  return value.map((entry, index) => {
+    const param = `tools[${index}]`;
+    if (!isObject(entry) || entry.type !== "function") throw badRequest(`${param} must be { type: "function", function: { name, description?, parameters? } }`, param, "invalid_type");
+    try {
+      const tool = parseClientTool(entry.function, `${param}.function`);
+      if (names.has(tool.name)) throw badRequest(`${param}.function.name "${tool.name}" is declared twice`, `${param}.function.name`, "duplicate_tool");
+      names.add(tool.name);
+      return tool;
+    } catch (error) {
+      if (error instanceof UiRequestError) throw badRequest(error.message, error.param, error.code);
+      throw error;
+    }
+  });
+}
+
+/** The `tool` messages at the end of the conversation (the client's tool results), by call id. */
+function trailingToolOutputs(messages: unknown[]): Record<string, ClientToolOutput> | undefined {
+  let outputs: Record<string, ClientToolOutput> | undefined;
+  for (let index = messages.length - 1; index >= 0; index--) {
+    const message = messages[index] as Record<string, unknown>;
+    if (message.role !== "tool") break;
+    const param = `messages[${index}]`;
+    if (typeof message.tool_call_id !== "string" || message.tool_call_id === "") throw badRequest(`${param}.tool_call_id must be a non-empty string`, `${param}.tool_call_id`, "invalid_type");
+    outputs ??= {};
+    outputs[message.tool_call_id] = { output: contentText(message.content, `${param}.content`, false), isError: false };
+  }
+  return outputs;
 }

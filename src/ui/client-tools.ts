@@ -39,11 +39,12 @@ export function clientTools(declarations: readonly ClientToolDeclaration[], outp
 }
 
 /** A declared client tool named like one of the server's: the 400 naming it. */
-export function clientToolClash(declarations: readonly ClientToolDeclaration[], serverToolNames: Iterable<string>, param: string): UiRequestError | undefined {
+export function clientToolClash(declarations: readonly ClientToolDeclaration[], serverToolNames: Iterable<string>, param: string, nameField = "name"): UiRequestError | undefined {
   const names = new Set(serverToolNames);
   const index = declarations.findIndex((declaration) => names.has(declaration.name));
   if (index < 0) return undefined;
-  return new UiRequestError(`${param}[${index}].name "${declarations[index].name}" is the name of one of the agent's own tools; rename the client tool`, `${param}[${index}].name`, "tool_name_clash");
+  const field = `${param}[${index}].${nameField}`;
+  return new UiRequestError(`${field} "${declarations[index].name}" is the name of one of the agent's own tools; rename the client tool`, field, "tool_name_clash");
 }
 
 /**
