@@ -44,6 +44,11 @@ export interface ResumeRequest {
   /** The client tools of the run (declared again by the client) and the results it supplies for their calls. */
   clientTools?: ClientToolDeclaration[];
   toolOutputs?: Record<string, ClientToolOutput>;
+  /**
+   * Take only the results of pending client calls and ignore the others (the AI SDK route: the
+   * continued message carries the outputs of every call it shows); else any other result is refused.
+   */
+  onlyPendingOutputs?: boolean;
 }
 
 /**
@@ -120,10 +125,15 @@ export class ServerRuns {
     const start = async (agent: Agent): Promise<{ run: Run }> => {
       const checkpoint = await this.pendingCheckpoint(request.sessionId);
       let decisions = request.decisions;
-      if (request.toolOutputs && Object.keys(request.toolOutputs).length > 0) {
-        const names = new Set((request.clientTools ?? []).map((tool) => tool.name));
+      let outputs = request.toolOutputs;
+      const names = new Set((request.clientTools ?? []).map((tool) => tool.name));
+      if (outputs && request.onlyPendingOutputs) {
+        const waiting = new Set(checkpoint.pending.filter((entry) => names.has(entry.toolName)).map((entry) => entry.toolCallId));
+        outputs = Object.fromEntries(Object.entries(outputs).filter(([callId]) => waiting.has(callId)));
+      }
+      if (outputs && Object.keys(outputs).length > 0) {
         try {
-          decisions = { ...decisions, ...clientResultDecisions(request.toolOutputs, checkpoint.pending, names) };
+          decisions = { ...decisions, ...clientResultDecisions(outputs, checkpoint.pending, names) };
         } catch (error) {
           if (error instanceof UiRequestError) throw badRequest(error.message, error.param, error.code);
           throw error;
@@ -131,7 +141,7 @@ export class ServerRuns {
       }
       let run: Run;
       try {
-        run = withClientTools(agent, request.clientTools, request.toolOutputs).resume(checkpoint, { decisions, sessionId: request.sessionId, onEvent: request.onEvent, onApproval: "interrupt" });
+        run = withClientTools(agent, request.clientTools, outputs).resume(checkpoint, { decisions, sessionId: request.sessionId, onEvent: request.onEvent, onApproval: "interrupt" });
       } catch (error) {
         if (!(error instanceof ResumeError)) throw error;
         const already = /already resumed/.test(error.message);

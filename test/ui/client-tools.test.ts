@@ -6,6 +6,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { HttpAgent } from "@ag-ui/client";
+import { DefaultChatTransport, readUIMessageStream, type UIMessage } from "ai";
 import { ScriptedModel } from "../../src/index.js";
 import { postJson, startTestServer, type TestServer } from "../server/helpers.js";
 import { echo, writeFile } from "./scenarios.js";
@@ -65,5 +66,47 @@ describe("client tools on /ag-ui", () => {
       assert.equal(response.status, 400, toolCallId);
       assert.match(((await response.json()) as { error: { message: string } }).error.message, pattern);
     }
+  });
+});
+
+describe("client tools on /api/chat: the agent file's client: true tools, answered with addToolOutput", () => {
+  let server: TestServer;
+  before(async () => {
+    const script = [calls(["call_pick", "pick_color", { choices: ["red", "blue"] }], ["call_echo", "echo", { text: "asked" }]), "The user picked blue."];
+    const file = { tools: [{ ...pickColor, client: true as const }] };
+    server = await startTestServer({ AGENT_NAME: "ui-colors" }, { file, build: { model: new ScriptedModel(script), tools: [echo] } });
+  });
+  after(() => server.close());
+
+  async function read(stream: ReadableStream<never>, message?: UIMessage): Promise<UIMessage> {
+    let last: UIMessage | undefined;
+    for await (const value of readUIMessageStream({ stream, message })) last = value;
+    return structuredClone(last ?? message)!;
+  }
+
+  it("the call waits as input-available (no approval asked); its output continues the same run and message", async () => {
+    const transport = new DefaultChatTransport<UIMessage>({ api: `${server.url}/api/chat` });
+    const user: UIMessage = { id: "u1", role: "user", parts: [{ type: "text", text: "pick" }] };
+    const first = await read((await transport.sendMessages({ chatId: "ui-client", messages: [user], trigger: "submit-message", messageId: undefined, abortSignal: undefined })) as ReadableStream<never>);
+    const parts = first.parts.filter((part) => part.type.startsWith("tool-")) as unknown as Array<{ type: string; toolCallId: string; state: string; input: unknown }>;
+    assert.deepEqual(
+      parts.map((part) => [part.type, part.state]),
+      [
+        ["tool-pick_color", "input-available"],
+        ["tool-echo", "input-available"],
+      ],
+    );
+    // What addToolOutput({ tool: "pick_color", toolCallId, output }) does to the part.
+    const answered: UIMessage = { ...first, parts: first.parts.map((part) => ((part as { toolCallId?: string }).toolCallId === "call_pick" ? ({ ...part, state: "output-available", output: "blue" } as UIMessage["parts"][number]) : part)) };
+    const second = await read((await transport.sendMessages({ chatId: "ui-client", messages: [user, answered], trigger: "submit-message", messageId: answered.id, abortSignal: undefined })) as ReadableStream<never>, answered);
+    const done = second.parts.filter((part) => part.type.startsWith("tool-")) as unknown as Array<{ toolCallId: string; state: string; output: unknown }>;
+    assert.deepEqual(
+      done.map((part) => [part.toolCallId, part.state, part.output]),
+      [
+        ["call_pick", "output-available", "blue"],
+        ["call_echo", "output-available", "echo: asked"],
+      ],
+    );
+    assert.ok(second.parts.some((part) => part.type === "text" && part.text === "The user picked blue."));
   });
 });

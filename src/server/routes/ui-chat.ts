@@ -15,7 +15,8 @@ import { parseUiChatRequest } from "../../ui/requests.js";
 import { UI_MESSAGE_STREAM_HEADERS, UI_STREAM_DONE, type UiMessageStreamOptions, UiMessageStreamEncoder, uiChunkSse } from "../../ui/ui-message-stream.js";
 import { RequestController, webSseSink } from "../chat-stream.js";
 import { readJson, type ServerContext } from "../context.js";
-import { badRequest } from "../http-errors.js";
+import { clientToolClash } from "../../ui/client-tools.js";
+import { badRequest, HttpError } from "../http-errors.js";
 import { type ProtocolEncoder, parsedUiRequest, ReplayableStreams, streamProtocolRun } from "../protocol-stream.js";
 import { validSessionId } from "../session-id.js";
 
@@ -41,10 +42,16 @@ export function uiChatRoutes(server: ServerContext): Hono {
     const chat = parsedUiRequest(() => parseUiChatRequest(json));
     if (server.durable) throw badRequest(`${UI_CHAT_PATH} is not served in durable mode; use /v1/chat/completions`, null, "unsupported_in_durable_mode");
     const { sessionId, intent } = chat;
+    // The agent file's `client: true` tools: the frontend runs them and answers with addToolOutput.
+    const clientTools = server.settings.clientTools;
+    if (clientTools.length > 0) {
+      const clash = clientToolClash(clientTools, await server.toolNames(), "tools");
+      if (clash) throw new HttpError(503, `the agent file's ${clash.message}`, "server_error", "configuration");
+    }
     // The run outlives its request: a client that leaves (a reload) resumes it with GET .../stream.
     const controller = new RequestController();
     const { sink, body } = webSseSink(() => undefined);
-    const encoder = uiEncoder({ messageId: chat.messageId ?? `msg_${randomUUID()}`, knownToolCallIds: chat.knownToolCallIds });
+    const encoder = uiEncoder({ messageId: chat.messageId ?? `msg_${randomUUID()}`, knownToolCallIds: chat.knownToolCallIds, clientToolNames: clientTools.map((tool) => tool.name) });
     let work: Promise<RunResult> | undefined;
     let accepted: () => void = () => undefined;
     const started = new Promise<void>((resolve) => {
@@ -53,8 +60,8 @@ export function uiChatRoutes(server: ServerContext): Hono {
     const start = (onEvent: (event: LoopEvent) => void) => {
       work =
         intent.kind === "input"
-          ? runs.run({ input: intent.input, sessionId, controller, onEvent })
-          : runs.resume({ sessionId, decisions: intent.decisions, controller, onEvent, onStart: accepted });
+          ? runs.run({ input: intent.input, sessionId, controller, onEvent, clientTools })
+          : runs.resume({ sessionId, decisions: intent.decisions, toolOutputs: intent.toolOutputs, onlyPendingOutputs: true, clientTools, controller, onEvent, onStart: accepted });
       if (intent.kind === "input") accepted();
       return work;
     };
