@@ -39,6 +39,7 @@ function Chat() {
               part.type.startsWith("tool-") ? (
                 <ToolPart key={part.toolCallId} part={part} onApprove={(id) => addToolApprovalResponse({ id, approved: true })} />
               ) : part.type === "text" ? (
+                // biome-ignore lint/suspicious/noArrayIndexKey: a message's parts only grow, so a text part keeps its index
                 <li key={`text-${index}`} data-testid="text">
                   {part.text}
                 </li>
