@@ -9,8 +9,9 @@ import { verifyEvents } from "@ag-ui/client";
 import { EventSchemas } from "@ag-ui/core/schemas";
 import { readUIMessageStream, type UIMessage, type UIMessageChunk, uiMessageChunkSchema } from "ai";
 import { from, lastValueFrom, toArray } from "rxjs";
-import { AgUiEncoder, type AgUiEvent, UiMessageStreamEncoder, type UiMessageChunk } from "../../src/ui/index.js";
-import { type RecordedRun, scenarios } from "./scenarios.js";
+import { Agent, ScriptedModel } from "../../src/index.js";
+import { AgUiEncoder, type AgUiEvent, agUiResponse, UiMessageStreamEncoder, type UiMessageChunk, uiMessageStreamResponse } from "../../src/ui/index.js";
+import { echo, type RecordedRun, scenarios } from "./scenarios.js";
 
 const chunkSchema = uiMessageChunkSchema();
 
@@ -231,5 +232,29 @@ describe("the AG-UI encoder (@ag-ui/core schemas, @ag-ui/client verifyEvents)", 
     const inside = events.slice(started + 1, finished);
     assert.ok(inside.some((event) => event.type === "TOOL_CALL_RESULT" && event.toolCallId === "sub_1"));
     assert.ok(inside.every((event) => event.subagentRunId === events[started].subagentRunId));
+  });
+});
+
+describe("the library's Response helpers (a user's own route)", () => {
+  const sseData = (text: string) =>
+    text
+      .split("\n\n")
+      .filter((block) => block.startsWith("data: "))
+      .map((block) => block.slice("data: ".length));
+  const agent = () => new Agent({ name: "lib", model: new ScriptedModel([JSON.stringify({ tool_calls: [{ id: "c1", name: "echo", arguments: { text: "x" } }] }), "Done."]), tools: [echo] });
+
+  it("uiMessageStreamResponse(run): the v1 header, valid chunks, [DONE]", async () => {
+    const response = uiMessageStreamResponse(agent().run("go"));
+    assert.equal(response.headers.get("x-vercel-ai-ui-message-stream"), "v1");
+    const data = sseData(await response.text());
+    assert.equal(data.at(-1), "[DONE]");
+    for (const text of data.slice(0, -1)) assert.ok((await chunkSchema.validate!(JSON.parse(text))).success, text);
+    assert.ok(data.some((text) => text.includes('"tool-output-available"')));
+  });
+
+  it("agUiResponse(run): valid events in order, RUN_FINISHED last", async () => {
+    const response = agUiResponse(agent().run("go"), { threadId: "t", runId: "r" });
+    const events = (await verified(sseData(await response.text()).map((text) => JSON.parse(text)))) as AgUiEvent[];
+    assert.equal(events.at(-1)?.type, "RUN_FINISHED");
   });
 });
