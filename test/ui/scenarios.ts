@@ -46,7 +46,7 @@ class ReasoningModel implements Model {
 }
 
 /** A model whose provider fails. */
-class FailingModel implements Model {
+export class FailingModel implements Model {
   readonly provider = "test";
   readonly modelId = "failing";
   async *stream(): AsyncIterable<ModelEvent> {
