@@ -32,6 +32,12 @@ export interface AgUiEncoderOptions {
   model?: string;
   /** The client's own tools: their pending calls end the run as `pendingToolCallIds`, not interrupts. */
   clientToolNames?: Iterable<string>;
+  /**
+   * The messages the client sent (`RunAgentInput.messages`): `MESSAGES_SNAPSHOT` is them and what
+   * this run added. Without them, the snapshot is the run's whole conversation (the history memory
+   * loaded included, which a context limit may have cut).
+   */
+  inputMessages?: ReadonlyArray<Record<string, unknown>>;
 }
 
 /** What one scope (the run itself, or one sub-agent run inside it) has open. */
@@ -75,7 +81,7 @@ export class AgUiEncoder {
    * `interrupt` with one interrupt per call waiting for approval, `cancelled` for an aborted run)
    * or `RUN_ERROR` for a failed one.
    */
-  closing(result: Pick<RunResult, "runId" | "state" | "reason" | "text" | "error" | "messages" | "usage" | "checkpoint">): AgUiEvent[] {
+  closing(result: Pick<RunResult, "runId" | "state" | "reason" | "text" | "error" | "messages" | "newMessages" | "usage" | "checkpoint">): AgUiEvent[] {
     const out: AgUiEvent[] = [...this.start(), ...this.closeScope(this.root)];
     for (const [key, scope] of this.scopes) {
       out.push(...this.closeScope(scope), { type: "SUBAGENT_ERROR", subagentRunId: scope.subagentRunId!, message: "the run ended before the sub-agent did" });
@@ -86,7 +92,8 @@ export class AgUiEncoder {
       out.push({ type: "RUN_ERROR", message: result.error?.message ?? result.reason, code: result.error?.kind ?? "failed" });
       return out;
     }
-    if (result.messages.length > 0) out.push({ type: "MESSAGES_SNAPSHOT", messages: agUiMessagesOf(result.messages, result.runId) });
+    const snapshot = this.snapshot(result);
+    if (snapshot.length > 0) out.push({ type: "MESSAGES_SNAPSHOT", messages: snapshot });
     if (LIMITS.has(result.state) || result.state === "GUARDRAIL") out.push({ type: "CUSTOM", name: "agentloop.outcome", value: { state: result.state, reason: result.reason } });
     const usage = [{ ...(model ? { model } : {}), inputTokens: result.usage.inputTokens, outputTokens: result.usage.outputTokens, totalTokens: result.usage.totalTokens }];
     const finished = { type: "RUN_FINISHED", threadId, runId, usage };
@@ -113,6 +120,25 @@ export class AgUiEncoder {
     const outcome = clientCalls.length > 0 ? { type: "success", pendingToolCallIds: clientCalls } : { type: "success" };
     out.push({ ...finished, ...(clientCalls.length > 0 ? {} : { result: result.text !== "" ? result.text : result.reason }), outcome });
     return out;
+  }
+
+  /** The conversation after the run: the client's messages and the ones this run added that it does not have. */
+  private snapshot(result: Pick<RunResult, "runId" | "messages" | "newMessages">): Array<Record<string, unknown>> {
+    const input = this.options.inputMessages;
+    if (!input) return agUiMessagesOf(result.messages, result.runId);
+    const knownCalls = new Set<string>();
+    const knownResults = new Set<string>();
+    for (const message of input) {
+      if (message.role === "tool" && typeof message.toolCallId === "string") knownResults.add(message.toolCallId);
+      if (message.role === "assistant" && Array.isArray(message.toolCalls)) for (const call of message.toolCalls as Array<{ id?: unknown }>) if (typeof call?.id === "string") knownCalls.add(call.id);
+    }
+    const added = agUiMessagesOf(result.newMessages, result.runId).filter((message) => {
+      if (message.role === "user") return false; // the client sent it
+      if (message.role === "tool") return !knownResults.has(message.toolCallId as string);
+      const calls = (message.toolCalls as Array<{ id: string }> | undefined) ?? [];
+      return calls.length === 0 || !calls.every((call) => knownCalls.has(call.id));
+    });
+    return [...input, ...added];
   }
 
   /** The closing of a request that failed outside the run. */

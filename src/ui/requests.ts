@@ -53,8 +53,10 @@ export interface AgUiRequest {
   runId: string;
   intent: UiRunIntent;
   tools: ClientToolDeclaration[];
-  /** The input as received, echoed in `RUN_STARTED.input`. */
+  /** The input as received. */
   input: Record<string, unknown>;
+  /** Its messages (each an object with a string id and role), for `MESSAGES_SNAPSHOT`. */
+  messages: Array<Record<string, unknown>>;
 }
 
 const isObject = (value: unknown): value is Record<string, unknown> => typeof value === "object" && value !== null && !Array.isArray(value);
@@ -231,12 +233,12 @@ export function parseRunAgentInput(body: unknown): AgUiRequest {
     const error = message.error === undefined ? undefined : stringField(message.error, `${param}.error`);
     toolOutputs[toolCallId] = { output: error ?? agUiContent(message.content, `${param}.content`), isError: error !== undefined };
   }
-  if (Object.keys(decisions).length > 0 || Object.keys(toolOutputs).length > 0) return { sessionId, runId, tools, input, intent: { kind: "continue", decisions, toolOutputs } };
+  if (Object.keys(decisions).length > 0 || Object.keys(toolOutputs).length > 0) return { sessionId, runId, tools, input, messages: messages as Array<Record<string, unknown>>, intent: { kind: "continue", decisions, toolOutputs } };
   if (messages.length === 0) fail("messages must not be empty (the last one is the user's input)", "messages", "empty_messages");
   const last = messages[messages.length - 1] as Record<string, unknown>;
   const param = `messages[${messages.length - 1}]`;
   if (last.role !== "user") fail(`the last message must be the user's (the input) or tool results, got role ${JSON.stringify(last.role)}`, `${param}.role`, "invalid_role");
   const text = agUiContent(last.content, `${param}.content`);
   if (text.trim() === "") fail(`${param}.content must not be empty`, `${param}.content`, "empty_content");
-  return { sessionId, runId, tools, input, intent: { kind: "input", input: text } };
+  return { sessionId, runId, tools, input, messages: messages as Array<Record<string, unknown>>, intent: { kind: "input", input: text } };
 }

@@ -229,6 +229,15 @@ describe("POST /ag-ui with @ag-ui/client's HttpAgent (events verified)", () => {
     const third = await agent.runAgent({ runId: "run-4" }, subscriber);
     assert.equal(third.result, "The researcher found deep.");
     assert.ok(seen.indexOf("SUBAGENT_STARTED") >= 0 && seen.indexOf("SUBAGENT_FINISHED") > seen.indexOf("SUBAGENT_STARTED"), seen.join(", "));
+    // MESSAGES_SNAPSHOT kept the client's messages (its ids) and added each message once.
+    assert.deepEqual(
+      agent.messages.filter((message) => message.role === "user").map((message) => message.id),
+      ["u1", "u2", "u3"],
+    );
+    const results = agent.messages.filter((message) => message.role === "tool").map((message) => message.toolCallId);
+    assert.deepEqual(results, [...new Set(results)]);
+    const callIds = agent.messages.flatMap((message) => (message.role === "assistant" ? (message.toolCalls ?? []).map((call) => call.id) : []));
+    assert.deepEqual(callIds, [...new Set(callIds)]);
     const types = await storedTypes(server, "agui-thread");
     assert.ok(types.includes("approval_decided"), types.join(", "));
   });

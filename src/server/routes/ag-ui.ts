@@ -34,7 +34,7 @@ export function agUiRoutes(server: ServerContext): Hono {
     const controller = new RequestController();
     const unlink = onAbort(c.req.raw.signal, () => controller.disconnect());
     const { sink, body } = webSseSink(() => controller.disconnect());
-    const agUi = new AgUiEncoder({ threadId: sessionId, runId: input.runId, model: settings.name, clientToolNames: tools.map((tool) => tool.name) });
+    const agUi = new AgUiEncoder({ threadId: sessionId, runId: input.runId, model: settings.name, clientToolNames: tools.map((tool) => tool.name), inputMessages: input.messages });
     const encoder: ProtocolEncoder = {
       opening: () => agUi.start().map(agUiSse),
       event: (event) => agUi.event(event).map(agUiSse),
