@@ -261,3 +261,28 @@ describe("POST /ag-ui with @ag-ui/client's HttpAgent (events verified)", () => {
     assert.equal(nothing.status, 404);
   });
 });
+
+describe("the UI routes share the server's guards", () => {
+  let server: TestServer;
+  before(async () => {
+    server = await startTestServer({ AGENT_NAME: "guarded", AGENT_API_KEY: "secret", DEBUG_MOCK_RESPONSES: JSON.stringify(["hello"]) }, { bodyLimitBytes: 2048 });
+  });
+  after(() => server.close());
+
+  it("bearer auth (401) and the body limit (413) on POST /api/chat, GET /api/chat/{id}/stream and POST /ag-ui", async () => {
+    const chat = { id: "g1", messages: [userMessage("u", "hi")] };
+    const agUi = { threadId: "g1", runId: "r", messages: [{ id: "u", role: "user", content: "hi" }] };
+    assert.equal((await postJson(`${server.url}/api/chat`, chat)).status, 401);
+    assert.equal((await fetch(`${server.url}/api/chat/g1/stream`)).status, 401);
+    assert.equal((await postJson(`${server.url}/ag-ui`, agUi)).status, 401);
+    const auth = { authorization: "Bearer secret" };
+    const answered = await postJson(`${server.url}/api/chat`, chat, auth);
+    assert.equal(answered.status, 200);
+    assert.match(await answered.text(), /hello/);
+    // The chat's stream ended: nothing to resume.
+    assert.equal((await fetch(`${server.url}/api/chat/g1/stream`, { headers: auth })).status, 204);
+    const big = "x".repeat(4096);
+    assert.equal((await postJson(`${server.url}/api/chat`, { ...chat, messages: [userMessage("u", big)] }, auth)).status, 413);
+    assert.equal((await postJson(`${server.url}/ag-ui`, { ...agUi, messages: [{ id: "u", role: "user", content: big }] }, auth)).status, 413);
+  });
+});
