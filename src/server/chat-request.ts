@@ -1,5 +1,6 @@
 import type { AssistantMessage, Message } from "../messages.js";
 import type { JsonSchema } from "../model/model.js";
+import { type ClientToolDeclaration, type ClientToolOutput, parseClientTool, UiRequestError } from "../ui/requests.js";
 import { badRequest } from "./http-errors.js";
 import { validSessionId } from "./session-id.js";
 
@@ -21,6 +22,12 @@ export interface ChatRequest {
   sessionId?: string;
   /** `response_format` `json_schema` (its schema) or `json_object` (any object): the answer must match. */
   output?: JsonSchema;
+  /** The request's `tools`: the client's own tools, offered to the model beside the agent's. */
+  clientTools: ClientToolDeclaration[];
+  /** Trailing `tool` messages: the results of the client tool calls the session's run stopped at. */
+  toolOutputs?: Record<string, ClientToolOutput>;
+  /** `progress_blocks` (or the `X-Progress-Blocks` header): KAOS's progress blocks in the stream, overriding the server's setting. */
+  progressBlocks?: boolean;
 }
 
 const isObject = (value: unknown): value is Record<string, unknown> => typeof value === "object" && value !== null && !Array.isArray(value);
@@ -70,7 +77,7 @@ function contentText(content: unknown, param: string, nullable: boolean): string
  * Validates a parsed request body. Throws an `HttpError` (400) naming the bad field.
  * The input is the last `user` or `task-delegation` message.
  */
-export function parseChatRequest(body: unknown, headerSessionId: string | undefined): ChatRequest {
+export function parseChatRequest(body: unknown, headerSessionId: string | undefined, headerProgressBlocks?: string): ChatRequest {
   if (typeof body !== "object" || body === null || Array.isArray(body)) throw badRequest("the request body must be a JSON object", null, "invalid_body");
   const request = body as Record<string, unknown>;
   if (request.messages === undefined) throw badRequest("messages is required", "messages", "missing_messages");
@@ -114,6 +121,20 @@ export function parseChatRequest(body: unknown, headerSessionId: string | undefi
   if (streamOptions !== undefined && streamOptions !== null && (typeof streamOptions !== "object" || Array.isArray(streamOptions))) {
     throw badRequest("stream_options must be an object", "stream_options", "invalid_type");
   }
+  const clientTools = clientToolsOf(request.tools);
+  const toolOutputs = trailingToolOutputs(request.messages as unknown[]);
+  if (toolOutputs && sessionId === undefined) {
+    throw badRequest("tool results continue the run that asked for them: send its session (session_id or X-Session-ID)", "session_id", "missing_session_id");
+  }
+  let progressBlocks: boolean | undefined;
+  if (request.progress_blocks !== undefined && request.progress_blocks !== null) {
+    if (typeof request.progress_blocks !== "boolean") throw badRequest("progress_blocks must be a boolean", "progress_blocks", "invalid_type");
+    progressBlocks = request.progress_blocks;
+  } else if (headerProgressBlocks !== undefined && headerProgressBlocks !== "") {
+    const value = headerProgressBlocks.trim().toLowerCase();
+    if (value !== "true" && value !== "false") throw badRequest(`X-Progress-Blocks must be true or false, got ${JSON.stringify(headerProgressBlocks)}`, "X-Progress-Blocks", "invalid_value");
+    progressBlocks = value === "true";
+  }
   return {
     input: input.text,
     delegated: input.role === "task-delegation",
@@ -123,5 +144,42 @@ export function parseChatRequest(body: unknown, headerSessionId: string | undefi
     includeUsage: streamOptions?.include_usage === true,
     sessionId,
     output: responseFormat(request.response_format),
+    ...(progressBlocks !== undefined ? { progressBlocks } : {}),
+    clientTools,
+    ...(toolOutputs ? { toolOutputs } : {}),
   };
+}
+
+/** The request's `tools` (`[{ type: "function", function: { name, description?, parameters? } }]`), checked. */
+function clientToolsOf(value: unknown): ClientToolDeclaration[] {
+  if (value === undefined || value === null) return [];
+  if (!Array.isArray(value)) throw badRequest("tools must be an array", "tools", "invalid_type");
+  const names = new Set<string>();
+  return value.map((entry, index) => {
+    const param = `tools[${index}]`;
+    if (!isObject(entry) || entry.type !== "function") throw badRequest(`${param} must be { type: "function", function: { name, description?, parameters? } }`, param, "invalid_type");
+    try {
+      const tool = parseClientTool(entry.function, `${param}.function`);
+      if (names.has(tool.name)) throw badRequest(`${param}.function.name "${tool.name}" is declared twice`, `${param}.function.name`, "duplicate_tool");
+      names.add(tool.name);
+      return tool;
+    } catch (error) {
+      if (error instanceof UiRequestError) throw badRequest(error.message, error.param, error.code);
+      throw error;
+    }
+  });
+}
+
+/** The `tool` messages at the end of the conversation (the client's tool results), by call id. */
+function trailingToolOutputs(messages: unknown[]): Record<string, ClientToolOutput> | undefined {
+  let outputs: Record<string, ClientToolOutput> | undefined;
+  for (let index = messages.length - 1; index >= 0; index--) {
+    const message = messages[index] as Record<string, unknown>;
+    if (message.role !== "tool") break;
+    const param = `messages[${index}]`;
+    if (typeof message.tool_call_id !== "string" || message.tool_call_id === "") throw badRequest(`${param}.tool_call_id must be a non-empty string`, `${param}.tool_call_id`, "invalid_type");
+    outputs ??= {};
+    outputs[message.tool_call_id] = { output: contentText(message.content, `${param}.content`, false), isError: false };
+  }
+  return outputs;
 }
