@@ -148,6 +148,45 @@ function writeGroupEntries(groups, dir) {
   });
 }
 
+/** A test file's path as the reader knows it: a bundled file's source (`<rank>/<path>.mjs`), or a group's entry. */
+function displayName(file) {
+  const path = relative(ROOT, file.startsWith("file:") ? new URL(file).pathname : file);
+  const bundled = /agentloop-test\/run-[^/]+\/tests\/\d+\/(.+)\.mjs$/.exec(file);
+  if (bundled) return `${bundled[1]}.ts`;
+  const group = /groups-[^/]+\/(group-\d+)\.test\.ts$/.exec(file);
+  if (group) return `${group[1]} (${groups[Number(group[1].slice(6)) - 1]?.files.length ?? "?"} files in one process)`;
+  return path;
+}
+
+/** The short summary at the end: the counts, the slowest files, the failures again. */
+function printSummary(summary, seconds, status) {
+  const line = "─".repeat(72);
+  console.log(`\n${line}`);
+  if (!summary) {
+    console.log(`# summary: none (the test runner ended with status ${status} before reporting) · ${seconds.toFixed(1)} s`);
+    return;
+  }
+  const { counts, files: timed, failures } = summary;
+  const parts = [`${counts.passed} passed`, `${counts.failed} failed`];
+  if (counts.skipped) parts.push(`${counts.skipped} skipped`);
+  if (counts.todo) parts.push(`${counts.todo} todo`);
+  if (counts.cancelled) parts.push(`${counts.cancelled} cancelled`);
+  console.log(`# ${counts.tests} tests in ${matched.length} files: ${parts.join(", ")} · ${seconds.toFixed(1)} s`);
+  const slowest = timed.slice(0, 5);
+  if (slowest.length > 1) {
+    console.log("# slowest files:");
+    for (const { file, ms } of slowest) console.log(`#   ${(ms / 1000).toFixed(1).padStart(6)} s  ${displayName(file)}`);
+  }
+  if (failures.length > 0) {
+    console.log(`# failures (${failures.length}):`);
+    for (const failure of failures) {
+      console.log(`#   ✗ ${failure.name}`);
+      console.log(`#     at ${displayName(failure.location)}`);
+      for (const text of failure.message.split("\n")) console.log(`#     ${text}`);
+    }
+  }
+}
+
 const args = process.argv.slice(2);
 const withChecks = args.includes("--checks");
 const filters = args.filter((arg) => arg !== "--checks");
@@ -203,14 +242,30 @@ if (times) {
   env.AGENTLOOP_TEST_TIMES = times;
 }
 const runner = [...(built ? ["--enable-source-maps"] : ["--import", "tsx"]), ...(times ? ["--import", "./scripts/record-duration.mjs"] : [])];
+// Node's own report as it runs (spec on a terminal, TAP otherwise, as node --test chooses), and a
+// summary (scripts/test-summary-reporter.mjs) into a file, printed after the run.
+mkdirSync(entriesDir, { recursive: true });
+const summaryFile = join(entriesDir, "summary.json");
+const reporters = [
+  `--test-reporter=${process.stdout.isTTY ? "spec" : "tap"}`,
+  "--test-reporter-destination=stdout",
+  `--test-reporter=${new URL("./test-summary-reporter.mjs", import.meta.url).href}`,
+  `--test-reporter-destination=${summaryFile}`,
+];
+const started = performance.now();
 let status = 1;
+let summary;
 try {
-  const tests = await run(process.execPath, [...runner, "--test", `--test-concurrency=${process.env.AGENTLOOP_TEST_CONCURRENCY ?? 4}`, "--test-timeout=300000", ...(built?.tests ?? files)], { env });
+  const tests = await run(process.execPath, [...runner, "--test", ...reporters, `--test-concurrency=${process.env.AGENTLOOP_TEST_CONCURRENCY ?? 4}`, "--test-timeout=300000", ...(built?.tests ?? files)], { env });
   status = tests.status;
+  try {
+    summary = JSON.parse(readFileSync(summaryFile, "utf8"));
+  } catch {}
 } finally {
   if (built) rmSync(built.outdir, { recursive: true, force: true });
   rmSync(entriesDir, { recursive: true, force: true });
 }
+printSummary(summary, (performance.now() - started) / 1000, status);
 if (times) {
   // This run's times, and the earlier ones of files it did not run alone (a group's files, filtered out).
   const rows = new Map();
