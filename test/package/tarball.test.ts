@@ -108,7 +108,7 @@ describe("the packed package, installed into an empty app", () => {
     const { scripts = {} } = JSON.parse(readFileSync(join(installed, "package.json"), "utf8")) as { scripts?: Record<string, string> };
     assert.deepEqual(["preinstall", "install", "postinstall", "prepare"].filter((name) => name in scripts), []);
     assert.ok("prepack" in scripts);
-    assert.doesNotMatch(installOutput, /agentloop@[^\s]* \((pre|post)?install|prepare/);
+    assert.doesNotMatch(installOutput, /agentloop@\S* \((preinstall|install|postinstall|prepare):/);
   });
 
   it("runs `npx agentloop` (the README's commands): --version, and the hotel demo", () => {
@@ -151,6 +151,8 @@ describe("the packed package, installed into an empty app", () => {
   it("works beside the app's own openai 7 on Node 22+ (agentloop keeps its openai 6): openaiChat with an openai 7 client", { skip: nodeMajor < 22 ? `openai 7 needs Node 22+; this is Node ${process.versions.node}` : false }, async () => {
     const appOpenai = JSON.parse(readFileSync(join(app, "node_modules/openai/package.json"), "utf8")) as { version: string };
     assert.match(appOpenai.version, /^7\./);
+    const ownOpenai = JSON.parse(readFileSync(join(installed, "node_modules/openai/package.json"), "utf8")) as { version: string };
+    assert.match(ownOpenai.version, /^6\./);
     const cli = spawnNode([installedCli(), "serve", "--port", "0", "--host", "127.0.0.1", "--json"], cleanEnv({ DEBUG_MOCK_RESPONSES: JSON.stringify(["Hello from the served agent."]), MEMORY_TYPE: "memory" }), app);
     try {
       const url = await readyUrl(cli, 60_000);
@@ -159,7 +161,7 @@ describe("the packed package, installed into an empty app", () => {
         'import { Agent } from "agentloop";',
         'import { openaiChat } from "agentloop/openai";',
         `const client = new OpenAI({ baseURL: ${JSON.stringify(`${url}/v1`)}, apiKey: "unused" });`,
-        'const agent = new Agent({ name: "client", model: openaiChat({ client, model: "served" }) });',
+        'const agent = new Agent({ name: "client", model: openaiChat("served", { client }) });',
         'const result = await agent.run("hi");',
         "console.log(result.state, result.text);",
       ].join("\n");
