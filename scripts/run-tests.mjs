@@ -16,6 +16,7 @@ import { spawn } from "node:child_process";
 import { mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { join, relative, resolve } from "node:path";
 import { nodeBundleOptions } from "./esbuild-node.mjs";
+import { formatSummary } from "./test-summary-reporter.mjs";
 
 function find(dir, out = []) {
   let entries = [];
@@ -158,35 +159,6 @@ function displayName(file) {
   return path;
 }
 
-/** The short summary at the end: the counts, the slowest files, the failures again. */
-function printSummary(summary, seconds, status) {
-  const line = "─".repeat(72);
-  console.log(`\n${line}`);
-  if (!summary) {
-    console.log(`# summary: none (the test runner ended with status ${status} before reporting) · ${seconds.toFixed(1)} s`);
-    return;
-  }
-  const { counts, files: timed, failures } = summary;
-  const parts = [`${counts.passed} passed`, `${counts.failed} failed`];
-  if (counts.skipped) parts.push(`${counts.skipped} skipped`);
-  if (counts.todo) parts.push(`${counts.todo} todo`);
-  if (counts.cancelled) parts.push(`${counts.cancelled} cancelled`);
-  console.log(`# ${counts.tests} tests in ${matched.length} files: ${parts.join(", ")} · ${seconds.toFixed(1)} s`);
-  const slowest = timed.slice(0, 5);
-  if (slowest.length > 1) {
-    console.log("# slowest files:");
-    for (const { file, ms } of slowest) console.log(`#   ${(ms / 1000).toFixed(1).padStart(6)} s  ${displayName(file)}`);
-  }
-  if (failures.length > 0) {
-    console.log(`# failures (${failures.length}):`);
-    for (const failure of failures) {
-      console.log(`#   ✗ ${failure.name}`);
-      console.log(`#     at ${displayName(failure.location)}`);
-      for (const text of failure.message.split("\n")) console.log(`#     ${text}`);
-    }
-  }
-}
-
 const args = process.argv.slice(2);
 const withChecks = args.includes("--checks");
 const filters = args.filter((arg) => arg !== "--checks");
@@ -265,7 +237,7 @@ try {
   if (built) rmSync(built.outdir, { recursive: true, force: true });
   rmSync(entriesDir, { recursive: true, force: true });
 }
-printSummary(summary, (performance.now() - started) / 1000, status);
+console.log(`\n${formatSummary(summary, { seconds: (performance.now() - started) / 1000, files: matched.length, status, name: displayName })}`);
 if (times) {
   // This run's times, and the earlier ones of files it did not run alone (a group's files, filtered out).
   const rows = new Map();

@@ -56,3 +56,33 @@ export default async function* summaryReporter(source) {
   const files = [...fileMs].map(([file, ms]) => ({ file, ms: Math.round(ms) })).sort((a, b) => b.ms - a.ms);
   yield `${JSON.stringify({ counts, files, failures })}\n`;
 }
+
+/**
+ * The summary's text: a rule, the counts and the time, the five slowest files, each failure again.
+ * `name` turns a file path of the report into the one the reader knows (a bundle → its source).
+ */
+export function formatSummary(summary, { seconds, files, status, name = (file) => file }) {
+  const lines = ["─".repeat(72)];
+  if (!summary) {
+    lines.push(`# summary: none (the test runner ended with status ${status} before reporting) · ${seconds.toFixed(1)} s`);
+    return lines.join("\n");
+  }
+  const { counts, files: timed, failures } = summary;
+  const parts = [`${counts.passed} passed`, `${counts.failed} failed`];
+  if (counts.skipped) parts.push(`${counts.skipped} skipped`);
+  if (counts.todo) parts.push(`${counts.todo} todo`);
+  if (counts.cancelled) parts.push(`${counts.cancelled} cancelled`);
+  lines.push(`# ${counts.tests} tests in ${files} files: ${parts.join(", ")} · ${seconds.toFixed(1)} s`);
+  if (timed.length > 1) {
+    lines.push("# slowest files:");
+    for (const { file, ms } of timed.slice(0, 5)) lines.push(`#   ${(ms / 1000).toFixed(1).padStart(6)} s  ${name(file)}`);
+  }
+  if (failures.length > 0) {
+    lines.push(`# failures (${failures.length}):`);
+    for (const failure of failures) {
+      lines.push(`#   ✗ ${failure.name}`, `#     at ${name(failure.location)}`);
+      for (const text of failure.message.split("\n")) lines.push(`#     ${text}`);
+    }
+  }
+  return lines.join("\n");
+}

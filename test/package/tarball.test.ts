@@ -175,3 +175,19 @@ describe("the packed package, installed into an empty app", () => {
     }
   });
 });
+
+describe("the agentloop command in a clone before its first build", () => {
+  it("says to build first (exit 2), instead of a module-not-found stack", () => {
+    const scratch = mkdtempSync(join(tmpdir(), "agentloop-unbuilt-"));
+    try {
+      mkdirSync(join(scratch, "bin"));
+      cpSync(join(root, "bin/agentloop.js"), join(scratch, "bin/agentloop.js"));
+      writeFileSync(join(scratch, "package.json"), JSON.stringify({ type: "module" }));
+      const result = run(process.execPath, [join(scratch, "bin/agentloop.js"), "--version"], scratch);
+      assert.equal(result.status, 2);
+      assert.equal(result.stderr, "agentloop: the CLI is not built yet: run `npm run build` (or `npm run demo`) in this clone first\n");
+    } finally {
+      rmSync(scratch, { recursive: true, force: true });
+    }
+  });
+});
