@@ -25,16 +25,17 @@ function etagMatches(ifNoneMatch: string, etag: string): boolean {
 
 export function agentCardRoutes(server: ServerContext): Hono {
   const app = new Hono();
-  // The Last-Modified of each card body seen, by ETag: a body keeps the date it was first served.
-  const versions = new Map<string, CardVersion>();
-  const versionOf = (body: string): CardVersion => {
+  // The card last served for each version (1.0, or 1.0 with the 0.3 fields) and since when: the
+  // Last-Modified moves when that version's card changes (the tools changed), and only then.
+  const current = new Map<string, CardVersion>();
+  const versionOf = (variant: string, body: string): CardVersion => {
     const etag = `W/"${createHash("sha256").update(body).digest("base64url").slice(0, 22)}"`;
-    let version = versions.get(etag);
-    if (!version) {
-      // A handful of variants (two versions of the card, a few tool lists over a server's life).
-      if (versions.size >= 64) versions.clear();
-      version = { etag, lastModified: new Date().toUTCString() };
-      versions.set(etag, version);
+    let version = current.get(variant);
+    if (version?.etag !== etag) {
+      // HTTP dates count whole seconds: a card that changes within its first second still gets a later date.
+      const previous = version ? Date.parse(version.lastModified) : 0;
+      version = { etag, lastModified: new Date(Math.max(Date.now(), previous + 1000)).toUTCString() };
+      current.set(variant, version);
     }
     return version;
   };
@@ -43,8 +44,9 @@ export function agentCardRoutes(server: ServerContext): Hono {
   const cardRoute = (unnamed: "1.0" | "0.3") => async (c: Context) => {
     await server.connecting;
     const requested = c.req.header(A2A_VERSION_HEADER) ?? c.req.query(A2A_VERSION_HEADER);
-    const body = JSON.stringify(agentCardForVersion(server.card(), requested, unnamed));
-    const { etag, lastModified } = versionOf(body);
+    const card = agentCardForVersion(server.card(), requested, unnamed);
+    const body = JSON.stringify(card);
+    const { etag, lastModified } = versionOf("url" in card ? "0.3" : "1.0", body);
     // Behind AGENT_API_KEY the card is the caller's to keep, not a shared cache's.
     const scope = server.settings.apiKey === undefined ? "public" : "private";
     const headers = { vary: A2A_VERSION_HEADER, "cache-control": `${scope}, max-age=${AGENT_CARD_MAX_AGE_SECONDS}`, etag, "last-modified": lastModified };
