@@ -1,5 +1,5 @@
 // Runs the A2A TCK (github.com/a2aproject/a2a-tck) against a local `agentloop serve` (127.0.0.1 only):
-// the 0.3 mandatory categories (branch 0.3.x) and the 1.0 MUST requirements (branch 1.0-dev), over
+// the 0.3 mandatory categories (branch 0.3.x) and the 1.0 requirements of every level (branch 1.0-dev), over
 // JSON-RPC, the transport agentloop serves. The TCK is not part of this repository: point
 // A2A_TCK_DIR at a git clone of it. Its Python dependencies go into a virtual environment.
 //
@@ -7,8 +7,9 @@
 //
 // Settings (environment): A2A_TCK_DIR (required), A2A_TCK_REF_0_3 (default origin/0.3.x),
 // A2A_TCK_REF_1_0 (default origin/1.0-dev), A2A_TCK_VERSIONS (default "0.3,1.0"),
-// A2A_TCK_PYTHON (default: /usr/bin/python3 when present, else python3), A2A_TCK_VENV (default: a
-// folder in the temp dir). Prints one JSON line per TCK version,
+// A2A_TCK_LEVELS (1.0's requirement levels, default "must,should,may"), A2A_TCK_PYTHON (default:
+// /usr/bin/python3 when present, else python3), A2A_TCK_VENV (default: a folder in the temp dir),
+// A2A_TCK_KEEP=1 (keep the scratch folder with the JUnit reports). Prints one JSON line per TCK version,
 // {"suite","version","passed","failed","skipped","failures"}, or {"suite","version","skip"} naming
 // what is missing.
 import { spawn, spawnSync } from "node:child_process";
@@ -161,7 +162,12 @@ function startServer(extraEnv) {
   return new Promise((resolvePromise, reject) => {
     let buffer = "";
     let url;
-    const timer = setTimeout(() => reject(new Error("agentloop serve did not start within 30 s")), 30_000);
+    // A loaded machine compiles the sources (tsx) slowly; a server that never gets ready is stopped,
+    // or it would keep this script alive.
+    const timer = setTimeout(() => {
+      child.kill("SIGTERM");
+      reject(new Error("agentloop serve did not get ready within 120 s"));
+    }, 120_000);
     child.stdout.on("data", (chunk) => {
       buffer += chunk;
       for (const line of buffer.split("\n")) {
@@ -245,5 +251,6 @@ try {
   for (const version of versions) emit({ suite: SUITE, version, skip: `could not run: ${error instanceof Error ? error.message : String(error)}` });
 } finally {
   server?.child.kill("SIGTERM");
-  rmSync(scratch, { recursive: true, force: true });
+  if (env.A2A_TCK_KEEP) log(`kept ${scratch} (the TCK checkouts and the JUnit reports junit-<version>.xml)`);
+  else rmSync(scratch, { recursive: true, force: true });
 }
