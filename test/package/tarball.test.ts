@@ -49,7 +49,10 @@ describe("the packed package, installed into an empty app", () => {
     // The sources the package is built from, in a copy: `prepack` deletes and rebuilds dist there, not here.
     const sources = join(scratch, "sources");
     mkdirSync(sources);
-    for (const entry of ["package.json", "tsconfig.json", "tsconfig.build.json", "README.md", "ARCHITECTURE.md", "LICENSE", "src", "examples", "docs"]) {
+    // What the build reads, and what package.json's `files` names (dist is what prepack builds).
+    const { files } = JSON.parse(readFileSync(join(root, "package.json"), "utf8")) as { files: string[] };
+    const shipped = files.filter((entry) => !entry.startsWith("!") && entry !== "dist");
+    for (const entry of new Set(["package.json", "tsconfig.json", "tsconfig.build.json", "src", "examples", ...shipped])) {
       cpSync(join(root, entry), join(sources, entry), { recursive: true, filter: (path) => !path.endsWith(".test.ts") });
     }
     symlinkSync(join(root, "node_modules"), join(sources, "node_modules"), "dir");
