@@ -70,6 +70,12 @@ export interface AgentSettings {
   /** The file's `tools` marked `client: true`: run by the frontend (`/api/chat`, `addToolOutput`). */
   clientTools: Array<{ name: string; description: string; parameters: Record<string, unknown> }>;
   /**
+   * `A2A_CARD_DEFAULT_VERSION`: the A2A card `/.well-known/agent-card.json` serves to a client that
+   * names no `A2A-Version`: `1.0` (default; the pure 1.0 card) or `0.3` (with the 0.3 fields, for
+   * 0.3 clients that read `url`).
+   */
+  a2aCardDefaultVersion: "1.0" | "0.3";
+  /**
    * Time limits of each model call (`MODEL_FIRST_BYTE_TIMEOUT_MS`, `MODEL_IDLE_TIMEOUT_MS`, or the
    * file's `modelTimeouts`); unset means the adapters' defaults (60 s, 30 s), 0 turns one off.
    */
@@ -525,6 +531,14 @@ export async function resolveAgentSettings(options: ResolveSettingsOptions = {})
 }
 
 /** The synchronous core of `resolveAgentSettings` for an already parsed file. */
+/** `1.0` or `0.3` (a patch such as `0.3.0` is accepted: versions are `Major.Minor`). */
+function cardVersion(name: string, value: string): "1.0" | "0.3" {
+  const trimmed = value.trim();
+  if (/^1\.0(\.\d+)?$/.test(trimmed)) return "1.0";
+  if (/^0\.3(\.\d+)?$/.test(trimmed)) return "0.3";
+  throw configurationError(name, `must be 1.0 or 0.3, got ${JSON.stringify(value)}`);
+}
+
 export function settingsFrom(file: AgentFile, env: NodeJS.ProcessEnv): AgentSettings {
   const set = (key: string) => env[key] !== undefined && env[key] !== "";
   const fileModel = file.model;
@@ -546,6 +560,7 @@ export function settingsFrom(file: AgentFile, env: NodeJS.ProcessEnv): AgentSett
     publicUrl: set("AGENT_PUBLIC_URL") ? httpUrl("AGENT_PUBLIC_URL", env.AGENT_PUBLIC_URL) : file.publicUrl,
     clientTools: fileClientTools(file.tools, "tools"),
     progressBlocks: set("AGENT_PROGRESS_BLOCKS") ? flag("AGENT_PROGRESS_BLOCKS", env.AGENT_PROGRESS_BLOCKS!) : file.progressBlocks !== false,
+    a2aCardDefaultVersion: set("A2A_CARD_DEFAULT_VERSION") ? cardVersion("A2A_CARD_DEFAULT_VERSION", env.A2A_CARD_DEFAULT_VERSION!) : "1.0",
     modelTimeouts: {},
     deniedTools: file.guardrails?.deniedTools ?? [],
     approvals: {

@@ -48,6 +48,41 @@ function responseFormat(value: unknown): JsonSchema | undefined {
   throw badRequest(`response_format.type must be "text", "json_object" or "json_schema", got ${JSON.stringify(value.type)}`, "response_format.type", "invalid_value");
 }
 
+/**
+ * The body fields of `POST /v1/chat/completions`, by what the server does with them. Any other
+ * field (set to something other than null) is answered with a 400 naming it: the agent's own
+ * configuration decides its model and sampling, and a field silently ignored would be a setting
+ * the client believes took effect.
+ */
+export const CHAT_FIELDS = {
+  /** Read and honoured. */
+  honoured: ["model", "messages", "stream", "stream_options", "response_format", "session_id", "n", "logprobs"],
+  /** Accepted and ignored: bookkeeping for the caller or a provider's cache, no effect on the answer. */
+  ignored: ["user", "metadata", "store", "safety_identifier", "prompt_cache_key"],
+  /** Client-side tools: accepted as before (their support is another issue's). */
+  tools: ["tools", "tool_choice", "parallel_tool_calls"],
+} as const;
+
+const acceptedFields = new Set<string>([...CHAT_FIELDS.honoured, ...CHAT_FIELDS.ignored, ...CHAT_FIELDS.tools]);
+
+/** Rejects a field the server would not honour: an unknown one, or `n`/`logprobs` asking for more than one plain answer. */
+function checkFields(request: Record<string, unknown>): void {
+  for (const [field, value] of Object.entries(request)) {
+    if (value === null || acceptedFields.has(field)) continue;
+    throw badRequest(
+      `${field} is not supported by this agent server: its agent's own configuration decides the model and its settings (accepted fields: ${[...CHAT_FIELDS.honoured, ...CHAT_FIELDS.ignored].join(", ")})`,
+      field,
+      "unsupported_parameter",
+    );
+  }
+  if (request.n !== undefined && request.n !== null && request.n !== 1) {
+    throw badRequest(`n must be 1, got ${JSON.stringify(request.n)}: the agent gives one answer per request`, "n", "unsupported_parameter");
+  }
+  if (request.logprobs !== undefined && request.logprobs !== null && request.logprobs !== false) {
+    throw badRequest(`logprobs must be false, got ${JSON.stringify(request.logprobs)}: the agent's answer carries no log probabilities`, "logprobs", "unsupported_parameter");
+  }
+}
+
 const roles = new Set(["system", "developer", "user", "assistant", "tool", "task-delegation"]);
 function contentText(content: unknown, param: string, nullable: boolean): string {
   if (typeof content === "string") return content;
@@ -81,6 +116,7 @@ export function parseChatRequest(body: unknown, headerSessionId: string | undefi
   if (typeof body !== "object" || body === null || Array.isArray(body)) throw badRequest("the request body must be a JSON object", null, "invalid_body");
   const request = body as Record<string, unknown>;
   if (request.messages === undefined) throw badRequest("messages is required", "messages", "missing_messages");
+  checkFields(request);
   if (!Array.isArray(request.messages)) throw badRequest("messages must be an array", "messages", "invalid_type");
   if (request.messages.length === 0) throw badRequest("messages must not be empty", "messages", "empty_messages");
   if (request.model !== undefined && typeof request.model !== "string") throw badRequest("model must be a string", "model", "invalid_type");
