@@ -172,6 +172,20 @@ const ROUTES: Route[] = [
   queryRoute("/memory/events", 200),
   // Durable runs are off on this server: a valid (or no) session id gets the 404 saying so.
   queryRoute("/v1/runs", 404),
+  {
+    name: "POST /api/chat id",
+    param: "id",
+    send: (test, value) =>
+      httpRequest(test.url, "POST", "/api/chat", json, JSON.stringify({ id: value, trigger: "submit-message", messages: [{ id: "m1", role: "user", parts: [{ type: "text", text: "hi" }] }] })),
+    expected: () => ({ kind: "refused" }),
+  },
+  {
+    name: "POST /ag-ui threadId",
+    param: "threadId",
+    send: (test, value) =>
+      httpRequest(test.url, "POST", "/ag-ui", json, JSON.stringify({ threadId: value, runId: "r1", state: {}, tools: [], context: [], forwardedProps: {}, messages: [{ id: "m1", role: "user", content: "hi" }] })),
+    expected: () => ({ kind: "refused" }),
+  },
   a2aRoute("/a2a", "params.message.contextId"),
   a2aRoute("/a2a", "params.contextId"),
   a2aRoute("/a2a/", "params.message.contextId"),
@@ -192,6 +206,7 @@ const WITHOUT_SESSION_ID: Record<string, string> = {
   "POST /v1/runs/:run_id/cancel": "a run id (RUN_PATHS below)",
   "POST /v1/runs/:run_id/resume": "a run id (RUN_PATHS below)",
   "POST /v1/runs/recover": "executor ids (EXECUTOR_IDS below)",
+  "GET /api/chat/:id/stream": "a session id in the path (SESSION_PATHS below)",
 };
 
 /** `METHOD /path` of a row of ROUTES (its name starts with it; a query is not part of the path). */
@@ -287,6 +302,23 @@ describe("a hostile id (session, run, executor), on every route that takes one",
         assert.match(error.message, /^run_id must be 1-200 letters, digits or _\.:-/);
       });
     }
+  }
+
+  // A session id in the path (the UI stream's resume): the same 400 as in a body.
+  const SESSION_PATHS: Array<[string, string]> = [
+    ["a lone surrogate", "ab%ED%A0%80cd"],
+    ["a NUL character", "ab%00cd"],
+    ["too long (201 characters)", "s".repeat(201)],
+    ["a path traversal", "..%2F..%2Fetc%2Fpasswd"],
+  ];
+  for (const [name, id] of SESSION_PATHS) {
+    it(`GET /api/chat/{id}/stream: ${name} as the id gets a 400 naming id`, async () => {
+      const answer = await httpRequest(test.url, "GET", `/api/chat/${id}/stream`, {});
+      assert.equal(answer.status, 400, answer.text);
+      const { error } = JSON.parse(answer.text);
+      assert.equal(error.code, "invalid_session_id");
+      assert.equal(error.param, "id");
+    });
   }
 
   // An executor id goes to DBOS's queries on PostgreSQL: a NUL there was a 500 on a durable server.

@@ -183,6 +183,9 @@ describe("the body limit counts every chunk of a chunked body, the last one too"
     "/v1/runs/recover": [{ executor_id: "replica-0" }, 404],
     "/v1/runs/run_x/cancel": [{}, 404],
     "/v1/runs/run_x/resume": [{}, 404],
+    // The UI protocols' routes: a body that is no request of theirs is a 400 once read.
+    "/api/chat": [{ id: "s1" }, 400],
+    "/ag-ui": [{ threadId: "s1" }, 400],
   };
   // Every POST route the server registers (read from its source): one reader, or one more, each must count.
   const routes: Array<[string, object, number]> = registeredRoutes()
