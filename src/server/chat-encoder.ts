@@ -19,6 +19,8 @@ export interface ChatStreamSpec {
   includeUsage?: boolean;
   /** A `response_format` answer: sent whole at the end, once validated. */
   structured?: boolean;
+  /** False: no KAOS progress blocks, only the answer (default true). */
+  progress?: boolean;
 }
 
 export class ChatStreamEncoder {
@@ -37,7 +39,7 @@ export class ChatStreamEncoder {
   event(event: LoopEvent): string | undefined {
     if (event.type === "text-delta") {
       if (event.delta !== "" && !this.spec.structured) return this.chunks.content(event.delta);
-    } else if (event.type === "progress") {
+    } else if (event.type === "progress" && this.spec.progress !== false) {
       const block = { type: "progress", step: event.step, max_steps: event.max_steps, action: event.action, target: event.target };
       return this.chunks.content(JSON.stringify(block));
     }

@@ -21,6 +21,8 @@ export interface ChatRequest {
   sessionId?: string;
   /** `response_format` `json_schema` (its schema) or `json_object` (any object): the answer must match. */
   output?: JsonSchema;
+  /** `progress_blocks` (or the `X-Progress-Blocks` header): KAOS's progress blocks in the stream, overriding the server's setting. */
+  progressBlocks?: boolean;
 }
 
 const isObject = (value: unknown): value is Record<string, unknown> => typeof value === "object" && value !== null && !Array.isArray(value);
@@ -70,7 +72,7 @@ function contentText(content: unknown, param: string, nullable: boolean): string
  * Validates a parsed request body. Throws an `HttpError` (400) naming the bad field.
  * The input is the last `user` or `task-delegation` message.
  */
-export function parseChatRequest(body: unknown, headerSessionId: string | undefined): ChatRequest {
+export function parseChatRequest(body: unknown, headerSessionId: string | undefined, headerProgressBlocks?: string): ChatRequest {
   if (typeof body !== "object" || body === null || Array.isArray(body)) throw badRequest("the request body must be a JSON object", null, "invalid_body");
   const request = body as Record<string, unknown>;
   if (request.messages === undefined) throw badRequest("messages is required", "messages", "missing_messages");
@@ -114,6 +116,15 @@ export function parseChatRequest(body: unknown, headerSessionId: string | undefi
   if (streamOptions !== undefined && streamOptions !== null && (typeof streamOptions !== "object" || Array.isArray(streamOptions))) {
     throw badRequest("stream_options must be an object", "stream_options", "invalid_type");
   }
+  let progressBlocks: boolean | undefined;
+  if (request.progress_blocks !== undefined && request.progress_blocks !== null) {
+    if (typeof request.progress_blocks !== "boolean") throw badRequest("progress_blocks must be a boolean", "progress_blocks", "invalid_type");
+    progressBlocks = request.progress_blocks;
+  } else if (headerProgressBlocks !== undefined && headerProgressBlocks !== "") {
+    const value = headerProgressBlocks.trim().toLowerCase();
+    if (value !== "true" && value !== "false") throw badRequest(`X-Progress-Blocks must be true or false, got ${JSON.stringify(headerProgressBlocks)}`, "X-Progress-Blocks", "invalid_value");
+    progressBlocks = value === "true";
+  }
   return {
     input: input.text,
     delegated: input.role === "task-delegation",
@@ -123,5 +134,6 @@ export function parseChatRequest(body: unknown, headerSessionId: string | undefi
     includeUsage: streamOptions?.include_usage === true,
     sessionId,
     output: responseFormat(request.response_format),
+    ...(progressBlocks !== undefined ? { progressBlocks } : {}),
   };
 }

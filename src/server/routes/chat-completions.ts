@@ -87,7 +87,7 @@ export function completionOf(result: RunResult, model: string, sessionId: string
 export function streamRun(
   server: ServerContext,
   sink: SseSink,
-  chat: { model: string; sessionId: string; includeUsage?: boolean; structured?: boolean },
+  chat: { model: string; sessionId: string; includeUsage?: boolean; structured?: boolean; progress?: boolean },
   start: (onEvent: (event: LoopEvent) => void) => Promise<RunResult>,
 ): Promise<void> {
   const { runs } = server;
@@ -156,7 +156,13 @@ export function chatCompletionRoutes(server: ServerContext): ChatCompletionRoute
    * chunk (or one error event), `[DONE]`, then ends the sink. Tracked for shutdown; never rejects.
    */
   function streamCompletion(sink: SseSink, chat: PreparedChat, controller: RequestController): Promise<void> {
-    return streamRun(server, sink, { model: chat.model, sessionId: chat.sessionId, includeUsage: chat.request.includeUsage, structured: chat.request.output !== undefined }, (onEvent) => runChat(chat, controller, onEvent));
+    return streamRun(server, sink, {
+        model: chat.model,
+        sessionId: chat.sessionId,
+        includeUsage: chat.request.includeUsage,
+        structured: chat.request.output !== undefined,
+        progress: chat.request.progressBlocks ?? settings.progressBlocks,
+      }, (onEvent) => runChat(chat, controller, onEvent));
   }
 
   const app = new Hono();
@@ -167,7 +173,7 @@ export function chatCompletionRoutes(server: ServerContext): ChatCompletionRoute
 
   // The web-standard route (`AgentServer.fetch`, and any request not taken by `handleNode`).
   app.post(CHAT_PATH, async (c) => {
-    const chat = prepareChat(parseChatRequest(await readJson(c), c.req.header("x-session-id")));
+    const chat = prepareChat(parseChatRequest(await readJson(c), c.req.header("x-session-id"), c.req.header("x-progress-blocks")));
     if (chat.request.output) await checkOutputSchema(chat.request.output);
     if (server.durable) return durableChatWeb(server, chat, c);
     const controller = new RequestController();
@@ -197,7 +203,10 @@ export function chatCompletionRoutes(server: ServerContext): ChatCompletionRoute
       if (answeredBeforeBody(server, incoming, outgoing)) return;
       const sessionHeader = incoming.headers["x-session-id"];
       const body = parseJsonText(await readNodeBody(incoming, bodyLimitBytes));
-      const chat = prepareChat(parseChatRequest(body, Array.isArray(sessionHeader) ? sessionHeader.join(", ") : sessionHeader));
+      const progressHeader = incoming.headers["x-progress-blocks"];
+      const chat = prepareChat(
+        parseChatRequest(body, Array.isArray(sessionHeader) ? sessionHeader.join(", ") : sessionHeader, Array.isArray(progressHeader) ? progressHeader.join(", ") : progressHeader),
+      );
       if (chat.request.output) await checkOutputSchema(chat.request.output);
       headers = { "x-session-id": chat.sessionId };
       if (server.durable) return await durableChatNode(server, chat, outgoing);
