@@ -67,6 +67,8 @@ export interface AgentSettings {
    * completions streams; a request overrides it with `progress_blocks` or `X-Progress-Blocks`.
    */
   progressBlocks: boolean;
+  /** `AGENT_STUDIO` (file: `studio`, default true): `agentloop serve` serves the studio page at `/studio`. */
+  studio: boolean;
   /**
    * Time limits of each model call (`MODEL_FIRST_BYTE_TIMEOUT_MS`, `MODEL_IDLE_TIMEOUT_MS`, or the
    * file's `modelTimeouts`); unset means the adapters' defaults (60 s, 30 s), 0 turns one off.
@@ -98,6 +100,8 @@ export interface AgentFile {
   publicUrl?: string;
   /** KAOS's progress blocks in chat completions streams (default true). */
   progressBlocks?: boolean;
+  /** Serve the studio page at `/studio` (default true). */
+  studio?: boolean;
   mcpServers?: Array<McpServerSetting | string> | Record<string, Omit<McpServerSetting, "name"> | string>;
   subAgents?: Array<{ name: string; url: string; protocol?: "kaos" | "a2a"; cardUrl?: string }> | Record<string, string | { url: string; protocol?: "kaos" | "a2a"; cardUrl?: string }>;
   memory?: {
@@ -266,7 +270,7 @@ export function parseAgentFile(source: string, origin = "agent file"): AgentFile
   if (value === null || value === undefined) return {};
   if (typeof value !== "object" || Array.isArray(value)) throw new AgentLoopError("configuration", `${origin}: must be a YAML mapping of settings`);
   const file = value as Record<string, unknown>;
-  const known = new Set(["name", "description", "instructions", "model", "maxSteps", "modelTimeouts", "toolCallMode", "publicUrl", "progressBlocks", "mcpServers", "subAgents", "memory", "guardrails", "approvals", "durable"]);
+  const known = new Set(["name", "description", "instructions", "model", "maxSteps", "modelTimeouts", "toolCallMode", "publicUrl", "progressBlocks", "studio", "mcpServers", "subAgents", "memory", "guardrails", "approvals", "durable"]);
   for (const key of Object.keys(file)) {
     if (!known.has(key)) throw new AgentLoopError("configuration", `${origin}: unknown setting "${key}" (known: ${[...known].join(", ")})`);
   }
@@ -278,6 +282,7 @@ export function parseAgentFile(source: string, origin = "agent file"): AgentFile
   if (file.toolCallMode !== undefined) toolCallMode(field("toolCallMode"), file.toolCallMode);
   if (file.publicUrl !== undefined) httpUrl(field("publicUrl"), file.publicUrl);
   if (file.progressBlocks !== undefined && typeof file.progressBlocks !== "boolean") throw configurationError(field("progressBlocks"), `must be true or false, got ${JSON.stringify(file.progressBlocks)}`);
+  if (file.studio !== undefined && typeof file.studio !== "boolean") throw configurationError(field("studio"), `must be true or false, got ${JSON.stringify(file.studio)}`);
   if (file.durable !== undefined && typeof file.durable !== "boolean") {
     const durable = file.durable as Record<string, unknown>;
     if (typeof durable !== "object" || durable === null || Array.isArray(durable)) throw configurationError(field("durable"), "must be true, false or { executorId, schema }");
@@ -540,6 +545,7 @@ export function settingsFrom(file: AgentFile, env: NodeJS.ProcessEnv): AgentSett
     apiKey: set("AGENT_API_KEY") ? env.AGENT_API_KEY : undefined,
     publicUrl: set("AGENT_PUBLIC_URL") ? httpUrl("AGENT_PUBLIC_URL", env.AGENT_PUBLIC_URL) : file.publicUrl,
     progressBlocks: set("AGENT_PROGRESS_BLOCKS") ? flag("AGENT_PROGRESS_BLOCKS", env.AGENT_PROGRESS_BLOCKS!) : file.progressBlocks !== false,
+    studio: set("AGENT_STUDIO") ? flag("AGENT_STUDIO", env.AGENT_STUDIO!) : file.studio !== false,
     modelTimeouts: {},
     deniedTools: file.guardrails?.deniedTools ?? [],
     approvals: {
