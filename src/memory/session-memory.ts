@@ -393,7 +393,8 @@ export function sessionMemory(store: MemoryStore, options: SessionMemoryOptions 
             event_type: "approval_requested",
             timestamp,
             content: { checkpoint_id: checkpoint.id, pending: checkpoint.pending, checkpoint },
-            metadata: metadata({ checkpoint_id: checkpoint.id }),
+            // The model call that asked for the calls waiting here (no tool_call carries it yet).
+            metadata: metadata({ checkpoint_id: checkpoint.id, ...(state.modelCall ? { model_call: state.modelCall } : {}) }),
           });
         }
         return events;

@@ -61,6 +61,8 @@ export interface RunView {
   marks: Mark[];
   children: RunView[];
   events: StoredEvent[];
+  /** The checkpoint this run went on from (a resume after approvals): its view joins the run that stopped. */
+  resumes?: string;
 }
 
 const LIMIT_STATES = new Set(["TURN_LIMIT", "ROUND_LIMIT", "TOKEN_BUDGET", "TOOL_BUDGET", "LOOP_DETECTED"]);
@@ -180,8 +182,20 @@ function runOf(runId: string, events: StoredEvent[]): RunView {
         run.marks.push({ at, kind: "steering", label: `steering: ${text(event.content)}`, event });
         break;
       case "approval_requested":
-        if ((event.content as { checkpoint_id?: unknown } | null)?.checkpoint_id) run.marks.push({ at, kind: "approval", label: "stopped for approval", event });
+        if ((event.content as { checkpoint_id?: unknown } | null)?.checkpoint_id) {
+          modelCall(event);
+          run.marks.push({ at, kind: "approval", label: "stopped for approval", event });
+        }
         break;
+      case "approval_decided": {
+        const content = event.content as { checkpoint_id?: string; decisions?: Record<string, { approve: boolean; reason?: string }> } | null;
+        if (content?.checkpoint_id) {
+          run.resumes = content.checkpoint_id;
+          const decided = Object.entries(content.decisions ?? {}).map(([id, decision]) => `${id} ${decision.approve ? "approved" : `rejected${decision.reason ? ` (${decision.reason})` : ""}`}`);
+          run.marks.push({ at, kind: "approval", label: `resumed: ${decided.join(", ")}`, event });
+        }
+        break;
+      }
       case "run_ended": {
         const content = event.content as { state?: string; reason?: string } | null;
         run.end = at;
@@ -209,14 +223,47 @@ export function runsOf(events: readonly StoredEvent[]): RunView[] {
     list.push(event);
   }
   const runs = new Map<string, RunView>();
-  for (const [runId, list] of byRun) runs.set(runId, runOf(runId, list));
+  const stoppedAt = new Map<string, RunView>();
+  for (const [runId, list] of byRun) {
+    const run = runOf(runId, list);
+    // A run that went on after approvals continues the run that stopped (one request, one timeline).
+    const original = run.resumes ? stoppedAt.get(run.resumes) : undefined;
+    const target = original ?? run;
+    if (original) joinContinuation(original, run);
+    else runs.set(runId, run);
+    for (const event of list) {
+      const checkpoint = event.event_type === "approval_requested" ? (event.content as { checkpoint_id?: unknown } | null)?.checkpoint_id : undefined;
+      if (typeof checkpoint === "string") stoppedAt.set(checkpoint, target);
+    }
+    if (original) runs.set(runId, original);
+  }
   const top: RunView[] = [];
+  const seen = new Set<RunView>();
   for (const run of runs.values()) {
+    if (seen.has(run)) continue;
+    seen.add(run);
     const parent = run.parentRunId ? runs.get(run.parentRunId) : undefined;
     if (parent) parent.children.push(run);
     else top.push(run);
   }
   return top;
+}
+
+/** Adds a resumed run's calls, marks and end to the run it continues. */
+function joinContinuation(original: RunView, continuation: RunView): void {
+  original.bars.push(...continuation.bars);
+  original.bars.sort((a, b) => a.start - b.start || (a.kind === "model" ? -1 : 1));
+  // Calls the stop left waiting ran in the continuation: their bars there replace the waiting ones.
+  const ran = new Set(continuation.bars.map((bar) => bar.toolCallId).filter(Boolean));
+  original.bars = original.bars.filter((bar) => !(bar.status === "interrupted" && ran.has(bar.toolCallId)));
+  original.marks.push(...continuation.marks);
+  original.events = original.events.concat(continuation.events);
+  original.children.push(...continuation.children);
+  original.end = continuation.end;
+  original.state = continuation.state;
+  original.reason = continuation.reason;
+  original.answer = continuation.answer ?? original.answer;
+  original.usage = continuation.usage ?? original.usage;
 }
 
 /** One row of a run's timeline: a bar, indented by its depth (a sub-agent's bars under its delegation). */

@@ -84,7 +84,7 @@ export function studioRoutes(server: ServerContext, assets = studioAssetsDir()):
   app.get(`${STUDIO_PATH}/assets/:name`, (c) => {
     const name = c.req.param("name");
     if (!/^[A-Za-z0-9_.-]+$/.test(name) || name.startsWith(".")) return errorResponse(c, notFound(`no studio asset ${name}`, "unknown_route"));
-    return send(c, name);
+    return send(c, `assets/${name}`);
   });
   return app;
 }

@@ -78,11 +78,11 @@ export function Timeline({ run, now, selected, onSelect }: { run: RunView; now: 
           ))}
         </div>
       </div>
-      {rows.length === 0 ? <p className="muted pad">No model or tool calls yet.</p> : <VirtualList items={rows} rowHeight={ROW} render={renderRow} label="Calls" className="tlist" />}
+      {rows.length === 0 ? <p className="muted pad">No model or tool calls yet.</p> : <VirtualList items={rows} rowHeight={ROW} render={renderRow} label="Calls" className="tlist" height={Math.min(rows.length, 14) * ROW} />}
       {run.marks.length > 0 && (
         <ul className="marks" aria-label="Marks">
           {run.marks.map((mark) => (
-            <li key={mark.event.event_id + mark.kind} className={`mark-item mark-${mark.kind}`}>
+            <li key={mark.event.event_id + mark.kind} className={`note note-${mark.kind}`}>
               <span className="badge">{mark.kind}</span> {mark.label}
             </li>
           ))}

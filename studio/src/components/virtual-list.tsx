@@ -9,8 +9,10 @@ export function VirtualList<T>(props: {
   className?: string;
   /** Keep the view at the end while new rows arrive (a followed session). */
   stickToEnd?: boolean;
+  /** A fixed height in pixels (default: the space its flex parent gives it). */
+  height?: number;
 }) {
-  const { items, rowHeight, render, label, className, stickToEnd } = props;
+  const { items, rowHeight, render, label, className, stickToEnd, height } = props;
   const ref = useRef<HTMLDivElement>(null);
   const [scroll, setScroll] = useState({ top: 0, height: 600 });
   useEffect(() => {
@@ -42,7 +44,7 @@ export function VirtualList<T>(props: {
     );
   }
   return (
-    <div ref={ref} className={`vlist ${className ?? ""}`}>
+    <div ref={ref} className={`vlist ${className ?? ""}`} style={height !== undefined ? { height, flex: "none" } : undefined}>
       <ul className="vlist-inner" aria-label={label} style={{ height: items.length * rowHeight }}>
         {rows}
       </ul>
