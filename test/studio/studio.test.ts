@@ -110,8 +110,8 @@ describe("agentloop studio in a browser", { skip: !HAVE_CHROMIUM && "no chromium
     await page.getByLabel("API key").fill(KEY);
     await page.getByRole("button", { name: "Open the studio" }).click();
     await page.getByRole("navigation", { name: "Views" }).waitFor();
-    assert.equal(await page.evaluate(() => sessionStorage.getItem("agentloop.studio.key")), KEY);
-    assert.equal(await page.evaluate(() => localStorage.length), 0);
+    assert.equal(await page.evaluate('sessionStorage.getItem("agentloop.studio.key")'), KEY);
+    assert.equal(await page.evaluate("localStorage.length"), 0);
     assert.ok(!page.url().includes(KEY), "never in the URL");
     await page.close();
   });
@@ -205,7 +205,7 @@ describe("agentloop studio in a browser", { skip: !HAVE_CHROMIUM && "no chromium
   it("reads at a phone's width: the runs view shows one pane at a time", async () => {
     const page = await open("#/runs/wave-chat", { width: 390, height: 844 });
     await page.locator('.bar[data-bar-kind="tool"]').first().waitFor({ timeout: 10_000 });
-    const width = await page.evaluate(() => document.documentElement.scrollWidth);
+    const width = (await page.evaluate("document.documentElement.scrollWidth")) as number;
     assert.ok(width <= 390, `no horizontal scroll (${width})`);
     await shot(page, "phone");
     await page.close();

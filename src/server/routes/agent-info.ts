@@ -53,6 +53,35 @@ function mcpServerView(server: AgentSettings["mcpServers"][number]) {
   };
 }
 
+/** The secret values of the settings: whatever text carries them (an error message, a reason) shows `[redacted]` instead. */
+function secretsOf(settings: AgentSettings): string[] {
+  const secrets = [settings.apiKey];
+  for (const entry of settings.mcpServers) {
+    secrets.push(entry.auth?.clientSecret, ...Object.values(entry.env ?? {}));
+    for (const url of [entry.url]) if (url) secrets.push(passwordOf(url));
+  }
+  for (const [key, value] of Object.entries(settings.memoryEnv)) if (/URL$/.test(key)) secrets.push(passwordOf(value));
+  for (const peer of settings.subAgents) secrets.push(passwordOf(peer.url));
+  if (settings.modelApiUrl) secrets.push(passwordOf(settings.modelApiUrl));
+  return secrets.filter((secret): secret is string => typeof secret === "string" && secret.length >= 3);
+}
+
+function passwordOf(value: string): string | undefined {
+  try {
+    const password = new URL(value).password;
+    return password ? decodeURIComponent(password) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The body with every secret value, and any password inside a URL, replaced (the last line of defence). */
+export function scrubbed(body: unknown, secrets: readonly string[]): string {
+  let text = JSON.stringify(body).replace(/(:\/\/[^:/@\s"]+):[^@/\s"]+@/g, `$1:${REDACTED}@`);
+  for (const secret of secrets) text = text.split(JSON.stringify(secret).slice(1, -1)).join(REDACTED);
+  return text;
+}
+
 export function agentInfoRoutes(server: ServerContext): Hono {
   const app = new Hono();
   app.get("/v1/agent", async (c) => {
@@ -60,7 +89,7 @@ export function agentInfoRoutes(server: ServerContext): Hono {
     const ready = server.readyStatus;
     const down = new Map((ready.unavailable ?? []).map((item) => [`${item.kind}:${item.name}`, item.reason]));
     const { settings } = server;
-    return c.json({
+    const info = {
       name: settings.name,
       description: settings.description,
       ready,
@@ -75,7 +104,8 @@ export function agentInfoRoutes(server: ServerContext): Hono {
         return { name: peer.name, url: redactUrl(peer.url), protocol: peer.protocol, state: reason === undefined ? "reachable" : "down", ...(reason ? { reason } : {}) };
       }),
       settings: redactedSettings(settings),
-    });
+    };
+    return c.body(scrubbed(info, secretsOf(settings)), 200, { "content-type": "application/json; charset=utf-8" });
   });
   return app;
 }
