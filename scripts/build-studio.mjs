@@ -8,9 +8,8 @@ import { join, resolve } from "node:path";
 import { gzipSync } from "node:zlib";
 
 /** Builds the page into `outdir`; resolves with the sizes of its script and stylesheet (bytes, gzipped). */
-export async function buildStudio(outdir, { minify = true } = {}) {
+export async function buildStudio(outdir, { minify = true, root = resolve(import.meta.dirname, "..") } = {}) {
   const { build } = await import("esbuild");
-  const root = resolve(import.meta.dirname, "..");
   mkdirSync(join(outdir, "assets"), { recursive: true });
   await build({
     entryPoints: { studio: join(root, "studio/src/main.tsx") },
@@ -31,7 +30,8 @@ export async function buildStudio(outdir, { minify = true } = {}) {
   return { js: gz("studio.js"), css: gz("studio.css") };
 }
 
-if (import.meta.url === `file://${process.argv[1]}`) {
+// Run as a script (not when imported, nor when bundled into another entry point).
+if (process.argv[1]?.endsWith("build-studio.mjs") && import.meta.url === `file://${process.argv[1]}`) {
   const outdir = resolve(process.argv[2] ?? "dist/studio");
   const sizes = await buildStudio(outdir);
   console.log(`studio built into ${outdir}: studio.js ${(sizes.js / 1024).toFixed(1)} KB gzipped, studio.css ${(sizes.css / 1024).toFixed(1)} KB gzipped`);
