@@ -180,7 +180,13 @@ describe("agentloop studio in a browser", { skip: !HAVE_CHROMIUM && "no chromium
     const script = [calls({ id: "live_call", name: "trigger-long-running-operation", arguments: { duration: 1.5, steps: 3 } }), "Live run done."];
     const cli = runCli(["run", "--agent", "agent.yaml", "--session", "live-1", "--mock", JSON.stringify(script), "go slowly"], cleanEnv(), "", folder);
     // While it runs: the second tab shows the running call growing.
-    await second.locator(".bar.status-running").waitFor({ timeout: 30_000 });
+    const running = second.locator(".bar.status-running");
+    await running.waitFor({ timeout: 30_000 });
+    // The running call's bar grows on screen while no event arrives (the run is in its tool call).
+    const width = (await running.boundingBox())!.width;
+    // (a function, not a string: the page's CSP forbids eval)
+    type Window = { document: { querySelector(selector: string): { getBoundingClientRect(): { width: number } } | null } };
+    await second.waitForFunction((before) => ((globalThis as unknown as Window).document.querySelector(".bar.status-running")?.getBoundingClientRect().width ?? 0) > before, width + 5);
     assert.equal(await second.locator(".pill", { hasText: "RUNNING" }).first().isVisible(), true);
     const result = await cli;
     assert.equal(result.code, 0, result.stderr);

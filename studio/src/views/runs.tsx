@@ -3,7 +3,7 @@
  * session's log is read once (up to 10,000 events a page) and then followed (`after_seq`), as
  * `agentloop events --follow` does: a running run grows on screen.
  */
-import { useMemo, useRef, useState } from "react";
+import { useEffect, useMemo, useRef, useState } from "react";
 import { ApiError, api, type SessionSummary, type StoredEvent } from "../api.js";
 import { JsonView } from "../components/json-view.js";
 import { Timeline } from "../components/timeline.js";
@@ -201,9 +201,20 @@ function BarDetail({ bar }: { bar: Bar }) {
   );
 }
 
+/** Now, ticking while `running`: a running call's bar grows even while no event arrives. */
+function useNow(running: boolean): number {
+  const [now, setNow] = useState(Date.now());
+  useEffect(() => {
+    if (!running) return;
+    const timer = setInterval(() => setNow(Date.now()), 250);
+    return () => clearInterval(timer);
+  }, [running]);
+  return running ? now : Date.now();
+}
+
 function RunPanel({ run }: { run: RunView }) {
   const [selected, setSelected] = useState<Bar>();
-  const now = Date.now();
+  const now = useNow(run.end === undefined);
   const bar = selected ? (run.bars.find((candidate) => candidate.id === selected.id) ?? findBar(run, selected.id) ?? selected) : undefined;
   return (
     <section className="pane run" aria-label="Run">
