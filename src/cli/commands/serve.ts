@@ -94,7 +94,8 @@ Examples:
       -d '{"messages":[{"role":"user","content":"hi"}],"stream":true,"session_id":"s1"}'
 
 Routes: GET /health, /ready, /.well-known/agent.json, /v1/models, /memory/sessions, /memory/events;
-POST /v1/chat/completions, /a2a (A2A JSON-RPC). Set AGENT_API_KEY to require a bearer token.`,
+POST /v1/chat/completions, /a2a (A2A JSON-RPC); the studio page at /studio (AGENT_STUDIO=false: off).
+Set AGENT_API_KEY to require a bearer token.`,
     )
     .action(async (options: ServeCommandOptions) => {
       await serveCommand(options);
