@@ -141,8 +141,12 @@ describe("agentloop studio in a browser", { skip: !HAVE_CHROMIUM && "no chromium
     for (const span of spans) assert.match(span.label ?? "", /trigger-long-running-operation: (\d{3} ms|\d\.\d\d s).*wave 1/);
     await page.locator(".run-head .pill", { hasText: "COMPLETED" }).waitFor();
     assert.equal(await page.locator('.bar[data-bar-kind="model"]').count(), 3, "three model calls: the wave's, the echo's, the answer's");
-    await bars.first().click();
+    // Keyboard: a bar is a button; Enter on it shows its call.
+    await bars.nth(1).focus();
+    await page.keyboard.press("Enter");
     const detail = page.getByRole("complementary", { name: "Selected call" });
+    await detail.locator("dd", { hasText: /^slow_[ab]$/ }).waitFor();
+    await bars.first().click();
     await detail.getByText("Span id").waitFor();
     assert.match((await detail.textContent()) ?? "", /duration[\s\S]*Long running operation completed/i);
     await shot(page, "runs");
