@@ -1,6 +1,6 @@
 // A durable run cancelled from the studio page (headless chromium, a real durable `serve` replica
-// on a real PostgreSQL): the page lists the running run, its Cancel button cancels it, and the run
-// stays CANCELLED. Skipped without chromium (studio.test.ts says so).
+// on a real PostgreSQL): the page lists the running run, its Cancel button cancels it, the run
+// stays CANCELLED, and Reattach streams its journal to the cancellation. Skipped without chromium (studio.test.ts says so).
 import assert from "node:assert/strict";
 import { existsSync } from "node:fs";
 import { join } from "node:path";
@@ -38,6 +38,9 @@ test("a durable run cancelled from the studio's durable view", { skip: !existsSy
   await row.getByRole("button", { name: `Cancel ${runId}` }).click();
   await row.getByText("CANCELLED").waitFor({ timeout: 30_000 });
   assert.equal(await row.getByRole("button", { name: `Cancel ${runId}` }).isDisabled(), true);
+  // Reattach: the run's stream from the start of its journal, ending with the cancellation.
+  await row.getByRole("button", { name: `Reattach to ${runId}` }).click();
+  await page.getByRole("region", { name: `Stream of ${runId}` }).getByText(`run ${runId} was cancelled`).waitFor({ timeout: 30_000 });
   const { complete, events } = await reading;
   assert.ok(complete, events.join("\n"));
   assert.match(events.at(-2) ?? "", /was cancelled/);

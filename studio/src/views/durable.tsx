@@ -2,7 +2,7 @@
  * Durable runs (when the server runs in durable mode): their state, cancel, resume, and reattach to
  * a run's stream (`GET /v1/runs/{id}/events`, from the start of its journal).
  */
-import { useState } from "react";
+import { useEffect, useState } from "react";
 import { ApiError, api, type DurableRun, streamRequest } from "../api.js";
 import { href, usePoll } from "../router.js";
 
@@ -11,23 +11,22 @@ const statusClass = (status: string) => (status === "SUCCESS" ? "ok" : status ==
 function Reattached({ runId }: { runId: string }) {
   const [text, setText] = useState("");
   const [state, setState] = useState<"streaming" | "ended" | string>("streaming");
-  usePoll(
-    async () => {
-      try {
-        await streamRequest(`/v1/runs/${encodeURIComponent(runId)}/events?after=0`, { method: "GET" }, (data) => {
-          const chunk = JSON.parse(data) as { choices?: Array<{ delta?: { content?: string } }>; error?: { message: string } };
-          if (chunk.error) setState(chunk.error.message);
-          const content = chunk.choices?.[0]?.delta?.content;
-          if (content) setText((all) => all + (content.startsWith('{"type":"progress"') ? `\n[${(JSON.parse(content) as { target: string }).target}]\n` : content));
-        });
-        setState((current) => (current === "streaming" ? "ended" : current));
-      } catch (failure) {
-        setState(failure instanceof ApiError ? failure.message : String(failure));
-      }
-    },
-    1_000_000_000,
-    [runId],
-  );
+  useEffect(() => {
+    // From the start of the run's journal until its [DONE] (or the view goes away: the run goes on).
+    const controller = new AbortController();
+    streamRequest(`/v1/runs/${encodeURIComponent(runId)}/events?after=0`, { method: "GET", signal: controller.signal }, (data) => {
+      const chunk = JSON.parse(data) as { choices?: Array<{ delta?: { content?: string } }>; error?: { message: string } };
+      if (chunk.error) setState(chunk.error.message);
+      const content = chunk.choices?.[0]?.delta?.content;
+      if (content) setText((all) => all + (content.startsWith('{"type":"progress"') ? `\n[${(JSON.parse(content) as { target: string }).target}]\n` : content));
+    }).then(
+      () => setState((current) => (current === "streaming" ? "ended" : current)),
+      (failure: unknown) => {
+        if (!controller.signal.aborted) setState(failure instanceof ApiError ? failure.message : String(failure));
+      },
+    );
+    return () => controller.abort();
+  }, [runId]);
   return (
     <section className="reattached" aria-live="polite" aria-label={`Stream of ${runId}`}>
       <p className="small muted">{state === "streaming" ? "following the run's stream…" : state}</p>
