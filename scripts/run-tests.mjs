@@ -61,6 +61,8 @@ async function compile(testFiles) {
     const started = performance.now();
     await Promise.all([
       build({ ...nodeBundleOptions, entryPoints: ["src/cli/main.ts"], outdir: join(outdir, "cli") }),
+      // The studio page, for the servers the tests start (AGENTLOOP_STUDIO_ASSETS).
+      import("./build-studio.mjs").then(({ buildStudio }) => buildStudio(join(outdir, "studio"), { minify: false })),
       // node --test runs its files in the order of their paths: a rank in front keeps ours.
       build({ ...nodeBundleOptions, entryPoints: testFiles.map((file, rank) => ({ in: file, out: outName(file, rank) })), outdir: join(outdir, "tests"), sourcemap: "linked" }),
     ]);
@@ -68,6 +70,7 @@ async function compile(testFiles) {
     return {
       outdir,
       cli: join(outdir, "cli", "main.mjs"),
+      studio: join(outdir, "studio"),
       tests: testFiles.map((file, rank) => join(outdir, "tests", `${outName(file, rank)}.mjs`)),
     };
   } catch (error) {
@@ -208,6 +211,7 @@ const built = process.env.AGENTLOOP_TEST_TSX === "1" ? undefined : await compile
 const env = { ...process.env };
 delete env.AGENTLOOP_TEST_CLI;
 if (built) env.AGENTLOOP_TEST_CLI = built.cli;
+if (built) env.AGENTLOOP_STUDIO_ASSETS = built.studio;
 // AGENTLOOP_TEST_TIMES=<file>: also write each test process's wall time there, longest first
 // (scripts/record-duration.mjs; as scripts/test-durations.txt it orders the next runs).
 const times = process.env.AGENTLOOP_TEST_TIMES ? resolve(process.env.AGENTLOOP_TEST_TIMES) : undefined;
