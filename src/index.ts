@@ -26,6 +26,8 @@ export {
   type ModelOptions,
   type ModelRequest,
   type ModelResponse,
+  type ReasoningEffort,
+  type ReasoningSetting,
   ResponseAccumulator,
   type ResponseFormat,
   type ToolChoice,

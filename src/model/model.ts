@@ -13,6 +13,14 @@ export type JsonSchema = Record<string, unknown>;
 
 export type ToolChoice = "auto" | "none" | "required" | { type: "tool"; name: string };
 
+export type ReasoningEffort = "minimal" | "low" | "medium" | "high";
+
+/**
+ * How much a reasoning model thinks: an effort, or a budget of thinking tokens. Each adapter maps
+ * it to its provider's own knob (docs/providers.md, "Reasoning").
+ */
+export type ReasoningSetting = { effort: ReasoningEffort } | { budgetTokens: number };
+
 export interface ModelOptions {
   temperature?: number;
   topP?: number;
@@ -26,6 +34,8 @@ export interface ModelOptions {
    */
   firstByteTimeoutMs?: number;
   idleTimeoutMs?: number;
+  /** Reasoning effort or budget, mapped to each provider's own setting (`providerOptions` still win). */
+  reasoning?: ReasoningSetting;
   /** Passed through to one provider, keyed by provider name: `{ openai: { reasoning_effort: "low" } }`. */
   providerOptions?: Record<string, Record<string, unknown>>;
 }
