@@ -103,6 +103,8 @@ describe("OpenAI Chat Completions wire format", () => {
         {
           role: "assistant",
           content: "Let me check both.",
+          // The tool round's reasoning goes back in the field it came in (DeepSeek's thinking mode needs it).
+          reasoning_content: "Two lookups are needed.",
           tool_calls: [
             { id: "call_holiday", type: "function", function: { name: "calendar_resolve_holiday", arguments: '{"holiday":"Hanukkah"}' } },
             { id: "call_rooms", type: "function", function: { name: "hotel_check_availability", arguments: '{"start":"2026-12-04"}' } },

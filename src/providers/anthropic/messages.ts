@@ -11,6 +11,7 @@ import Anthropic from "@anthropic-ai/sdk";
 import type { ImagePart, Message, TextPart } from "../../messages.js";
 import type { FinishReason, ModelEvent, ModelRequest, ToolChoice, UnifiedFinishReason } from "../../model/model.js";
 import type { Usage } from "../../usage.js";
+import { reasoningBudget, reasoningSetting } from "../reasoning.js";
 import {
   type AdapterOptions,
   AdapterModel,
@@ -334,6 +335,13 @@ export class AnthropicModel extends AdapterModel<Anthropic, AnthropicOptions> {
     if (options.stopSequences?.length) body.stop_sequences = options.stopSequences;
     // Structured outputs (generally available): `output_config.format`, no beta header.
     if (request.responseFormat) body.output_config = { format: { type: "json_schema", schema: request.responseFormat.schema } };
+    const reasoning = reasoningSetting(request);
+    if (reasoning) {
+      // Anthropic's smallest budget is 1024, and max_tokens must stay above it.
+      const budget = Math.max(1024, reasoningBudget(reasoning));
+      body.thinking = { type: "enabled", budget_tokens: budget };
+      if ((body.max_tokens as number) <= budget) body.max_tokens = budget + (this.options.defaultMaxTokens ?? 4096);
+    }
     return Object.assign(body, providerOptionsFor(request, ["anthropic", this.provider]));
   }
 

@@ -14,7 +14,7 @@ import type { FinishReason, ModelEvent, ModelRequest, ToolChoice, UnifiedFinishR
 import type { Usage } from "../../usage.js";
 import { incompleteStreamError } from "../errors.js";
 import { HttpStatusError, type PostTarget, ServerSentEvents, isJsonResponse, post, postTarget, readText } from "../http.js";
-import { reasoningSetting } from "../reasoning.js";
+import { reasoningBudget, reasoningSetting } from "../reasoning.js";
 import {
   type AdapterOptions,
   AdapterModel,
@@ -328,8 +328,11 @@ export class GoogleModel extends AdapterModel<GeminiEndpoint, GoogleOptions & { 
     }
     const reasoning = reasoningSetting(request);
     if (reasoning) {
-      generationConfig.thinkingConfig =
-        "budgetTokens" in reasoning ? { includeThoughts: true, thinkingBudget: reasoning.budgetTokens } : { includeThoughts: true, thinkingLevel: reasoning.effort };
+      // Gemini 2.x takes a budget only; Gemini 3 takes a level (or a budget).
+      const budgetOnly = /^gemini-(1|2)\b/.test(this.modelId) || "budgetTokens" in reasoning;
+      generationConfig.thinkingConfig = budgetOnly
+        ? { includeThoughts: true, thinkingBudget: reasoningBudget(reasoning) }
+        : { includeThoughts: true, thinkingLevel: reasoning.effort };
     }
     if (Object.keys(generationConfig).length > 0) body.generationConfig = generationConfig;
     const extra = providerOptionsFor(request, ["google", this.provider]);
