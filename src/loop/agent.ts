@@ -538,6 +538,7 @@ export class Agent<Output = unknown> {
       options: this.config.modelOptions,
       signal: control.signal,
       inputStart: context.inputStart,
+      sessionId: context.options.sessionId,
     };
     let fitted = this.config.context ? await context.window.fit(whole, window) : whole;
     let request = withOutput(fitted, context.contract, info.model);

@@ -36,6 +36,11 @@ export interface ModelOptions {
   idleTimeoutMs?: number;
   /** Reasoning effort or budget, mapped to each provider's own setting (`providerOptions` still win). */
   reasoning?: ReasoningSetting;
+  /**
+   * Prompt caching where the provider needs the request to ask for it (Anthropic `cache_control`
+   * breakpoints, placed automatically). Default `true`; `false` opts out.
+   */
+  promptCaching?: boolean;
   /** Passed through to one provider, keyed by provider name: `{ openai: { reasoning_effort: "low" } }`. */
   providerOptions?: Record<string, Record<string, unknown>>;
 }
@@ -68,6 +73,8 @@ export interface ModelRequest {
    * protocols count their steps from here. Unset: from the last user message.
    */
   inputStart?: number;
+  /** The run's session, when it has one: adapters key provider-side prompt caches by it (OpenAI `prompt_cache_key`). */
+  sessionId?: string;
 }
 
 export type UnifiedFinishReason = "stop" | "tool-calls" | "length" | "content-filter" | "error" | "aborted" | "other";

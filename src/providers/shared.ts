@@ -3,6 +3,7 @@
  * skeleton around each call (retry, abort, error mapping) and small wire helpers. Each adapter
  * keeps only its own wire mapping.
  */
+import { createHash } from "node:crypto";
 import { onAbort } from "../abort.js";
 import { AgentLoopError, abortError } from "../errors.js";
 import type { ImagePart, TextPart } from "../messages.js";
@@ -378,4 +379,14 @@ export function commonRequestFields(
   if (request.options?.temperature !== undefined) fields.temperature = request.options.temperature;
   if (request.options?.topP !== undefined) fields.top_p = request.options.topP;
   return fields;
+}
+
+/**
+ * OpenAI's `prompt_cache_key` for a request: its session, so every call of one conversation is
+ * routed to the same prompt cache (a long id is hashed to 64 characters). None without a session.
+ */
+export function promptCacheKey(request: ModelRequest): string | undefined {
+  const session = request.sessionId;
+  if (!session || request.options?.promptCaching === false) return undefined;
+  return session.length <= 64 ? session : createHash("sha256").update(session).digest("hex");
 }

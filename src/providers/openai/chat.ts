@@ -29,6 +29,7 @@ import {
   imageUrl,
   objectSchema,
   openaiConnection,
+  promptCacheKey,
   providerOptionsFor,
 } from "../shared.js";
 import type { ToolNameMap } from "../tool-names.js";
@@ -348,6 +349,9 @@ export class OpenAIChatModel extends AdapterModel<OpenAI | ChatEndpoint, OpenAIC
     if (format) body.response_format = { type: "json_schema", json_schema: { name: format.name, schema: format.schema, strict: format.strict ?? false } };
     const reasoning = reasoningSetting(request);
     if (reasoning) body.reasoning_effort = reasoningEffort(reasoning);
+    // Only OpenAI's own API knows the field (a compatible server might refuse it).
+    const cacheKey = this.connection.official ? promptCacheKey(request) : undefined;
+    if (cacheKey) body.prompt_cache_key = cacheKey;
     return Object.assign(body, providerOptionsFor(request, ["openai", this.provider]));
   }
 

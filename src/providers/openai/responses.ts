@@ -23,6 +23,7 @@ import {
   imageUrl,
   objectSchema,
   openaiConnection,
+  promptCacheKey,
   providerOptionsFor,
 } from "../shared.js";
 import type { ToolNameMap } from "../tool-names.js";
@@ -295,6 +296,8 @@ export class OpenAIResponsesModel extends AdapterModel<OpenAI, OpenAIResponsesOp
     if (format) body.text = { format: { type: "json_schema", name: format.name, schema: format.schema, strict: format.strict ?? false } };
     const reasoning = reasoningSetting(request);
     if (reasoning) body.reasoning = { effort: reasoningEffort(reasoning), summary: "auto" };
+    const cacheKey = promptCacheKey(request);
+    if (cacheKey) body.prompt_cache_key = cacheKey;
     Object.assign(body, providerOptionsFor(request, ["openai", "openai-responses", this.provider]));
     // Without storage the reasoning items must travel in the requests: ask for their encrypted content.
     if (body.store === false && body.reasoning !== undefined) {
