@@ -39,7 +39,7 @@ describe("recorded Gemini streams", () => {
   test("google-text: the text, usage with thoughts as output, and the closing signature kept on the text part", async () => {
     const server = await startServer(replay("google-gemini", "google-text"));
     try {
-      const model = google("gemini-3-pro-preview", { baseURL: server.url, apiKey: "test-key" });
+      const model = google("gemini-3-pro-preview", { baseURL: server.url, apiKey: "test-key", priceAs: false });
       const response = await generate(model, { messages: [{ role: "user", content: "How many r's in strawberry?" }] });
       const lines = recorded("google-text");
       assert.equal(
@@ -64,7 +64,7 @@ describe("recorded Gemini streams", () => {
     for (const name of ["google-tool-call", "google-tool-call-gemini3"]) {
       const server = await startServer(replay("google-gemini", name));
       try {
-        const events = await collect(google("gemini-3-pro-preview", { baseURL: server.url, apiKey: "test-key" }));
+        const events = await collect(google("gemini-3-pro-preview", { baseURL: server.url, apiKey: "test-key", priceAs: false }));
         const ends = events.filter((event) => event.type === "tool-call-end");
         assert.equal(ends.length, 1, name);
         assert.equal(ends[0].name, "weather");
@@ -82,7 +82,7 @@ describe("recorded Gemini streams", () => {
   test("google-reasoning: thinking tokens reported as reasoning", async () => {
     const server = await startServer(replay("google-gemini", "google-reasoning"));
     try {
-      const events = await collect(google("gemini-3-pro-preview", { baseURL: server.url, apiKey: "test-key" }), { messages: [{ role: "user", content: "r's?" }] });
+      const events = await collect(google("gemini-3-pro-preview", { baseURL: server.url, apiKey: "test-key", priceAs: false }), { messages: [{ role: "user", content: "r's?" }] });
       assert.match(joined(events), /^There are \*\*3\*\* "r"s in strawberry\./);
       const finish = last(events);
       assert.deepEqual(finish.type === "finish" && finish.usage, { inputTokens: 9, outputTokens: 29 + 256, totalTokens: 294, cachedInputTokens: 0, reasoningTokens: 256 });

@@ -72,7 +72,7 @@ describe("Anthropic cache breakpoints", () => {
     const server = await startServer(sse(frames));
     const { exporter, tracer } = memoryTracer();
     try {
-      const agent = new Agent({ name: "c", model: anthropic("claude-sonnet-4-5", { baseURL: server.url, apiKey: "k" }), instrumentation: otelInstrumentation({ tracer }) });
+      const agent = new Agent({ name: "c", model: anthropic("claude-sonnet-4-5", { baseURL: server.url, apiKey: "k", priceAs: false }), instrumentation: otelInstrumentation({ tracer }) });
       const run = agent.run("hi");
       const events: LoopEvent[] = [];
       for await (const event of run) events.push(event);
