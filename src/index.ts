@@ -23,6 +23,7 @@ export {
   type JsonSchema,
   type Model,
   type ModelEvent,
+  type ModelFallback,
   type ModelOptions,
   type ModelRequest,
   type ModelResponse,
@@ -34,6 +35,7 @@ export {
   type ToolDefinition,
   type UnifiedFinishReason,
 } from "./model/model.js";
+export { FallbackModel, fallsBack, withFallback } from "./model/fallback.js";
 export {
   NO_MORE_MOCK_RESPONSES,
   parseMockResponses,

@@ -75,6 +75,19 @@ export interface ModelRequest {
   inputStart?: number;
   /** The run's session, when it has one: adapters key provider-side prompt caches by it (OpenAI `prompt_cache_key`). */
   sessionId?: string;
+  /** Told when a fallback model (`withFallback`) hands this request to the next model. */
+  onFallback?: (fallback: ModelFallback) => void;
+}
+
+/** A request handed from one model to the next (`withFallback`): both models and why. */
+export interface ModelFallback {
+  /** `provider:model` of the model that failed. */
+  from: string;
+  /** `provider:model` of the model that takes the request. */
+  to: string;
+  /** The failure's message. */
+  reason: string;
+  error: AgentLoopError;
 }
 
 export type UnifiedFinishReason = "stop" | "tool-calls" | "length" | "content-filter" | "error" | "aborted" | "other";
@@ -125,6 +138,8 @@ export interface ModelResponse {
   finishReason: FinishReason;
   usage: Usage;
   error?: AgentLoopError;
+  /** Set by the loop when a fallback model handed the call on (tracing reads it). */
+  fallbacks?: ModelFallback[];
 }
 
 /**

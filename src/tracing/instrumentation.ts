@@ -215,6 +215,7 @@ export function otelInstrumentation(options: OtelInstrumentationOptions = {}): I
             "gen_ai.usage.input_tokens": response.usage.inputTokens,
             "gen_ai.usage.output_tokens": response.usage.outputTokens,
             ...cacheAttributes(response.usage),
+            ...fallbackAttributes(response),
             "gen_ai.response.finish_reasons": [response.finishReason.unified],
             "gen_ai.output.messages": captureContent ? content(JSON.stringify(conventionMessages([response.message]))) : undefined,
           }),
@@ -282,10 +283,22 @@ export function otelInstrumentation(options: OtelInstrumentationOptions = {}): I
   };
 }
 
-/** Prompt-cache reads and writes, under the GenAI conventions' names (left out when 0). */
-function cacheAttributes(usage: Usage): Record<string, number | undefined> {
+/** Prompt-cache reads and writes, under the GenAI conventions' names (left out when 0), and the cost in US dollars (or "unknown"). */
+function cacheAttributes(usage: Usage): Record<string, number | string | undefined> {
   return {
     "gen_ai.usage.cache_read.input_tokens": usage.cachedInputTokens || undefined,
     "gen_ai.usage.cache_creation.input_tokens": usage.cacheWriteInputTokens || undefined,
+    "agentloop.usage.cost": usage.cost,
+  };
+}
+
+/** A call a fallback model handed on: both models (the last hand-over) and why. */
+function fallbackAttributes(response: ModelResponse): Record<string, string | undefined> {
+  const last = response.fallbacks?.at(-1);
+  if (!last) return {};
+  return {
+    "agentloop.model.fallback.from": response.fallbacks?.[0].from,
+    "agentloop.model.fallback.to": last.to,
+    "agentloop.model.fallback.reason": last.reason,
   };
 }
