@@ -3,12 +3,16 @@
 // `model-fallback` event, a span attribute); never after text of the call reached the caller.
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
+import { providerModelOfSettings } from "../../src/config/build-agent.js";
+import { parseAgentFile, settingsFrom } from "../../src/config/settings.js";
 import { Agent } from "../../src/loop/agent.js";
 import type { LoopEvent } from "../../src/loop/events.js";
 import { withFallback } from "../../src/model/fallback.js";
+import { generate } from "../../src/model/model.js";
 import { ScriptedModel } from "../../src/model/scripted.js";
 import { anthropic } from "../../src/providers/anthropic/index.js";
 import { openaiChat } from "../../src/providers/openai/index.js";
+import { parsePrompty, resolvePromptyModel } from "../../src/prompty/index.js";
 import { otelInstrumentation } from "../../src/tracing/index.js";
 import { memoryTracer } from "../tracing/helpers.js";
 import { type Responder, json, sse, startServer } from "./fixture-server.js";
@@ -122,5 +126,61 @@ describe("model fallback", () => {
     const only = new ScriptedModel(["hi"]);
     assert.equal(withFallback([only]), only);
     assert.throws(() => withFallback([]), /withFallback: give at least one model/);
+  });
+});
+
+describe("fallback in the agent file and in .prompty", () => {
+  const hi = { messages: [{ role: "user" as const, content: "hi" }] };
+
+  test("agent file: `model: [primary, fallback]` and `fallback:` both build the chain; a bad entry is named", async () => {
+    const primary = await startServer(rateLimited);
+    const secondary = await startServer([sse(chatFrames({ text: "from list" })), sse(chatFrames({ text: "from fallback" }))]);
+    try {
+      const env = { ANTHROPIC_BASE_URL: primary.url, ANTHROPIC_API_KEY: "k", OPENAI_BASE_URL: `${secondary.url}/v1`, OPENAI_API_KEY: "k" };
+      for (const [file, text] of [
+        [{ model: ["anthropic:claude-sonnet-4-5", "openai:gpt-4.1"] }, "from list"],
+        [{ model: "anthropic:claude-sonnet-4-5", fallback: "openai:gpt-4.1" }, "from fallback"],
+      ] as const) {
+        const settings = settingsFrom(parseAgentFile(JSON.stringify(file)), env);
+        const model = await providerModelOfSettings(settings, env);
+        const response = await generate(model, hi);
+        assert.equal(response.message.content[0].type === "text" && response.message.content[0].text, text);
+      }
+      assert.equal(secondary.requests.length, 2);
+      assert.throws(() => parseAgentFile('{"model": "anthropic:claude-sonnet-4-5", "fallback": ["gpt-4.1"]}'), /fallback\[0\]: must be a model spec like "openai:gpt-4.1", got "gpt-4.1"/);
+      assert.throws(() => parseAgentFile('{"model": []}'), /model: must be a model spec or a non-empty list/);
+    } finally {
+      await primary.close();
+      await secondary.close();
+    }
+  });
+
+  test(".prompty: `model.fallback` takes the request the file's model could not serve", async () => {
+    const primary = await startServer(rateLimited);
+    const secondary = await startServer(sse(chatFrames({ text: "from prompty fallback" })));
+    try {
+      const text = `---
+name: fallback
+model:
+  id: claude-sonnet-4-5
+  provider: anthropic
+  connection:
+    endpoint: ${primary.url}
+    apiKey: k
+  fallback:
+    - openai:gpt-4.1
+---
+system:
+Be brief.
+`;
+      const agent = parsePrompty(text);
+      const model = await resolvePromptyModel(agent, { env: { OPENAI_BASE_URL: `${secondary.url}/v1`, OPENAI_API_KEY: "k", ANTHROPIC_API_KEY: "k" } });
+      const response = await generate(model, hi);
+      assert.equal(response.message.content[0].type === "text" && response.message.content[0].text, "from prompty fallback");
+      assert.throws(() => parsePrompty(text.replace("    - openai:gpt-4.1", "    - 42")), /model.fallback in the prompty text must be a model spec or a list of them/);
+    } finally {
+      await primary.close();
+      await secondary.close();
+    }
   });
 });
