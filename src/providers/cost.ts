@@ -17,8 +17,14 @@ export interface PriceIdentity {
 }
 
 let prices: Promise<PricesModule> | undefined;
-/** Per provider and model: the one provider (with only that model) to price with, or null (unknown). */
-const resolved = new Map<string, { provider: Provider } | null>();
+
+/** What one adapter's calls are priced as; `resolved` is filled by the first priced call. */
+export interface PriceTarget {
+  modelId: string;
+  identities: readonly PriceIdentity[];
+  /** The one provider (with only this model) to price with, or null: unknown. */
+  resolved?: { provider: Provider } | null;
+}
 
 /** The price identities to try, in order, for an adapter's connection (`priceAs` names the provider outright). */
 export function priceIdentity(provider: string, official: boolean, baseURL: string | undefined, priceAs?: string): PriceIdentity[] {
@@ -29,35 +35,62 @@ export function priceIdentity(provider: string, official: boolean, baseURL: stri
 }
 
 /**
- * Sets `usage.cost` (US dollars, or `"unknown"`) for one call of `modelId`. Cached input is priced
- * as the provider prices it (reads and writes have their own rates); reasoning tokens are output.
+ * Sets `usage.cost` (US dollars, or `"unknown"`) for one call of `modelId`: at once when the table
+ * is loaded, else through the returned promise (the first priced call loads it). Cached input is
+ * priced as the provider prices it (reads and writes have their own rates); reasoning tokens are output.
  */
-export async function priceUsage(usage: Usage, modelId: string, identities: readonly PriceIdentity[]): Promise<void> {
-  if (usage.cost !== undefined) return;
-  if (identities.length === 0) {
+export function priceUsage(usage: Usage, target: PriceTarget): Promise<void> | undefined {
+  if (usage.cost !== undefined) return undefined;
+  if (target.identities.length === 0 || target.resolved === null) {
     usage.cost = "unknown";
-    return;
+    return undefined;
   }
-  prices ??= import("@pydantic/genai-prices");
-  const { calcPrice } = await prices;
+  // Once the table is loaded, a call is priced synchronously (no await on the loop's hot path).
+  if (loaded) {
+    price(loaded, usage, target);
+    return undefined;
+  }
+  prices ??= import("@pydantic/genai-prices").then((module) => {
+    loaded = module;
+    return module;
+  });
+  // A table that cannot load never fails the call: the cost is then unknown.
+  return prices.then(
+    (module) => price(module, usage, target),
+    () => {
+      usage.cost = "unknown";
+    },
+  );
+}
+
+let loaded: PricesModule | undefined;
+
+/** Prices one call; whatever the table throws (a usage it refuses) makes the cost unknown. */
+function price(module: PricesModule, usage: Usage, target: PriceTarget): void {
+  try {
+    usage.cost = costOf(module, usage, target);
+  } catch {
+    usage.cost = "unknown";
+  }
+}
+
+function costOf({ calcPrice }: PricesModule, usage: Usage, target: PriceTarget): number | "unknown" {
   const table = {
     input_tokens: usage.inputTokens,
     output_tokens: usage.outputTokens,
     cache_read_tokens: usage.cachedInputTokens || undefined,
     cache_write_tokens: usage.cacheWriteInputTokens || undefined,
   };
-  const key = `${JSON.stringify(identities)}\u0000${modelId}`;
-  let entry = resolved.get(key);
-  if (entry === undefined) {
-    entry = null;
-    for (const identity of identities) {
-      const found = calcPrice(table, modelId, identity);
+  if (target.resolved === undefined) {
+    target.resolved = null;
+    for (const identity of target.identities) {
+      const found = calcPrice(table, target.modelId, identity);
       if (!found) continue;
       // Later calls search only this provider's entry for this model: the table is searched once.
-      entry = { provider: { ...found.provider, models: [found.model] } };
+      target.resolved = { provider: { ...found.provider, models: [found.model] } };
       break;
     }
-    resolved.set(key, entry);
   }
-  usage.cost = entry ? (calcPrice(table, modelId, { provider: entry.provider })?.total_price ?? "unknown") : "unknown";
+  if (!target.resolved) return "unknown";
+  return calcPrice(table, target.modelId, { provider: target.resolved.provider })?.total_price ?? "unknown";
 }

@@ -9,7 +9,7 @@ import { AgentLoopError, abortError } from "../errors.js";
 import type { ImagePart, TextPart } from "../messages.js";
 import type { JsonSchema, Model, ModelEvent, ModelRequest, ToolChoice, ToolDefinition } from "../model/model.js";
 import type { Usage } from "../usage.js";
-import { type PriceIdentity, priceIdentity, priceUsage } from "./cost.js";
+import { type PriceTarget, priceIdentity, priceUsage } from "./cost.js";
 import { incompleteStreamError, toAgentLoopError } from "./errors.js";
 import { type RetryOptions, retryingStream } from "./retry.js";
 import { ToolNameMap } from "./tool-names.js";
@@ -166,7 +166,7 @@ export function adapterStream(
 export interface CallConnection {
   provider: string;
   apiKeyEnvVar: string;
-  price?: { modelId: string; identity: PriceIdentity[] };
+  price?: PriceTarget;
 }
 
 /** The signal of a request that has none: it never aborts. */
@@ -198,7 +198,7 @@ export abstract class AdapterModel<Client, Options extends AdapterOptions & { cl
     this.callConnection = {
       provider,
       apiKeyEnvVar,
-      price: priceAs === false ? undefined : { modelId, identity: priceIdentity(provider, official, baseURL, priceAs) },
+      price: priceAs === false ? undefined : { modelId, identities: priceIdentity(provider, official, baseURL, priceAs) },
     };
   }
 
@@ -254,7 +254,8 @@ async function* adapterCall(
       alive();
       if (connection.price) {
         const usage = event.type === "usage" || event.type === "finish" ? event.usage : undefined;
-        if (usage && usage.cost === undefined) await priceUsage(usage, connection.price.modelId, connection.price.identity);
+        const pending = usage && usage.cost === undefined ? priceUsage(usage, connection.price) : undefined;
+        if (pending) await pending;
       }
       yield event;
       if (isTerminal(event)) return;
