@@ -325,3 +325,21 @@ describe("google:<model> by name", () => {
     }
   });
 });
+
+describe("Gemini malformed streams", () => {
+  test("a chunk that is not JSON or not an object ends the call with a server error for malformed data (not retried)", async () => {
+    for (const bad of ["data: null\n\n", "data: {broken\n\n"]) {
+      const server = await startServer(sse([`data: ${JSON.stringify({ candidates: [{ content: { parts: [{ text: "Hi" }] }, index: 0 }] })}\n\n`, bad]));
+      try {
+        const events = await collect(google("gemini-2.5-flash", { baseURL: server.url, apiKey: "k", retry: { maxRetries: 2, initialDelayMs: 1 } }));
+        assert.equal(joined(events), "Hi");
+        const failed = last(events);
+        assert.equal(failed.type === "error" && failed.error.kind, "server", bad);
+        assert.match(failed.type === "error" ? failed.error.message : "", /malformed data/);
+        assert.equal(server.requests.length, 1);
+      } finally {
+        await server.close();
+      }
+    }
+  });
+});

@@ -369,7 +369,8 @@ export class GoogleModel extends AdapterModel<GeminiEndpoint, GoogleOptions & { 
         const events = new ServerSentEvents();
         const feed = (messages: ReturnType<ServerSentEvents["feed"]>) => {
           for (const { data } of messages) {
-            const chunk = JSON.parse(data) as ChunkLike;
+            const chunk = JSON.parse(data) as ChunkLike | null;
+            if (!chunk || typeof chunk !== "object") throw new SyntaxError(`not a response chunk: ${data.slice(0, 80)}`);
             if (chunk.error) throw streamedError(chunk.error);
             mapper.chunk(chunk, out);
           }
