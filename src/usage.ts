@@ -32,7 +32,8 @@ export function addUsage(a: Usage, b: Usage): Usage {
   };
 }
 
-function addCost(a: Usage["cost"], b: Usage["cost"]): number | "unknown" {
+/** Two costs summed: `"unknown"` when either is. */
+export function addCost(a: Usage["cost"], b: Usage["cost"]): number | "unknown" {
   if (a === "unknown" || b === "unknown") return "unknown";
   return (a ?? 0) + (b ?? 0);
 }

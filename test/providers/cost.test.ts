@@ -11,7 +11,7 @@ import { priceIdentity } from "../../src/providers/cost.js";
 import { google } from "../../src/providers/google/index.js";
 import { openaiChat } from "../../src/providers/openai/index.js";
 import { addUsage, emptyUsage, formatCost } from "../../src/usage.js";
-import { cleanEnv, spawnCli } from "../cli/helpers.js";
+import { cleanEnv, runCli, spawnCli } from "../cli/helpers.js";
 import { sse, startServer } from "./fixture-server.js";
 import { anthropicFrames, chatFrames, geminiFrames } from "./wire-scripts.js";
 
@@ -99,6 +99,20 @@ describe("agentloop run shows the cost", () => {
       const expected = formatCost((2000 * price.input_mtok + 300 * price.output_mtok) / 1e6);
       assert.match(expected, /^\$0\.\d+$/);
       assert.equal(cli.stderr(), `COMPLETED · 1 model call · 0 waves · 0 tool calls · 2300 tokens · ${expected}\n`);
+    } finally {
+      await server.close();
+    }
+  });
+
+  test("agentloop chat: the chat's cost in its closing line", async () => {
+    const server = await startServer([sse(geminiFrames({ text: "One", usage: { input: 1000, output: 100 } })), sse(geminiFrames({ text: "Two", usage: { input: 3000, output: 200 } }))]);
+    try {
+      const env = cleanEnv({ GOOGLE_GEMINI_BASE_URL: server.url, GEMINI_API_KEY: "k", NO_COLOR: "1", MEMORY_TYPE: "memory" });
+      const result = await runCli(["chat", "--model", "google:gemini-2.5-flash"], env, "first\nsecond\n/exit\n");
+      assert.equal(result.code, 0, result.stderr);
+      const price = rates("google", "gemini-2.5-flash");
+      const expected = formatCost((4000 * price.input_mtok + 300 * price.output_mtok) / 1e6);
+      assert.match(result.stderr, new RegExp(`bye · \\${expected} in this chat · continue later with`));
     } finally {
       await server.close();
     }

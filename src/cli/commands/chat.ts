@@ -9,6 +9,7 @@ import { askInline } from "../elicitation.js";
 import { palette, RunRenderer } from "../render.js";
 import { ToolSpinner } from "../spinner.js";
 import { endReason } from "./run.js";
+import { addCost, formatCost } from "../../usage.js";
 
 export interface ChatCommandOptions extends AgentCliOptions {
   json?: boolean;
@@ -107,6 +108,8 @@ export async function chatCommand(options: ChatCommandOptions, io: ChatIO = proc
       await release?.();
     }
   };
+  // What this chat's answers cost (priced models only).
+  let sessionCost: number | "unknown" | undefined;
   try {
     if (interactive) lines.prompt();
     for (let next = await reader.next(); !next.done; next = await reader.next()) {
@@ -128,6 +131,7 @@ export async function chatCommand(options: ChatCommandOptions, io: ChatIO = proc
         if (interactive) lines.prompt();
         continue;
       }
+      if (result.usage.cost !== undefined) sessionCost = addCost(sessionCost, result.usage.cost);
       if (result.state === "ABORTED") io.stderr.write(colors.yellow(`⏹ aborted: ${endReason(result)}\n`));
       else if (result.state === "FAILED") io.stderr.write(colors.red(`✗ failed: ${result.error?.message ?? result.reason}\n`));
       else if (result.state !== "COMPLETED") io.stderr.write(colors.yellow(`■ ${result.state}: ${result.reason}\n`));
@@ -138,7 +142,7 @@ export async function chatCommand(options: ChatCommandOptions, io: ChatIO = proc
     lines.close();
     await cli.close();
   }
-  io.stderr.write(colors.dim(`bye · continue later with: agentloop chat --session ${sessionId}${options.agent ? ` --agent ${options.agent}` : ""}\n`));
+  io.stderr.write(colors.dim(`bye${sessionCost === undefined ? "" : ` · ${formatCost(sessionCost)} in this chat`} · continue later with: agentloop chat --session ${sessionId}${options.agent ? ` --agent ${options.agent}` : ""}\n`));
   return 0;
 }
 
