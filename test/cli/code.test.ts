@@ -221,7 +221,7 @@ describe("agentloop code errors", () => {
       [["code", "x", "--mock", '["hi"]', "--workspace", join(folder, "nowhere")], /agentloop: --workspace: Workspace: the root folder .*nowhere does not exist/],
       [["code", "x"], /agentloop: model: no model configured; pass --model provider:model/],
       [["code", "x", "--mock", `@${join(folder, "missing.json")}`], /agentloop: --mock: cannot read .*missing\.json \(ENOENT\)/],
-      [["code", "x", "--mock", '["hi"]', "--profile", "gemini"], /agentloop: createCodingAgent: unknown profile "gemini"/],
+      [["code", "x", "--mock", '["hi"]', "--profile", "mistral"], /agentloop: createCodingAgent: unknown profile "mistral"; use openai or anthropic or gemini/],
       [["code", "x", "--mock", '["hi"]', "--approve", "maybe"], /--approve must be one of all, none, ask, got "maybe"/],
       [["code", "x", "--mock", '["hi"]', "--max-turns", "0"], /--max-turns must be a positive integer, got "0"/],
     ];
