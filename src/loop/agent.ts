@@ -3,7 +3,7 @@ import { delegateTool } from "../agents/local.js";
 import { AgentLoopError } from "../errors.js";
 import { type AssistantPart, type Message, textOf, toolCallsOf, type ToolCallPart } from "../messages.js";
 import { type Model, type ModelFallback, type ModelRequest, type ModelEvent, type ModelResponse, ResponseAccumulator, type ToolDefinition } from "../model/model.js";
-import { withFallback } from "../model/fallback.js";
+import { FallbackModel, withFallback } from "../model/fallback.js";
 import { scriptedModelFromEnv } from "../model/scripted.js";
 import type { Tool } from "../tools/tool.js";
 import { jsonSchemaOf, warmValidators } from "../tools/validate.js";
@@ -542,11 +542,15 @@ export class Agent<Output = unknown> {
       signal: control.signal,
       inputStart: context.inputStart,
       sessionId: context.options.sessionId,
-      onFallback: (fallback) => {
+    };
+    // Only a fallback chain is told of hand-overs: a model that keeps its requests (the scripted one)
+    // must not keep the run alive through this callback.
+    if (this.model instanceof FallbackModel) {
+      whole.onFallback = (fallback) => {
         (fallbacks ??= []).push(fallback);
         control.emit({ type: "model-fallback", runId: control.id, turn, from: fallback.from, to: fallback.to, reason: fallback.reason, errorKind: fallback.error.kind });
-      },
-    };
+      };
+    }
     let fitted = this.config.context ? await context.window.fit(whole, window) : whole;
     let request = withOutput(fitted, context.contract, info.model);
     const instrumentation = context.instrumentation;
