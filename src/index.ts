@@ -23,9 +23,12 @@ export {
   type JsonSchema,
   type Model,
   type ModelEvent,
+  type ModelFallback,
   type ModelOptions,
   type ModelRequest,
   type ModelResponse,
+  type ReasoningEffort,
+  type ReasoningSetting,
   ResponseAccumulator,
   STEP_LIMIT_FINISH,
   type ResponseFormat,
@@ -33,6 +36,7 @@ export {
   type ToolDefinition,
   type UnifiedFinishReason,
 } from "./model/model.js";
+export { FallbackModel, fallsBack, withFallback } from "./model/fallback.js";
 export {
   NO_MORE_MOCK_RESPONSES,
   parseMockResponses,

@@ -2,6 +2,8 @@ import { AgentLoopError } from "../errors.js";
 import type { AgentConfig, DelegateTarget } from "../loop/types.js";
 import { textOf } from "../messages.js";
 import { scriptedModelFromEnv } from "../model/scripted.js";
+import { withFallback } from "../model/fallback.js";
+import type { Model } from "../model/model.js";
 import type { Tool, ToolContext, ToolResultValue } from "../tools/tool.js";
 import { DEFAULT_MAX_DELEGATION_DEPTH, TASK_PARAMETERS, delegationPath, delegationRefusal, errorResult, runDelegate, taskOf } from "./local.js";
 import { singleModelCall } from "./single-call.js";
@@ -36,7 +38,7 @@ function isDelegateTarget(value: unknown): value is ConfiguredTarget {
 async function runSingle(config: AgentConfig, agentName: string, task: string, context: ToolContext): Promise<ToolResultValue | string> {
   const response = await singleModelCall({
     // As in the Agent constructor: DEBUG_MOCK_RESPONSES replaces the model.
-    model: scriptedModelFromEnv() ?? config.model,
+    model: scriptedModelFromEnv() ?? (Array.isArray(config.model) ? withFallback(config.model) : (config.model as Model)),
     messages: [...(config.instructions ? [{ role: "system" as const, content: config.instructions }] : []), { role: "user" as const, content: task }],
     options: config.modelOptions,
     signal: context.signal,
@@ -63,7 +65,8 @@ export function agentTool(agentOrConfig: DelegateTarget | AgentConfig, options: 
   if (mode !== "single" && mode !== "agentic") throw new TypeError(`agentTool: mode must be "single" or "agentic", got ${JSON.stringify(mode)}`);
   const target = isDelegateTarget(agentOrConfig) ? agentOrConfig : undefined;
   const config: AgentConfig | undefined = target ? target.config : (agentOrConfig as AgentConfig);
-  if (!target && (!config || typeof config.model?.stream !== "function")) {
+  const configModel = config?.model;
+  if (!target && (!configModel || (Array.isArray(configModel) ? configModel.length === 0 : typeof (configModel as Model).stream !== "function"))) {
     throw new TypeError("agentTool: pass an Agent or an AgentConfig with a model");
   }
   if (mode === "single" && !config) {

@@ -32,6 +32,7 @@ export { type CodingAgentOptions, type CodingSession, createCodingAgent, WRITING
 export {
   ANTHROPIC_PROFILE,
   CODING_PROFILES,
+  GEMINI_PROFILE,
   type CodingProfile,
   codingSystemPrompt,
   type EnvironmentInfo,

@@ -47,17 +47,35 @@ ${COMMON_PRACTICE}`,
   instructionFiles: ["CLAUDE.md"],
 };
 
-export const CODING_PROFILES: Readonly<Record<string, CodingProfile>> = { openai: OPENAI_PROFILE, anthropic: ANTHROPIC_PROFILE };
+/**
+ * Google models (Gemini): the tool set of Google's own coding agent (Gemini CLI): exact-match
+ * replacement (`edit_file` here, its `replace`), whole-file writes, shell, grep and glob, and its
+ * project file `GEMINI.md`; a prompt in its conventions (explore in parallel, explain a command that
+ * changes things before running it, verify with the project's own checks).
+ */
+export const GEMINI_PROFILE: CodingProfile = {
+  id: "gemini",
+  tools: (workspace) => [readFileTool(workspace), writeFileTool(workspace), editFileTool(workspace), shellTool(workspace), grepTool(workspace), globTool(workspace)],
+  basePrompt: `You are an interactive coding agent working in a software project on the user's machine. You read and change its files and run commands through your tools, until the task is done.
+
+Understand first: use grep and glob to find the relevant files (several independent searches can run in parallel, in one turn), and read_file to read them, before you change anything. Follow the project's conventions: look at neighbouring code, its tests and its configuration before adding a library or a pattern. To change a file, read it, then call edit_file with old_string copied exactly from it (indentation included) and the new text as new_string, with enough surrounding lines that old_string occurs only once (or set replace_all); use write_file for new files. Before running a command that changes files or the system, say in one line what it does. Verify with the project's own build, lint and test commands. Keep your messages short: no preamble, no summaries of what you are about to do unless asked.
+
+${COMMON_PRACTICE}`,
+  instructionFiles: ["GEMINI.md"],
+};
+
+export const CODING_PROFILES: Readonly<Record<string, CodingProfile>> = { openai: OPENAI_PROFILE, anthropic: ANTHROPIC_PROFILE, gemini: GEMINI_PROFILE };
 
 /**
  * The profile for a model: `openai:…`, `openai-responses:…` and GPT / o-series / codex names get
- * `openai` (apply_patch); everything else (Claude, local models, a scripted model) gets
- * `anthropic`'s exact-match edit_file, the format most models handle.
+ * `openai` (apply_patch); `google:…` and Gemini names get `gemini`; everything else (Claude, local
+ * models, a scripted model) gets `anthropic`'s exact-match edit_file, the format most models handle.
  */
 export function profileForModel(model: string | undefined): CodingProfile {
   const spec = (model ?? "").toLowerCase();
   const name = spec.includes(":") ? spec.slice(spec.indexOf(":") + 1) : spec;
   if (spec.startsWith("openai:") || spec.startsWith("openai-responses:") || /^(gpt-|o\d|codex|chatgpt)/.test(name)) return OPENAI_PROFILE;
+  if (spec.startsWith("google:") || name.startsWith("gemini")) return GEMINI_PROFILE;
   return ANTHROPIC_PROFILE;
 }
 

@@ -6,6 +6,7 @@ import type { RunObserver, SessionMemory, Toolset } from "../loop/types.js";
 import type { McpAuthConfig, McpElicitationHandler, McpToolset } from "../mcp/index.js";
 import type { Model } from "../model/model.js";
 import { ScriptedModel } from "../model/scripted.js";
+import { withFallback } from "../model/fallback.js";
 import { compatibleBaseURL, resolveModel } from "../providers/index.js";
 import { withToolCallMode } from "../text-tools/index.js";
 import type { Guardrails } from "../loop/guardrails.js";
@@ -78,8 +79,22 @@ export async function modelOfSettings(settings: AgentSettings, env: NodeJS.Proce
   return withToolCallMode(await providerModelOfSettings(settings, env), settings.toolCallMode, { maxSteps: settings.maxSteps, maxWaves: settings.maxSteps });
 }
 
-/** The model the settings name, without the tool-call mode (the agent wraps it). */
+/** The model the settings name, without the tool-call mode (the agent wraps it); with `fallback`, the chain. */
 export async function providerModelOfSettings(settings: AgentSettings, env: NodeJS.ProcessEnv): Promise<Model> {
+  const primary = await primaryModelOfSettings(settings, env);
+  if (settings.mockResponses !== undefined || !settings.fallback?.length) return primary;
+  const fallbacks: Model[] = [];
+  for (const [index, spec] of settings.fallback.entries()) {
+    try {
+      fallbacks.push(await resolveModel(spec, env));
+    } catch (error) {
+      throw new AgentLoopError("configuration", `fallback[${index}]: ${reasonOf(error)}`, { cause: error });
+    }
+  }
+  return withFallback([primary, ...fallbacks]);
+}
+
+async function primaryModelOfSettings(settings: AgentSettings, env: NodeJS.ProcessEnv): Promise<Model> {
   if (settings.mockResponses !== undefined) return new ScriptedModel(settings.mockResponses);
   if (settings.modelApiUrl !== undefined || settings.modelName !== undefined) {
     if (settings.modelApiUrl === undefined) throw new AgentLoopError("configuration", "MODEL_API_URL: is required with MODEL_NAME (the OpenAI-compatible server's URL)");

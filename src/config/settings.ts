@@ -44,6 +44,8 @@ export interface AgentSettings {
   instructions: string;
   /** A model spec like `openai:gpt-4.1` (from the file's `model` string; see `agentloop/providers`). */
   model?: string;
+  /** Model specs that take a request the model could not serve (the file's `fallback`, or the rest of a `model` list). */
+  fallback?: string[];
   /** KAOS: an OpenAI-compatible endpoint and model name (`MODEL_API_URL`, `MODEL_NAME`). */
   modelApiUrl?: string;
   modelName?: string;
@@ -99,7 +101,9 @@ export interface AgentFile {
   name?: string;
   description?: string;
   instructions?: string;
-  model?: string | { url?: string; name?: string };
+  model?: string | string[] | { url?: string; name?: string };
+  /** Model specs tried in order when the model fails with a rate limit, a server error, a timeout or a lost connection. */
+  fallback?: string | string[];
   maxSteps?: number;
   /** Milliseconds until a model call's first chunk, and of silence allowed between chunks (0: off). */
   modelTimeouts?: { firstByteMs?: number; idleMs?: number };
@@ -280,7 +284,7 @@ export function parseAgentFile(source: string, origin = "agent file"): AgentFile
   if (value === null || value === undefined) return {};
   if (typeof value !== "object" || Array.isArray(value)) throw new AgentLoopError("configuration", `${origin}: must be a YAML mapping of settings`);
   const file = value as Record<string, unknown>;
-  const known = new Set(["name", "description", "instructions", "model", "maxSteps", "modelTimeouts", "toolCallMode", "publicUrl", "progressBlocks", "studio", "tools", "mcpServers", "subAgents", "memory", "guardrails", "approvals", "durable"]);
+  const known = new Set(["name", "description", "instructions", "model", "fallback", "maxSteps", "modelTimeouts", "toolCallMode", "publicUrl", "progressBlocks", "studio", "tools", "mcpServers", "subAgents", "memory", "guardrails", "approvals", "durable"]);
   for (const key of Object.keys(file)) {
     if (!known.has(key)) throw new AgentLoopError("configuration", `${origin}: unknown setting "${key}" (known: ${[...known].join(", ")})`);
   }
@@ -301,14 +305,16 @@ export function parseAgentFile(source: string, origin = "agent file"): AgentFile
     if (durable.executorId !== undefined) text(field("durable.executorId"), durable.executorId);
     if (durable.schema !== undefined) text(field("durable.schema"), durable.schema);
   }
-  if (file.model !== undefined && typeof file.model !== "string") {
-    if (typeof file.model !== "object" || file.model === null || Array.isArray(file.model)) {
-      throw configurationError(field("model"), 'must be a model spec like "openai:gpt-4.1" or { url, name }');
+  if (Array.isArray(file.model)) specList(field("model"), file.model);
+  else if (file.model !== undefined && typeof file.model !== "string") {
+    if (typeof file.model !== "object" || file.model === null) {
+      throw configurationError(field("model"), 'must be a model spec like "openai:gpt-4.1", a list of them (the rest are fallbacks) or { url, name }');
     }
     const model = file.model as Record<string, unknown>;
     if (model.url !== undefined) httpUrl(field("model.url"), model.url);
     if (model.name !== undefined) text(field("model.name"), model.name);
   }
+  if (file.fallback !== undefined) specList(field("fallback"), typeof file.fallback === "string" ? [file.fallback] : file.fallback);
   if (file.modelTimeouts !== undefined) {
     if (typeof file.modelTimeouts !== "object" || file.modelTimeouts === null || Array.isArray(file.modelTimeouts)) {
       throw configurationError(field("modelTimeouts"), "must be a mapping { firstByteMs, idleMs }");
@@ -336,6 +342,14 @@ function stringList(setting: string, value: unknown): string[] {
     throw configurationError(setting, `must be a tool name or glob, or a list of them, got ${JSON.stringify(value)}`);
   }
   return items;
+}
+
+/** A non-empty list of model specs (`provider:model` strings). */
+function specList(setting: string, value: unknown): void {
+  if (!Array.isArray(value) || value.length === 0) throw configurationError(setting, 'must be a model spec or a non-empty list of them, like ["anthropic:claude-sonnet-4-5", "openai:gpt-4.1"]');
+  value.forEach((spec, index) => {
+    if (typeof spec !== "string" || !spec.includes(":")) throw configurationError(`${setting}[${index}]`, `must be a model spec like "openai:gpt-4.1", got ${JSON.stringify(spec)}`);
+  });
 }
 
 function mapping(setting: string, value: unknown, known: string[]): Record<string, unknown> {
@@ -551,9 +565,10 @@ export function settingsFrom(file: AgentFile, env: NodeJS.ProcessEnv): AgentSett
     name: set("AGENT_NAME") ? agentName("AGENT_NAME", env.AGENT_NAME) : (file.name ?? "agent"),
     description: set("AGENT_DESCRIPTION") ? env.AGENT_DESCRIPTION! : (file.description ?? "An agentloop agent"),
     instructions: set("AGENT_INSTRUCTIONS") ? env.AGENT_INSTRUCTIONS! : (file.instructions ?? "You are a helpful assistant."),
-    model: typeof fileModel === "string" ? fileModel : undefined,
-    modelApiUrl: set("MODEL_API_URL") ? httpUrl("MODEL_API_URL", env.MODEL_API_URL) : typeof fileModel === "object" ? fileModel.url : undefined,
-    modelName: set("MODEL_NAME") ? env.MODEL_NAME : typeof fileModel === "object" ? fileModel.name : undefined,
+    model: typeof fileModel === "string" ? fileModel : Array.isArray(fileModel) ? fileModel[0] : undefined,
+    fallback: [...(Array.isArray(fileModel) ? fileModel.slice(1) : []), ...(file.fallback === undefined ? [] : typeof file.fallback === "string" ? [file.fallback] : file.fallback)],
+    modelApiUrl: set("MODEL_API_URL") ? httpUrl("MODEL_API_URL", env.MODEL_API_URL) : typeof fileModel === "object" && !Array.isArray(fileModel) ? fileModel.url : undefined,
+    modelName: set("MODEL_NAME") ? env.MODEL_NAME : typeof fileModel === "object" && !Array.isArray(fileModel) ? fileModel.name : undefined,
     maxSteps: set("AGENTIC_LOOP_MAX_STEPS") ? positiveInteger("AGENTIC_LOOP_MAX_STEPS", env.AGENTIC_LOOP_MAX_STEPS) : (file.maxSteps ?? 5),
     toolCallMode: set("TOOL_CALL_MODE") ? toolCallMode("TOOL_CALL_MODE", env.TOOL_CALL_MODE) : (file.toolCallMode ?? "auto"),
     mcpServers: withClientMetadataUrl(mcpServersFromEnv(env) ?? normalizeMcpServers(file.mcpServers, "mcpServers"), env),

@@ -2,7 +2,8 @@ import { randomUUID } from "node:crypto";
 import { delegateTool } from "../agents/local.js";
 import { AgentLoopError } from "../errors.js";
 import { type AssistantPart, type Message, textOf, toolCallsOf, type ToolCallPart } from "../messages.js";
-import { type Model, type ModelRequest, type ModelEvent, type ModelResponse, ResponseAccumulator, STEP_LIMIT_FINISH, type ToolDefinition } from "../model/model.js";
+import { type Model, type ModelFallback, type ModelRequest, type ModelEvent, type ModelResponse, ResponseAccumulator, STEP_LIMIT_FINISH, type ToolDefinition } from "../model/model.js";
+import { FallbackModel, withFallback } from "../model/fallback.js";
 import { scriptedModelFromEnv } from "../model/scripted.js";
 import { type Tool, toolNames } from "../tools/tool.js";
 import { jsonSchemaOf, warmValidators } from "../tools/validate.js";
@@ -93,7 +94,8 @@ export class Agent<Output = unknown> {
 
   constructor(config: AgentConfig<Output>) {
     // A durable model (agentloop/durable) wraps the model already chosen, the scripted one included.
-    const model = (config.model as { durable?: unknown } | undefined)?.durable === true ? config.model : (scriptedModelFromEnv() ?? config.model);
+    const configured = Array.isArray(config.model) ? withFallback(config.model) : (config.model as Model);
+    const model = (configured as { durable?: unknown } | undefined)?.durable === true ? configured : (scriptedModelFromEnv() ?? configured);
     if (!model || typeof model.stream !== "function") {
       throw new TypeError("Agent config: model must implement Model (a stream(request) method); see agentloop/providers");
     }
@@ -499,6 +501,7 @@ export class Agent<Output = unknown> {
     const turn = ++context.turns;
     control.emit({ type: "turn-start", runId: control.id, turn });
     const tools = this.currentDefinitions();
+    let fallbacks: ModelFallback[] | undefined;
     // The prepare phase of the call: the context budget, then the output format.
     const window = { messages, inputIndex: context.inputStart, turn, runId: control.id, model: info.model, signal: control.signal, emit: control.emit };
     const whole: ModelRequest = {
@@ -508,16 +511,27 @@ export class Agent<Output = unknown> {
       options: this.config.modelOptions,
       signal: control.signal,
       inputStart: context.inputStart,
+      sessionId: context.options.sessionId,
     };
+    // Only a fallback chain is told of hand-overs: a model that keeps its requests (the scripted one)
+    // must not keep the run alive through this callback.
+    if (this.model instanceof FallbackModel) {
+      whole.onFallback = (fallback) => {
+        (fallbacks ??= []).push(fallback);
+        control.emit({ type: "model-fallback", runId: control.id, turn, from: fallback.from, to: fallback.to, reason: fallback.reason, errorKind: fallback.error.kind });
+      };
+    }
     let fitted = this.config.context ? await context.window.fit(whole, window) : whole;
     let request = withOutput(fitted, context.contract, info.model);
     const instrumentation = context.instrumentation;
     // With an output guardrail, the answer text waits for its verdict (commentary and reasoning do not).
     const buffer = this.config.guardrails?.output ? new AnswerBuffer((type, delta) => control.emit({ type, runId: control.id, turn, delta })) : undefined;
-    const call = () =>
-      instrumentation
-        ? instrumentation.modelCall({ ...info, turn, toolNames: tools.map((tool) => tool.name) }, () => streamModel(context, request, turn, buffer))
-        : streamModel(context, request, turn, buffer);
+    const streamed = async () => {
+      const response = await streamModel(context, request, turn, buffer);
+      if (fallbacks) response.fallbacks = fallbacks;
+      return response;
+    };
+    const call = () => (instrumentation ? instrumentation.modelCall({ ...info, turn, toolNames: tools.map((tool) => tool.name) }, streamed) : streamed());
     let response = await call();
     // The provider found the request too long: one more try with less of the conversation.
     if (response.error?.kind === "context_length" && response.message.content.length === 0 && !control.signal.aborted) {

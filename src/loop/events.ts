@@ -134,6 +134,8 @@ export type LoopEvent =
   | { type: "approval-decision"; runId: string; toolCallId: string; name: string; approve: boolean; reason?: string; checkpointId?: string }
   | { type: "loop-warning"; runId: string; pattern: string[]; warnings: number; message: string }
   | { type: "usage"; runId: string; turn: number; usage: Usage; total: Usage }
+  /** The model of this turn failed (after its retries) and the next model of `withFallback` takes the same request. */
+  | { type: "model-fallback"; runId: string; turn: number; from: string; to: string; reason: string; errorKind: string }
   | { type: "nested"; runId: string; toolCallId: string; agent: string; event: LoopEvent }
   /**
    * The transcript grew to `count` messages (sent before the run's next event). `messages` is the

@@ -72,8 +72,11 @@ export interface AgentConfig<Output = unknown> {
   description?: string;
   /** The system prompt. */
   instructions?: string;
-  /** The model. `DEBUG_MOCK_RESPONSES` in the environment replaces it with the scripted model. */
-  model: Model;
+  /**
+   * The model. `DEBUG_MOCK_RESPONSES` in the environment replaces it with the scripted model. A list
+   * is a fallback chain (`withFallback`): the next model takes a request the one before could not serve.
+   */
+  model: Model | readonly Model[];
   /** Tools, and toolsets whose tools can change while the agent lives (an MCP toolset). */
   tools?: Array<Tool<any> | Toolset>;
   /** Agents this agent may delegate to: each becomes a tool `delegate_to_<name>` (see `agentloop/agents`). */

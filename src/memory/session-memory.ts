@@ -103,6 +103,7 @@ const notRecorded: ReadonlySet<LoopEvent["type"]> = new Set<LoopEvent["type"]>([
   "usage",
   "nested",
   "guardrail",
+  "model-fallback",
 ]);
 
 function activeSpanIds(): TraceIds | undefined {
@@ -406,6 +407,7 @@ export function sessionMemory(store: MemoryStore, options: SessionMemoryOptions 
       case "tool-progress":
       case "tool-error":
       case "usage":
+      case "model-fallback":
       case "nested":
       case "messages-updated":
       case "context-trimmed":

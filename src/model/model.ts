@@ -13,6 +13,14 @@ export type JsonSchema = Record<string, unknown>;
 
 export type ToolChoice = "auto" | "none" | "required" | { type: "tool"; name: string };
 
+export type ReasoningEffort = "minimal" | "low" | "medium" | "high";
+
+/**
+ * How much a reasoning model thinks: an effort, or a budget of thinking tokens. Each adapter maps
+ * it to its provider's own knob (docs/providers.md, "Reasoning").
+ */
+export type ReasoningSetting = { effort: ReasoningEffort } | { budgetTokens: number };
+
 export interface ModelOptions {
   temperature?: number;
   topP?: number;
@@ -26,6 +34,13 @@ export interface ModelOptions {
    */
   firstByteTimeoutMs?: number;
   idleTimeoutMs?: number;
+  /** Reasoning effort or budget, mapped to each provider's own setting (`providerOptions` still win). */
+  reasoning?: ReasoningSetting;
+  /**
+   * Prompt caching where the provider needs the request to ask for it (Anthropic `cache_control`
+   * breakpoints, placed automatically). Default `true`; `false` opts out.
+   */
+  promptCaching?: boolean;
   /** Passed through to one provider, keyed by provider name: `{ openai: { reasoning_effort: "low" } }`. */
   providerOptions?: Record<string, Record<string, unknown>>;
 }
@@ -58,6 +73,21 @@ export interface ModelRequest {
    * protocols count their steps from here. Unset: from the last user message.
    */
   inputStart?: number;
+  /** The run's session, when it has one: adapters key provider-side prompt caches by it (OpenAI `prompt_cache_key`). */
+  sessionId?: string;
+  /** Told when a fallback model (`withFallback`) hands this request to the next model. */
+  onFallback?: (fallback: ModelFallback) => void;
+}
+
+/** A request handed from one model to the next (`withFallback`): both models and why. */
+export interface ModelFallback {
+  /** `provider:model` of the model that failed. */
+  from: string;
+  /** `provider:model` of the model that takes the request. */
+  to: string;
+  /** The failure's message. */
+  reason: string;
+  error: AgentLoopError;
 }
 
 export type UnifiedFinishReason = "stop" | "tool-calls" | "length" | "content-filter" | "error" | "aborted" | "other";
@@ -121,6 +151,8 @@ export interface ModelResponse {
   finishReason: FinishReason;
   usage: Usage;
   error?: AgentLoopError;
+  /** Set by the loop when a fallback model handed the call on (tracing reads it). */
+  fallbacks?: ModelFallback[];
 }
 
 /**

@@ -7,6 +7,7 @@ import type { Guardrails } from "../loop/guardrails.js";
 import type { AgentConfig, Instrumentation, RunObserver, SessionMemory } from "../loop/types.js";
 import { type Message, textOf } from "../messages.js";
 import type { JsonSchema, Model, ModelOptions } from "../model/model.js";
+import { withFallback } from "../model/fallback.js";
 import { scriptedModelFromEnv } from "../model/scripted.js";
 import type { Tool } from "../tools/tool.js";
 import { promptyContextBudget } from "./context.js";
@@ -142,15 +143,19 @@ export async function resolvePromptyModel(agent: PromptyAgent, options: InvokeAg
   const baseURL = text(connection.endpoint) ?? text(connection.baseURL) ?? text(connection.baseUrl) ?? text(connection.url);
   let providerName = provider;
   if (provider === "openai" && apiType === "responses") providerName = "openai-responses";
-  else if (provider && !["openai", "anthropic", "openai-compatible", "openai-chat", "openai-responses"].includes(provider) && baseURL) {
+  else if (provider && !["openai", "anthropic", "google", "openai-compatible", "openai-chat", "openai-responses"].includes(provider) && baseURL) {
     providerName = "openai-compatible"; // foundry, azure, ollama...: an OpenAI-compatible endpoint
   }
   const { resolveModel } = await import("../providers/index.js");
   const stream = options.stream ?? agent.stream;
-  return resolveModel(
+  const env = options.env ?? process.env;
+  const primary = await resolveModel(
     { provider: providerName, model: id, baseURL, apiKey: text(connection.apiKey) ?? text(connection.key), ...(stream === false ? { stream: false } : {}) },
-    options.env ?? process.env,
+    env,
   );
+  if (!agent.model.fallback?.length) return primary;
+  const fallbacks = await Promise.all(agent.model.fallback.map((spec) => resolveModel(spec, env)));
+  return withFallback([primary, ...fallbacks]);
 }
 
 /** The file's `model.options` as request options. */

@@ -122,6 +122,13 @@ function toModel(value: unknown, where: string): PromptyModel {
   if (typeof value.apiType === "string") model.apiType = value.apiType;
   if (isRecord(value.connection)) model.connection = value.connection;
   if (isRecord(value.options)) model.options = value.options;
+  if (value.fallback !== undefined) {
+    const list = typeof value.fallback === "string" ? [value.fallback] : value.fallback;
+    if (!Array.isArray(list) || list.length === 0 || !list.every((spec) => typeof spec === "string" && spec.includes(":"))) {
+      throw configurationError(`model.fallback in ${where} must be a model spec or a list of them, like ["openai:gpt-4.1"], got ${JSON.stringify(value.fallback)}`);
+    }
+    model.fallback = list as string[];
+  }
   return model;
 }
 

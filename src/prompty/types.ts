@@ -21,6 +21,8 @@ export interface PromptyModel {
   connection?: Record<string, unknown>;
   /** Request options: temperature, maxOutputTokens (or maxTokens), topP, stop, seed... */
   options?: Record<string, unknown>;
+  /** Model specs (`provider:model`) that take a request this model could not serve (`withFallback`). */
+  fallback?: string[];
 }
 
 /** A tool declared in the frontmatter. */

@@ -39,6 +39,28 @@ export function retryAfterMsFromHeaders(headers: unknown): number | undefined {
   return undefined;
 }
 
+/**
+ * The wait a Google error body asks for: `error.details[]` of type `google.rpc.RetryInfo` with a
+ * `retryDelay` such as `"27s"` or `"1.5s"` (sent with Gemini's 429 RESOURCE_EXHAUSTED).
+ */
+export function retryInfoDelayMs(body: unknown): number | undefined {
+  const details = (body as { error?: { details?: unknown } } | undefined)?.error?.details;
+  if (!Array.isArray(details)) return undefined;
+  for (const detail of details) {
+    const record = detail as { "@type"?: unknown; retryDelay?: unknown };
+    if (typeof record?.["@type"] !== "string" || !record["@type"].endsWith("google.rpc.RetryInfo")) continue;
+    const match = typeof record.retryDelay === "string" ? /^(\d+(?:\.\d+)?)s$/.exec(record.retryDelay.trim()) : null;
+    if (match) return Math.round(Number.parseFloat(match[1]) * 1000);
+  }
+  return undefined;
+}
+
+/** True for a Google error body that says the API key is not valid (Gemini answers 400 for it). */
+function googleInvalidKey(body: unknown): boolean {
+  const details = (body as { error?: { details?: unknown } } | undefined)?.error?.details;
+  return Array.isArray(details) && details.some((detail) => (detail as { reason?: unknown })?.reason === "API_KEY_INVALID");
+}
+
 /** The provider's own error type/code from an error body (`{error: {type, code, message}}` or flat). */
 function errorBodyFields(body: unknown): { type?: string; code?: string; message?: string } {
   if (!body || typeof body !== "object") return {};
@@ -118,7 +140,8 @@ export function toAgentLoopError(error: unknown, context: ErrorContext): AgentLo
     let kind = kindFromStatus(status);
     const looksLikeContextLength = body.code === "context_length_exceeded" || contextLengthPattern.test(detail);
     if ((kind === "invalid_request" || kind === "unknown") && looksLikeContextLength) kind = "context_length";
-    const retryAfterMs = retryAfterMsFromHeaders(record.headers);
+    if (kind === "invalid_request" && googleInvalidKey(record.error)) kind = "authentication";
+    const retryAfterMs = retryAfterMsFromHeaders(record.headers) ?? retryInfoDelayMs(record.error);
     // A 429 for an exhausted quota never clears by waiting.
     const quotaExhausted = kind === "rate_limit" && (body.code === "insufficient_quota" || body.type === "insufficient_quota");
     let message = `${provider} ${status}: ${detail}`;

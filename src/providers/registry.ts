@@ -1,5 +1,5 @@
 /**
- * Model selection by name: `openai:gpt-4.1`, `openai-responses:gpt-5`, `anthropic:claude-sonnet-4-5`,
+ * Model selection by name: `openai:gpt-4.1`, `openai-responses:gpt-5`, `anthropic:claude-sonnet-4-5`, `google:gemini-2.5-flash`,
  * or a base URL + model name for any OpenAI-compatible server. Adapter modules (and their SDKs)
  * are imported only when a model of theirs is resolved, so this module stays light.
  */
@@ -11,7 +11,7 @@ import type { RetryOptions } from "./retry.js";
 export type Environment = Record<string, string | undefined>;
 
 /** The providers `resolveModel` knows. `openai` is Chat Completions; `openai-chat` is an alias. */
-export const providerNames = ["openai", "openai-chat", "openai-responses", "openai-compatible", "anthropic"] as const;
+export const providerNames = ["openai", "openai-chat", "openai-responses", "openai-compatible", "anthropic", "google"] as const;
 export type ProviderName = (typeof providerNames)[number];
 
 export interface ModelSpec {
@@ -63,7 +63,8 @@ export function compatibleBaseURL(url: string): string {
 
 /**
  * A model from a spec string or object. Keys and URLs come from the spec, else from `env`
- * (`OPENAI_API_KEY`, `OPENAI_BASE_URL`, `ANTHROPIC_API_KEY`, `ANTHROPIC_BASE_URL`).
+ * (`OPENAI_API_KEY`, `OPENAI_BASE_URL`, `ANTHROPIC_API_KEY`, `ANTHROPIC_BASE_URL`, `GEMINI_API_KEY` or
+ * `GOOGLE_API_KEY`, `GOOGLE_GEMINI_BASE_URL`).
  * Throws an `AgentLoopError` of kind `configuration` (before any request) for an unknown
  * provider or a missing key, naming the variable to set.
  */
@@ -106,6 +107,10 @@ export async function resolveModel(spec: string | ModelSpec, env: Environment = 
     case "anthropic": {
       const { AnthropicModel } = await import("./anthropic/messages.js");
       return new AnthropicModel(parsed.model, { ...common, baseURL: parsed.baseURL, apiKeyEnvVar: parsed.apiKeyEnvVar, stream: parsed.stream });
+    }
+    case "google": {
+      const { GoogleModel } = await import("./google/gemini.js");
+      return new GoogleModel(parsed.model, { ...common, baseURL: parsed.baseURL, apiKeyEnvVar: parsed.apiKeyEnvVar, stream: parsed.stream });
     }
     default: {
       const unreachable: never = provider;

@@ -3,11 +3,13 @@
  * skeleton around each call (retry, abort, error mapping) and small wire helpers. Each adapter
  * keeps only its own wire mapping.
  */
+import { createHash } from "node:crypto";
 import { onAbort } from "../abort.js";
 import { AgentLoopError, abortError } from "../errors.js";
 import type { ImagePart, TextPart } from "../messages.js";
 import type { JsonSchema, Model, ModelEvent, ModelRequest, ToolChoice, ToolDefinition } from "../model/model.js";
 import type { Usage } from "../usage.js";
+import { type PriceTarget, priceIdentity, priceUsage } from "./cost.js";
 import { incompleteStreamError, toAgentLoopError } from "./errors.js";
 import { type RetryOptions, retryingStream } from "./retry.js";
 import { ToolNameMap } from "./tool-names.js";
@@ -50,6 +52,12 @@ export interface AdapterOptions extends CallLimits {
   env?: Record<string, string | undefined>;
   /** `false` sends non-streaming requests and maps the JSON body into the same events (default `true`). */
   stream?: boolean;
+  /**
+   * Price the calls as this provider of the price table (`"anthropic"`, `"openai"`, `"google"`, …),
+   * for a gateway or proxy in front of it; `false` prices nothing (no `usage.cost`). Default: the
+   * official API's provider, or the provider whose API the base URL names, else `"unknown"`.
+   */
+  priceAs?: string | false;
 }
 
 /** What differs between the adapters' connections. */
@@ -82,6 +90,8 @@ export interface AdapterConnection<Client> {
   apiKeyEnvVar: string;
   /** True when requests go to the official API (no base URL, or one on the official host). */
   official: boolean;
+  /** The base URL given (option or variable), if any. */
+  baseURL?: string;
   client: Client;
 }
 
@@ -112,7 +122,7 @@ export function adapterConnection<Client>(
       timeout: options.timeoutMs,
       defaultHeaders: options.headers,
     });
-  return { provider, apiKeyEnvVar, official: !baseURL || baseURL.includes(officialHost), client };
+  return { provider, apiKeyEnvVar, official: !baseURL || baseURL.includes(officialHost), baseURL, client };
 }
 
 /** What one call (one attempt) of an adapter gets. */
@@ -142,7 +152,7 @@ const isTerminal = (event: ModelEvent) => event.type === "finish" || event.type 
  * or a `network` error for a stream cut short.
  */
 export function adapterStream(
-  connection: { provider: string; apiKeyEnvVar: string },
+  connection: CallConnection,
   request: ModelRequest,
   retry: RetryOptions | undefined,
   call: (context: CallContext) => AsyncIterable<ModelEvent>,
@@ -150,6 +160,13 @@ export function adapterStream(
   limits: ResolvedCallLimits = callLimits(request.options, undefined),
 ): AsyncIterable<ModelEvent> {
   return retryingStream(() => adapterCall(connection, request, call, ownSignal, limits), retry, request.signal);
+}
+
+/** What a call needs of its adapter's connection; `price` prices each call's usage (`usage.cost`). */
+export interface CallConnection {
+  provider: string;
+  apiKeyEnvVar: string;
+  price?: PriceTarget;
 }
 
 /** The signal of a request that has none: it never aborts. */
@@ -165,6 +182,7 @@ export abstract class AdapterModel<Client, Options extends AdapterOptions & { cl
   /** Every built-in adapter sends `request.responseFormat` in its provider's native form. */
   readonly supportsStructuredOutput = true;
   protected readonly connection: AdapterConnection<Client>;
+  private readonly callConnection: CallConnection;
 
   constructor(
     modelId: string,
@@ -175,11 +193,18 @@ export abstract class AdapterModel<Client, Options extends AdapterOptions & { cl
     this.connection = adapterConnection(modelId, options, defaults, createClient);
     this.modelId = modelId;
     this.provider = this.connection.provider;
+    const { provider, apiKeyEnvVar, official, baseURL } = this.connection;
+    const priceAs = options.priceAs;
+    this.callConnection = {
+      provider,
+      apiKeyEnvVar,
+      price: priceAs === false ? undefined : { modelId, identities: priceIdentity(provider, official, baseURL, priceAs) },
+    };
   }
 
   stream(request: ModelRequest): AsyncIterable<ModelEvent> {
     const limits = this.options.stream === false ? undefined : callLimits(request.options, this.options);
-    return adapterStream(this.connection, request, this.options.retry, (context) => this.call(request, context), this.needsOwnSignal(), limits);
+    return adapterStream(this.callConnection, request, this.options.retry, (context) => this.call(request, context), this.needsOwnSignal(), limits);
   }
 
   /**
@@ -196,7 +221,7 @@ export abstract class AdapterModel<Client, Options extends AdapterOptions & { cl
 }
 
 async function* adapterCall(
-  connection: { provider: string; apiKeyEnvVar: string },
+  connection: CallConnection,
   request: ModelRequest,
   call: (context: CallContext) => AsyncIterable<ModelEvent>,
   ownSignal: boolean,
@@ -227,6 +252,11 @@ async function* adapterCall(
     for await (const event of call({ names, signal: callSignal, alive })) {
       if (watchdog?.expired) break;
       alive();
+      if (connection.price) {
+        const usage = event.type === "usage" || event.type === "finish" ? event.usage : undefined;
+        const pending = usage && usage.cost === undefined ? priceUsage(usage, connection.price) : undefined;
+        if (pending) await pending;
+      }
       yield event;
       if (isTerminal(event)) return;
     }
@@ -378,4 +408,14 @@ export function commonRequestFields(
   if (request.options?.temperature !== undefined) fields.temperature = request.options.temperature;
   if (request.options?.topP !== undefined) fields.top_p = request.options.topP;
   return fields;
+}
+
+/**
+ * OpenAI's `prompt_cache_key` for a request: its session, so every call of one conversation is
+ * routed to the same prompt cache (a long id is hashed to 64 characters). None without a session.
+ */
+export function promptCacheKey(request: ModelRequest): string | undefined {
+  const session = request.sessionId;
+  if (!session || request.options?.promptCaching === false) return undefined;
+  return session.length <= 64 ? session : createHash("sha256").update(session).digest("hex");
 }

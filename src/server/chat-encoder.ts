@@ -65,7 +65,8 @@ export class ChatStreamEncoder {
     const approvals = clientCalls ? undefined : approvalRequiredOf(result as RunResult, spec.sessionId);
     closing.push(clientCalls ? chunks.toolCalls(clientCalls) : approvals ? chunks.approvalRequired(approvals) : chunks.finish(finishReasonOf(result as RunResult)));
     if (spec.includeUsage) {
-      closing.push(chunks.usage({ prompt_tokens: result.usage.inputTokens, completion_tokens: result.usage.outputTokens, total_tokens: result.usage.totalTokens }));
+      const { inputTokens, outputTokens, totalTokens, cost } = result.usage;
+      closing.push(chunks.usage({ prompt_tokens: inputTokens, completion_tokens: outputTokens, total_tokens: totalTokens, ...(cost !== undefined ? { cost } : {}) }));
     }
     closing.push(ChatChunkEncoder.done);
     return closing;

@@ -155,7 +155,7 @@ export class ChatChunkEncoder {
   }
 
   /** `stream_options.include_usage`: no choices, the usage. */
-  usage(usage: { prompt_tokens: number; completion_tokens: number; total_tokens: number }): string {
+  usage(usage: { prompt_tokens: number; completion_tokens: number; total_tokens: number; cost?: number | "unknown" }): string {
     return `${this.head}[],"usage":${JSON.stringify(usage)}}\n\n`;
   }
 

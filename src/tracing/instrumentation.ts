@@ -13,6 +13,7 @@ import type { RunResult } from "../loop/events.js";
 import type { Instrumentation, RunInfo, ToolCallOutcome } from "../loop/types.js";
 import type { Message } from "../messages.js";
 import type { ModelResponse } from "../model/model.js";
+import type { Usage } from "../usage.js";
 import { injectTraceHeaders } from "./propagation.js";
 import { isSensitiveKey, REDACTED, redactSensitive, redactText } from "./redact.js";
 
@@ -171,6 +172,7 @@ export function otelInstrumentation(options: OtelInstrumentationOptions = {}): I
             "agentloop.run.tool_calls": result.toolCalls,
             "gen_ai.usage.input_tokens": result.usage.inputTokens,
             "gen_ai.usage.output_tokens": result.usage.outputTokens,
+            ...cacheAttributes(result.usage),
             "gen_ai.output.messages": captureContent
               ? content(JSON.stringify([{ role: "assistant", parts: [{ type: "text", content: result.text }] }]))
               : undefined,
@@ -212,6 +214,8 @@ export function otelInstrumentation(options: OtelInstrumentationOptions = {}): I
           safeAttributes({
             "gen_ai.usage.input_tokens": response.usage.inputTokens,
             "gen_ai.usage.output_tokens": response.usage.outputTokens,
+            ...cacheAttributes(response.usage),
+            ...fallbackAttributes(response),
             "gen_ai.response.finish_reasons": [response.finishReason.unified],
             "gen_ai.output.messages": captureContent ? content(JSON.stringify(conventionMessages([response.message]))) : undefined,
           }),
@@ -276,5 +280,25 @@ export function otelInstrumentation(options: OtelInstrumentationOptions = {}): I
         span.end();
       }
     },
+  };
+}
+
+/** Prompt-cache reads and writes, under the GenAI conventions' names (left out when 0), and the cost in US dollars (or "unknown"). */
+function cacheAttributes(usage: Usage): Record<string, number | string | undefined> {
+  return {
+    "gen_ai.usage.cache_read.input_tokens": usage.cachedInputTokens || undefined,
+    "gen_ai.usage.cache_creation.input_tokens": usage.cacheWriteInputTokens || undefined,
+    "agentloop.usage.cost": usage.cost,
+  };
+}
+
+/** A call a fallback model handed on: both models (the last hand-over) and why. */
+function fallbackAttributes(response: ModelResponse): Record<string, string | undefined> {
+  const last = response.fallbacks?.at(-1);
+  if (!last) return {};
+  return {
+    "agentloop.model.fallback.from": response.fallbacks?.[0].from,
+    "agentloop.model.fallback.to": last.to,
+    "agentloop.model.fallback.reason": last.reason,
   };
 }

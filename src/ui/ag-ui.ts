@@ -212,6 +212,8 @@ export class AgUiEncoder {
         return [{ type: "CUSTOM", name: "agentloop.context-trimmed", value: { turn: event.turn, reason: event.reason, removedMessages: event.removedMessages }, ...attribution }];
       case "steering":
         return [{ type: "CUSTOM", name: "agentloop.steering", value: { content: event.content }, ...attribution }];
+      case "model-fallback":
+        return [{ type: "CUSTOM", name: "agentloop.model-fallback", value: { turn: event.turn, from: event.from, to: event.to, reason: event.reason, errorKind: event.errorKind }, ...attribution }];
       case "error":
         return event.fatal ? [] : [{ type: "CUSTOM", name: "agentloop.error", value: { kind: event.error.kind, message: event.error.message }, ...attribution }];
       case "run-start":

@@ -152,6 +152,8 @@ export class UiMessageStreamEncoder {
         return [{ type: "data-context-trimmed", data: { turn: event.turn, reason: event.reason, removedMessages: event.removedMessages, tokensBefore: event.tokensBefore, tokensAfter: event.tokensAfter } }];
       case "steering":
         return [{ type: "data-steering", data: { content: event.content } }];
+      case "model-fallback":
+        return [{ type: "data-model-fallback", data: { turn: event.turn, from: event.from, to: event.to, reason: event.reason, errorKind: event.errorKind } }];
       case "usage":
         return [{ type: "data-usage", data: { turn: event.turn, usage: event.usage, total: event.total }, transient: true }];
       case "error":

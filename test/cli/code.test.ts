@@ -194,13 +194,54 @@ describe("agentloop code --model openai:…", () => {
   });
 });
 
+describe("agentloop code --model google:…", () => {
+  it("talks native Gemini with the gemini profile by default: edit_file, GEMINI.md read, the call's thoughtSignature sent back", async () => {
+    const root = project();
+    writeFileSync(join(root, "GEMINI.md"), "Gemini: keep the exports.\n");
+    const bodies: Array<Record<string, any>> = [];
+    const frame = (parts: unknown[], finishReason?: string) => `data: ${JSON.stringify({ candidates: [{ content: { role: "model", parts }, index: 0, finishReason }] })}\n\n`;
+    const server = createServer((request, response) => {
+      let body = "";
+      request.on("data", (data) => (body += data));
+      request.on("end", () => {
+        bodies.push(JSON.parse(body));
+        response.writeHead(200, { "content-type": "text/event-stream" });
+        if (bodies.length === 1) {
+          const args = { file_path: "math.mjs", old_string: "export const add = (a, b) => a - b;", new_string: "export const add = (a, b) => a + b;" };
+          response.end(frame([{ functionCall: { name: "edit_file", args }, thoughtSignature: "sig-edit" }], "STOP"));
+        } else {
+          response.end(frame([{ text: "Fixed add()." }], "STOP"));
+        }
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    try {
+      const { port } = server.address() as AddressInfo;
+      const result = await runCliChild(
+        ["code", "Fix add()", "--model", "google:gemini-2.5-flash", "--workspace", root, "--approve", "all"],
+        cleanEnv({ GEMINI_API_KEY: "k", GOOGLE_GEMINI_BASE_URL: `http://127.0.0.1:${port}` }),
+      );
+      assert.equal(result.code, 0, result.stderr);
+      assert.match(result.stderr, /· google:gemini-2\.5-flash · gemini tools · approvals: off/);
+      assert.match(result.stdout, /Fixed add\(\)\./);
+      assert.equal(readFileSync(join(root, "math.mjs"), "utf8"), MATH.replace("add = (a, b) => a - b", "add = (a, b) => a + b"));
+      const tools = bodies[0].tools[0].functionDeclarations.map((tool: { name: string }) => tool.name);
+      assert.ok(tools.includes("edit_file") && !tools.includes("apply_patch"), tools.join(", "));
+      assert.match(bodies[0].systemInstruction.parts[0].text, /## GEMINI\.md\n\nGemini: keep the exports\./);
+      assert.equal(bodies[1].contents[1].parts[0].thoughtSignature, "sig-edit");
+    } finally {
+      server.close();
+    }
+  });
+});
+
 describe("agentloop code errors", () => {
   it("names a bad --workspace, a missing model, an unreadable script and an unknown profile (exit 2)", async () => {
     const cases: Array<[string[], RegExp]> = [
       [["code", "x", "--mock", '["hi"]', "--workspace", join(folder, "nowhere")], /agentloop: --workspace: Workspace: the root folder .*nowhere does not exist/],
       [["code", "x"], /agentloop: model: no model configured; pass --model provider:model/],
       [["code", "x", "--mock", `@${join(folder, "missing.json")}`], /agentloop: --mock: cannot read .*missing\.json \(ENOENT\)/],
-      [["code", "x", "--mock", '["hi"]', "--profile", "gemini"], /agentloop: createCodingAgent: unknown profile "gemini"/],
+      [["code", "x", "--mock", '["hi"]', "--profile", "mistral"], /agentloop: createCodingAgent: unknown profile "mistral"; use openai or anthropic or gemini/],
       [["code", "x", "--mock", '["hi"]', "--approve", "maybe"], /--approve must be one of all, none, ask, got "maybe"/],
       [["code", "x", "--mock", '["hi"]', "--max-turns", "0"], /--max-turns must be a positive integer, got "0"/],
     ];

@@ -31,6 +31,8 @@ describe("profiles", () => {
     assert.equal(profileForModel("o3").id, "openai");
     assert.equal(profileForModel("anthropic:claude-sonnet-4-5").id, "anthropic");
     assert.equal(profileForModel("llama3.1").id, "anthropic");
+    assert.equal(profileForModel("google:gemini-2.5-flash").id, "gemini");
+    assert.equal(profileForModel("gemini-3-pro-preview").id, "gemini");
     const root = freshRoot();
     const model = new ScriptedModel(["ok"]);
     const openai = await createCodingAgent({ model, modelName: "openai:gpt-4.1", workspace: root });
@@ -44,7 +46,12 @@ describe("profiles", () => {
     const overridden = await createCodingAgent({ model, modelName: "anthropic:claude-sonnet-4-5", workspace: root, profile: "openai", tools: [mine], subagents: false });
     assert.equal(overridden.profile.id, "openai");
     assert.equal(overridden.agent.config.tools?.find((tool) => (tool as Tool).name === "shell"), mine);
-    await assert.rejects(createCodingAgent({ model, workspace: root, profile: "gemini" }), /unknown profile "gemini"; use openai or anthropic/);
+    const gemini = await createCodingAgent({ model, modelName: "google:gemini-2.5-flash", workspace: freshRoot({ "GEMINI.md": "Gemini: use tabs.\n" }), subagents: false });
+    assert.ok(gemini.systemPrompt.includes("Gemini: use tabs."), "the gemini profile reads GEMINI.md");
+    assert.equal(gemini.profile.id, "gemini");
+    assert.deepEqual(toolNames(gemini), ["edit_file", "glob", "grep", "read_file", "shell", "write_file"]);
+    assert.match(gemini.systemPrompt, /in parallel, in one turn/);
+    await assert.rejects(createCodingAgent({ model, workspace: root, profile: "mistral" }), /unknown profile "mistral"; use openai or anthropic or gemini/);
   });
 });
 

@@ -10,9 +10,10 @@ import type { AgentLoopError } from "../../src/errors.js";
 import { ServerSentEvents } from "../../src/providers/http.js";
 import type { Model, ModelEvent } from "../../src/model/model.js";
 import { anthropic } from "../../src/providers/anthropic/index.js";
+import { google } from "../../src/providers/google/index.js";
 import { openaiChat, openaiResponses } from "../../src/providers/openai/index.js";
 import { type TestServer, startServer } from "../providers/fixture-server.js";
-import { anthropicFrames, chatFrames, responsesFrames, type ScriptedTurn } from "../providers/wire-scripts.js";
+import { anthropicFrames, chatFrames, geminiFrames, responsesFrames, type ScriptedTurn } from "../providers/wire-scripts.js";
 
 const knownKinds = new Set(["server", "network", "timeout", "invalid_request", "rate_limit", "authentication", "permission", "not_found", "context_length", "refusal", "unknown"]);
 
@@ -108,6 +109,7 @@ describe("fuzz: provider stream readers over a loopback server", () => {
     { name: "Chat Completions", frames: (turn) => chatFrames(turn), model: () => openaiChat("m", { baseURL: `${server.url}/v1`, apiKey: "k", ...limits }) },
     { name: "Responses", frames: (turn) => responsesFrames(turn), model: () => openaiResponses("m", { baseURL: `${server.url}/v1`, apiKey: "k", ...limits }) },
     { name: "Anthropic Messages", frames: (turn) => anthropicFrames(turn), model: () => anthropic("m", { baseURL: server.url, apiKey: "k", ...limits }) },
+    { name: "Gemini", frames: (turn) => geminiFrames(turn), model: () => google("m", { baseURL: server.url, apiKey: "k", ...limits }) },
   ];
 
   for (const wire of wires) {

@@ -3,6 +3,7 @@
 import OpenAI from "openai";
 import { ScriptedModel } from "../../src/model/scripted.js";
 import { anthropic } from "../../src/providers/anthropic/index.js";
+import { google } from "../../src/providers/google/index.js";
 import { openaiChat, openaiResponses } from "../../src/providers/openai/index.js";
 import { sanitizeToolName } from "../../src/providers/tool-names.js";
 import { anthropicBase, openaiBase, type Responder, sse, startServer } from "./fixture-server.js";
@@ -13,6 +14,8 @@ import {
   anthropicFrames,
   chatBody,
   chatFrames,
+  geminiBody,
+  geminiFrames,
   pieces,
   responsesBody,
   responsesFrames,
@@ -107,6 +110,20 @@ runModelConformance(
   serverHarness("anthropic messages", anthropicFrames, (url) =>
     anthropic("test-model", { baseURL: anthropicBase({ url } as never), apiKey: "test-key", retry: noRetry }),
   ),
+);
+
+runModelConformance(
+  serverHarness("google gemini", geminiFrames, (url) => google("test-model", { baseURL: url, apiKey: "test-key", retry: noRetry })),
+);
+
+runModelConformance(
+  serverHarness("google gemini on fetch", geminiFrames, (url) =>
+    google("test-model", { baseURL: url, apiKey: "test-key", retry: noRetry, fetch: globalThis.fetch }),
+  ),
+);
+
+runModelConformance(
+  jsonHarness("google gemini (stream: false)", geminiBody, (url) => google("test-model", { baseURL: url, apiKey: "test-key", retry: noRetry, stream: false })),
 );
 
 runModelConformance(

@@ -9,7 +9,7 @@ import type { AddressInfo } from "node:net";
 /** The recorded provider streams, copied into the repository (see test/fixtures/provider-streams/README.md). */
 export const fixturesRoot = new URL("../fixtures/provider-streams/", import.meta.url);
 
-export type FixtureFolder = "openai-chat" | "openai-responses" | "anthropic-messages";
+export type FixtureFolder = "openai-chat" | "openai-responses" | "anthropic-messages" | "google-gemini";
 
 export interface RecordedRequest {
   method: string;
@@ -90,6 +90,7 @@ export function fixtureJson(folder: FixtureFolder, name: string): any {
 /** SSE frames as the provider sends them (see the fixtures README). */
 export function sseFrames(folder: FixtureFolder, payloads: readonly string[]): string[] {
   if (folder === "openai-chat") return [...payloads.map((line) => `data: ${line}\n\n`), "data: [DONE]\n\n"];
+  if (folder === "google-gemini") return payloads.map((line) => `data: ${line}\n\n`);
   return payloads.map((line) => `event: ${(JSON.parse(line) as { type: string }).type}\ndata: ${line}\n\n`);
 }
 

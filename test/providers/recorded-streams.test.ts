@@ -47,7 +47,7 @@ describe("recorded OpenAI Chat Completions streams", () => {
       replay("openai-chat", "groq-tool-call"),
       replay("openai-chat", "groq-text"),
     ]);
-    model = openaiChat("qwen3-max", { baseURL: `${server.url}/v1`, apiKey: "test-key" });
+    model = openaiChat("qwen3-max", { baseURL: `${server.url}/v1`, apiKey: "test-key", priceAs: false });
   });
   after(() => server.close());
 
@@ -108,7 +108,7 @@ describe("OpenAI Chat Completions non-streaming bodies (stream: false)", () => {
   test("the JSON body maps to the same events", async () => {
     const server = await startServer([json(200, fixtureJson("openai-chat", "alibaba-tool-call")), json(200, fixtureJson("openai-chat", "alibaba-text"))]);
     try {
-      const model = openaiChat("qwen3-max", { baseURL: `${server.url}/v1`, apiKey: "test-key", stream: false });
+      const model = openaiChat("qwen3-max", { baseURL: `${server.url}/v1`, apiKey: "test-key", priceAs: false, stream: false });
       const toolEvents = await collect(model);
       assert.deepEqual(toolCalls(toolEvents), [{ id: "call_962bfd2ab8f54b89a1161356", name: "weather", args: { location: "San Francisco" } }]);
       assert.deepEqual(last(toolEvents), {
@@ -131,7 +131,7 @@ describe("recorded OpenAI Responses streams", () => {
   let model: Model;
   before(async () => {
     server = await startServer([replay("openai-responses", "azure-text.1"), replay("openai-responses", "azure-tool-call.1")]);
-    model = openaiResponses("gpt-5.1", { baseURL: `${server.url}/v1`, apiKey: "test-key" });
+    model = openaiResponses("gpt-5.1", { baseURL: `${server.url}/v1`, apiKey: "test-key", priceAs: false });
   });
   after(() => server.close());
 
@@ -177,7 +177,7 @@ describe("recorded Anthropic Messages streams", () => {
   let model: Model;
   before(async () => {
     server = await startServer([replay("anthropic-messages", "anthropic-text"), replay("anthropic-messages", "anthropic-json-other-tool.1")]);
-    model = anthropic("claude-test", { baseURL: server.url, apiKey: "test-key" });
+    model = anthropic("claude-test", { baseURL: server.url, apiKey: "test-key", priceAs: false });
   });
   after(() => server.close());
 
@@ -238,7 +238,7 @@ async function streamAndBody(folder: FixtureFolder, name: string, makeModel: (ur
 }
 
 describe("OpenAI Responses non-streaming bodies (stream: false)", () => {
-  const makeModel = (url: string, stream: boolean) => openaiResponses("gpt-5.1", { baseURL: `${url}/v1`, apiKey: "test-key", stream });
+  const makeModel = (url: string, stream: boolean) => openaiResponses("gpt-5.1", { baseURL: `${url}/v1`, apiKey: "test-key", priceAs: false, stream });
 
   test("azure-text.1.json: the same events as the stream, with the body's text, item id and usage", async () => {
     const { streamed, fromBody, requests } = await streamAndBody("openai-responses", "azure-text.1", makeModel, { messages: [{ role: "user", content: "Hello" }] });
@@ -290,7 +290,7 @@ describe("OpenAI Responses non-streaming bodies (stream: false)", () => {
 });
 
 describe("Anthropic Messages non-streaming bodies (stream: false)", () => {
-  const makeModel = (url: string, stream: boolean) => anthropic("claude-test", { baseURL: url, apiKey: "test-key", stream });
+  const makeModel = (url: string, stream: boolean) => anthropic("claude-test", { baseURL: url, apiKey: "test-key", priceAs: false, stream });
 
   test("anthropic-text.json: the same events as the stream, with the body's text and usage", async () => {
     const { streamed, fromBody, requests } = await streamAndBody("anthropic-messages", "anthropic-text", makeModel, {
@@ -353,7 +353,7 @@ describe("Anthropic Messages non-streaming bodies (stream: false)", () => {
   test("a max_tokens too large for a non-streaming request ends with an error before any request", async () => {
     const server = await startServer([json(200, fixtureJson("anthropic-messages", "anthropic-text"))]);
     try {
-      const model = anthropic("claude-test", { baseURL: server.url, apiKey: "test-key", stream: false, defaultMaxTokens: 64_000 });
+      const model = anthropic("claude-test", { baseURL: server.url, apiKey: "test-key", priceAs: false, stream: false, defaultMaxTokens: 64_000 });
       const events = await collect(model, { messages: [{ role: "user", content: "Hi" }] });
       assert.equal(events.length, 1);
       const error = events[0].type === "error" ? events[0].error : undefined;

@@ -1,6 +1,6 @@
 // Time limits on model calls against real loopback servers that stall: before the headers, after
 // the headers, and mid-stream, on every wire format (Chat Completions direct and through a caller's
-// `openai` client, Responses, Anthropic Messages). A stalled call ends with a `timeout` error within
+// `openai` client, Responses, Anthropic Messages, Gemini). A stalled call ends with a `timeout` error within
 // its limit, is retried by the retry policy, and its connection is closed.
 import assert from "node:assert/strict";
 import type { ServerResponse } from "node:http";
@@ -10,10 +10,11 @@ import type { AgentLoopError } from "../../src/errors.js";
 import { Agent } from "../../src/loop/agent.js";
 import type { Model, ModelEvent, ModelOptions } from "../../src/model/model.js";
 import { anthropic } from "../../src/providers/anthropic/index.js";
+import { google } from "../../src/providers/google/index.js";
 import { openaiChat, openaiResponses } from "../../src/providers/openai/index.js";
 import type { CallLimits } from "../../src/providers/shared.js";
 import { type Responder, type TestServer, sse, startServer } from "./fixture-server.js";
-import { anthropicFrames, chatFrames, responsesFrames } from "./wire-scripts.js";
+import { anthropicFrames, chatFrames, geminiFrames, responsesFrames } from "./wire-scripts.js";
 
 const fastRetry = { initialDelayMs: 5, maxDelayMs: 10 };
 
@@ -50,6 +51,12 @@ const wires: Wire[] = [
     frames: anthropicFrames(turn),
     slowFrames: (turn) => anthropicFrames(turn),
     model: (server, options) => anthropic("m", { baseURL: server.url, apiKey: "k", ...options, retry: { ...fastRetry, ...options.retry } }),
+  },
+  {
+    name: "Gemini",
+    frames: geminiFrames(turn),
+    slowFrames: (turn) => geminiFrames(turn),
+    model: (server, options) => google("m", { baseURL: server.url, apiKey: "k", ...options, retry: { ...fastRetry, ...options.retry } }),
   },
 ];
 

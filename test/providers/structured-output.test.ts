@@ -74,7 +74,7 @@ describe("structured output on the wire", () => {
 
   test("Anthropic Messages: output_config.format json_schema, no beta header", async () => {
     await withServer([anthropicFrames], [toolTurn, jsonTurn], async (server) => {
-      const result = await run(anthropic("claude-test", { baseURL: server.url, apiKey: "k" }));
+      const result = await run(anthropic("claude-test", { baseURL: server.url, apiKey: "k", promptCaching: false }));
       assert.equal(result.state, "COMPLETED", result.reason);
       assert.deepEqual(result.output, answer);
       for (const request of server.requests) {

@@ -103,6 +103,8 @@ describe("OpenAI Chat Completions wire format", () => {
         {
           role: "assistant",
           content: "Let me check both.",
+          // The tool round's reasoning goes back in the field it came in (DeepSeek's thinking mode needs it).
+          reasoning_content: "Two lookups are needed.",
           tool_calls: [
             { id: "call_holiday", type: "function", function: { name: "calendar_resolve_holiday", arguments: '{"holiday":"Hanukkah"}' } },
             { id: "call_rooms", type: "function", function: { name: "hotel_check_availability", arguments: '{"start":"2026-12-04"}' } },
@@ -187,11 +189,13 @@ describe("OpenAI Responses wire format", () => {
 
 describe("Anthropic Messages wire format", () => {
   const expectAnthropicRound = (request: RecordedRequest) => {
-    assert.equal(request.body.system, "Be brief.");
+    // Prompt caching is on by default: breakpoints after the tools and the system prompt, and on the newest message.
+    assert.deepEqual(request.body.system, [{ type: "text", text: "Be brief.", cache_control: { type: "ephemeral" } }]);
+    assert.deepEqual(request.body.tools.at(-1).cache_control, { type: "ephemeral" });
     assert.deepEqual(request.body.messages, [
       { role: "user", content: [{ type: "text", text: "What is the weather in San Francisco?" }] },
       { role: "assistant", content: [{ type: "tool_use", id: "toolu_019Zvehfe1XQWweT1pm7okyt", name: "weather", input: { location: "San Francisco" } }] },
-      { role: "user", content: [{ type: "tool_result", tool_use_id: "toolu_019Zvehfe1XQWweT1pm7okyt", content: "72°F and sunny" }] },
+      { role: "user", content: [{ type: "tool_result", tool_use_id: "toolu_019Zvehfe1XQWweT1pm7okyt", content: "72°F and sunny", cache_control: { type: "ephemeral" } }] },
     ]);
   };
 
@@ -228,7 +232,7 @@ describe("Anthropic Messages wire format", () => {
       ]);
     };
     await withServer([sse(anthropicFrames(parallelTurn)), checked(expectParallel, sse(anthropicFrames({ text: "Booked." })))], async (server) => {
-      const result = await runAgent(anthropic("claude-test", { baseURL: server.url, apiKey: "k" }), [resolveHoliday, checkAvailability], "Plan Hanukkah");
+      const result = await runAgent(anthropic("claude-test", { baseURL: server.url, apiKey: "k", promptCaching: false }), [resolveHoliday, checkAvailability], "Plan Hanukkah");
       assert.equal(result.text, "Booked.");
       expectParallel(server.requests[1]);
       assert.deepEqual(server.requests[0].body.tools[0], {
@@ -257,7 +261,7 @@ describe("Anthropic Messages wire format", () => {
       frame({ type: "message_stop" }),
     ];
     await withServer([sse(frames), sse(anthropicFrames({ text: "ok" }))], async (server) => {
-      const model = anthropic("claude-test", { baseURL: server.url, apiKey: "k" });
+      const model = anthropic("claude-test", { baseURL: server.url, apiKey: "k", promptCaching: false });
       const first = await generate(model, { messages: [{ role: "user", content: "think" }] });
       assert.equal(first.error, undefined);
       assert.deepEqual(
@@ -293,7 +297,7 @@ describe("Anthropic Messages wire format", () => {
       frame({ type: "message_stop" }),
     ];
     await withServer([sse(frames), sse(anthropicFrames({ text: "ok" }))], async (server) => {
-      const model = anthropic("claude-test", { baseURL: server.url, apiKey: "k" });
+      const model = anthropic("claude-test", { baseURL: server.url, apiKey: "k", promptCaching: false });
       const first = await generate(model, { messages: [{ role: "user", content: "when?" }] });
       assert.equal(first.error, undefined);
       assert.deepEqual(
@@ -314,7 +318,7 @@ describe("Anthropic Messages wire format", () => {
 
   test("consecutive same-role messages are merged, tool results first", async () => {
     await withServer([sse(anthropicFrames({ text: "ok" }))], async (server) => {
-      const model = anthropic("claude-test", { baseURL: server.url, apiKey: "k" });
+      const model = anthropic("claude-test", { baseURL: server.url, apiKey: "k", promptCaching: false });
       const request: ModelRequest = {
         messages: [
           { role: "system", content: "One." },
@@ -363,7 +367,7 @@ describe("tool choice per provider", () => {
         const models = [
           openaiChat("m", { baseURL: `${server.url}/v1`, apiKey: "k" }),
           openaiResponses("m", { baseURL: `${server.url}/v1`, apiKey: "k" }),
-          anthropic("m", { baseURL: server.url, apiKey: "k" }),
+          anthropic("m", { baseURL: server.url, apiKey: "k", promptCaching: false }),
         ];
         for (const model of models) {
           for await (const _ of model.stream({ messages: [{ role: "user", content: "x" }], tools, toolChoice: choice })) {
@@ -388,7 +392,7 @@ describe("tool schemas", () => {
       const models = [
         openaiChat("m", { baseURL: `${server.url}/v1`, apiKey: "k" }),
         openaiResponses("m", { baseURL: `${server.url}/v1`, apiKey: "k" }),
-        anthropic("m", { baseURL: server.url, apiKey: "k" }),
+        anthropic("m", { baseURL: server.url, apiKey: "k", promptCaching: false }),
       ];
       for (const model of models) await generate(model, { messages: [{ role: "user", content: "x" }], tools });
       const empty = { type: "object", properties: {} };
@@ -451,7 +455,7 @@ describe("images in tool results", () => {
 
   test("Anthropic: the tool_result block carries text and image blocks (base64 and URL)", async () => {
     await withServer([sse(anthropicFrames(callTurn)), sse(anthropicFrames({ text: "I see it." }))], async (server) => {
-      const result = await runAgent(anthropic("m", { baseURL: server.url, apiKey: "k" }), [screenshot], "Look at the page");
+      const result = await runAgent(anthropic("m", { baseURL: server.url, apiKey: "k", promptCaching: false }), [screenshot], "Look at the page");
       assert.equal(result.text, "I see it.");
       assert.deepEqual(secondRequest(server).messages.at(-1), {
         role: "user",

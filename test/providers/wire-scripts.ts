@@ -223,3 +223,51 @@ export function anthropicBody(turn: ScriptedTurn, model = "test-model"): Record<
     },
   };
 }
+
+/** The chunks of a Gemini answer: thoughts, text pieces, then every call whole (Gemini sends calls whole). */
+function geminiChunks(turn: ScriptedTurn, model: string): Array<Record<string, unknown>> {
+  const usage = turn.usage ?? { input: 0, output: 0 };
+  const reasoning = usage.reasoning ?? 0;
+  const usageMetadata = {
+    promptTokenCount: usage.input,
+    candidatesTokenCount: usage.output - reasoning,
+    thoughtsTokenCount: reasoning,
+    cachedContentTokenCount: usage.cached ?? 0,
+    totalTokenCount: usage.input + usage.output,
+  };
+  const chunk = (parts: unknown[], finishReason?: string) => ({
+    candidates: [{ content: { parts, role: "model" }, index: 0, ...(finishReason ? { finishReason } : {}) }],
+    usageMetadata,
+    modelVersion: model,
+    responseId: "gemini-test",
+  });
+  const chunks: Array<Record<string, unknown>> = [];
+  for (const piece of pieces(turn.reasoning ?? "")) chunks.push(chunk([{ text: piece, thought: true }]));
+  for (const piece of pieces(turn.text ?? "")) chunks.push(chunk([{ text: piece }]));
+  const calls = (turn.toolCalls ?? []).map((call, index) => ({
+    functionCall: { id: call.id, name: call.name, args: call.arguments },
+    ...(index === 0 ? { thoughtSignature: `sig-${call.id}` } : {}),
+  }));
+  if (calls.length > 0) chunks.push(chunk(calls));
+  chunks.push(chunk([{ text: "" }], "STOP"));
+  return chunks;
+}
+
+export function geminiFrames(turn: ScriptedTurn, model = "test-model"): string[] {
+  return geminiChunks(turn, model).map((chunk) => frame(chunk));
+}
+
+/** The same turn as a non-streaming `generateContent` body: the chunks' parts in one candidate. */
+export function geminiBody(turn: ScriptedTurn, model = "test-model"): Record<string, unknown> {
+  const chunks = geminiChunks(turn, model) as Array<{ candidates: Array<{ content: { parts: Array<Record<string, unknown>> } }> }>;
+  const parts: Array<Record<string, unknown>> = [];
+  for (const chunk of chunks) {
+    for (const part of chunk.candidates[0].content.parts) {
+      const last = parts[parts.length - 1];
+      if (typeof part.text === "string" && last && typeof last.text === "string" && last.thought === part.thought) last.text += part.text;
+      else if (part.text !== "") parts.push({ ...part });
+    }
+  }
+  const last = chunks[chunks.length - 1] as Record<string, any>;
+  return { ...last, candidates: [{ ...last.candidates[0], content: { parts, role: "model" } }] };
+}

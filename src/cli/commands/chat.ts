@@ -9,6 +9,7 @@ import { askInline } from "../elicitation.js";
 import { palette, RunRenderer } from "../render.js";
 import { ToolSpinner } from "../spinner.js";
 import { EXIT_CODES, endReason } from "./run.js";
+import { addCost, formatCost } from "../../usage.js";
 
 export interface ChatCommandOptions extends AgentCliOptions {
   json?: boolean;
@@ -115,6 +116,8 @@ export async function chatCommand(options: ChatCommandOptions, io: ChatIO = proc
   };
   // The last run's end: with piped input, a script learns of its failure from the exit code.
   let last: RunResult | undefined;
+  // What this chat's answers cost (priced models only).
+  let sessionCost: number | "unknown" | undefined;
   try {
     if (interactive) lines.prompt();
     for (let next = await reader.next(); !next.done; next = await reader.next()) {
@@ -138,6 +141,7 @@ export async function chatCommand(options: ChatCommandOptions, io: ChatIO = proc
         continue;
       }
       last = result;
+      if (result.usage.cost !== undefined) sessionCost = addCost(sessionCost, result.usage.cost);
       if (result.state === "ABORTED") io.stderr.write(colors.yellow(`⏹ aborted: ${endReason(result)}\n`));
       else if (result.state === "FAILED") io.stderr.write(colors.red(`✗ failed: ${result.error?.message ?? result.reason}\n`));
       else if (result.state !== "COMPLETED") io.stderr.write(colors.yellow(`■ ${result.state}: ${result.reason}\n`));
@@ -148,7 +152,7 @@ export async function chatCommand(options: ChatCommandOptions, io: ChatIO = proc
     lines.close();
     await cli.close();
   }
-  io.stderr.write(colors.dim(`bye · continue later with: agentloop chat --session ${sessionId}${options.agent ? ` --agent ${options.agent}` : ""}\n`));
+  io.stderr.write(colors.dim(`bye${sessionCost === undefined ? "" : ` · ${formatCost(sessionCost)} in this chat`} · continue later with: agentloop chat --session ${sessionId}${options.agent ? ` --agent ${options.agent}` : ""}\n`));
   // On a terminal the person saw how each run ended; piped input (a script) gets the last run's
   // exit code, as `agentloop run` gives it (an aborted run was the user's choice: 0).
   if (io.stdin.isTTY !== true && last && last.state !== "ABORTED") return EXIT_CODES[last.state];

@@ -163,7 +163,7 @@ export function registerCodeCommand(program: Command): void {
     .option("-m, --model <spec>", "provider:model (openai:gpt-4.1 gets apply_patch, anthropic:claude-sonnet-4-5 edit_file); else MODEL_API_URL/MODEL_NAME")
     .option("--mock <json>", "script the model: a JSON array of responses, or @file.json (one script for the whole session)")
     .option("--json", "print one JSON loop event per line on stdout (as agentloop run --json) instead of the rendering")
-    .option("--profile <name>", "tool set and prompt: openai (apply_patch) or anthropic (edit_file); default from the model")
+    .option("--profile <name>", "tool set and prompt: openai (apply_patch), anthropic or gemini (edit_file); default from the model")
     .option("--max-turns <n>", "model calls per input (default 100)", (value) => {
       if (!/^\d+$/.test(value) || Number(value) < 1) throw new AgentLoopError("configuration", `--max-turns must be a positive integer, got "${value}"`);
       return Number(value);

@@ -6,6 +6,7 @@ import { type AgentCliOptions, addAgentOptions, addModelOptions, type CliAgent, 
 import { APPROVE_MODES, type ApproveMode, answerApproval, StdinQuestions } from "../approvals.js";
 import { startTraceExport } from "../otel.js";
 import { palette, RunRenderer } from "../render.js";
+import { formatCost } from "../../usage.js";
 
 export interface RunCommandOptions extends AgentCliOptions {
   json?: boolean;
@@ -78,6 +79,7 @@ export async function showRun(run: Run, options: { json?: boolean; approve?: App
     io.stderr.write(colors.red(`agentloop: run ended ${result.state}: ${endReason(result)}\n`));
   } else if (!options.json) {
     const parts = [result.state, counted(result.turns, "model call"), counted(result.toolRounds, "wave"), counted(result.toolCalls, "tool call"), counted(result.usage.totalTokens, "token")];
+    if (result.usage.cost !== undefined) parts.push(formatCost(result.usage.cost));
     io.stderr.write(colors.dim(`${parts.join(" · ")}\n`));
   }
   return EXIT_CODES[result.state];

@@ -11,6 +11,7 @@ import Anthropic from "@anthropic-ai/sdk";
 import type { ImagePart, Message, TextPart } from "../../messages.js";
 import type { FinishReason, ModelEvent, ModelRequest, ToolChoice, UnifiedFinishReason } from "../../model/model.js";
 import type { Usage } from "../../usage.js";
+import { reasoningBudget, reasoningSetting } from "../reasoning.js";
 import {
   type AdapterOptions,
   AdapterModel,
@@ -26,6 +27,11 @@ import {
 import type { ToolNameMap } from "../tool-names.js";
 
 export interface AnthropicOptions extends AdapterOptions {
+  /**
+   * Prompt caching breakpoints (`cache_control`) placed on every request: after the tools and the
+   * system prompt, and on the newest message. Default `true`; a request's `options.promptCaching` wins.
+   */
+  promptCaching?: boolean;
   /** `max_tokens` when the request sets no `maxOutputTokens` (default 4096). */
   defaultMaxTokens?: number;
   /** A preconfigured client (its retries should be off: `maxRetries: 0`). */
@@ -72,12 +78,15 @@ export function anthropicUsage(raw: unknown): Usage | undefined {
     output_tokens_details?: { thinking_tokens?: number } | null;
   };
   const cachedInputTokens = numberOr(usage.cache_read_input_tokens);
-  return tokenUsage({
-    input: numberOr(usage.input_tokens) + cachedInputTokens + numberOr(usage.cache_creation_input_tokens),
+  const written = numberOr(usage.cache_creation_input_tokens);
+  const result = tokenUsage({
+    input: numberOr(usage.input_tokens) + cachedInputTokens + written,
     output: usage.output_tokens,
     cached: cachedInputTokens,
     reasoning: usage.output_tokens_details?.thinking_tokens,
   });
+  if (written > 0) result.cacheWriteInputTokens = written;
+  return result;
 }
 
 function originalBlock(providerData: Record<string, unknown> | undefined): Block | undefined {
@@ -331,9 +340,17 @@ export class AnthropicModel extends AdapterModel<Anthropic, AnthropicOptions> {
       ),
     };
     if (system !== undefined) body.system = system;
+    if ((options.promptCaching ?? this.options.promptCaching) !== false) placeCacheBreakpoints(body);
     if (options.stopSequences?.length) body.stop_sequences = options.stopSequences;
     // Structured outputs (generally available): `output_config.format`, no beta header.
     if (request.responseFormat) body.output_config = { format: { type: "json_schema", schema: request.responseFormat.schema } };
+    const reasoning = reasoningSetting(request);
+    if (reasoning) {
+      // Anthropic's smallest budget is 1024, and max_tokens must stay above it.
+      const budget = Math.max(1024, reasoningBudget(reasoning));
+      body.thinking = { type: "enabled", budget_tokens: budget };
+      if ((body.max_tokens as number) <= budget) body.max_tokens = budget + (this.options.defaultMaxTokens ?? 4096);
+    }
     return Object.assign(body, providerOptionsFor(request, ["anthropic", this.provider]));
   }
 
@@ -350,6 +367,34 @@ export class AnthropicModel extends AdapterModel<Anthropic, AnthropicOptions> {
       alive();
       yield* mapper.event(event as unknown as StreamEventLike);
     }
+  }
+}
+
+const ephemeral = { type: "ephemeral" } as const;
+
+/** Blocks that refuse `cache_control`. */
+const uncacheable = new Set(["thinking", "redacted_thinking"]);
+
+/**
+ * Anthropic caches a prefix only where the request marks one (at most 4 breakpoints). Three are
+ * placed: on the last tool, on the system prompt (so tools and system are cached together, and
+ * stay cached when only the conversation changes), and on the last block of the newest message
+ * (the conversation so far: the next request, which extends it, reads it back). Marked blocks are
+ * copies: blocks kept for the round trip are never changed.
+ */
+function placeCacheBreakpoints(body: Record<string, unknown>): void {
+  const tools = body.tools as Block[] | undefined;
+  if (tools && tools.length > 0) tools[tools.length - 1] = { ...tools[tools.length - 1], cache_control: ephemeral };
+  if (typeof body.system === "string" && body.system) body.system = [{ type: "text", text: body.system, cache_control: ephemeral }];
+  const messages = body.messages as Array<{ content: Block[] }>;
+  const newest = messages[messages.length - 1];
+  if (!newest) return;
+  for (let index = newest.content.length - 1; index >= 0; index--) {
+    const block = newest.content[index];
+    if (uncacheable.has(String(block.type))) continue;
+    newest.content = [...newest.content];
+    newest.content[index] = { ...block, cache_control: ephemeral };
+    return;
   }
 }
 

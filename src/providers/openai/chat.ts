@@ -9,11 +9,12 @@
  * `{role: "tool", tool_call_id, content}` message per result.
  */
 import type OpenAI from "openai";
-import type { Message } from "../../messages.js";
+import type { AssistantPart, Message } from "../../messages.js";
 import type { FinishReason, ModelEvent, ModelRequest, ToolChoice, UnifiedFinishReason } from "../../model/model.js";
 import type { Usage } from "../../usage.js";
 import { incompleteStreamError } from "../errors.js";
 import type { EventSourceMessage } from "eventsource-parser";
+import { reasoningEffort, reasoningSetting } from "../reasoning.js";
 import { type PostTarget, ServerSentEvents, StreamedError, isJsonResponse, post, postTarget, readText } from "../http.js";
 import {
   type AdapterOptions,
@@ -28,6 +29,7 @@ import {
   imageUrl,
   objectSchema,
   openaiConnection,
+  promptCacheKey,
   providerOptionsFor,
 } from "../shared.js";
 import type { ToolNameMap } from "../tool-names.js";
@@ -72,6 +74,31 @@ class ChatEndpoint {
     this.headers = headers;
     this.streamHeaders = { ...headers, accept: "text/event-stream" };
   }
+}
+
+/** Where a reasoning part of a Chat Completions answer came from (under `providerData.openaiChat`). */
+export interface ChatReasoningData {
+  field: "reasoning_content" | "reasoning";
+}
+
+const chatDataKey = "openaiChat";
+
+/**
+ * The reasoning a tool round sends back: DeepSeek's thinking mode wants the `reasoning_content` of
+ * an assistant message with tool calls back within the same question (its final answers' reasoning
+ * is not needed). Only reasoning that came from this wire's own field is sent, in that field.
+ */
+function reasoningBack(parts: readonly AssistantPart[]): { field: string; text: string } | undefined {
+  let field: string | undefined;
+  let text = "";
+  for (const part of parts) {
+    if (part.type !== "reasoning") continue;
+    const data = part.providerData?.[chatDataKey] as ChatReasoningData | undefined;
+    if (!data?.field) continue;
+    field = data.field;
+    text += part.text;
+  }
+  return field ? { field, text } : undefined;
 }
 
 /** Reads a Chat Completions usage object, including cached and reasoning tokens. */
@@ -142,6 +169,8 @@ class ChatStreamMapper {
   private started = false;
   private textOpen = false;
   private reasoningOpen = false;
+  /** The delta field the reasoning came in (`reasoning_content` for DeepSeek, `reasoning` for some servers). */
+  private reasoningField: "reasoning_content" | "reasoning" = "reasoning_content";
   private readonly calls = new Map<number, PendingCall>();
   private finishRaw?: string;
   private usage?: Usage;
@@ -166,6 +195,7 @@ class ChatStreamMapper {
       if (typeof reasoning === "string" && reasoning.length > 0) {
         if (!this.reasoningOpen) {
           this.reasoningOpen = true;
+          this.reasoningField = typeof delta.reasoning_content === "string" ? "reasoning_content" : "reasoning";
           out.push({ type: "reasoning-start", id: "reasoning-0" });
         }
         out.push({ type: "reasoning-delta", id: "reasoning-0", delta: reasoning });
@@ -208,7 +238,7 @@ class ChatStreamMapper {
   private closeReasoning(out: ModelEvent[]): void {
     if (this.reasoningOpen) {
       this.reasoningOpen = false;
-      out.push({ type: "reasoning-end", id: "reasoning-0" });
+      out.push({ type: "reasoning-end", id: "reasoning-0", providerData: { [chatDataKey]: { field: this.reasoningField } satisfies ChatReasoningData } });
     }
   }
 
@@ -268,6 +298,8 @@ export function chatMessages(messages: readonly Message[], names: ToolNameMap, s
         const wire: Record<string, unknown> = { role: "assistant" };
         if (text || calls.length === 0) wire.content = text;
         if (calls.length > 0) {
+          const reasoning = reasoningBack(message.content);
+          if (reasoning) wire[reasoning.field] = reasoning.text;
           wire.tool_calls = calls.map((call) => ({
             id: call.id,
             type: "function",
@@ -315,6 +347,11 @@ export class OpenAIChatModel extends AdapterModel<OpenAI | ChatEndpoint, OpenAIC
     if (options.seed !== undefined) body.seed = options.seed;
     const format = request.responseFormat;
     if (format) body.response_format = { type: "json_schema", json_schema: { name: format.name, schema: format.schema, strict: format.strict ?? false } };
+    const reasoning = reasoningSetting(request);
+    if (reasoning) body.reasoning_effort = reasoningEffort(reasoning);
+    // Only OpenAI's own API knows the field (a compatible server might refuse it).
+    const cacheKey = this.connection.official ? promptCacheKey(request) : undefined;
+    if (cacheKey) body.prompt_cache_key = cacheKey;
     return Object.assign(body, providerOptionsFor(request, ["openai", this.provider]));
   }
 

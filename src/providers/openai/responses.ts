@@ -10,6 +10,7 @@ import OpenAI from "openai";
 import type { Message, ToolResultMessage } from "../../messages.js";
 import type { FinishReason, ModelEvent, ModelRequest, ToolChoice } from "../../model/model.js";
 import type { Usage } from "../../usage.js";
+import { reasoningEffort, reasoningSetting } from "../reasoning.js";
 import { toAgentLoopError } from "../errors.js";
 import {
   type AdapterOptions,
@@ -22,6 +23,7 @@ import {
   imageUrl,
   objectSchema,
   openaiConnection,
+  promptCacheKey,
   providerOptionsFor,
 } from "../shared.js";
 import type { ToolNameMap } from "../tool-names.js";
@@ -292,7 +294,17 @@ export class OpenAIResponsesModel extends AdapterModel<OpenAI, OpenAIResponsesOp
     if (options.maxOutputTokens !== undefined) body.max_output_tokens = options.maxOutputTokens;
     const format = request.responseFormat;
     if (format) body.text = { format: { type: "json_schema", name: format.name, schema: format.schema, strict: format.strict ?? false } };
-    return Object.assign(body, providerOptionsFor(request, ["openai", "openai-responses", this.provider]));
+    const reasoning = reasoningSetting(request);
+    if (reasoning) body.reasoning = { effort: reasoningEffort(reasoning), summary: "auto" };
+    const cacheKey = promptCacheKey(request);
+    if (cacheKey) body.prompt_cache_key = cacheKey;
+    Object.assign(body, providerOptionsFor(request, ["openai", "openai-responses", this.provider]));
+    // Without storage the reasoning items must travel in the requests: ask for their encrypted content.
+    if (body.store === false && body.reasoning !== undefined) {
+      const include = Array.isArray(body.include) ? (body.include as unknown[]) : [];
+      if (!include.includes("reasoning.encrypted_content")) body.include = [...include, "reasoning.encrypted_content"];
+    }
+    return body;
   }
 
   protected async *call(request: ModelRequest, { names, signal, alive }: CallContext): AsyncGenerator<ModelEvent> {

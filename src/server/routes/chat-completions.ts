@@ -89,7 +89,13 @@ export function completionOf(result: RunResult, model: string, sessionId: string
         finish_reason: approvals ? "approval_required" : finishReasonOf(result),
       },
     ],
-    usage: { prompt_tokens: result.usage.inputTokens, completion_tokens: result.usage.outputTokens, total_tokens: result.usage.totalTokens },
+    usage: {
+      prompt_tokens: result.usage.inputTokens,
+      completion_tokens: result.usage.outputTokens,
+      total_tokens: result.usage.totalTokens,
+      // The run's cost in US dollars ("unknown" for a model the price table does not know).
+      ...(result.usage.cost !== undefined ? { cost: result.usage.cost } : {}),
+    },
     ...(approvals ? { approval_required: approvals } : {}),
   };
 }
