@@ -735,7 +735,29 @@ interface StoredModelCall {
 interface OpenModelCall {
   started: string[];
   closing: boolean;
+  /** Settles once `close` was called. */
+  closed: Promise<void>;
   close(): void;
+}
+
+/** Opens run `runId`'s model call (the one whose stream is being read). */
+function openModelCall(runId: string): OpenModelCall {
+  let close!: () => void;
+  const closed = new Promise<void>((resolve) => {
+    close = resolve;
+  });
+  const open: OpenModelCall = {
+    started: [],
+    closing: false,
+    closed,
+    close: () => {
+      open.closing = true;
+      if (openModelCalls.get(runId) === open) openModelCalls.delete(runId);
+      close();
+    },
+  };
+  openModelCalls.set(runId, open);
+  return open;
 }
 
 /** The open model call of each run executing here, and the last model step's record (the barrier of the next steps). */
@@ -774,6 +796,10 @@ async function* recordedStream(model: Model, request: ModelRequest): AsyncGenera
         await before;
         return cancellable(async () => {
           live = true;
+          // Open before the loop sees the first event: the loop starts the calls the response asks
+          // for once it has read the `finish`, which may be before this stream's own cleanup (its
+          // `return()`, an HTTP body's end) settles. Their markers must find this call open.
+          const open = runId ? openModelCall(runId) : undefined;
           const events: StoredEvent[] = [];
           try {
             for await (const event of model.stream(request)) {
@@ -786,19 +812,13 @@ async function* recordedStream(model: Model, request: ModelRequest): AsyncGenera
             channel.push({ type: "error", error: wrapped });
             events.push(storeEvent({ type: "error", error: wrapped }));
           }
-          // The loop goes on now; the record waits for the calls that start next (if it asked for any).
           channel.end();
-          if (!runId || !events.some((event) => event.type === "tool-call-end")) return { events, started: [] };
-          const open: OpenModelCall = { started: [], closing: false, close: () => undefined };
-          const closed = new Promise<void>((resolve) => {
-            open.close = () => {
-              open.closing = true;
-              if (openModelCalls.get(runId) === open) openModelCalls.delete(runId);
-              resolve();
-            };
-          });
-          openModelCalls.set(runId, open);
-          await closed;
+          // Recorded now, unless it asked for tools: then with the markers of the calls that start next.
+          if (!open || !events.some((event) => event.type === "tool-call-end")) {
+            open?.close();
+            return { events, started: [] };
+          }
+          await open.closed;
           return { events, started: open.started };
         });
       },
