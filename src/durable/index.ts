@@ -715,7 +715,7 @@ export function durableModel(model: Model): Model & { durable: true } {
     modelId: model.modelId,
     durable: true,
     stream: (request) => (DBOS.isWithinWorkflow() ? recordedStream(model, request) : model.stream(request)),
-    ...(model.forRun ? { forRun: (run?: Parameters<NonNullable<Model["forRun"]>>[0]) => durableModel(model.forRun!(run)) } : {}),
+    ...(model.forRun ? { forRun: () => durableModel(model.forRun!()) } : {}),
   } as Model & { durable: true };
 }
 
