@@ -144,10 +144,28 @@ export function answerFrames(answer: Answer): string[] {
   return [...frames.map((frame) => `data: ${JSON.stringify(frame)}\n\n`), "data: [DONE]\n\n"];
 }
 
-/** A loopback OpenAI-compatible server answering every request from its conversation with `plan`. */
-export function planServer(plan: Plan): Promise<TestServer> {
-  const responder: Responder = (request, response) => sse(answerFrames(plan(wireMessages(request.body))))(request, response);
+/** A loopback OpenAI-compatible server answering every request from its conversation with `plan` (a text answer's frames `textDelayMs` apart). */
+export function planServer(plan: Plan, options: { textDelayMs?: number } = {}): Promise<TestServer> {
+  const responder: Responder = (request, response) => {
+    const answer = plan(wireMessages(request.body));
+    return sse(answerFrames(answer), "text" in answer ? { delayMs: options.textDelayMs } : {})(request, response);
+  };
   return startServer(responder);
+}
+
+/** `model` with an asynchronous stream cleanup (its stream's `finally` awaits a timer). */
+export function withAsyncCleanup(model: Model): Model {
+  return {
+    provider: model.provider,
+    modelId: model.modelId,
+    async *stream(request) {
+      try {
+        yield* model.stream(request);
+      } finally {
+        await new Promise((resolve) => setTimeout(resolve, 0));
+      }
+    },
+  };
 }
 
 /** The `agentloop/openai` Chat Completions adapter on a plan server (no retries: a failure shows). */

@@ -100,3 +100,61 @@ test("an approval decided on another replica after the asking one was killed res
   assert.match(completion.choices[0]?.message.content ?? "", /^Done: .*too much/);
   assert.deepEqual(paid(), [`${runId}:call_pay 42`]);
 });
+
+test("a replica killed in the resumed leg (after the approval, while the approved call runs) recovers the run without storing its replayed memory events twice", { timeout: 90_000 }, async () => {
+  const executor = `r-${tag}`;
+  const hangLog = join(dir, "pay-hang.log");
+  const session = `resumed-${tag}`;
+  const first = await startReplica(durableEnv(executor, { PAY_LOG: hangLog, PAY_HANG: "1" }));
+  replicas.push(first);
+  const chat = await postChat(first.url, "pay 5", session);
+  const runId = chat.headers.get("x-agentloop-run-id")!;
+  assert.ok((await readEvents(chat)).complete);
+  // The decision starts the resumed leg on the same replica: `pay` runs and never returns.
+  const decided = await post(first.url, "/v1/approvals", { session_id: session, decisions: { call_pay: { approve: true } } });
+  assert.equal(decided.status, 200);
+  const leg = readEvents(decided);
+  type Stored = { event_type: string; content: unknown; metadata: Record<string, unknown> };
+  const stored = async (url: string) => ((await (await fetch(`${url}/memory/events?session_id=${session}`)).json()) as { events: Stored[] }).events;
+  // Killed once the resumed leg's first events are stored and the approved call is running.
+  for (;;) {
+    const types = (await stored(first.url)).map((event) => event.event_type);
+    const running = (() => {
+      try {
+        return readFileSync(hangLog, "utf8").includes(`${runId}:call_pay 5`);
+      } catch {
+        return false;
+      }
+    })();
+    if (running && types.includes("approval_decided") && types.filter((type) => type === "tool_call").length > 0) break;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  const before = await stored(first.url);
+  first.child.kill("SIGKILL");
+  await first.exited;
+  await leg;
+
+  // The same executor id again: DBOS recovers the run at launch; the call in flight is Interrupted (not idempotent).
+  const second = await startReplica(durableEnv(executor, { PAY_LOG: hangLog }));
+  replicas.push(second);
+  let shown: { status: string; result?: { state: string; text: string } };
+  for (;;) {
+    shown = (await (await fetch(`${second.url}/v1/runs/${runId}`)).json()) as typeof shown;
+    if (shown.status !== "PENDING" && shown.status !== "ENQUEUED") break;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  assert.equal(shown.status, "SUCCESS", second.log());
+  assert.match(shown.result?.text ?? "", /^Done: Interrupted/);
+  assert.equal(readFileSync(hangLog, "utf8").trim().split("\n").length, 1, "pay ran once");
+
+  const after = await stored(second.url);
+  const key = (event: Stored) => `${event.event_type} ${JSON.stringify(event.content)}`;
+  // What the killed replica stored is still the log's start; the recovered run added only the rest:
+  // each of the run's events once (a run_started and a run_ended per leg).
+  assert.deepEqual(after.slice(0, before.length).map(key), before.map(key));
+  assert.deepEqual(
+    after.map((event) => event.event_type),
+    ["run_started", "user_message", "approval_requested", "approval_requested", "run_ended"].concat(["run_started", "approval_decided", "tool_call", "tool_result", "agent_response", "run_ended"]),
+    after.map(key).join("\n"),
+  );
+});
