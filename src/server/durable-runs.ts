@@ -128,17 +128,22 @@ export class DurableRuns {
     const chunks = new ChatStreamEncoder(spec);
     const { memory, settings, log } = this;
     return {
-      begin: async () => {
+      begin: async ({ once }) => {
+        // Where the session's log stood when the run began (recorded: the same in every execution),
+        // after the delegated task, recorded first as the plain server does (once, with the session to itself).
+        const base = await once("memory-start", async () => {
+          if (spec.delegatedTask !== undefined) {
+            await memory.store
+              .append(spec.sessionId, [{ event_type: "task_delegation_received", content: spec.delegatedTask, metadata: { source: "task-delegation" } }])
+              .catch((error: unknown) => log(`[${settings.name}] could not record task_delegation_received in ${spec.sessionId}: ${(error as Error).message}`));
+          }
+          return (await memory.store.getSession(spec.sessionId))?.last_seq ?? 0;
+        });
         // What an earlier execution of this run stored (none for a run's first execution).
-        const stored = (await memory.store.events(spec.sessionId, { limit: 500 })).filter((event) => event.metadata?.run_id === runId).length;
+        const stored = await storedSince(memory.store, spec.sessionId, runId, base);
         if (stored > 0) {
           this.replayed.set(runId, stored);
           log(`[${settings.name}] run ${runId} session ${spec.sessionId} recovered: its ${stored} stored event(s) are not stored again`);
-        } else if (spec.delegatedTask !== undefined) {
-          // As the plain server does, with the session to itself: the delegated task first.
-          await memory.store
-            .append(spec.sessionId, [{ event_type: "task_delegation_received", content: spec.delegatedTask, metadata: { source: "task-delegation" } }])
-            .catch((error: unknown) => log(`[${settings.name}] could not record task_delegation_received in ${spec.sessionId}: ${(error as Error).message}`));
         }
       },
       start: () => [chunks.start()],
@@ -264,6 +269,24 @@ export class DurableRuns {
   async close(): Promise<void> {
     await this.launching?.catch(() => undefined);
     await this.durable?.shutdown();
+  }
+}
+
+/**
+ * How many events run `runId` stored in the session after seq `base`, however many (the store's
+ * `events` without `afterSeq` gives only the most recent). Events the store trimmed away (its
+ * per-session limit) since `base` are the run's: nothing else writes to the session while it runs.
+ */
+async function storedSince(store: ServerMemory["store"], sessionId: string, runId: string, base: number): Promise<number> {
+  const page = 1000;
+  let count = 0;
+  let after = base;
+  for (;;) {
+    const events = await store.events(sessionId, { afterSeq: after, limit: page });
+    if (after === base && events.length > 0) count += events[0]!.seq - base - 1;
+    for (const event of events) if (event.metadata?.run_id === runId) count++;
+    if (events.length < page) return count;
+    after = events.at(-1)!.seq;
   }
 }
 
