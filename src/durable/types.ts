@@ -44,12 +44,8 @@ export interface DurableQueueOptions {
 
 /** Turns a run's events into journal items. Must be deterministic: a recovered run replays it. */
 export interface JournalEncoder {
-  /**
-   * Called first in each execution of the run, before any event (a recovered run's included).
-   * `once(name, work)` runs `work` as a step of the run: in a later execution it is not run again
-   * and its recorded value is returned (e.g. where the session's log stood when the run began).
-   */
-  begin?(context: { once<T>(name: string, work: () => Promise<T>): Promise<T> }): Promise<void>;
+  /** Called first in each execution of the run, before any event (a recovered run's included). */
+  begin?(): Promise<void>;
   /** The first items of a leg, before its events (a run that waited for approvals has a leg per decision). */
   start(): readonly string[];
   /** The items of one event (none for most). */

@@ -26,7 +26,7 @@ export function registerRunWorkflow(inner: Agent, options: DurableOptions, name:
     journalWaiters.delete(runId);
     if (waiting) for (const wake of waiting) wake();
     try {
-      await encoder.begin?.({ once: (stepName, work) => DBOS.runStep(work, { name: stepName }) });
+      await encoder.begin?.();
       const journaled = (event: LoopEvent) => {
         const item = encoder.event(event);
         if (item !== undefined) journal.push(item);

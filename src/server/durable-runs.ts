@@ -33,6 +33,13 @@ export interface DurableChat {
   stream: Omit<ChatStreamSpec, "id" | "sessionId">;
 }
 
+/** A run's journal spec (its workflow input): the stream's header, and what its memory writes start after. */
+type RunSpec = ChatStreamSpec & {
+  delegatedTask?: string;
+  /** The session's last seq when the run was queued: the run's memory events come after it. */
+  memoryStart?: number;
+};
+
 export class DurableRuns {
   private durable?: DurableAgent;
   /** Memory events a recovered run's replay must not store again, by run id (see `skipReplayed`). */
@@ -99,7 +106,7 @@ export class DurableRuns {
           appName: `agentloop-${this.settings.name}`,
           logLevel: "error",
           queue: { name: CHAT_QUEUE, partitionConcurrency: 1 },
-          journal: (spec, runId) => this.encoder(spec as ChatStreamSpec, runId),
+          journal: (spec, runId) => this.encoder(spec as RunSpec, runId),
         });
         await durable.launch();
         this.durable = durable;
@@ -124,26 +131,22 @@ export class DurableRuns {
   }
 
   /** A run's journal: the chunks of its stream, closed (after its events are stored) by the finish chunk and `[DONE]`. */
-  private encoder(spec: ChatStreamSpec & { delegatedTask?: string }, runId: string): JournalEncoder {
+  private encoder(spec: RunSpec, runId: string): JournalEncoder {
     const chunks = new ChatStreamEncoder(spec);
     const { memory, settings, log } = this;
     return {
-      begin: async ({ once }) => {
-        // Where the session's log stood when the run began (recorded: the same in every execution),
-        // after the delegated task, recorded first as the plain server does (once, with the session to itself).
-        const base = await once("memory-start", async () => {
-          if (spec.delegatedTask !== undefined) {
-            await memory.store
-              .append(spec.sessionId, [{ event_type: "task_delegation_received", content: spec.delegatedTask, metadata: { source: "task-delegation" } }])
-              .catch((error: unknown) => log(`[${settings.name}] could not record task_delegation_received in ${spec.sessionId}: ${(error as Error).message}`));
-          }
-          return (await memory.store.getSession(spec.sessionId))?.last_seq ?? 0;
-        });
-        // What an earlier execution of this run stored (none for a run's first execution).
-        const stored = await storedSince(memory.store, spec.sessionId, runId, base);
+      begin: async () => {
+        // What an earlier execution of this run stored (none for a run's first execution): every
+        // event of the run after where the session's log stood when the run was queued.
+        const stored = await storedSince(memory.store, spec.sessionId, runId, spec.memoryStart ?? 0);
         if (stored > 0) {
           this.replayed.set(runId, stored);
           log(`[${settings.name}] run ${runId} session ${spec.sessionId} recovered: its ${stored} stored event(s) are not stored again`);
+        } else if (spec.delegatedTask !== undefined) {
+          // As the plain server does, with the session to itself: the delegated task first.
+          await memory.store
+            .append(spec.sessionId, [{ event_type: "task_delegation_received", content: spec.delegatedTask, metadata: { source: "task-delegation" } }])
+            .catch((error: unknown) => log(`[${settings.name}] could not record task_delegation_received in ${spec.sessionId}: ${(error as Error).message}`));
         }
       },
       start: () => [chunks.start()],
@@ -171,11 +174,12 @@ export class DurableRuns {
   /** Queues a chat as a durable run (behind the session's earlier runs, on whichever replica takes it). */
   async start(chat: DurableChat, runId: string): Promise<{ result: () => Promise<DurableRunResult> }> {
     const durable = await this.ready();
-    const spec: ChatStreamSpec & { delegatedTask?: string } = {
+    const spec: RunSpec = {
       ...chat.stream,
       id: `chatcmpl-${runId}`,
       sessionId: chat.sessionId,
       ...(chat.delegated && this.memory.handle ? { delegatedTask: chat.input } : {}),
+      memoryStart: (await this.memory.store.getSession(chat.sessionId))?.last_seq ?? 0,
     };
     return durable.run(chat.input, {
       runId,
@@ -275,7 +279,8 @@ export class DurableRuns {
 /**
  * How many events run `runId` stored in the session after seq `base`, however many (the store's
  * `events` without `afterSeq` gives only the most recent). Events the store trimmed away (its
- * per-session limit) since `base` are the run's: nothing else writes to the session while it runs.
+ * per-session limit) since `base` are counted as the run's (when the run alone outgrew the limit,
+ * they may include those of runs queued before it on the session: an overcount, rare).
  */
 async function storedSince(store: ServerMemory["store"], sessionId: string, runId: string, base: number): Promise<number> {
   const page = 1000;

@@ -101,7 +101,7 @@ test("an approval decided on another replica after the asking one was killed res
   assert.deepEqual(paid(), [`${runId}:call_pay 42`]);
 });
 
-test("a replica killed in the resumed leg (after the approval, while the approved call runs) recovers the run without storing its replayed memory events twice", { timeout: 90_000 }, async () => {
+test("a replica killed in the resumed leg (after the approval, while the approved call runs) recovers the run without storing its replayed memory events twice", { timeout: 180_000 }, async () => {
   const executor = `r-${tag}`;
   const hangLog = join(dir, "pay-hang.log");
   const session = `resumed-${tag}`;
