@@ -168,9 +168,9 @@ export function withAsyncCleanup(model: Model): Model {
   };
 }
 
-/** The `agentloop/openai` Chat Completions adapter on a plan server (no retries: a failure shows). */
+/** The `agentloop/openai` Chat Completions adapter on a plan server, with its default options (retries included, as users have them). */
 export function httpModel(url: string): Model {
-  return openaiChat("qwen3-max", { baseURL: `${url}/v1`, apiKey: "test-key", retry: { maxRetries: 0 } });
+  return openaiChat("qwen3-max", { baseURL: `${url}/v1`, apiKey: "test-key" });
 }
 
 /** A model of `plan` of the given kind, and how to stop what it started. */

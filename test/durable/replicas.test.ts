@@ -114,7 +114,6 @@ test(`${SESSIONS * RUNS_PER_SESSION} concurrent durable chats on two replicas, o
     const text = events
       .filter((event) => event !== "[DONE]")
       .map((event) => JSON.parse(event) as { choices: Array<{ delta: { content?: string }; finish_reason: string | null }> })
-      .map((chunk) => { if (!chunk.choices) throw new Error(`DEBUGCHUNK ${JSON.stringify(chunk)}`); return chunk; })
       .map((chunk) => chunk.choices[0]?.delta.content ?? "")
       .filter((content) => !content.startsWith("{"))
       .join("");

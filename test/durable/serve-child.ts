@@ -1,11 +1,11 @@
 // An `agentloop serve` replica in durable mode, for test/durable/replicas.test.ts and bench/durable-recovery.ts:
 // the server of `startAgentServer` with a model that answers from the conversation (as a real model
 // does, so a recovered run asks it only what was not answered), served by a loopback OpenAI-compatible server, and one idempotent tool that takes
-// WORK_MS, and `pay` (needs approval; "pay <n>" asks for it, each execution a line in PAY_LOG). Env: the server's (AGENT_PORT, MEMORY_*, DURABLE*), WORK_MS, ANSWER_WORDS and DELTA_MS (a longer, slower answer), PAY_HANG=1 (pay never returns). Prints "listening <url>".
+// WORK_MS, and `pay` (needs approval; "pay <n>" asks for it, each execution a line in PAY_LOG). Env: the server's (AGENT_PORT, MEMORY_*, DURABLE*), WORK_MS, ANSWER_WORDS and DELTA_MS (a longer, slower answer), PAY_HANG=1 (pay never returns), MODEL=in-process (no HTTP model). Prints "listening <url>".
 import { appendFileSync } from "node:fs";
 import { startAgentServer } from "../../src/server/index.js";
 import { defineTool, type Model } from "../../src/index.js";
-import { httpModel, type Plan, planServer, withAsyncCleanup } from "./models.js";
+import { asyncCleanupModel, httpModel, type Plan, planServer, withAsyncCleanup } from "./models.js";
 
 const workMs = Number(process.env.WORK_MS ?? 200);
 
@@ -24,9 +24,12 @@ const plan: Plan = (messages) => {
   return { text: `Done: ${result}.${extra}` };
 };
 // The model: the Chat Completions adapter (agentloop/openai) on a loopback OpenAI-compatible server
-// this process starts, its stream's cleanup made asynchronous on top (test/durable/models.ts).
-const server = await planServer(plan, { textDelayMs: Number(process.env.DELTA_MS ?? 0) });
-const model: Model = withAsyncCleanup(httpModel(server.url));
+// this process starts, its stream's cleanup made asynchronous on top (test/durable/models.ts);
+// MODEL=in-process: the plan in process (the bench, whose figures leave the model's cost out).
+const model: Model =
+  process.env.MODEL === "in-process"
+    ? asyncCleanupModel(plan, { asyncCleanup: false })
+    : withAsyncCleanup(httpModel((await planServer(plan, { textDelayMs: Number(process.env.DELTA_MS ?? 0) })).url));
 
 const work = defineTool<{ task: string }>({
   name: "work",
