@@ -42,8 +42,8 @@ type RunSpec = ChatStreamSpec & {
 
 export class DurableRuns {
   private durable?: DurableAgent;
-  /** Memory events a recovered run's replay must not store again, by run id (see `skipReplayed`). */
-  private readonly replayed = new Map<string, number>();
+  /** Memory events a recovered run's replay must not store again, by run id (see `skipReplayed`): one entry per execution. */
+  private readonly replayed = new Map<string, { left: number }>();
   private launching?: Promise<DurableAgent>;
   private failure?: AgentLoopError;
 
@@ -70,10 +70,9 @@ export class DurableRuns {
       if (replayed.size === 0) return append(sessionId, events);
       const kept = events.filter((event) => {
         const runId = event.metadata?.run_id;
-        const left = typeof runId === "string" ? replayed.get(runId) : undefined;
-        if (!left) return true;
-        if (left === 1) replayed.delete(runId as string);
-        else replayed.set(runId as string, left - 1);
+        const skip = typeof runId === "string" ? replayed.get(runId) : undefined;
+        if (!skip) return true;
+        if (--skip.left === 0) replayed.delete(runId as string);
         return false;
       });
       return kept.length > 0 ? append(sessionId, kept) : Promise.resolve([]);
@@ -134,13 +133,16 @@ export class DurableRuns {
   private encoder(spec: RunSpec, runId: string): JournalEncoder {
     const chunks = new ChatStreamEncoder(spec);
     const { memory, settings, log } = this;
+    /** This execution's skip of its replayed events (an execution ending never drops another's). */
+    let skip: { left: number } | undefined;
     return {
       begin: async () => {
         // What an earlier execution of this run stored (none for a run's first execution): every
         // event of the run after where the session's log stood when the run was queued.
         const stored = await storedSince(memory.store, spec.sessionId, runId, spec.memoryStart ?? 0);
         if (stored > 0) {
-          this.replayed.set(runId, stored);
+          skip = { left: stored };
+          this.replayed.set(runId, skip);
           log(`[${settings.name}] run ${runId} session ${spec.sessionId} recovered: its ${stored} stored event(s) are not stored again`);
         } else if (spec.delegatedTask !== undefined) {
           // As the plain server does, with the session to itself: the delegated task first.
@@ -153,7 +155,7 @@ export class DurableRuns {
       event: (event) => chunks.event(event),
       end: async (result: RunResult) => {
         // A leg that stopped for approvals is not the run's end: a replay goes on with the next leg.
-        if (!(result.state === "INTERRUPTED" && result.checkpoint)) this.replayed.delete(runId);
+        if (!(result.state === "INTERRUPTED" && result.checkpoint) && skip && this.replayed.get(runId) === skip) this.replayed.delete(runId);
         log(`[${settings.name}] run ${runId} session ${spec.sessionId} ${result.state}: ${result.reason}`);
         // The answer is acknowledged only once the run's events are stored.
         const writes = memory.handle?.settled(spec.sessionId);

@@ -11,14 +11,19 @@ const workMs = Number(process.env.WORK_MS ?? 200);
 
 // "pay <n>" asks for `pay`, any other input for `work`; after the result, the answer "Done: <result>."
 // (ANSWER_WORDS=n: n more words, each frame DELTA_MS apart: a model call long enough to be killed in).
+// "pay <n> after <k>": first a wave of k `work` calls, then `pay`.
 const plan: Plan = (messages) => {
   const last = messages.at(-1);
+  const input = messages.findLast((message) => message.role === "user");
+  const text = typeof input?.content === "string" ? input.content : "";
+  const [, amount, after] = /^pay (\d+)(?: after (\d+))?/.exec(text) ?? [];
+  const payCall = { calls: [{ id: "call_pay", name: "pay", arguments: { amount: Number(amount) } }] };
   if (last?.role === "user") {
-    const text = typeof last.content === "string" ? last.content : "";
-    const amount = /^pay (\d+)/.exec(text)?.[1];
-    if (amount) return { calls: [{ id: "call_pay", name: "pay", arguments: { amount: Number(amount) } }] };
+    if (after) return { calls: Array.from({ length: Number(after) }, (_, index) => ({ id: `call_work_${index}`, name: "work", arguments: { task: `part ${index}` } })) };
+    if (amount) return payCall;
     return { calls: [{ id: "call_work", name: "work", arguments: { task: text } }] };
   }
+  if (after && last?.role === "tool" && last.toolName === "work") return payCall;
   const result = last?.role === "tool" && typeof last.content === "string" ? last.content : "?";
   const extra = Array.from({ length: Number(process.env.ANSWER_WORDS ?? 0) }, (_, index) => ` w${index + 1}`).join("");
   return { text: `Done: ${result}.${extra}` };
