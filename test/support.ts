@@ -13,18 +13,9 @@ export function streamEvents(model: Model, request: ModelRequest): Promise<Model
   return collectAll(model.stream(request));
 }
 
-/** A ScriptedModel whose per-run copy stays reachable, to inspect the requests it got. */
+/** A ScriptedModel as a plain Model, and the scripted model itself (`holder.current.requests`: the requests it got). */
 export function observedScript(entries: string[], options?: { chunkDelayMs?: number }) {
   const scripted = new ScriptedModel(entries, options);
-  const holder: { current?: ScriptedModel } = {};
-  const model: Model = {
-    provider: scripted.provider,
-    modelId: scripted.modelId,
-    stream: (request) => (holder.current ??= scripted.forRun()).stream(request),
-    forRun() {
-      holder.current = scripted.forRun();
-      return holder.current;
-    },
-  };
-  return { model, holder };
+  const model: Model = { provider: scripted.provider, modelId: scripted.modelId, stream: (request) => scripted.stream(request) };
+  return { model, holder: { current: scripted as ScriptedModel | undefined } };
 }

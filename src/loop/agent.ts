@@ -248,10 +248,9 @@ export class Agent<Output = unknown> {
   }
 
   /** The model for one run: a fresh copy when the model offers one, wrapped in a text protocol if asked. */
-  private async modelForRun(resumedAfterTurns?: number): Promise<Model> {
+  private async modelForRun(): Promise<Model> {
     const mode = this.config.toolCallMode ?? "native";
-    const run = resumedAfterTurns === undefined ? undefined : { resumedAfterTurns };
-    if (mode === "native") return this.model.forRun?.(run) ?? this.model;
+    if (mode === "native") return this.model.forRun?.() ?? this.model;
     if (!this.wrappedModel) {
       // Loaded only when asked for: the text protocols are not part of the core import.
       const { withToolCallMode } = await import("../text-tools/index.js");
@@ -259,11 +258,11 @@ export class Agent<Output = unknown> {
       this.wrappedModel = withToolCallMode(this.model, mode, { maxSteps: steps, maxWaves: steps });
     }
     // One wrapper across runs, so `auto` remembers a fallback to string mode; its per-run copies share it.
-    return this.wrappedModel.forRun?.(run) ?? this.wrappedModel;
+    return this.wrappedModel.forRun?.() ?? this.wrappedModel;
   }
 
   private async execute(control: RunControl, input: string, options: RunOptions, resume?: Resume, contract?: OutputContract): Promise<RunResult> {
-    const model = await this.modelForRun(resume?.checkpoint.counters.turns);
+    const model = await this.modelForRun();
     const instrumentation = await resolveInstrumentation(this.config.instrumentation);
     const info: RunInfo = {
       runId: control.id,

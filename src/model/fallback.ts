@@ -7,7 +7,7 @@
  * or a tool call ends with its error.
  */
 import type { AgentLoopError, ErrorKind } from "../errors.js";
-import type { Model, ModelEvent, ModelFallback, ModelRequest, RunStart } from "./model.js";
+import type { Model, ModelEvent, ModelFallback, ModelRequest } from "./model.js";
 
 /** The failures a fallback answers: what another provider may well serve right now. */
 const fallbackKinds: ReadonlySet<ErrorKind> = new Set<ErrorKind>(["rate_limit", "server", "network", "timeout"]);
@@ -35,8 +35,8 @@ export class FallbackModel implements Model {
     this.supportsStructuredOutput = models.every((model) => model.supportsStructuredOutput === true);
   }
 
-  forRun(run?: RunStart): Model {
-    return new FallbackModel(this.models.map((model) => model.forRun?.(run) ?? model));
+  forRun(): Model {
+    return new FallbackModel(this.models.map((model) => model.forRun?.() ?? model));
   }
 
   async *stream(request: ModelRequest): AsyncGenerator<ModelEvent> {

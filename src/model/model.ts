@@ -142,8 +142,8 @@ export interface Model {
   stream(request: ModelRequest): AsyncIterable<ModelEvent>;
   /** True when the model sends `request.responseFormat` natively (the built-in provider adapters). */
   readonly supportsStructuredOutput?: boolean;
-  /** Optional: a fresh instance for one run (the scripted model restarts its script per run). */
-  forRun?(run?: RunStart): Model;
+  /** Optional: the instance one run uses (a model that keeps per-run state makes a fresh one). */
+  forRun?(): Model;
 }
 
 export interface ModelResponse {
@@ -261,7 +261,3 @@ export async function generate(model: Model, request: ModelRequest): Promise<Mod
   return accumulator.response();
 }
 
-/** What a model's `forRun` learns about the run: a resumed run already made `resumedAfterTurns` model calls. */
-export interface RunStart {
-  resumedAfterTurns?: number;
-}

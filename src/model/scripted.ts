@@ -1,7 +1,7 @@
 import { onAbort } from "../abort.js";
 import { abortError } from "../errors.js";
 import type { Usage } from "../usage.js";
-import type { Model, ModelEvent, ModelRequest, RunStart } from "./model.js";
+import type { Model, ModelEvent, ModelRequest } from "./model.js";
 
 /** How many requests a scripted model (with its per-run copies) keeps in `requests`: the most recent. */
 export const MAX_RECORDED_REQUESTS = 1000;
@@ -20,8 +20,9 @@ export interface ScriptedModelOptions {
   chunkDelayMs?: number;
   modelId?: string;
   /**
-   * One script for every run: a run continues where the previous one stopped (a scripted
-   * multi-turn chat). Default false: the script restarts for each run.
+   * One script for a whole chat: each new input goes on after the entries the earlier inputs used
+   * (`agentloop chat`, whose runs need not see the earlier turns). Default false: each input starts
+   * the script again.
    */
   continueAcrossRuns?: boolean;
 }
@@ -93,42 +94,57 @@ function requestText(request: ModelRequest): string {
 }
 
 /**
- * A deterministic model that answers from a script, one entry per call. The script restarts
- * for every run (`forRun`) unless `continueAcrossRuns` is set. Every request it receives is kept in `requests` for inspection.
+ * The turns the model already took for the current input: the assistant messages after the user
+ * message that started it (`request.inputStart`, else the last user message). Steering and loop
+ * warnings are user messages too, but not new inputs.
+ */
+export function turnsOfInput(request: Pick<ModelRequest, "messages" | "inputStart">): number {
+  const { messages, inputStart } = request;
+  let from = inputStart !== undefined && messages[inputStart]?.role === "user" ? inputStart : -1;
+  if (from === -1) for (let index = messages.length - 1; index >= 0 && from === -1; index--) if (messages[index]!.role === "user") from = index;
+  let turns = 0;
+  for (let index = from + 1; index < messages.length; index++) if (messages[index]!.role === "assistant") turns++;
+  return turns;
+}
+
+/**
+ * A deterministic model that answers from a script. It answers from the conversation it is given,
+ * as a real model does: the entry for a request is the one after the assistant turns the current
+ * input already has (`turnsOfInput`), so each input starts the script again, and a resumed,
+ * recovered, retried or replicated run gets the same answer to the same conversation. With
+ * `continueAcrossRuns`, each new input goes on where the previous one stopped. Every request it
+ * receives is kept in `requests` for inspection.
  */
 export class ScriptedModel implements Model {
   readonly provider = "scripted";
   readonly modelId: string;
-  /** The requests received, by this model and by the per-run copies made from it (the last 1000). */
-  readonly requests: ModelRequest[];
+  /** The requests received (the last 1000). */
+  readonly requests: ModelRequest[] = [];
   private readonly entries: string[];
-  /** Each entry read once (`parseScriptEntry` and its word chunks), shared with the per-run copies. */
-  private readonly parsed: Array<ParsedEntry | undefined>;
-  private cursor = 0;
+  /** Each entry read once (`parseScriptEntry` and its word chunks). */
+  private readonly parsed: Array<ParsedEntry | undefined> = [];
+  /** How many entries were answered (the highest position answered, plus one). */
+  private used = 0;
+  /** With `continueAcrossRuns`: the entry the current input started at. */
+  private inputBase?: number;
   private callCounter = 0;
 
   constructor(
     script: string | readonly string[],
     private readonly options: ScriptedModelOptions = {},
-    requests: ModelRequest[] = [],
-    parsed?: Array<ParsedEntry | undefined>,
   ) {
     this.entries = typeof script === "string" ? parseMockResponses(script) : [...script];
     this.modelId = options.modelId ?? "scripted";
-    this.requests = requests;
-    this.parsed = parsed ?? [];
   }
 
-  /**
-   * A copy whose script starts again from the first entry (each run reads the script anew); with
-   * `continueAcrossRuns`, this model. A run resumed from a checkpoint goes on after the entries its
-   * model calls before the stop used.
-   */
-  forRun(run?: RunStart): ScriptedModel {
-    if (this.options.continueAcrossRuns) return this;
-    const copy = new ScriptedModel(this.entries, this.options, this.requests, this.parsed);
-    copy.cursor = run?.resumedAfterTurns ?? 0;
-    return copy;
+  /** The script position of a request (see the class comment). */
+  private position(request: ModelRequest): number {
+    const turns = turnsOfInput(request);
+    if (!this.options.continueAcrossRuns) return turns;
+    // A new input (no turns yet) starts after what the earlier inputs used; a model that first sees
+    // an input with turns (a resumed or recovered chat in a new process) places it from the start.
+    if (turns === 0 || this.inputBase === undefined) this.inputBase = Math.max(0, this.used - turns);
+    return this.inputBase + turns;
   }
 
   private entry(index: number): ParsedEntry {
@@ -141,9 +157,9 @@ export class ScriptedModel implements Model {
     return parsed;
   }
 
-  /** How many script entries are left. */
+  /** How many script entries are left after the furthest one answered. */
   get remaining(): number {
-    return this.entries.length - this.cursor;
+    return Math.max(0, this.entries.length - this.used);
   }
 
   stream(request: ModelRequest): AsyncIterableIterator<ModelEvent> {
@@ -157,7 +173,9 @@ export class ScriptedModel implements Model {
     // shift(), not splice(0, n): V8 moves the start of the array for a shift (~0.05 µs) but
     // copies all 1000 entries for a splice (~4 µs per request on a busy server).
     while (this.requests.length > MAX_RECORDED_REQUESTS) this.requests.shift();
-    const { content, toolCalls, chunks } = this.entry(this.cursor < this.entries.length ? this.cursor++ : this.entries.length);
+    const position = this.position(request);
+    this.used = Math.max(this.used, position + 1);
+    const { content, toolCalls, chunks } = this.entry(Math.min(position, this.entries.length));
     const paced = (this.options.chunkDelayMs ?? 0) > 0;
     const steps: Array<ScriptedStep | ScriptedChunks> = [{ event: { type: "response-start", model: this.modelId }, paced: false, checkAbort: false }];
     let output = "";

@@ -111,6 +111,6 @@ export function withRetry(model: Model, options: RetryOptions = {}): Model {
     modelId: model.modelId,
     stream: (request: ModelRequest) => retryingStream(() => model.stream(request), options, request.signal),
   };
-  if (model.forRun) wrapped.forRun = (run) => withRetry(model.forRun!(run), options);
+  if (model.forRun) wrapped.forRun = () => withRetry(model.forRun!(), options);
   return wrapped;
 }

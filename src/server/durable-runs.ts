@@ -33,10 +33,17 @@ export interface DurableChat {
   stream: Omit<ChatStreamSpec, "id" | "sessionId">;
 }
 
+/** A run's journal spec (its workflow input): the stream's header, and what its memory writes start after. */
+type RunSpec = ChatStreamSpec & {
+  delegatedTask?: string;
+  /** The session's last seq when the run was queued: the run's memory events come after it. */
+  memoryStart?: number;
+};
+
 export class DurableRuns {
   private durable?: DurableAgent;
-  /** Memory events a recovered run's replay must not store again, by run id (see `skipReplayed`). */
-  private readonly replayed = new Map<string, number>();
+  /** Memory events a recovered run's replay must not store again, by run id (see `skipReplayed`): one entry per execution. */
+  private readonly replayed = new Map<string, { left: number }>();
   private launching?: Promise<DurableAgent>;
   private failure?: AgentLoopError;
 
@@ -63,10 +70,9 @@ export class DurableRuns {
       if (replayed.size === 0) return append(sessionId, events);
       const kept = events.filter((event) => {
         const runId = event.metadata?.run_id;
-        const left = typeof runId === "string" ? replayed.get(runId) : undefined;
-        if (!left) return true;
-        if (left === 1) replayed.delete(runId as string);
-        else replayed.set(runId as string, left - 1);
+        const skip = typeof runId === "string" ? replayed.get(runId) : undefined;
+        if (!skip) return true;
+        if (--skip.left === 0) replayed.delete(runId as string);
         return false;
       });
       return kept.length > 0 ? append(sessionId, kept) : Promise.resolve([]);
@@ -99,7 +105,7 @@ export class DurableRuns {
           appName: `agentloop-${this.settings.name}`,
           logLevel: "error",
           queue: { name: CHAT_QUEUE, partitionConcurrency: 1 },
-          journal: (spec, runId) => this.encoder(spec as ChatStreamSpec, runId),
+          journal: (spec, runId) => this.encoder(spec as RunSpec, runId),
         });
         await durable.launch();
         this.durable = durable;
@@ -124,15 +130,19 @@ export class DurableRuns {
   }
 
   /** A run's journal: the chunks of its stream, closed (after its events are stored) by the finish chunk and `[DONE]`. */
-  private encoder(spec: ChatStreamSpec & { delegatedTask?: string }, runId: string): JournalEncoder {
+  private encoder(spec: RunSpec, runId: string): JournalEncoder {
     const chunks = new ChatStreamEncoder(spec);
     const { memory, settings, log } = this;
+    /** This execution's skip of its replayed events (an execution ending never drops another's). */
+    let skip: { left: number } | undefined;
     return {
       begin: async () => {
-        // What an earlier execution of this run stored (none for a run's first execution).
-        const stored = (await memory.store.events(spec.sessionId, { limit: 500 })).filter((event) => event.metadata?.run_id === runId).length;
+        // What an earlier execution of this run stored (none for a run's first execution): every
+        // event of the run after where the session's log stood when the run was queued.
+        const stored = await storedSince(memory.store, spec.sessionId, runId, spec.memoryStart ?? 0);
         if (stored > 0) {
-          this.replayed.set(runId, stored);
+          skip = { left: stored };
+          this.replayed.set(runId, skip);
           log(`[${settings.name}] run ${runId} session ${spec.sessionId} recovered: its ${stored} stored event(s) are not stored again`);
         } else if (spec.delegatedTask !== undefined) {
           // As the plain server does, with the session to itself: the delegated task first.
@@ -145,7 +155,7 @@ export class DurableRuns {
       event: (event) => chunks.event(event),
       end: async (result: RunResult) => {
         // A leg that stopped for approvals is not the run's end: a replay goes on with the next leg.
-        if (!(result.state === "INTERRUPTED" && result.checkpoint)) this.replayed.delete(runId);
+        if (!(result.state === "INTERRUPTED" && result.checkpoint) && skip && this.replayed.get(runId) === skip) this.replayed.delete(runId);
         log(`[${settings.name}] run ${runId} session ${spec.sessionId} ${result.state}: ${result.reason}`);
         // The answer is acknowledged only once the run's events are stored.
         const writes = memory.handle?.settled(spec.sessionId);
@@ -166,11 +176,12 @@ export class DurableRuns {
   /** Queues a chat as a durable run (behind the session's earlier runs, on whichever replica takes it). */
   async start(chat: DurableChat, runId: string): Promise<{ result: () => Promise<DurableRunResult> }> {
     const durable = await this.ready();
-    const spec: ChatStreamSpec & { delegatedTask?: string } = {
+    const spec: RunSpec = {
       ...chat.stream,
       id: `chatcmpl-${runId}`,
       sessionId: chat.sessionId,
       ...(chat.delegated && this.memory.handle ? { delegatedTask: chat.input } : {}),
+      memoryStart: (await this.memory.store.getSession(chat.sessionId))?.last_seq ?? 0,
     };
     return durable.run(chat.input, {
       runId,
@@ -264,6 +275,25 @@ export class DurableRuns {
   async close(): Promise<void> {
     await this.launching?.catch(() => undefined);
     await this.durable?.shutdown();
+  }
+}
+
+/**
+ * How many events run `runId` stored in the session after seq `base`, however many (the store's
+ * `events` without `afterSeq` gives only the most recent). Events the store trimmed away (its
+ * per-session limit) since `base` are counted as the run's (when the run alone outgrew the limit,
+ * they may include those of runs queued before it on the session: an overcount, rare).
+ */
+async function storedSince(store: ServerMemory["store"], sessionId: string, runId: string, base: number): Promise<number> {
+  const page = 1000;
+  let count = 0;
+  let after = base;
+  for (;;) {
+    const events = await store.events(sessionId, { afterSeq: after, limit: page });
+    if (after === base && events.length > 0) count += events[0]!.seq - base - 1;
+    for (const event of events) if (event.metadata?.run_id === runId) count++;
+    if (events.length < page) return count;
+    after = events.at(-1)!.seq;
   }
 }
 

@@ -3,7 +3,7 @@ import { describe, it } from "node:test";
 import { AgentLoopError } from "../errors.js";
 import { Agent } from "../loop/agent.js";
 import type { LoopEvent } from "../loop/events.js";
-import type { Model, } from "../model/model.js";
+import type { Model, ModelRequest } from "../model/model.js";
 import { ScriptedModel } from "../model/scripted.js";
 import { defineTool } from "../tools/tool.js";
 import {
@@ -193,10 +193,21 @@ describe("actionToolCalling in the agent loop", () => {
   });
 
   it("an empty phase-1 answer is no action and is left out of the phase-2 request", async () => {
-    const scripted = new ScriptedModel(["", "Hello!"]);
-    const events = await collect(actionToolCalling(scripted), { messages: [{ role: "user", content: "hi" }] });
+    // Not a ScriptedModel: it answers from the conversation, and the phase-2 request shows no turn
+    // taken (the empty answer is left out), so it would give its first entry again.
+    const answers = ["", "Hello!"];
+    const requests: ModelRequest[] = [];
+    const model: Model = {
+      provider: "test",
+      modelId: "sequence",
+      stream(request) {
+        requests.push(request);
+        return new ScriptedModel([answers[requests.length - 1]!]).stream({ messages: [] });
+      },
+    };
+    const events = await collect(actionToolCalling(model), { messages: [{ role: "user", content: "hi" }] });
     assert.equal(events.map((event) => (event.type === "text-delta" ? event.delta : "")).join(""), "Hello!");
-    assert.deepEqual(scripted.requests[1].messages, [{ role: "user", content: `hi\n\n${ACTION_FINAL_RESPONSE_PROMPT}` }]);
+    assert.deepEqual(requests[1].messages, [{ role: "user", content: `hi\n\n${ACTION_FINAL_RESPONSE_PROMPT}` }]);
   });
 
   it("toolChoice none skips phase 1 and streams the answer at once", async () => {

@@ -237,6 +237,8 @@ class PlanToolCallingModel extends TextProtocolModel {
     }
 
     let messages = renderConversation(request.messages, planFormat, planModeInstructions(tools));
+    // An invalid plan and its re-ask stay in the conversation, the final response's included.
+    const repairs: Message[] = [];
     let first = true;
     for (let attempt = 0; ; attempt++) {
       const summary = yield* relayInnerCall(this.inner, innerRequest(request, messages), { forwardStart: first });
@@ -248,7 +250,7 @@ class PlanToolCallingModel extends TextProtocolModel {
         const plan = parsed.plan;
         const planned = plan.tools ?? [];
         if (planned.length === 0) {
-          const answered: Message[] = [...history, { role: "assistant", content: [{ type: "text", text: summary.text }] }];
+          const answered: Message[] = [...history, ...repairs, { role: "assistant", content: [{ type: "text", text: summary.text }] }];
           return yield* streamFinalResponse(this.inner, request, withUserText(answered, FINAL_RESPONSE_PROMPT), false);
         }
         for (const tool of planned) {
@@ -262,11 +264,9 @@ class PlanToolCallingModel extends TextProtocolModel {
         return yield { type: "error", error: new AgentLoopError("unknown", message, { provider: this.provider }) };
       }
       const retry: AssistantMessage = { role: "assistant", content: [{ type: "text", text: summary.text }] };
-      messages = [
-        ...messages,
-        retry,
-        { role: "user", content: `That plan is not valid: ${parsed.error}. Answer again with ONLY the JSON object described in the instructions.` },
-      ];
+      const reask: Message = { role: "user", content: `That plan is not valid: ${parsed.error}. Answer again with ONLY the JSON object described in the instructions.` };
+      repairs.push(retry, reask);
+      messages = [...messages, retry, reask];
     }
   }
 }

@@ -5,7 +5,7 @@
 import { randomUUID } from "node:crypto";
 import { AgentLoopError, abortError } from "../errors.js";
 import type { AssistantMessage, AssistantPart, Message, TextPart, ToolCallPart, ToolResultMessage, UserMessage } from "../messages.js";
-import { type FinishReason, type Model, type ModelEvent, type ModelRequest, type RunStart, STEP_LIMIT_FINISH, type ToolDefinition } from "../model/model.js";
+import { type FinishReason, type Model, type ModelEvent, type ModelRequest, STEP_LIMIT_FINISH, type ToolDefinition } from "../model/model.js";
 import { addUsage, type Usage } from "../usage.js";
 import { isJsonObject } from "./json-extract.js";
 
@@ -32,8 +32,8 @@ export abstract class TextProtocolModel implements Model {
   /** The protocol's events for one request; may throw (the guard turns that into an `error` event). */
   protected abstract run(request: ModelRequest): AsyncGenerator<ModelEvent>;
 
-  forRun(run?: RunStart): Model {
-    return this.inner.forRun ? this.around(this.inner.forRun(run)) : this;
+  forRun(): Model {
+    return this.inner.forRun ? this.around(this.inner.forRun()) : this;
   }
 
   stream(request: ModelRequest): AsyncIterable<ModelEvent> {
@@ -91,9 +91,20 @@ export interface ConversationFormat {
   toolResults(results: ToolResultMessage[], callsById: ReadonlyMap<string, ToolCallPart>): string;
 }
 
-function appendUserContent(target: UserMessage, text: string): UserMessage {
-  if (typeof target.content === "string") return { role: "user", content: `${target.content}\n\n${text}` };
-  return { role: "user", content: [...target.content, { type: "text", text: `\n\n${text}` }] };
+/**
+ * The caller's messages a rendered user message was merged from (a message kept as it is is its own
+ * source): `innerRequest` finds the current input's user message in a rendered conversation by it.
+ */
+const mergedFrom = new WeakMap<Message, readonly Message[]>();
+const sourcesOf = (message: Message): readonly Message[] => mergedFrom.get(message) ?? [message];
+
+function appendUserContent(target: UserMessage, text: string, source?: Message): UserMessage {
+  const merged: UserMessage =
+    typeof target.content === "string"
+      ? { role: "user", content: `${target.content}\n\n${text}` }
+      : { role: "user", content: [...target.content, { type: "text", text: `\n\n${text}` }] };
+  mergedFrom.set(merged, source ? [...sourcesOf(target), source] : sourcesOf(target));
+  return merged;
 }
 
 /**
@@ -110,7 +121,7 @@ export function renderConversation(messages: readonly Message[], format: Convers
 
   const pushUser = (message: UserMessage) => {
     const last = output[output.length - 1];
-    if (last?.role === "user") output[output.length - 1] = appendUserContent(last, typeof message.content === "string" ? message.content : contentText(message.content));
+    if (last?.role === "user") output[output.length - 1] = appendUserContent(last, typeof message.content === "string" ? message.content : contentText(message.content), message);
     else output.push(message);
   };
   const flushResults = () => {
@@ -337,9 +348,11 @@ export async function* guardStream(source: AsyncIterable<ModelEvent>, label: str
  * format (the protocol's replies are text; the loop asks for structured output in the instructions).
  */
 export function innerRequest(request: ModelRequest, messages: Message[]): ModelRequest {
-  // inputStart indexes the caller's messages, not these.
-  const { tools: _tools, toolChoice: _toolChoice, inputStart: _inputStart, responseFormat: _format, ...rest } = request;
-  return { ...rest, messages };
+  const { tools: _tools, toolChoice: _toolChoice, inputStart, responseFormat: _format, ...rest } = request;
+  // inputStart indexes the caller's messages: here it is the rendered message the input went into.
+  const input = inputStart === undefined ? undefined : request.messages[inputStart];
+  const at = input ? messages.findIndex((message) => message === input || mergedFrom.get(message)?.includes(input)) : -1;
+  return { ...rest, messages, ...(at >= 0 ? { inputStart: at } : {}) };
 }
 
 /** A `finish` event with the given unified reason, keeping the inner raw reason. */

@@ -305,16 +305,7 @@ describe("stringToolCalling in the agent loop", () => {
       'Let me look that up.\n```json\n{"tool_calls": [{"name": "get_weather", "arguments": {"city": "Paris"}}, {"name": "get_time", "arguments": {"city": "Paris"}}]}\n```',
       "It is sunny in Paris and 10:00.",
     ]);
-    let perRun: ScriptedModel | undefined;
-    const model = stringToolCalling({
-      provider: scripted.provider,
-      modelId: scripted.modelId,
-      stream: (request) => perRun!.stream(request),
-      forRun() {
-        perRun = scripted.forRun();
-        return perRun;
-      },
-    });
+    const model = stringToolCalling(scripted);
     const agent = new Agent({
       name: "weather",
       instructions: "You answer weather questions.",
@@ -367,7 +358,7 @@ describe("stringToolCalling in the agent loop", () => {
     const finalDeltas = events.filter((event) => event.type === "text-delta" && event.turn === 2);
     assert.ok(finalDeltas.length > 1, "the final answer streams in pieces");
 
-    const second = perRun!.requests[1];
+    const second = scripted.requests[1];
     assert.equal(second.tools, undefined);
     const lastMessage = second.messages.at(-1)!;
     assert.equal(lastMessage.role, "user");

@@ -21,7 +21,7 @@ after(async () => {
 
 test("AgentServer.fetch in durable mode: streamed and JSON answers, the run id, the reattach route", async () => {
   // One script across the runs (not restarted per run).
-  const model = new ScriptedModel(["Streamed answer.", "JSON answer."]);
+  const model = new ScriptedModel(["Streamed answer.", "JSON answer."], { continueAcrossRuns: true });
   const server = await createAgentServer({
     env: {
       AGENT_NAME: "fetcher",
@@ -32,7 +32,7 @@ test("AgentServer.fetch in durable mode: streamed and JSON answers, the run id, 
       DURABLE_SCHEMA: schemas[1],
       DURABLE_EXECUTOR_ID: `fetch-${tag}`,
     },
-    build: { model: Object.assign(model, { forRun: () => model }) },
+    build: { model },
     log: () => undefined,
   });
   try {

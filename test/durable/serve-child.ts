@@ -1,45 +1,40 @@
 // An `agentloop serve` replica in durable mode, for test/durable/replicas.test.ts and bench/durable-recovery.ts:
 // the server of `startAgentServer` with a model that answers from the conversation (as a real model
-// does, so a recovered run asks it only what was not answered) and one idempotent tool that takes
-// WORK_MS, and `pay` (needs approval; "pay <n>" asks for it, each execution a line in PAY_LOG). Env: the server's (AGENT_PORT, MEMORY_*, DURABLE*), WORK_MS, ANSWER_WORDS and DELTA_MS (a longer, slower answer). Prints "listening <url>".
+// does, so a recovered run asks it only what was not answered), served by a loopback OpenAI-compatible server, and one idempotent tool that takes
+// WORK_MS, and `pay` (needs approval; "pay <n>" asks for it, each execution a line in PAY_LOG). Env: the server's (AGENT_PORT, MEMORY_*, DURABLE*), WORK_MS, ANSWER_WORDS and DELTA_MS (a longer, slower answer), PAY_HANG=1 (pay never returns), MODEL=in-process (no HTTP model). Prints "listening <url>".
 import { appendFileSync } from "node:fs";
 import { startAgentServer } from "../../src/server/index.js";
-import { defineTool, type Model, type ModelEvent, type ModelRequest } from "../../src/index.js";
+import { defineTool, type Model } from "../../src/index.js";
+import { asyncCleanupModel, httpModel, type Plan, planServer, withAsyncCleanup } from "./models.js";
 
 const workMs = Number(process.env.WORK_MS ?? 200);
 
-const model: Model = {
-  provider: "test",
-  modelId: "conversation",
-  async *stream(request: ModelRequest): AsyncGenerator<ModelEvent> {
-    const last = request.messages.at(-1);
-    const usage = { inputTokens: 10, outputTokens: 5, totalTokens: 15 };
-    if (last?.role === "user") {
-      const text = typeof last.content === "string" ? last.content : "";
-      const amount = /^pay (\d+)/.exec(text)?.[1];
-      if (amount) {
-        yield { type: "tool-call-start", id: "call_pay", name: "pay" };
-        yield { type: "tool-call-end", id: "call_pay", name: "pay", arguments: JSON.stringify({ amount: Number(amount) }) };
-        yield { type: "finish", reason: { unified: "tool-calls" }, usage };
-        return;
-      }
-      yield { type: "tool-call-start", id: "call_work", name: "work" };
-      yield { type: "tool-call-end", id: "call_work", name: "work", arguments: JSON.stringify({ task: text }) };
-      yield { type: "finish", reason: { unified: "tool-calls" }, usage };
-      return;
-    }
-    const result = last?.role === "tool" && typeof last.content === "string" ? last.content : "?";
-    yield { type: "text-start", id: "t" };
-    // ANSWER_WORDS=n: n more words, DELTA_MS apart (a model call long enough to be killed in).
-    const extra = Array.from({ length: Number(process.env.ANSWER_WORDS ?? 0) }, (_, index) => ` w${index + 1}`).join("");
-    for (const word of `Done: ${result}.${extra}`.split(/(?<= )/)) {
-      if (process.env.DELTA_MS) await new Promise((resolve) => setTimeout(resolve, Number(process.env.DELTA_MS)));
-      yield { type: "text-delta", id: "t", delta: word };
-    }
-    yield { type: "text-end", id: "t" };
-    yield { type: "finish", reason: { unified: "stop" }, usage };
-  },
+// "pay <n>" asks for `pay`, any other input for `work`; after the result, the answer "Done: <result>."
+// (ANSWER_WORDS=n: n more words, each frame DELTA_MS apart: a model call long enough to be killed in).
+// "pay <n> after <k>": first a wave of k `work` calls, then `pay`.
+const plan: Plan = (messages) => {
+  const last = messages.at(-1);
+  const input = messages.findLast((message) => message.role === "user");
+  const text = typeof input?.content === "string" ? input.content : "";
+  const [, amount, after] = /^pay (\d+)(?: after (\d+))?/.exec(text) ?? [];
+  const payCall = { calls: [{ id: "call_pay", name: "pay", arguments: { amount: Number(amount) } }] };
+  if (last?.role === "user") {
+    if (after) return { calls: Array.from({ length: Number(after) }, (_, index) => ({ id: `call_work_${index}`, name: "work", arguments: { task: `part ${index}` } })) };
+    if (amount) return payCall;
+    return { calls: [{ id: "call_work", name: "work", arguments: { task: text } }] };
+  }
+  if (after && last?.role === "tool" && last.toolName === "work") return payCall;
+  const result = last?.role === "tool" && typeof last.content === "string" ? last.content : "?";
+  const extra = Array.from({ length: Number(process.env.ANSWER_WORDS ?? 0) }, (_, index) => ` w${index + 1}`).join("");
+  return { text: `Done: ${result}.${extra}` };
 };
+// The model: the Chat Completions adapter (agentloop/openai) on a loopback OpenAI-compatible server
+// this process starts, its stream's cleanup made asynchronous on top (test/durable/models.ts);
+// MODEL=in-process: the plan in process (the bench, whose figures leave the model's cost out).
+const model: Model =
+  process.env.MODEL === "in-process"
+    ? asyncCleanupModel(plan, { asyncCleanup: false })
+    : withAsyncCleanup(httpModel((await planServer(plan, { textDelayMs: Number(process.env.DELTA_MS ?? 0) })).url));
 
 const work = defineTool<{ task: string }>({
   name: "work",
@@ -65,12 +60,14 @@ const pay = defineTool<{ amount: number }>({
   description: "Pays an amount",
   parameters: { type: "object", properties: { amount: { type: "number" } }, required: ["amount"] },
   needsApproval: true,
-  execute({ amount }, context) {
+  async execute({ amount }, context) {
     if (process.env.PAY_LOG) appendFileSync(process.env.PAY_LOG, `${context.idempotencyKey} ${amount}\n`);
+    // PAY_HANG=1: the payment never returns (the test kills the replica while it runs).
+    if (process.env.PAY_HANG === "1") await new Promise(() => undefined);
     return `paid ${amount}`;
   },
 });
 
-const server = await startAgentServer({ host: "127.0.0.1", build: { model, tools: [work, pay] }, log: (line) => process.stderr.write(`${line}\n`) });
-await server.ready();
-process.stdout.write(`listening ${server.url}\n`);
+const agentServer = await startAgentServer({ host: "127.0.0.1", build: { model, tools: [work, pay] }, log: (line) => process.stderr.write(`${line}\n`) });
+await agentServer.ready();
+process.stdout.write(`listening ${agentServer.url}\n`);

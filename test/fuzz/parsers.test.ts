@@ -104,7 +104,7 @@ describe("fuzz: parseToolArguments", () => {
 /** The events of one turn of a scripted model, read to the end. */
 async function oneTurn(model: ScriptedModel): Promise<ModelEvent[]> {
   const events: ModelEvent[] = [];
-  for await (const event of model.forRun().stream({ messages: [{ role: "user", content: "go" }] })) events.push(event);
+  for await (const event of model.stream({ messages: [{ role: "user", content: "go" }] })) events.push(event);
   return events;
 }
 

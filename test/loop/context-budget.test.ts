@@ -91,7 +91,20 @@ test("within a budget nothing is removed and no event is emitted", async () => {
 test("the current input and the current wave are never removed; older rounds of the input can be", async () => {
   const big = long("payload");
   const echo = defineTool({ name: "echo", description: "echo", parameters: { type: "object", properties: { n: {} } }, execute: ({ n }) => `${String(n)} ${big}` });
-  const model = new ScriptedModel([calls(["echo", { n: 1 }, "c1"]), calls(["echo", { n: 2 }, "c2"]), calls(["echo", { n: 3 }, "c3"]), "done"]);
+  // The request loses rounds of the input, so a ScriptedModel (which counts the turns it sees) would
+  // answer the wrong entry: this model answers from the last result it sees (c1 → c2 → c3 → done).
+  const scripted = [calls(["echo", { n: 1 }, "c1"]), calls(["echo", { n: 2 }, "c2"]), calls(["echo", { n: 3 }, "c3"]), "done"];
+  const model = {
+    provider: "test",
+    modelId: "by-last-result",
+    requests: [] as ModelRequest[],
+    stream(request: ModelRequest) {
+      this.requests.push(request);
+      const last = request.messages.at(-1);
+      const step = last?.role === "tool" ? Number(last.toolCallId.slice(1)) : 0;
+      return new ScriptedModel([scripted[step]!]).stream({ messages: [] });
+    },
+  };
   const run = new Agent({ model, tools: [echo], context: { maxTokens: 300 } }).run(long("the input"));
   const events = await eventsOf(run);
   assert.equal((await run).state, "COMPLETED");

@@ -79,7 +79,8 @@ test("steering that arrives with the final answer makes the model answer again",
 });
 
 test("followUp() queues a new input that starts when the current one completes", async () => {
-  const model = new ScriptedModel(["first", "second"]);
+  // One script through the run's inputs (each new input would start it again).
+  const model = new ScriptedModel(["first", "second"], { continueAcrossRuns: true });
   const run = new Agent({ model }).run("question one");
   run.followUp("question two");
   const events = await eventsOf(run);

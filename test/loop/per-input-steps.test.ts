@@ -40,7 +40,8 @@ describe("steps are counted per input", () => {
     const { tool, log } = waitingTool("echo", 0);
     // First input: one step, `{}`, its answer. Second input: two steps (the limit), then the seed's text.
     const script = [action, "{}", "first done", action, action, action];
-    const agent = new Agent({ model: new ScriptedModel(script), tools: [tool], toolCallMode: "action", maxTurns: 2, loopDetection: false });
+    // One script through the run's inputs (each new input would start it again).
+    const agent = new Agent({ model: new ScriptedModel(script, { continueAcrossRuns: true }), tools: [tool], toolCallMode: "action", maxTurns: 2, loopDetection: false });
     const run = agent.run("first");
     run.followUp("second");
     const result = await run;

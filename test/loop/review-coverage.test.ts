@@ -85,7 +85,8 @@ test("reasoning streams as reasoning-delta events, stays in the transcript, and 
 test("maxTurns and maxToolRounds count per input: each follow-up gets its own budget", async () => {
   const { tool } = waitingTool("wait", 0);
   const script = [calls(["wait", { value: 1 }]), "first", calls(["wait", { value: 2 }]), "second"];
-  const run = new Agent({ model: new ScriptedModel(script), tools: [tool], maxTurns: 2, maxToolRounds: 1 }).run("one");
+  // One script through the run's inputs (each new input would start it again).
+  const run = new Agent({ model: new ScriptedModel(script, { continueAcrossRuns: true }), tools: [tool], maxTurns: 2, maxToolRounds: 1 }).run("one");
   run.followUp("two");
   const result = await run;
   assert.equal(result.state, "COMPLETED", result.reason);

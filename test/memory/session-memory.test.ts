@@ -171,7 +171,8 @@ describe("sessionMemory with the agent loop", () => {
       }
     }
     assert.equal((await run).text, "better answer");
-    const followed = new Agent({ model: new ScriptedModel(["answer one", "answer two"]), memory });
+    // One script through the run's inputs (each new input would start it again).
+    const followed = new Agent({ model: new ScriptedModel(["answer one", "answer two"], { continueAcrossRuns: true }), memory });
     const second = followed.run("q1", { sessionId: "s" });
     second.followUp("q2");
     assert.equal((await second).text, "answer two");

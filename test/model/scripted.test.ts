@@ -22,16 +22,37 @@ test("an entry with tool_calls becomes calls: string arguments are JSON text, mi
   assert.equal(response.finishReason.unified, "tool-calls");
 });
 
-test("once exhausted the model answers [no more mock responses]; each run restarts the script", async () => {
-  const model = new ScriptedModel(["only"]);
-  const request = { messages: [{ role: "user" as const, content: "x" }] };
-  const first = model.forRun();
-  assert.equal((await generate(first, request)).message.content[0].type, "text");
-  const exhausted = await generate(first, request);
-  assert.deepEqual(exhausted.message.content, [{ type: "text", text: NO_MORE_MOCK_RESPONSES }]);
-  const again = await generate(model.forRun(), request);
-  assert.deepEqual(again.message.content, [{ type: "text", text: "only" }]);
-  assert.equal(model.requests.length, 3, "per-run copies record into the parent");
+const user = (content: string) => ({ role: "user" as const, content });
+const said = (text: string) => ({ role: "assistant" as const, content: [{ type: "text" as const, text }] });
+const textOf = (response: Awaited<ReturnType<typeof generate>>) => response.message.content.map((part) => (part.type === "text" ? part.text : `[${part.type}]`)).join("");
+
+test("the answer comes from the conversation: the entry after the assistant turns of the current input; once exhausted, [no more mock responses]", async () => {
+  const model = new ScriptedModel(["first", "second"]);
+  assert.equal(textOf(await generate(model, { messages: [user("x")] })), "first");
+  // The same conversation gets the same answer (a retry, a replica, a recovered run).
+  assert.equal(textOf(await generate(model, { messages: [user("x")] })), "first");
+  assert.equal(textOf(await generate(model, { messages: [user("x"), said("first"), user("steer")], inputStart: 0 })), "second");
+  // Without inputStart, the last user message starts the input.
+  assert.equal(textOf(await generate(model, { messages: [user("x"), said("first"), user("again")] })), "first");
+  assert.equal(textOf(await generate(model, { messages: [user("x"), said("first"), said("second")] })), NO_MORE_MOCK_RESPONSES);
+  assert.equal(model.requests.length, 5);
+});
+
+test("each input starts the script again; with continueAcrossRuns each new input goes on where the previous one stopped", async () => {
+  const perInput = new ScriptedModel(["a", "b"]);
+  const history = [user("one"), said("a")];
+  assert.equal(textOf(await generate(perInput, { messages: [...history, user("two")], inputStart: 2 })), "a");
+
+  const chat = new ScriptedModel(["a", "b", "c"], { continueAcrossRuns: true });
+  assert.equal(textOf(await generate(chat, { messages: [user("one")], inputStart: 0 })), "a");
+  // A chat without memory: the next run does not see the first turn.
+  assert.equal(textOf(await generate(chat, { messages: [user("two")], inputStart: 0 })), "b");
+  // The same input's next turn (a tool round or a resumed run) goes on from where the input started.
+  assert.equal(textOf(await generate(chat, { messages: [user("two"), said("b"), user("steer")], inputStart: 0 })), "c");
+  assert.equal(chat.remaining, 0);
+  // A new process recovering an input with one turn answers its second entry.
+  const recovered = new ScriptedModel(["a", "b", "c"], { continueAcrossRuns: true });
+  assert.equal(textOf(await generate(recovered, { messages: [user("one"), said("a")], inputStart: 0 })), "b");
 });
 
 test("text streams in word-sized chunks that join back to the text", async () => {
@@ -57,7 +78,7 @@ test("the request log is bounded: a long-lived scripted model keeps only the mos
   const { MAX_RECORDED_REQUESTS } = await import("../../src/model/scripted.js");
   const model = new ScriptedModel(["ok"]);
   for (let index = 0; index < MAX_RECORDED_REQUESTS + 5; index++) {
-    await generate(model.forRun(), { messages: [{ role: "user", content: String(index) }] });
+    await generate(model, { messages: [{ role: "user", content: String(index) }] });
   }
   assert.equal(model.requests.length, MAX_RECORDED_REQUESTS);
   assert.equal(model.requests.at(-1)?.messages[0].content, String(MAX_RECORDED_REQUESTS + 4));

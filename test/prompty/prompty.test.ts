@@ -39,15 +39,14 @@ function modelsByName(scripts: Record<string, unknown[]>) {
       model = new ScriptedModel(script(...entries));
       models.set(agent.name, model);
     }
-    const run = model.forRun();
-    // forRun copies: keep the requests of every run of this agent.
+    const scripted = model;
+    // The requests of every run of this agent.
     requests[agent.name] ??= [];
-    const original = run.stream.bind(run);
-    run.stream = (request: ModelRequest) => {
+    const stream = (request: ModelRequest) => {
       requests[agent.name].push(request);
-      return original(request);
+      return scripted.stream(request);
     };
-    return { ...run, provider: run.provider, modelId: run.modelId, stream: run.stream, forRun: undefined } as never;
+    return { provider: scripted.provider, modelId: scripted.modelId, stream } as never;
   };
   return { pick, requests };
 }

@@ -224,10 +224,9 @@ describe("sessions", () => {
 
   it("sends the session's earlier turns to the model", async () => {
     const { ScriptedModel } = await import("../../src/index.js");
-    const model = new ScriptedModel(["noted", "your name is Ada"]);
-    // One model shared by all runs, so `requests` shows what each run sent.
-    const shared = Object.assign(model, { forRun: () => model });
-    const test = await startTestServer({}, { build: { model: shared } });
+    // One script through the session's runs, and `requests` shows what each run sent.
+    const model = new ScriptedModel(["noted", "your name is Ada"], { continueAcrossRuns: true });
+    const test = await startTestServer({}, { build: { model } });
     try {
       const send = (content: string) => fetch(`${test.url}/v1/chat/completions`, { method: "POST", headers: { "content-type": "application/json", "x-session-id": "memo" }, body: JSON.stringify({ messages: [{ role: "user", content }] }) });
       assert.equal((await send("my name is Ada")).status, 200);
@@ -243,9 +242,8 @@ describe("sessions", () => {
 
   it("sends only the last MEMORY_CONTEXT_LIMIT exchanges, calls kept with their results", async () => {
     const { ScriptedModel } = await import("../../src/index.js");
-    const model = new ScriptedModel([JSON.stringify(toolCall("echo", { text: "one" }, "e1")), "answer one", "answer two", "answer three"]);
-    const shared = Object.assign(model, { forRun: () => model });
-    const test = await startTestServer({ MEMORY_CONTEXT_LIMIT: "1" }, { build: { model: shared, tools: [echoTool] } });
+    const model = new ScriptedModel([JSON.stringify(toolCall("echo", { text: "one" }, "e1")), "answer one", "answer two", "answer three"], { continueAcrossRuns: true });
+    const test = await startTestServer({ MEMORY_CONTEXT_LIMIT: "1" }, { build: { model, tools: [echoTool] } });
     try {
       for (const content of ["one", "two", "three"]) {
         assert.equal((await postJson(`${test.url}/v1/chat/completions`, { session_id: "limited", messages: [{ role: "user", content }] })).status, 200);

@@ -10,10 +10,10 @@ after(dropSchemas);
 describe("two server replicas on one PostgreSQL store", () => {
   it("continue each other's sessions: a request on one replica sees what the other recorded", async () => {
     const memoryEnv = { MEMORY_TYPE: "postgres", MEMORY_POSTGRES_URL: postgresUrl(), MEMORY_POSTGRES_SCHEMA: uniqueSchema("replicas") };
-    // One model per replica, shared by its runs, so `requests` shows what each replica sent.
+    // One model per replica, so `requests` shows what each replica sent.
     const models = [new ScriptedModel(["noted, Ada"]), new ScriptedModel(["your name is Ada"])];
     const [first, second] = await Promise.all(
-      models.map((model) => startTestServer({ AGENT_NAME: "replicated", ...memoryEnv }, { build: { model: Object.assign(model, { forRun: () => model }) } })),
+      models.map((model) => startTestServer({ AGENT_NAME: "replicated", ...memoryEnv }, { build: { model } })),
     );
     try {
       const ask = (url: string, content: string) =>

@@ -1,0 +1,112 @@
+// `durableAgent`: an agent whose runs are DBOS workflows, and the handle to start, decide, read,
+// list, cancel, resume and recover them.
+import { DBOS } from "@dbos-inc/dbos-sdk";
+import { Agent } from "../loop/agent.js";
+import { listRuns, recoverRuns, showRun } from "./admin.js";
+import { approvalWait, sendDecisions } from "./approvals.js";
+import { executions } from "./cancellation.js";
+import { readJournal } from "./journal.js";
+import { ensureLaunched, launchDbos, shutdownDbos } from "./launch.js";
+import { durableModel } from "./model-calls.js";
+import { durableMemory, durableTool, durableToolset, isToolset } from "./tool-calls.js";
+import type { DurableAgent, DurableOptions, DurableRun, DurableRunResult, StoredOptions } from "./types.js";
+import { listeners, registerRunWorkflow } from "./workflow.js";
+
+/**
+ * Makes an agent's runs durable: each run is a DBOS workflow whose steps are the model calls and tool
+ * calls of the agent's loop. Create durable agents before the first `launch()` (DBOS registers
+ * workflows before it starts); one database per process.
+ */
+export function durableAgent(agent: Agent, options: DurableOptions): DurableAgent {
+  if (!(agent instanceof Agent)) throw new TypeError("durableAgent: the first argument must be an Agent");
+  if (!options || typeof options.databaseUrl !== "string" || !/^postgres(ql)?:\/\//.test(options.databaseUrl)) {
+    throw new TypeError(`durableAgent: databaseUrl must be a postgres:// URL, got ${JSON.stringify(options?.databaseUrl)}`);
+  }
+  const config = agent.config;
+  const inner = new Agent({
+    ...config,
+    model: durableModel(agent.model),
+    tools: (config.tools ?? []).map((source) => (isToolset(source) ? durableToolset(source) : durableTool(source))),
+    memory: config.memory ? durableMemory(config.memory) : undefined,
+  });
+  const workflowName = `agentloop.run.${agent.name}`;
+  const workflow = registerRunWorkflow(inner, options, workflowName);
+  const handleOf = (runId: string): DurableRun => ({
+    runId,
+    result: () => DBOS.retrieveWorkflow<DurableRunResult>(runId).getResult({ pollingIntervalMs: 100 }) as Promise<DurableRunResult>,
+  });
+  return {
+    agent: inner,
+    launch: () => launchDbos(options),
+    async run(input, runOptions = {}) {
+      if (typeof input !== "string") throw new TypeError("durable run: the input must be a string");
+      ensureLaunched("run");
+      const stored: StoredOptions = {
+        sessionId: runOptions.sessionId,
+        inputs: runOptions.inputs,
+        newSession: runOptions.newSession,
+        ...(runOptions.history ? { history: runOptions.history } : {}),
+        ...(runOptions.output ? { output: runOptions.output } : {}),
+        ...(runOptions.journal !== undefined ? { journal: runOptions.journal } : {}),
+      };
+      const runId = runOptions.runId ?? `run_${crypto.randomUUID()}`;
+      if (runOptions.onEvent) listeners.set(runId, runOptions.onEvent);
+      const queued = options.queue && runOptions.partitionKey !== undefined;
+      let handle: Awaited<ReturnType<ReturnType<typeof DBOS.startWorkflow<[string, StoredOptions], DurableRunResult>>>>;
+      try {
+        handle = await DBOS.startWorkflow(workflow, {
+          workflowID: runId,
+          ...(queued ? { queueName: options.queue!.name, enqueueOptions: { queuePartitionKey: runOptions.partitionKey } } : {}),
+        })(input, stored);
+      } catch (error) {
+        listeners.delete(runId);
+        throw error;
+      }
+      // Started here: the result comes from the running workflow, without polling the database
+      // (a queued run may run in another process: its result is polled).
+      const result = handle.getResult({ pollingIntervalMs: 100 }).finally(() => listeners.delete(runId));
+      result.catch(() => undefined);
+      return { runId, result: () => result };
+    },
+    retrieve: handleOf,
+    async exists(runId) {
+      ensureLaunched("exists");
+      if (executions.has(runId)) return true;
+      const status = await DBOS.getWorkflowStatus(runId);
+      return status?.workflowName === workflowName;
+    },
+    async approvalWait(runId) {
+      ensureLaunched("approvalWait");
+      return approvalWait(runId);
+    },
+    async decide(runId, decisions, { checkpointId } = {}) {
+      ensureLaunched("decide");
+      await sendDecisions(runId, decisions, checkpointId);
+    },
+    readJournal(runId, { after = 0 } = {}) {
+      ensureLaunched("readJournal");
+      return readJournal(runId, after);
+    },
+    async list(filter = {}) {
+      ensureLaunched("list");
+      return listRuns(workflowName, filter);
+    },
+    async show(runId) {
+      ensureLaunched("show");
+      return showRun(workflowName, runId);
+    },
+    async cancel(runId) {
+      ensureLaunched("cancel");
+      await DBOS.cancelWorkflow(runId);
+    },
+    async resume(runId) {
+      ensureLaunched("resume");
+      await DBOS.resumeWorkflow(runId);
+    },
+    async recover(executorIds) {
+      ensureLaunched("recover");
+      return recoverRuns(workflowName, executorIds);
+    },
+    shutdown: shutdownDbos,
+  };
+}

@@ -1,0 +1,75 @@
+// Approvals in a durable run: the workflow waits for the decisions as a DBOS message, announced by
+// two DBOS events (what it waits at, and the pending calls) that any process reads.
+import { DBOS } from "@dbos-inc/dbos-sdk";
+import type { ApprovalDecision } from "../loop/checkpoint.js";
+import type { RunResult } from "../loop/events.js";
+import { closeModelCall } from "./model-calls.js";
+import { storedResult } from "./result.js";
+import type { ApprovalWait, DurableRunInfo } from "./types.js";
+
+const APPROVALS_TOPIC = "agentloop.approvals";
+const PENDING_KEY = "agentloop.pending";
+const WAIT_KEY = "agentloop.approval-wait";
+/** How long a durable run waits for approvals without `approvalTimeoutMs`: 7 days. */
+const DEFAULT_APPROVAL_TIMEOUT_MS = 7 * 24 * 3600 * 1000;
+
+/** The message `decide` sends; `checkpointId` (when known) names the wait it is for. */
+interface DecisionMessage {
+  decisions: Record<string, ApprovalDecision>;
+  checkpointId?: string;
+}
+
+/**
+ * The workflow waits for the decisions of a run that stopped for approvals as a DBOS message
+ * (recorded: a recovered run does not wait again for what was decided); no process is held but
+ * the workflow's pending promise, and a restarted or recovering process waits again. Calls left
+ * undecided, or not decided within `approvalTimeoutMs`, are rejected. `resumeAt`: the journal
+ * position the next leg's items start after; `announced`: called once the wait is visible.
+ */
+export async function waitForDecisions(
+  result: RunResult,
+  approvalTimeoutMs: number | undefined,
+  resumeAt = 0,
+  announced?: () => void,
+): Promise<Record<string, ApprovalDecision>> {
+  await closeModelCall(DBOS.workflowID);
+  const pending = result.checkpoint!.pending;
+  // A checkpoint's id is new in each execution: the one announced first is recorded, for the
+  // decisions (which name it) to match in a recovered execution too.
+  const announcedId = await DBOS.runStep(async () => result.checkpoint!.id, { name: "checkpoint-id" });
+  const timeoutSeconds = Math.ceil((approvalTimeoutMs ?? DEFAULT_APPROVAL_TIMEOUT_MS) / 1000);
+  await DBOS.setEvent(WAIT_KEY, { resumeAt, result: storedResult(result) } satisfies ApprovalWait);
+  await DBOS.setEvent(PENDING_KEY, pending.map((call) => ({ toolCallId: call.toolCallId, tool: call.toolName, arguments: call.arguments })));
+  announced?.();
+  let decided: Record<string, ApprovalDecision> | undefined;
+  for (;;) {
+    const message = await DBOS.recv<DecisionMessage>(APPROVALS_TOPIC, timeoutSeconds);
+    if (!message) break;
+    // A decision sent for another checkpoint of the run (a repeated request) is not this one's.
+    if (message.checkpointId !== undefined && message.checkpointId !== announcedId) continue;
+    decided = message.decisions;
+    break;
+  }
+  await DBOS.setEvent(PENDING_KEY, []);
+  const decisions: Record<string, ApprovalDecision> = {};
+  for (const call of pending) decisions[call.toolCallId] = decided?.[call.toolCallId] ?? { approve: false, reason: "no decision in time" };
+  return decisions;
+}
+
+/** Sends decisions to a run (from any process). With the checkpoint named, the run takes them only for that wait, and a repeated send is one message. */
+export async function sendDecisions(runId: string, decisions: Record<string, ApprovalDecision>, checkpointId?: string): Promise<void> {
+  if (typeof decisions !== "object" || decisions === null) throw new TypeError("durable decide: decisions must be an object keyed by tool call id");
+  const message: DecisionMessage = { decisions, ...(checkpointId ? { checkpointId } : {}) };
+  await DBOS.send(runId, message, APPROVALS_TOPIC, checkpointId ? `agentloop.decision.${checkpointId}` : undefined);
+}
+
+/** The calls a run waits on a decision for (none when it does not wait). */
+export async function pendingApprovals(runId: string): Promise<NonNullable<DurableRunInfo["pendingApprovals"]>> {
+  return (await DBOS.getEvent<DurableRunInfo["pendingApprovals"]>(runId, PENDING_KEY, 0)) ?? [];
+}
+
+/** What a run waiting for approvals waits at (undefined when it does not wait). */
+export async function approvalWait(runId: string): Promise<ApprovalWait | undefined> {
+  if ((await pendingApprovals(runId)).length === 0) return undefined;
+  return (await DBOS.getEvent<ApprovalWait>(runId, WAIT_KEY, 0)) ?? undefined;
+}

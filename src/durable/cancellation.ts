@@ -1,0 +1,45 @@
+// A durable run's cancellation (DBOS's cancel, from any process) reaching the run's loop.
+import { DBOS, Error as DBOSErrors } from "@dbos-inc/dbos-sdk";
+import { AgentLoopError } from "../errors.js";
+
+/**
+ * The runs executing in this process, each with the signal its loop runs with: a step that finds its
+ * run cancelled (`cancel`, DBOS's cancel, from any process) aborts the loop, which stops at its next
+ * checkpoint (ABORTED) instead of going on with the failed step as an error.
+ */
+export const executions = new Map<string, AbortController>();
+
+function isCancelled(error: unknown): boolean {
+  return error instanceof DBOSErrors.DBOSWorkflowCancelledError;
+}
+
+function abortCancelled(runId: string): void {
+  executions.get(runId)?.abort(new AgentLoopError("aborted", `run ${runId} was cancelled`));
+}
+
+/** A step of run `runId`: if it fails because the run was cancelled, the run's loop is aborted first. */
+export function watched<T>(runId: string | undefined, step: Promise<T>): Promise<T> {
+  return step.catch((error: unknown) => {
+    if (runId && isCancelled(error)) abortCancelled(runId);
+    throw error;
+  });
+}
+
+/**
+ * Runs a step's work with the run's cancellation linked: DBOS's step cancel signal (it polls, so it
+ * fires within about a second of a cancel) aborts the loop, and so the model call or tool in flight
+ * (through the signal they get), instead of waiting for it to end.
+ */
+export async function cancellable<T>(work: () => Promise<T>): Promise<T> {
+  const runId = DBOS.workflowID;
+  const signal = DBOS.stepStatus?.cancelSignal;
+  if (!runId || !signal) return work();
+  const onCancel = () => abortCancelled(runId);
+  if (signal.aborted) onCancel();
+  signal.addEventListener("abort", onCancel, { once: true });
+  try {
+    return await work();
+  } finally {
+    signal.removeEventListener("abort", onCancel);
+  }
+}

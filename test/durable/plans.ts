@@ -1,0 +1,23 @@
+// The conversations of test/durable/child.ts, shared with the parent that serves them over HTTP.
+import { type Plan, toolResults } from "./models.js";
+
+const doneText = (results: string[]) => `done: ${results.join(" | ")}`;
+
+/** Four waves of one `step` call (call_1..call_4), then the answer listing their results. */
+export const stepsPlan: Plan = (messages) => {
+  const results = toolResults(messages);
+  if (results.length < 4) {
+    const n = results.length + 1;
+    return { calls: [{ id: `call_${n}`, name: "step", arguments: { n } }] };
+  }
+  return { text: doneText(results) };
+};
+
+/** One wave of three concurrent `step` calls (call_1..call_3), then the answer. */
+export const wavePlan: Plan = (messages) => {
+  const results = toolResults(messages);
+  if (results.length === 0) return { calls: [1, 2, 3].map((n) => ({ id: `call_${n}`, name: "step", arguments: { n } })) };
+  return { text: doneText(results) };
+};
+
+export const plans = { steps: stepsPlan, wave: wavePlan };
