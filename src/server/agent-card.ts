@@ -55,8 +55,8 @@ export function buildAgentCard(input: AgentCardInput): AgentCard & Record<string
     capabilities: { streaming: true, pushNotifications: false, extensions: [] },
     securitySchemes: {},
     securityRequirements: [],
-    defaultInputModes: ["text/plain"],
-    defaultOutputModes: ["text/plain"],
+    defaultInputModes: ["text/plain", "application/json"],
+    defaultOutputModes: ["text/plain", "application/json"],
     skills,
     signatures: [],
     // A2A 0.3 fields, for KAOS and 0.3 clients.
