@@ -1,7 +1,9 @@
+import { ToolInterrupt } from "../loop/checkpoint.js";
 import { textOf } from "../messages.js";
 import type { Tool, ToolContext, ToolResultValue } from "../tools/tool.js";
 import { TASK_PARAMETERS, taskOf } from "./local.js";
 import { delegationFailed, remoteCallFailed, remoteCallSignal, traceHeadersOf } from "./remote.js";
+import { approvalRequiredOf, remoteDecisions, remoteResumeOf, type WireApprovalRequired, wireDecisions } from "./remote-approvals.js";
 
 /** A message in the OpenAI chat shape, as a KAOS agent reads it. */
 export interface ChatMessage {
@@ -42,6 +44,30 @@ function conversationText(context: ToolContext): ChatMessage[] {
   return messages;
 }
 
+/**
+ * A worker's chat completion: its answer text, a `[Delegation failed]` result, or the calls it waits
+ * on (`finish_reason: "approval_required"`, an agentloop worker).
+ */
+async function completionOf(response: Response, url: string): Promise<string | ToolResultValue | (WireApprovalRequired & { session_id: string })> {
+  const body = await response.text();
+  if (!response.ok) return delegationFailed(`HTTP ${response.status} from ${url}${body ? `: ${shorten(body)}` : ""}`);
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(body);
+  } catch {
+    return delegationFailed(`the response from ${url} is not JSON: ${shorten(body)}`);
+  }
+  const completion = parsed as { choices?: Array<{ message?: { content?: unknown }; finish_reason?: unknown }>; approval_required?: unknown };
+  if (completion?.choices?.[0]?.finish_reason === "approval_required") {
+    const report = approvalRequiredOf(completion.approval_required);
+    if (!report || typeof report.session_id !== "string") return delegationFailed(`the response from ${url} asks for approvals without a valid approval_required report`);
+    return report as WireApprovalRequired & { session_id: string };
+  }
+  const content = completion?.choices?.[0]?.message?.content;
+  if (typeof content !== "string") return delegationFailed(`the response from ${url} has no choices[0].message.content`);
+  return content;
+}
+
 /** The role KAOS uses for the delegated task itself. */
 export const TASK_DELEGATION_ROLE = "task-delegation";
 
@@ -63,6 +89,7 @@ export function kaosAgentTool(options: KaosAgentToolOptions): Tool<{ task: strin
     throw new TypeError(`kaosAgentTool: "${options.url}" is not a valid URL`);
   }
   const limit = options.maxContextMessages ?? 10;
+  const approvalsEndpoint = endpoint.replace(/\/chat\/completions$/, "/approvals");
 
   return {
     name: options.toolName ?? `delegate_to_${options.name}`,
@@ -71,33 +98,39 @@ export function kaosAgentTool(options: KaosAgentToolOptions): Tool<{ task: strin
     kind: "kaos",
     action: "delegate",
     async execute(args, context): Promise<ToolResultValue | string> {
+      const resumed = remoteResumeOf(context, "kaos");
       const task = taskOf(args);
-      if (task === undefined) return delegationFailed(`delegation to "${options.name}" needs a non-empty "task" string`);
+      if (task === undefined && !resumed) return delegationFailed(`delegation to "${options.name}" needs a non-empty "task" string`);
       const signal = remoteCallSignal(context.signal, options.timeoutMs);
+      const headers = { "content-type": "application/json", accept: "application/json", ...options.headers, ...traceHeadersOf(context.services) };
+      const post = (url: string, body: unknown) => fetch(url, { method: "POST", headers, body: JSON.stringify(body), signal });
       try {
-        const source = options.contextMessages;
-        const all = typeof source === "function" ? await source(context) : (source ?? conversationText(context));
-        const recent = limit > 0 ? all.slice(-limit) : [];
-        const messages: ChatMessage[] = [...recent, { role: TASK_DELEGATION_ROLE, content: task }];
-        context.progress({ status: "sending", agent: options.name, url: endpoint });
-        const response = await fetch(endpoint, {
-          method: "POST",
-          headers: { "content-type": "application/json", accept: "application/json", ...options.headers, ...traceHeadersOf(context.services) },
-          body: JSON.stringify({ model: options.name, messages, stream: false }),
-          signal,
-        });
-        const body = await response.text();
-        if (!response.ok) return delegationFailed(`HTTP ${response.status} from ${endpoint}${body ? `: ${shorten(body)}` : ""}`);
-        let parsed: unknown;
-        try {
-          parsed = JSON.parse(body);
-        } catch {
-          return delegationFailed(`the response from ${endpoint} is not JSON: ${shorten(body)}`);
+        let response: Response;
+        let url = endpoint;
+        if (resumed) {
+          // A worker that stopped for approvals: the decisions go to its /v1/approvals.
+          url = approvalsEndpoint;
+          context.progress({ status: "sending decisions", agent: options.name, url });
+          response = await post(url, { session_id: resumed.wait.sessionId, decisions: wireDecisions(resumed.decisions), stream: false });
+        } else {
+          const source = options.contextMessages;
+          const all = typeof source === "function" ? await source(context) : (source ?? conversationText(context));
+          const recent = limit > 0 ? all.slice(-limit) : [];
+          const messages: ChatMessage[] = [...recent, { role: TASK_DELEGATION_ROLE, content: task as string }];
+          context.progress({ status: "sending", agent: options.name, url });
+          response = await post(url, { model: options.name, messages, stream: false });
         }
-        const content = (parsed as { choices?: Array<{ message?: { content?: unknown } }> })?.choices?.[0]?.message?.content;
-        if (typeof content !== "string") return delegationFailed(`the response from ${endpoint} has no choices[0].message.content`);
-        return content;
+        for (;;) {
+          const answer = await completionOf(response, url);
+          if (typeof answer === "string" || !("pending" in answer)) return answer;
+          // An agentloop worker stopped for approvals: ask for them here, then send the decisions back.
+          const wait = { protocol: "kaos" as const, agent: options.name, sessionId: answer.session_id, checkpointId: answer.checkpoint_id };
+          const decisions = await remoteDecisions(wait, answer, context);
+          url = approvalsEndpoint;
+          response = await post(url, { session_id: answer.session_id, decisions: wireDecisions(decisions), stream: false });
+        }
       } catch (error) {
+        if (error instanceof ToolInterrupt) throw error;
         return remoteCallFailed(error, context.signal, signal, endpoint, options.timeoutMs);
       }
     },

@@ -55,8 +55,11 @@ class LoopAgentExecutor implements AgentExecutor {
     const now = () => new Date().toISOString();
     const status = (state: TaskState, content?: string | Part[]) =>
       AgentEvent.statusUpdate({ taskId, contextId, status: { state, message: content === undefined ? undefined : agentMessage(content, taskId, contextId), timestamp: now() }, metadata: undefined });
-    // A stream starts with the task, also a message on a task that exists (an answer to input-required).
-    const task: Task = context.task ?? { id: taskId, contextId, status: { state: TaskState.TASK_STATE_SUBMITTED, message: undefined, timestamp: now() }, artifacts: [], history: [context.userMessage], metadata: undefined };
+    // A stream starts with the task, also a message on a task that exists (an answer to
+    // input-required): that task is working again (its client must not read it as still waiting).
+    const task: Task = context.task
+      ? { ...context.task, status: { state: TaskState.TASK_STATE_WORKING, message: undefined, timestamp: now() } }
+      : { id: taskId, contextId, status: { state: TaskState.TASK_STATE_SUBMITTED, message: undefined, timestamp: now() }, artifacts: [], history: [context.userMessage], metadata: undefined };
     bus.publish(AgentEvent.task(task));
     // A message on a task waiting for approvals answers them: its decisions resume the run.
     const waiting = context.task?.status?.state === TaskState.TASK_STATE_INPUT_REQUIRED;

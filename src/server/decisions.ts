@@ -27,12 +27,3 @@ export function parseDecisions(raw: unknown, param = "decisions"): Record<string
   }
   return decisions;
 }
-
-/** Decisions in the wire shape (the inverse of `parseDecisions`), for a worker asked by its coordinator. */
-export function wireDecisions(decisions: Record<string, ApprovalDecision>): Record<string, { approve: boolean; reason?: string; arguments_hash?: string }> {
-  const wire: Record<string, { approve: boolean; reason?: string; arguments_hash?: string }> = {};
-  for (const [callId, decision] of Object.entries(decisions)) {
-    wire[callId] = { approve: decision.approve, ...(!decision.approve && decision.reason !== undefined ? { reason: decision.reason } : {}), ...(decision.argumentsHash ? { arguments_hash: decision.argumentsHash } : {}) };
-  }
-  return wire;
-}
