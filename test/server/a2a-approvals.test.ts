@@ -103,11 +103,10 @@ describe("approvals across A2A (the official @a2a-js/sdk client)", () => {
     // Stream the resume: the task goes working, then completes with the answer.
     const decisions = { call_a: { approve: true, arguments_hash: approval.pending[0]!.arguments_hash }, call_b: { approve: false, reason: "b.txt is read-only" } };
     const states: TaskState[] = [];
-    let final: Task | undefined;
     for await (const event of client.sendMessageStream(request(message([data({ decisions })], contextId, asked.id))) as AsyncIterable<StreamResponse>) {
       if (event.payload?.$case === "statusUpdate") states.push(event.payload.value.status!.state);
     }
-    final = await client.getTask({ tenant: "", id: asked.id, historyLength: undefined });
+    const final = await client.getTask({ tenant: "", id: asked.id, historyLength: undefined });
     assert.equal(states.at(-1), TaskState.TASK_STATE_COMPLETED);
     assert.ok(states.includes(TaskState.TASK_STATE_WORKING));
     assert.equal(final.status?.state, TaskState.TASK_STATE_COMPLETED);
