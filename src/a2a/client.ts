@@ -15,7 +15,9 @@ import { delegationFailed, reasonOf, remoteCallFailed, remoteCallSignal, traceHe
 import { approvalRequiredOf, remoteDecisions, remoteResumeOf, type WireApprovalRequired, wireDecisions } from "../agents/remote-approvals.js";
 import { type ApprovalDecision, type RemoteWait, ToolInterrupt } from "../loop/checkpoint.js";
 import { AgentLoopError } from "../errors.js";
+import type { LoopEvent } from "../loop/events.js";
 import type { McpElicitationHandler } from "../mcp/config.js";
+import { loopEventOf } from "./events.js";
 import type { Tool, ToolContext, ToolResultValue } from "../tools/tool.js";
 
 export interface A2AAgentToolOptions {
@@ -111,6 +113,8 @@ class TaskProgress {
   contextId?: string;
   state?: TaskState;
   statusText = "";
+  /** Answer chunks went out as nested text deltas. */
+  streamed = false;
   /** The data parts of the last status message (an agentloop worker's `approval_required` is one). */
   statusData: unknown[] = [];
   messageText = "";
@@ -140,7 +144,8 @@ class TaskProgress {
   /** A status (of a task or an update): its state, its text when it has some, its data parts. */
   addStatus(state: TaskState | undefined, parts: Part[] | undefined): string {
     this.state = state ?? this.state;
-    const text = partsText(parts);
+    // An agentloop worker's loop event is not status text (its progress block has a text part of its own).
+    const text = partsText(parts?.filter((part) => !(part.content?.$case === "data" && part.content.value?.agentloop_event !== undefined)));
     if (text) this.statusText = text;
     this.statusData = (parts ?? []).flatMap((part) => (part.content?.$case === "data" ? [part.content.value] : []));
     return text;
@@ -279,7 +284,7 @@ async function delegate(
       else progress.addTask(result as Task);
     } else {
       for await (const event of client.sendMessageStream(request, requestOptions)) {
-        handleStreamEvent(event, progress, report);
+        handleStreamEvent(event, progress, report, (nested) => context.nested(agentName, nested));
         if (progress.state !== undefined && terminalStates.has(progress.state)) break;
       }
     }
@@ -296,10 +301,17 @@ async function delegate(
     const wait: RemoteWait = { protocol: "a2a", agent: agentName, taskId: progress.taskId, contextId: progress.contextId, checkpointId: asked.checkpoint_id };
     message = decisionsMessage(wait, await remoteDecisions(wait, asked, context));
     progress.state = undefined;
+    progress.streamed = false;
   }
 }
 
-function handleStreamEvent(event: StreamResponse, progress: TaskProgress, report: (data: Omit<A2AProgress, "source" | "agent">) => void): void {
+/**
+ * Folds one streamed update into the task's progress, reports it (`tool-progress`), and hands the
+ * worker's live events to `nest` as loop events: answer chunks as `text-delta`, an agentloop
+ * worker's tool calls and progress blocks (`agentloop_event` data parts, src/a2a/events.ts) as
+ * themselves, and, from any agent, a working status text as a `tool-progress` of the worker.
+ */
+function handleStreamEvent(event: StreamResponse, progress: TaskProgress, report: (data: Omit<A2AProgress, "source" | "agent">) => void, nest: (event: LoopEvent) => void): void {
   const payload = event.payload;
   switch (payload?.$case) {
     case "task":
@@ -311,12 +323,24 @@ function handleStreamEvent(event: StreamResponse, progress: TaskProgress, report
       progress.taskId = update.taskId || progress.taskId;
       progress.contextId = update.contextId || progress.contextId;
       const text = progress.addStatus(update.status?.state, update.status?.message?.parts);
+      const runId = progress.taskId ?? "";
+      for (const data of progress.statusData) {
+        const nested = loopEventOf((data as { agentloop_event?: unknown } | null)?.agentloop_event, runId);
+        if (nested) nest(nested);
+      }
       report({ update: "status", taskId: progress.taskId, state: stateName(progress.state), ...(text ? { text } : {}) });
       break;
     }
     case "artifactUpdate": {
       const update = payload.value;
+      const streamedBefore = progress.streamed;
       const text = progress.addArtifact(update.artifact, update.append);
+      // An answer streamed in chunks ends with the whole answer again (append false, last chunk): not a delta.
+      const whole = !update.append && update.lastChunk && streamedBefore;
+      if (text !== "" && !whole) {
+        progress.streamed = true;
+        nest({ type: "text-delta", runId: update.taskId || progress.taskId || "", turn: 0, delta: text });
+      }
       report({ update: "artifact", taskId: update.taskId || progress.taskId, artifact: update.artifact?.name, text });
       break;
     }

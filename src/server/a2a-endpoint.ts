@@ -15,7 +15,8 @@ import {
 import { ContentTypeNotSupportedError, UnsupportedOperationError } from "@a2a-js/sdk/errors";
 import type { ApprovalDecision } from "../loop/checkpoint.js";
 import type { LoopEvent, RunResult } from "../loop/events.js";
-import { approvalParts, decisionsOf } from "./a2a-approvals.js";
+import { wireEventOf } from "../a2a/events.js";
+import { approvalParts, dataPart, decisionsOf } from "./a2a-approvals.js";
 import { approvalRequiredOf } from "./chat-stream.js";
 import { HttpError } from "./http-errors.js";
 import { a2aParamsProblem, invalidParamsError, isJsonContentType, subscribedTaskId, withReturnedPageSize } from "./a2a-validation.js";
@@ -97,12 +98,20 @@ class LoopAgentExecutor implements AgentExecutor {
     // Progress blocks become working status updates; answer text streams as chunks of one artifact.
     const onEvent = (event: LoopEvent) => {
       if (entry.canceled) return;
+      if (event.type === "text-delta") {
+        if (event.delta !== "") bus.publish(artifact(event.delta, streamed++ > 0, false));
+        return;
+      }
+      // Tool calls, waves and sub-agents' events travel as data parts (src/a2a/events.ts); a
+      // progress block keeps its JSON text too, for clients that read only text.
+      const wire = wireEventOf(event);
+      if (!wire) return;
+      const parts = [dataPart({ agentloop_event: wire })];
       if (event.type === "progress") {
         const { step, max_steps, action, target } = event;
-        bus.publish(status(TaskState.TASK_STATE_WORKING, JSON.stringify({ type: "progress", step, max_steps, action, target })));
-      } else if (event.type === "text-delta" && event.delta !== "") {
-        bus.publish(artifact(event.delta, streamed++ > 0, false));
+        parts.unshift(textPart(JSON.stringify({ type: "progress", step, max_steps, action, target })));
       }
+      bus.publish(status(TaskState.TASK_STATE_WORKING, parts));
     };
     try {
       const result = await this.runTask({ input, sessionId: contextId, signal: entry.controller.signal, onEvent, decisions });

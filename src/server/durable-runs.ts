@@ -125,8 +125,8 @@ export class DurableRuns {
 
   /** A run's journal: the chunks of its stream, closed (after its events are stored) by the finish chunk and `[DONE]`. */
   private encoder(spec: ChatStreamSpec & { delegatedTask?: string }, runId: string): JournalEncoder {
-    const chunks = new ChatStreamEncoder(spec);
     const { memory, settings, log } = this;
+    const chunks = new ChatStreamEncoder({ ...spec, agent: settings.name });
     return {
       begin: async () => {
         // What an earlier execution of this run stored (none for a run's first execution).
