@@ -16,6 +16,7 @@ import { spawn } from "node:child_process";
 import { mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { join, relative, resolve } from "node:path";
 import { nodeBundleOptions } from "./esbuild-node.mjs";
+import { formatSummary } from "./test-summary-reporter.mjs";
 
 function find(dir, out = []) {
   let entries = [];
@@ -148,6 +149,16 @@ function writeGroupEntries(groups, dir) {
   });
 }
 
+/** A test file's path as the reader knows it: a bundled file's source (`<rank>/<path>.mjs`), or a group's entry. */
+function displayName(file) {
+  const path = relative(ROOT, file.startsWith("file:") ? new URL(file).pathname : file);
+  const bundled = /agentloop-test\/run-[^/]+\/tests\/\d+\/(.+)\.mjs$/.exec(file);
+  if (bundled) return `${bundled[1]}.ts`;
+  const group = /groups-[^/]+\/(group-\d+)\.test\.ts$/.exec(file);
+  if (group) return `${group[1]} (${groups[Number(group[1].slice(6)) - 1]?.files.length ?? "?"} files in one process)`;
+  return path;
+}
+
 const args = process.argv.slice(2);
 const withChecks = args.includes("--checks");
 const filters = args.filter((arg) => arg !== "--checks");
@@ -203,14 +214,30 @@ if (times) {
   env.AGENTLOOP_TEST_TIMES = times;
 }
 const runner = [...(built ? ["--enable-source-maps"] : ["--import", "tsx"]), ...(times ? ["--import", "./scripts/record-duration.mjs"] : [])];
+// Node's own report as it runs (spec on a terminal, TAP otherwise, as node --test chooses), and a
+// summary (scripts/test-summary-reporter.mjs) into a file, printed after the run.
+mkdirSync(entriesDir, { recursive: true });
+const summaryFile = join(entriesDir, "summary.json");
+const reporters = [
+  `--test-reporter=${process.stdout.isTTY ? "spec" : "tap"}`,
+  "--test-reporter-destination=stdout",
+  `--test-reporter=${new URL("./test-summary-reporter.mjs", import.meta.url).href}`,
+  `--test-reporter-destination=${summaryFile}`,
+];
+const started = performance.now();
 let status = 1;
+let summary;
 try {
-  const tests = await run(process.execPath, [...runner, "--test", `--test-concurrency=${process.env.AGENTLOOP_TEST_CONCURRENCY ?? 4}`, "--test-timeout=300000", ...(built?.tests ?? files)], { env });
+  const tests = await run(process.execPath, [...runner, "--test", ...reporters, `--test-concurrency=${process.env.AGENTLOOP_TEST_CONCURRENCY ?? 4}`, "--test-timeout=300000", ...(built?.tests ?? files)], { env });
   status = tests.status;
+  try {
+    summary = JSON.parse(readFileSync(summaryFile, "utf8"));
+  } catch {}
 } finally {
   if (built) rmSync(built.outdir, { recursive: true, force: true });
   rmSync(entriesDir, { recursive: true, force: true });
 }
+console.log(`\n${formatSummary(summary, { seconds: (performance.now() - started) / 1000, files: matched.length, status, name: displayName })}`);
 if (times) {
   // This run's times, and the earlier ones of files it did not run alone (a group's files, filtered out).
   const rows = new Map();

@@ -27,6 +27,7 @@ export {
   type ModelRequest,
   type ModelResponse,
   ResponseAccumulator,
+  STEP_LIMIT_FINISH,
   type ResponseFormat,
   type ToolChoice,
   type ToolDefinition,
@@ -47,6 +48,7 @@ export {
   type ToolOutput,
   type ToolResultValue,
   type TruncationOptions,
+  toolNames,
   type ZodLikeSchema,
 } from "./tools/tool.js";
 export { parseToolArguments } from "./tools/parse-arguments.js";

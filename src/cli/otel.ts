@@ -6,6 +6,8 @@
 // SDK is imported lazily, registered as the global tracer provider (the runs then trace themselves,
 // see src/loop/global-tracing.ts), and flushed before the command exits.
 
+import { connect } from "node:net";
+
 export type TraceEnv = Record<string, string | undefined>;
 
 /** Where spans go, or undefined when no OTLP endpoint is configured (or the SDK is disabled). */
@@ -21,6 +23,24 @@ export function otlpTracesEndpoint(env: TraceEnv = process.env): string | undefi
 
 /** Longest a command waits at exit for its spans to reach the collector. */
 const FLUSH_LIMIT_MS = 5_000;
+
+/**
+ * Resolves when nothing listens at the URL's host and port (a refused connection is known at once),
+ * never otherwise. The exporter retries a refused connection for up to its timeout; at exit there
+ * is no point in waiting for that.
+ */
+function whenRefused(url: string): Promise<"refused"> {
+  return new Promise((resolve) => {
+    const target = new URL(url);
+    const socket = connect({ host: target.hostname.replace(/^\[|\]$/g, ""), port: Number(target.port || (target.protocol === "https:" ? 443 : 80)) });
+    socket.unref();
+    socket.once("connect", () => socket.destroy());
+    socket.once("error", (error: NodeJS.ErrnoException) => {
+      socket.destroy();
+      if (error.code === "ECONNREFUSED") resolve("refused");
+    });
+  });
+}
 
 /**
  * Starts exporting traces when an OTLP endpoint is configured; returns the function that flushes
@@ -59,7 +79,7 @@ export async function startTraceExport(
   provider.register();
 
   let stopping: Promise<boolean> | undefined;
-  /** Flushes and stops the export; true when the collector did not answer in time. */
+  /** Flushes and stops the export; true when it was given up (nothing listens, or no answer in time). */
   const stop = (): Promise<boolean> => {
     stopping ??= (async () => {
       process.off("beforeExit", atExit);
@@ -68,18 +88,19 @@ export async function startTraceExport(
         timer = setTimeout(() => resolve("late"), FLUSH_LIMIT_MS);
         timer.unref();
       });
-      const outcome = await Promise.race([provider.shutdown().then(() => "done" as const, () => "done" as const), limit]);
+      const outcome = await Promise.race([provider.shutdown().then(() => "done" as const, () => "done" as const), limit, whenRefused(url)]);
       clearTimeout(timer);
-      if (outcome === "late" && !warned) {
+      if (outcome !== "done" && !warned) {
         warned = true;
-        stderr.write(`agentloop: traces not exported to ${url}: no answer within ${FLUSH_LIMIT_MS} ms\n`);
+        const { host } = new URL(url);
+        stderr.write(`agentloop: traces not exported to ${url}: ${outcome === "refused" ? `connection refused (nothing listens at ${host})` : `no answer within ${FLUSH_LIMIT_MS} ms`}\n`);
       }
-      return outcome === "late";
+      return outcome !== "done";
     })();
     return stopping;
   };
-  // A command that ends by itself (run, chat) flushes once nothing else is left to do; if the
-  // collector is still retrying after the limit, the process exits anyway (with its exit code).
+  // A command that ends by itself (run, chat) flushes once nothing else is left to do; if nothing
+  // listens, or the collector is still retrying after the limit, the process exits anyway (with its exit code).
   const atExit = () => {
     void stop().then((late) => {
       if (late) process.exit();

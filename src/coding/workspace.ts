@@ -1,4 +1,4 @@
-import { realpathSync } from "node:fs";
+import { realpathSync, statSync } from "node:fs";
 import { realpath, stat } from "node:fs/promises";
 import { basename, dirname, isAbsolute, join, relative, resolve, sep } from "node:path";
 import { type ExecOptions, type ExecResult, exec } from "./exec.js";
@@ -63,6 +63,8 @@ export class Workspace {
     } catch {
       throw new Error(`Workspace: the root folder ${resolve(options.root)} does not exist`);
     }
+    // A file here would fail later, at the first command, as `spawn ENOTDIR`.
+    if (!statSync(this.root).isDirectory()) throw new Error(`Workspace: the root ${resolve(options.root)} is a file, not a folder`);
     this.allowOutside = options.allowOutside ?? false;
     this.options = options;
   }

@@ -430,7 +430,7 @@ export function durableAgent(agent: Agent, options: DurableOptions): DurableAgen
       }
       DBOS.setConfig({
         name: options.appName ?? "agentloop",
-        systemDatabaseUrl: options.databaseUrl,
+        systemDatabaseUrl: withIdleTransactionTimeout(options.databaseUrl),
         systemDatabaseSchemaName: options.schema,
         executorID: options.executorId,
         applicationVersion: options.appVersion,
@@ -1000,4 +1000,20 @@ function durableMemory(memory: SessionMemory): SessionMemory {
 
 function isToolset(source: Tool<any> | Toolset): source is Toolset {
   return typeof (source as Tool<any>).execute !== "function" && typeof (source as Toolset).toolsVersion === "number";
+}
+
+/**
+ * The system database URL with DBOS's `idle_in_transaction_session_timeout` (60 s) in its libpq
+ * `options`, sent when a connection starts. Without it DBOS sets the timeout with a query queued on
+ * each new pool connection ahead of the borrower's first one, which pg 8 reports on stderr as a
+ * DeprecationWarning ("Calling client.query() when the client is already executing a query");
+ * DBOS leaves a URL that already sets it alone. A URL that sets it itself, or is not a URL, is kept.
+ */
+export function withIdleTransactionTimeout(databaseUrl: string, timeoutMs = 60_000): string {
+  const url = URL.parse(databaseUrl);
+  if (!url || !/^postgres(ql)?:$/.test(url.protocol)) return databaseUrl;
+  const options = url.searchParams.get("options") ?? "";
+  if (options.includes("idle_in_transaction_session_timeout")) return databaseUrl;
+  url.searchParams.set("options", `${options} -c idle_in_transaction_session_timeout=${timeoutMs}`.trim());
+  return url.toString();
 }

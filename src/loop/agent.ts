@@ -2,9 +2,9 @@ import { randomUUID } from "node:crypto";
 import { delegateTool } from "../agents/local.js";
 import { AgentLoopError } from "../errors.js";
 import { type AssistantPart, type Message, textOf, toolCallsOf, type ToolCallPart } from "../messages.js";
-import { type Model, type ModelRequest, type ModelEvent, type ModelResponse, ResponseAccumulator, type ToolDefinition } from "../model/model.js";
+import { type Model, type ModelRequest, type ModelEvent, type ModelResponse, ResponseAccumulator, STEP_LIMIT_FINISH, type ToolDefinition } from "../model/model.js";
 import { scriptedModelFromEnv } from "../model/scripted.js";
-import type { Tool } from "../tools/tool.js";
+import { type Tool, toolNames } from "../tools/tool.js";
 import { jsonSchemaOf, warmValidators } from "../tools/validate.js";
 import { type Usage, addUsage, emptyUsage } from "../usage.js";
 import { type ApprovalScope, runControlledWave, type WaveResume } from "./approvals.js";
@@ -399,7 +399,12 @@ export class Agent<Output = unknown> {
       if (response.error) return this.modelFailed(context, response);
       if (context.stop) return context.stop;
       const calls = toolCallsOf(response.message);
+      // An MCP tool answers to both its names (`<server>.<tool>`, `<tool>`): the call gets the one the tool is listed under.
+      for (const call of calls) call.name = resolveToolName(this.tools, call.name);
       if (calls.length === 0) {
+        // A text protocol's answer because its steps ran out (`Reached maximum reasoning steps (N)`):
+        // the answer stands, and the state says a limit ended the run, as maxTurns does in native mode.
+        if (response.finishReason.raw === STEP_LIMIT_FINISH) return { state: "TURN_LIMIT", reason: stepLimitReason(textOf(response.message)) };
         // Steering asks for another answer, but never at the cost of the one we have on the last turn.
         if (turns < turnLimit && this.injectSteering(context)) continue;
         return (await this.checkStructuredOutput(context, response)) ?? { state: "COMPLETED", reason: "the model answered" };
@@ -703,6 +708,31 @@ function resultOf(context: RunContext, outcome: Outcome): RunResult {
 interface Resume {
   checkpoint: RunCheckpoint;
   decisions: ResumeOptions["decisions"];
+}
+
+/** Per tool list: each MCP tool's other names (see `toolNames`) → its listed name; null when two tools share one. */
+const otherNames = new WeakMap<Map<string, Tool<any>>, Map<string, string | null>>();
+
+/** The tool a call's name means: a listed name, or an MCP tool's other name when exactly one tool has it. */
+function resolveToolName(tools: Map<string, Tool<any>>, name: string): string {
+  if (tools.has(name)) return name;
+  let aliases = otherNames.get(tools);
+  if (!aliases) {
+    aliases = new Map();
+    for (const tool of tools.values()) {
+      for (const alias of toolNames(tool)) {
+        if (alias === tool.name || tools.has(alias)) continue;
+        aliases.set(alias, aliases.has(alias) ? null : tool.name);
+      }
+    }
+    otherNames.set(tools, aliases);
+  }
+  return aliases.get(name) ?? name;
+}
+
+/** The reason of a run a text protocol's step limit ended: its answer (`Reached maximum reasoning steps (3)`), or what it was. */
+function stepLimitReason(answer: string): string {
+  return /^Reached maximum reasoning steps \(\d+\)$/.test(answer) ? answer : "the tool-call protocol's steps ran out; final answer given without tools";
 }
 
 function abortReason(signal: AbortSignal, fallback = "aborted"): string {

@@ -6,7 +6,7 @@
 import { onAbort } from "../abort.js";
 import type { ToolCallPart } from "../messages.js";
 import { parseToolArguments } from "../tools/parse-arguments.js";
-import type { Tool } from "../tools/tool.js";
+import { type Tool, toolNames } from "../tools/tool.js";
 import { validateArguments } from "../tools/validate.js";
 import { applyBindings } from "./bindings.js";
 import { type ApprovalDecision, argumentsHash, type CheckpointWave, type NestedResume, type PendingApproval, type RunCheckpoint } from "./checkpoint.js";
@@ -183,7 +183,7 @@ async function gateCall(call: ToolCallPart, settings: WaveSettings, control: Wav
   if (decided && (!decided.decision.approve || decided.request.argumentsHash === request.argumentsHash)) return { preset: decisionPreset(decided.decision, args), decided };
   if (decided || earlier.asked.has(call.id)) return { ask: request };
   const context: ApprovalContext = { toolCallId: call.id, toolName: call.name, runId: settings.run.runId, agentPath: settings.agentPath, inputs: settings.inputs };
-  if (matchesAny(control.needsApproval, call.name) || (tool.needsApproval && (await approvalNeeded(tool, args, context)))) return { ask: request };
+  if (matchesAny(control.needsApproval, toolNames(tool)) || (tool.needsApproval && (await approvalNeeded(tool, args, context)))) return { ask: request };
   return { preset: { args } };
 }
 
@@ -194,7 +194,7 @@ async function guardCall(call: ToolCallPart, tool: Tool<any>, args: Record<strin
     emit({ type: "guardrail", runId: run.runId, guardrail: "tool", allowed: false, reason, toolCallId: call.id, name: call.name });
     return { error: `Tool denied by guardrail: ${reason}`, kind: "guardrail" as const };
   };
-  const denied = deniedByRule(control.guardrails?.deniedTools, call.name);
+  const denied = deniedByRule(control.guardrails?.deniedTools, toolNames(tool));
   if (denied !== undefined) return deny(denied);
   const guardrail = control.guardrails?.tool;
   if (!guardrail) return { args };

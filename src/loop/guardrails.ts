@@ -79,13 +79,14 @@ export function checkGuardrails(guardrails: unknown): void {
   }
 }
 
-/** Whether `toolName` matches one of the names or globs (`*`, `?`). */
-export function matchesAny(globs: readonly string[] | undefined, toolName: string): boolean {
-  return globs?.some((glob) => globToRegExp(glob).test(toolName)) === true;
+/** Whether `toolName` (or one of a tool's names, see `toolNames`) matches one of the names or globs (`*`, `?`). */
+export function matchesAny(globs: readonly string[] | undefined, toolName: string | readonly string[]): boolean {
+  const names = typeof toolName === "string" ? [toolName] : toolName;
+  return globs?.some((glob) => names.some((name) => globToRegExp(glob).test(name))) === true;
 }
 
-/** The reason a declarative rule denies `toolName`, if one does. */
-export function deniedByRule(rules: readonly ToolDenyRule[] | undefined, toolName: string): string | undefined {
+/** The reason a declarative rule denies `toolName` (or one of a tool's names), if one does. */
+export function deniedByRule(rules: readonly ToolDenyRule[] | undefined, toolName: string | readonly string[]): string | undefined {
   if (!rules) return undefined;
   for (const rule of rules) {
     if (matchesAny(typeof rule.tools === "string" ? [rule.tools] : rule.tools, toolName)) return rule.reason;

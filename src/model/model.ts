@@ -69,6 +69,19 @@ export interface FinishReason {
 }
 
 /**
+ * The raw finish reason of an answer a text tool-calling protocol gives because its steps ran out
+ * (`Reached maximum reasoning steps (N)` in the action and fenced modes, the final answer after the
+ * last wave in plan mode): the loop ends the run `TURN_LIMIT` with that answer, as when `maxTurns`
+ * ends a native run. One rule for every mode: a limit ended the run.
+ */
+export const STEP_LIMIT_FINISH = "agentloop.max_steps";
+
+/** KAOS's answer when a run uses up its steps (seed 000's two-phase loop; its current runtime in every mode). */
+export function maxStepsMessage(maxSteps: number): string {
+  return `Reached maximum reasoning steps (${maxSteps})`;
+}
+
+/**
  * Everything a model stream can say. Text, reasoning and tool calls each come as start/delta/end;
  * every stream ends with exactly one `finish` or one `error` event.
  */

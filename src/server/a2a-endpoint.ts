@@ -20,6 +20,7 @@ import { approvalParts, dataPart, decisionsOf } from "./a2a-approvals.js";
 import { approvalRequiredOf } from "./chat-stream.js";
 import { HttpError } from "./http-errors.js";
 import { a2aParamsProblem, invalidParamsError, isJsonContentType, subscribedTaskId, withReturnedPageSize } from "./a2a-validation.js";
+import { answerOf } from "./chat-stream.js";
 
 /**
  * Runs one A2A message through the agent: the context id is the session. With `decisions` (a
@@ -124,7 +125,7 @@ class LoopAgentExecutor implements AgentExecutor {
       } else if (result.state === "FAILED") {
         bus.publish(status(TaskState.TASK_STATE_FAILED, result.error?.message ?? result.reason));
       } else {
-        const text = result.text !== "" ? result.text : result.reason;
+        const text = answerOf(result);
         // The whole answer replaces the streamed chunks (append false), so the task holds one part.
         bus.publish(artifact(text, false, true));
         bus.publish(status(TaskState.TASK_STATE_COMPLETED, text));

@@ -1,5 +1,6 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { RunResult } from "../loop/events.js";
+import { maxStepsMessage } from "../model/model.js";
 import { HttpError, type OpenAIErrorBody } from "./http-errors.js";
 
 /**
@@ -27,6 +28,36 @@ export function approvalRequiredOf(result: RunResult, sessionId: string): Approv
       agent_path: entry.agentPath,
     })),
   };
+}
+
+/**
+ * The answer of a run that ended: its text; when `maxTurns` (AGENTIC_LOOP_MAX_STEPS) ended it with
+ * none (native and string modes: the last model call asked for tools), KAOS's `Reached maximum
+ * reasoning steps (N)`, as the text protocols answer; otherwise the reason a limit gave.
+ */
+export function answerOf(result: Pick<RunResult, "state" | "reason" | "text">): string {
+  if (result.text !== "") return result.text;
+  // The loop's reason for this limit is `maxTurns (N) reached`.
+  const turns = result.state === "TURN_LIMIT" ? /^maxTurns \((\d+)\) reached$/.exec(result.reason) : null;
+  return turns ? maxStepsMessage(Number(turns[1])) : result.reason;
+}
+
+/** A call of a client's tool, as OpenAI's `tool_calls` name it. */
+export interface ClientToolCall {
+  index: number;
+  id: string;
+  type: "function";
+  function: { name: string; arguments: string };
+}
+
+/**
+ * The calls of an interrupted run that wait for the client's tools, when every pending call is one
+ * (a run also waiting for a person's approval reports `approval_required` instead, client calls included).
+ */
+export function clientToolCallsOf(result: RunResult, clientToolNames: ReadonlySet<string>): ClientToolCall[] | undefined {
+  const pending = result.state === "INTERRUPTED" ? result.checkpoint?.pending : undefined;
+  if (!pending || pending.length === 0 || !pending.every((entry) => clientToolNames.has(entry.toolName) && entry.agentPath.length <= 1)) return undefined;
+  return pending.map((entry, index) => ({ index, id: entry.toolCallId, type: "function", function: { name: entry.toolName, arguments: JSON.stringify(entry.arguments) } }));
 }
 
 /** The OpenAI finish reason of a run that ended (not failed, not stopped for approvals): a guardrail's deny is `content_filter`. */
@@ -116,6 +147,11 @@ export class ChatChunkEncoder {
   /** The last chunk of a run stopped for approvals: `finish_reason: "approval_required"` and the pending calls. */
   approvalRequired(approvals: ApprovalRequired): string {
     return `${this.deltaPrefix}{},"finish_reason":"approval_required"}],"approval_required":${JSON.stringify(approvals)}}\n\n`;
+  }
+
+  /** The last chunk of a run stopped at calls of the client's tools: `tool_calls` and `finish_reason: "tool_calls"`. */
+  toolCalls(calls: readonly ClientToolCall[]): string {
+    return `${this.deltaPrefix}{"tool_calls":${JSON.stringify(calls)}},"finish_reason":"tool_calls"}]}\n\n`;
   }
 
   /** `stream_options.include_usage`: no choices, the usage. */

@@ -18,6 +18,8 @@ import { authGuard, bodyLimitGuard, drainingGuard, readBodyFirst } from "./route
 import { healthRoutes } from "./routes/health.js";
 import { memoryRoutes } from "./routes/memory.js";
 import { runRoutes } from "./routes/runs.js";
+import { agUiRoutes } from "./routes/ag-ui.js";
+import { uiChatRoutes } from "./routes/ui-chat.js";
 import { DurableRuns } from "./durable-runs.js";
 import { ServerRuns } from "./runs.js";
 
@@ -176,6 +178,7 @@ export async function createAgentServer(options: AgentServerOptions = {}): Promi
         tools: runtime?.tools ?? [],
         delegates: settings.subAgents.length > 0,
       }),
+    toolNames: async () => ((await connecting)?.tools ?? []).map((tool) => tool.name),
     httpErrorOfRequest: requestErrorMapper(settings, log),
   };
 
@@ -194,6 +197,8 @@ export async function createAgentServer(options: AgentServerOptions = {}): Promi
   app.route("/", a2aRoutes(context));
   app.route("/", approvalRoutes(context));
   app.route("/", runRoutes(context));
+  app.route("/", uiChatRoutes(context));
+  app.route("/", agUiRoutes(context));
 
   let server: Server | undefined;
   let closing: Promise<void> | undefined;

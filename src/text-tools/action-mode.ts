@@ -4,7 +4,7 @@
  * `{}` or an answer without an action: the model is asked for its final response, which streams.
  */
 import type { Message, ToolResultMessage } from "../messages.js";
-import type { Model, ModelEvent, ModelRequest, ToolDefinition } from "../model/model.js";
+import { type Model, type ModelEvent, type ModelRequest, maxStepsMessage, STEP_LIMIT_FINISH, type ToolDefinition } from "../model/model.js";
 import { extractJsonObjects, isJsonObject, type JsonObject, parseLenientJson, stripCodeFence } from "./json-extract.js";
 import {
   argumentsText,
@@ -47,9 +47,7 @@ Then the system will ask you to provide your final response.`;
 /** The user message that starts phase 2. */
 export const FINAL_RESPONSE_PROMPT = "Now provide your final response to the user, in plain text (no JSON action).";
 
-export function maxStepsMessage(maxSteps: number): string {
-  return `Reached maximum reasoning steps (${maxSteps})`;
-}
+export { maxStepsMessage };
 
 export interface ActionToolCallingOptions {
   /** Action turns (phase 1 iterations) per user input before the answer is
@@ -159,7 +157,7 @@ class ActionToolCallingModel extends TextProtocolModel {
     const messages = renderConversation(request.messages, actionFormat, actionModeInstructions(tools));
     // toolChoice "none" (a forced final answer) skips phase 1.
     if (request.toolChoice === "none") return yield* streamFinalResponse(this.inner, request, messages, true);
-    if (toolTurnsOfInput(request).length >= this.maxSteps) return yield* fixedTextAnswer(maxStepsMessage(this.maxSteps));
+    if (toolTurnsOfInput(request).length >= this.maxSteps) return yield* fixedTextAnswer(maxStepsMessage(this.maxSteps), STEP_LIMIT_FINISH);
 
     const phaseOne = yield* relayInnerCall(this.inner, innerRequest(request, messages), { forwardStart: true });
     if (phaseOne.error) return yield { type: "error", error: phaseOne.error };

@@ -115,6 +115,7 @@ describe("fenced tool calling (KAOS's current protocol)", () => {
     const inner = new ScriptedModel([always, always, always, always]);
     const agent = new Agent({ model: fencedToolCalling(inner, { maxSteps: 3 }), tools: [tool], maxTurns: 10 });
     const { result } = await runAll(agent, "Loop forever");
+    assert.equal(result.state, "TURN_LIMIT");
     assert.equal(result.text, "Reached maximum reasoning steps (3)");
     assert.equal(calls.length, 3);
     assert.equal(inner.requests.length, 3);

@@ -13,7 +13,7 @@
  * delegation is a call to the tool `delegate_to_<agent>` (local sub-agents and peers alike).
  */
 import type { ToolResultMessage } from "../messages.js";
-import type { Model, ModelEvent, ModelRequest, ToolDefinition } from "../model/model.js";
+import { type Model, type ModelEvent, type ModelRequest, STEP_LIMIT_FINISH, type ToolDefinition } from "../model/model.js";
 import { DELEGATE_PREFIX, maxStepsMessage } from "./action-mode.js";
 import { isJsonObject, parseLenientJson } from "./json-extract.js";
 import {
@@ -230,7 +230,7 @@ class FencedToolCallingModel extends TextProtocolModel {
     // As in KAOS, blocks are read even when the agent has no tools (the call then fails as unknown);
     // only a forced final answer (toolChoice "none") is passed through untouched.
     const useTools = request.toolChoice !== "none";
-    if (useTools && toolTurnsOfInput(request).length >= this.maxSteps) return yield* fixedTextAnswer(maxStepsMessage(this.maxSteps));
+    if (useTools && toolTurnsOfInput(request).length >= this.maxSteps) return yield* fixedTextAnswer(maxStepsMessage(this.maxSteps), STEP_LIMIT_FINISH);
     // KAOS's layout: the first system message (the agent's instructions) becomes its system prompt.
     const systemIndex = request.messages.findIndex((message) => message.role === "system");
     const instructions = systemIndex === -1 ? "" : String((request.messages[systemIndex] as { content: string }).content);

@@ -11,6 +11,7 @@ import type { JsonSchema, Model, ModelEvent, ModelRequest, ToolDefinition } from
 import { extractJsonObjects, isJsonObject, type JsonObject, parseLenientJson, preview, stripCodeFence } from "./json-extract.js";
 import {
   argumentsValue,
+  asStepLimit,
   type ConversationFormat,
   describeTools,
   finishEvent,
@@ -229,7 +230,10 @@ class PlanToolCallingModel extends TextProtocolModel {
     // No planning when tools are off, when the last wave was planned as the final one ("done" with
     // tools), or when the wave budget is spent.
     if (tools.length === 0 || request.toolChoice === "none" || plannedDone || waves.length >= this.maxWaves) {
-      return yield* streamFinalResponse(this.inner, request, withUserText(history, FINAL_RESPONSE_PROMPT), true);
+      const final = streamFinalResponse(this.inner, request, withUserText(history, FINAL_RESPONSE_PROMPT), true);
+      // The waves ran out before the plan said done: the answer ends the run as a limit.
+      const limited = tools.length > 0 && request.toolChoice !== "none" && !plannedDone;
+      return yield* limited ? asStepLimit(final) : final;
     }
 
     let messages = renderConversation(request.messages, planFormat, planModeInstructions(tools));

@@ -5,7 +5,7 @@
 import { randomUUID } from "node:crypto";
 import { AgentLoopError, abortError } from "../errors.js";
 import type { AssistantMessage, AssistantPart, Message, TextPart, ToolCallPart, ToolResultMessage, UserMessage } from "../messages.js";
-import type { FinishReason, Model, ModelEvent, ModelRequest, RunStart, ToolDefinition } from "../model/model.js";
+import { type FinishReason, type Model, type ModelEvent, type ModelRequest, type RunStart, STEP_LIMIT_FINISH, type ToolDefinition } from "../model/model.js";
 import { addUsage, type Usage } from "../usage.js";
 import { isJsonObject } from "./json-extract.js";
 
@@ -348,11 +348,16 @@ export function finishEvent(unified: FinishReason["unified"], inner?: FinishReas
 }
 
 /** A text-only Model answer (used for fixed answers such as the action protocol's step limit). */
-export function* fixedTextAnswer(text: string): Generator<ModelEvent> {
+export function* fixedTextAnswer(text: string, raw = "stop"): Generator<ModelEvent> {
   const emitter = new TextEmitter();
   yield* emitter.delta(text);
   yield* emitter.end();
-  yield { type: "finish", reason: { unified: "stop", raw: "stop" } };
+  yield { type: "finish", reason: { unified: raw === "stop" ? "stop" : "other", raw } };
+}
+
+/** The events of `stream` with its finish marked as the protocol's step limit (STEP_LIMIT_FINISH). */
+export async function* asStepLimit(stream: AsyncIterable<ModelEvent>): AsyncGenerator<ModelEvent> {
+  for await (const event of stream) yield event.type === "finish" ? { ...event, reason: { unified: "other", raw: STEP_LIMIT_FINISH } } : event;
 }
 
 /** A protocol's step limit (`maxSteps`, `maxWaves`): a positive integer, 5 when unset. */

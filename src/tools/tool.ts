@@ -77,6 +77,12 @@ export interface Tool<Args = Record<string, unknown>> {
   bindings?: Record<string, string>;
   /** `function`, `mcp`, `agent`, `a2a`, `prompty`...: what the progress block calls it. */
   kind?: string;
+  /**
+   * An MCP tool's server and its own name there. Its two names, `<server>.<tool>` and `<tool>`,
+   * both name it wherever a tool is named (a model's call, `needsApproval`, `deniedTools`), the
+   * bare one while no other tool has it (see `toolNames`).
+   */
+  mcp?: { server: string; tool: string };
   /** Safe to run again with the same arguments and idempotency key: in a durable run (see
    * `agentloop/durable`), a call in flight when the process died is run again only if this is true;
    * otherwise it gets an `Interrupted` error result. */
@@ -94,6 +100,12 @@ export interface Tool<Args = Record<string, unknown>> {
 type ApprovalCheck<Args> = {
   check(args: Args, context: import("../loop/approvals.js").ApprovalContext): boolean | Promise<boolean>;
 }["check"];
+
+/** Every name that names `tool`: its own, and for an MCP tool `<server>.<tool>` and the bare `<tool>`. */
+export function toolNames(tool: Pick<Tool<any>, "name" | "mcp">): string[] {
+  if (!tool.mcp) return [tool.name];
+  return [...new Set([tool.name, `${tool.mcp.server}.${tool.mcp.tool}`, tool.mcp.tool])];
+}
 
 export function defineTool<Args = Record<string, unknown>>(tool: Tool<Args>): Tool<Args> {
   if (!tool.name || typeof tool.name !== "string") throw new TypeError("defineTool: a tool needs a non-empty string name");

@@ -50,6 +50,20 @@ describe("agentloop chat (a real child process, piped stdin)", () => {
     }
   });
 
+  it("with piped input, exits with the last run's code: 1 when it failed, 3 at a limit, 0 when a later run completed", async () => {
+    const lookup = JSON.stringify({ tool_calls: [{ name: "lookup", arguments: {} }] });
+    const [failed, limited, recovered] = await Promise.all([
+      runCli(["chat"], cleanEnv({ MEMORY_TYPE: "memory", MODEL_API_URL: "http://127.0.0.1:1", MODEL_NAME: "nothing-listens" }), "hi\n"),
+      runCli(["chat", "--max-steps", "1", "--mock", JSON.stringify([lookup])], cleanEnv({ MEMORY_TYPE: "memory" }), "look it up\n"),
+      runCli(["chat", "--max-steps", "1", "--mock", JSON.stringify([lookup, "Done."])], cleanEnv({ MEMORY_TYPE: "memory" }), "look it up\nthanks\n"),
+    ]);
+    assert.equal(failed.code, 1, failed.stderr);
+    assert.match(failed.stderr, /✗ failed: .*ECONNREFUSED/);
+    assert.equal(limited.code, 3, limited.stderr);
+    assert.match(limited.stderr, /■ TURN_LIMIT/);
+    assert.equal(recovered.code, 0, recovered.stderr);
+  });
+
   it("prints JSON loop events with --json", async () => {
     const result = await runCli(["chat", "--json", "--mock", '["Hi!"]'], cleanEnv({ MEMORY_TYPE: "memory" }), "hello\n");
     assert.equal(result.code, 0, result.stderr);

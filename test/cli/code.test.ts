@@ -9,14 +9,12 @@ import { cpSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync 
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, describe, it } from "node:test";
-import pty from "@lydell/node-pty";
 import { codeCommand } from "../../src/cli/commands/code.js";
 import { runCli } from "../../src/cli/program.js";
-import { captured, cleanEnv, cliArgs, runCli as runCliChild } from "./helpers.js";
+import { captured, cleanEnv, inTerminal, runCli as runCliChild } from "./helpers.js";
 
 const folder = realpathSync(mkdtempSync(join(tmpdir(), "agentloop-code-cli-")));
 after(() => rmSync(folder, { recursive: true, force: true }));
-const tsconfig = new URL("../../tsconfig.json", import.meta.url).pathname;
 
 // The session of the done-when test is the documented one (docs/coding.md): examples/coding/, a
 // project whose check fails and a script that reads, runs the check, tries a non-unique edit, makes
@@ -32,46 +30,6 @@ function project(): string {
   cpSync(join(example, "project"), root, { recursive: true });
   cpSync(join(example, "script.json"), join(root, "script.json"));
   return root;
-}
-
-const plain = (text: string) => text.replace(/\u001b\[[0-9;?]*[A-Za-z]/g, "").replace(/\r/g, "");
-
-/** `agentloop <args>` in a pseudo-terminal: what it printed so far, a way to wait for text and to type. */
-function inTerminal(args: string[], cwd: string) {
-  const child = pty.spawn(process.execPath, cliArgs(args), { cwd, cols: 200, rows: 50, env: cleanEnv({ TSX_TSCONFIG_PATH: tsconfig, TERM: "xterm-256color" }) as Record<string, string> });
-  let output = "";
-  const listeners = new Set<() => void>();
-  child.onData((data) => {
-    output += data;
-    for (const listener of [...listeners]) listener();
-  });
-  const exited = new Promise<number>((resolve) => child.onExit(({ exitCode }) => resolve(exitCode)));
-  return {
-    output: () => plain(output),
-    raw: () => output,
-    type: (text: string) => child.write(text),
-    exited,
-    /** Resolves when the output (from `from` on) matches; fails after 60 s with the output. */
-    waitFor(pattern: RegExp, from = 0): Promise<number> {
-      return new Promise((resolve, reject) => {
-        const check = () => {
-          const text = plain(output);
-          const match = pattern.exec(text.slice(from));
-          if (!match) return;
-          listeners.delete(check);
-          clearTimeout(timer);
-          resolve(from + match.index + match[0].length);
-        };
-        const timer = setTimeout(() => {
-          listeners.delete(check);
-          child.kill();
-          reject(new Error(`timed out waiting for ${pattern}\n--- output ---\n${plain(output)}`));
-        }, 60_000);
-        listeners.add(check);
-        check();
-      });
-    },
-  };
 }
 
 // The suites are independent (each has its own temp project): they run side by side.
@@ -143,7 +101,7 @@ describe("agentloop code: Ctrl-C", () => {
     term.type("Sleep a while\r");
     at = await term.waitFor(/│ started\n/, at);
     term.type("\u0003");
-    at = await term.waitFor(/■ ABORTED: interrupted \(Ctrl-C\)\n/, at);
+    at = await term.waitFor(/⏹ aborted: interrupted \(Ctrl-C\)\n/, at);
     assert.ok(performance.now() - started < 20_000, "the run did not wait for the sleep");
     // The command's process group got SIGTERM: the sleep is gone within the 2 s grace.
     const running = () => spawnSync("pgrep", ["-f", sleep]).status === 0;
@@ -152,6 +110,27 @@ describe("agentloop code: Ctrl-C", () => {
     await term.waitFor(/code› /, at);
     term.type("/exit\r");
     assert.equal(await term.exited, 0);
+  });
+});
+
+describe("agentloop code --json", () => {
+  it("prints the loop events one a line, the lines of run --json (stdout holds nothing else)", async () => {
+    const root = project();
+    const script = JSON.stringify([call("read_file", { file_path: "math.mjs" }), "Read it."]);
+    const [code, run] = await Promise.all([
+      runCliChild(["code", "Read math.mjs", "--json", "--mock", script, "--workspace", root], cleanEnv()),
+      runCliChild(["run", "Read math.mjs", "--json", "--mock", script], cleanEnv({ MEMORY_TYPE: "memory" })),
+    ]);
+    assert.equal(code.code, 0, code.stderr);
+    const events = code.stdout.trim().split("\n").map((line) => JSON.parse(line) as { type: string; name?: string; isError?: boolean });
+    const runEvents = run.stdout.trim().split("\n").map((line) => JSON.parse(line) as { type: string });
+    // The same kinds of lines in the same order (run has no read_file: its call fails, with a tool-error more).
+    const kinds = (list: Array<{ type: string }>) => [...new Set(list.map((event) => event.type).filter((type) => type !== "tool-error"))];
+    assert.deepEqual(kinds(events), kinds(runEvents));
+    assert.equal(events[0]!.type, "run-start");
+    assert.equal(events.at(-1)!.type, "run-end");
+    assert.equal(events.find((event) => event.type === "tool-end")?.isError, false);
+    assert.match(code.stderr, /^agentloop code · /);
   });
 });
 

@@ -83,7 +83,7 @@ describe("agentloop demo hotel, as people see it", () => {
 
   it("rejects a scenario that does not exist", async () => {
     const { code, stderr } = await runCli(["demo", "hotel", "--scenario", "4"], cleanEnv());
-    assert.equal(code, 1);
+    assert.equal(code, 2);
     assert.match(stderr, /argument '4' is invalid\. Allowed choices are 1, 2, 3/);
   });
 });

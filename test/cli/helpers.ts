@@ -2,6 +2,7 @@ import { type ChildProcessWithoutNullStreams, spawn } from "node:child_process";
 import { Writable } from "node:stream";
 import { finished } from "node:stream/promises";
 import { fileURLToPath } from "node:url";
+import { createRequire } from "node:module";
 
 export const repositoryRoot = fileURLToPath(new URL("../../", import.meta.url));
 
@@ -42,7 +43,12 @@ export function cliArgs(args: string[]): string[] {
 /** Runs `agentloop <args>` from source in a child process (in the repository, or in `cwd`). */
 export function spawnCli(args: string[], env: NodeJS.ProcessEnv, cwd = repositoryRoot): CliProcess {
   // tsx reads the tsconfig of the working folder: name the repository's (its "agentloop" paths) from elsewhere.
-  const child = spawn(process.execPath, cliArgs(args), { cwd, env: { TSX_TSCONFIG_PATH: tsconfig, ...env }, stdio: "pipe" });
+  return spawnNode(cliArgs(args), { TSX_TSCONFIG_PATH: tsconfig, ...env }, cwd);
+}
+
+/** Runs node with `nodeArgs` in a child process (an installed CLI, a script), watched as `spawnCli` watches the CLI. */
+export function spawnNode(nodeArgs: string[], env: NodeJS.ProcessEnv, cwd = repositoryRoot): CliProcess {
+  const child = spawn(process.execPath, nodeArgs, { cwd, env, stdio: "pipe" });
   let out = "";
   let err = "";
   const listeners = new Set<() => void>();
@@ -130,3 +136,54 @@ export function postChat(url: string, content: string, extra: Record<string, unk
   });
 }
 
+
+/** Terminal output without its escape sequences and carriage returns. */
+export const plain = (text: string) => text.replace(/\u001b\[[0-9;?]*[A-Za-z]/g, "").replace(/\r/g, "");
+
+export interface TerminalProcess {
+  output(): string;
+  raw(): string;
+  type(text: string): void;
+  exited: Promise<number>;
+  /** Resolves with the position after the match when the output (from `from` on) matches; fails after 60 s with the output. */
+  waitFor(pattern: RegExp, from?: number): Promise<number>;
+}
+
+/** `agentloop <args>` in a pseudo-terminal (@lydell/node-pty): what it printed so far, a way to wait for text and to type. */
+export function inTerminal(args: string[], cwd: string = repositoryRoot, env: NodeJS.ProcessEnv = cleanEnv()): TerminalProcess {
+  // Loaded here, not for every file that uses these helpers (a native addon).
+  const pty = createRequire(import.meta.url)("@lydell/node-pty") as typeof import("@lydell/node-pty");
+  const child = pty.spawn(process.execPath, cliArgs(args), { cwd, cols: 200, rows: 50, env: { TSX_TSCONFIG_PATH: tsconfig, TERM: "xterm-256color", ...env } as Record<string, string> });
+  let output = "";
+  const listeners = new Set<() => void>();
+  child.onData((data) => {
+    output += data;
+    for (const listener of [...listeners]) listener();
+  });
+  const exited = new Promise<number>((resolve) => child.onExit(({ exitCode }) => resolve(exitCode)));
+  return {
+    output: () => plain(output),
+    raw: () => output,
+    type: (text: string) => child.write(text),
+    exited,
+    waitFor(pattern: RegExp, from = 0): Promise<number> {
+      return new Promise((resolve, reject) => {
+        const check = () => {
+          const text = plain(output);
+          const match = pattern.exec(text.slice(from));
+          if (!match) return;
+          listeners.delete(check);
+          clearTimeout(timer);
+          resolve(from + match.index + match[0].length);
+        };
+        const timer = setTimeout(() => {
+          listeners.delete(check);
+          child.kill();
+          reject(new Error(`timed out waiting for ${pattern}\n--- output ---\n${plain(output)}`));
+        }, 60_000);
+        listeners.add(check);
+        check();
+      });
+    },
+  };
+}

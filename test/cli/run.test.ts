@@ -58,10 +58,10 @@ test("bad flags get a clear error and a non-zero exit", async () => {
   assert.equal(steps.code, 2);
   assert.match(steps.stderr, /--max-steps must be a positive integer, got "zero"/);
   const missing = await inProcess(["run"]);
-  assert.equal(missing.code, 1);
+  assert.equal(missing.code, 2);
   assert.match(missing.stderr, /missing required argument 'prompt'/);
   const unknown = await inProcess(["run", "x", "--frobnicate"]);
-  assert.equal(unknown.code, 1);
+  assert.equal(unknown.code, 2);
   assert.match(unknown.stderr, /unknown option '--frobnicate'/);
   const input = await inProcess(["run", "x", "--input", "novalue", "--mock", '["a"]']);
   assert.equal(input.code, 2);

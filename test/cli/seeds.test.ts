@@ -43,20 +43,23 @@ describe("seed 000 from the CLI: the scripted model stands in for the provider, 
     assert.match(result.stderr, /COMPLETED · 2 model calls · 1 wave · 1 tool call · \d+ tokens/);
   });
 
-  it("--tool-call-mode action --max-steps 3 --mock @file: three steps, then exactly `Reached maximum reasoning steps (3)`", async () => {
+  it("--tool-call-mode action --max-steps 3 --mock @file: three steps, then exactly `Reached maximum reasoning steps (3)`, TURN_LIMIT, exit 3", async () => {
     const file = join(directory, "actions.json");
     await writeFile(file, JSON.stringify(Array.from({ length: 30 }, () => echoAction("hi"))));
     const result = await runCli(["run", "echo forever", "--tool-call-mode", "action", "--max-steps", "3", "--mcp", everything, "--mock", `@${file}`], cleanEnv({ NO_COLOR: "1" }));
-    assert.equal(result.code, 0, result.stderr);
+    assert.equal(result.code, 3, result.stderr);
     assert.equal(result.stdout.match(/✓ echo /g)?.length, 3);
     assert.equal(answerOf(result.stdout), "Reached maximum reasoning steps (3)");
-    assert.match(result.stderr, /4 model calls · 3 waves · 3 tool calls/);
+    assert.match(result.stderr, /^agentloop: run ended TURN_LIMIT: Reached maximum reasoning steps \(3\)\n$/);
+    const json = await runCli(["run", "echo forever", "--json", "--tool-call-mode", "action", "--max-steps", "3", "--mcp", everything, "--mock", `@${file}`], cleanEnv({ NO_COLOR: "1" }));
+    const end = JSON.parse(json.stdout.trim().split("\n").at(-1)!) as { type: string; state: string };
+    assert.deepEqual([end.type, end.state], ["run-end", "TURN_LIMIT"]);
   });
 
   it("AGENTIC_LOOP_MAX_STEPS reaches the action protocol too", async () => {
     const script = JSON.stringify(Array.from({ length: 10 }, () => echoAction("hi")));
     const result = await runCli(["run", "echo forever", "--mock", script], cleanEnv({ TOOL_CALL_MODE: "action", AGENTIC_LOOP_MAX_STEPS: "2", NO_COLOR: "1" }));
-    assert.equal(result.code, 0, result.stderr);
+    assert.equal(result.code, 3, result.stderr);
     // No tools here: each action is a call to an unknown tool, an error result the model sees.
     assert.equal(result.stdout.match(/✗ echo /g)?.length, 2);
     assert.equal(answerOf(result.stdout), "Reached maximum reasoning steps (2)");
@@ -97,15 +100,15 @@ describe("seed 000 from the CLI: the scripted model stands in for the provider, 
 });
 
 describe("waves are counted per input", { concurrency: 2 }, () => {
-  it("plan mode: loop-detection warnings do not reset the wave count (--max-steps 4 → 4 waves)", async () => {
+  it("plan mode: loop-detection warnings do not reset the wave count (--max-steps 4 → 4 waves, then the answer, TURN_LIMIT)", async () => {
     // Eight identical plans of four identical calls: the loop detector warns after the third wave.
     const script = JSON.stringify([...Array.from({ length: 8 }, () => echoPlan), "Done echoing."]);
     const result = await runCli(["run", "echo", "--tool-call-mode", "plan", "--max-steps", "4", "--mcp", everything, "--mock", script], cleanEnv({ NO_COLOR: "1" }));
-    assert.equal(result.code, 0, result.stderr);
+    assert.equal(result.code, 3, result.stderr);
     assert.match(result.stdout, /⚠ loop detected: echo/);
     assert.match(result.stdout, /● wave 4\n/);
     assert.doesNotMatch(result.stdout, /● wave 5/);
-    assert.match(result.stderr, /COMPLETED · 5 model calls · 4 waves · 16 tool calls/);
+    assert.match(result.stderr, /agentloop: run ended TURN_LIMIT: the tool-call protocol's steps ran out; final answer given without tools/);
   });
 });
 

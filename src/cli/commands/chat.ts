@@ -3,12 +3,12 @@ import type { Command } from "commander";
 import type { LoopEvent, RunResult } from "../../loop/events.js";
 import type { McpElicitationHandler } from "../../mcp/index.js";
 import { type AgentCliOptions, addAgentOptions, addModelOptions, setupCliAgent } from "../agent-setup.js";
-import { answerApproval } from "../approvals.js";
+import { type Ask, answerApproval, LineReader } from "../approvals.js";
 import { startTraceExport } from "../otel.js";
 import { askInline } from "../elicitation.js";
 import { palette, RunRenderer } from "../render.js";
 import { ToolSpinner } from "../spinner.js";
-import { endReason } from "./run.js";
+import { EXIT_CODES, endReason } from "./run.js";
 
 export interface ChatCommandOptions extends AgentCliOptions {
   json?: boolean;
@@ -24,8 +24,9 @@ interface ChatIO {
 
 /**
  * `agentloop chat`: an interactive session. Each line is one run in the same session; tool
- * waves show as they run, the answer streams. Ctrl-C aborts the current run and keeps the chat;
- * Ctrl-C twice at the prompt, `/exit` or the end of input leaves.
+ * waves show as they run, the answer streams. Ctrl-C aborts the current run (at an approval
+ * question too) and keeps the chat; a second Ctrl-C with no line typed since, `/exit` or the end
+ * of input leaves. With piped input, the exit code is the last run's (as `agentloop run`'s).
  */
 export async function chatCommand(options: ChatCommandOptions, io: ChatIO = process): Promise<number> {
   const colors = palette(io.stderr);
@@ -43,18 +44,20 @@ export async function chatCommand(options: ChatCommandOptions, io: ChatIO = proc
   );
   const lines = createInterface({ input: io.stdin, output: interactive ? io.stdout : undefined, terminal: interactive });
   let current: AbortController | undefined;
-  let lastIdleInterrupt = 0;
+  // As node's REPL: a Ctrl-C with no line typed since the previous one leaves (the previous one may
+  // have aborted a run, or been pressed at the prompt).
+  let armed = false;
   const interrupt = () => {
     if (current && !current.signal.aborted) {
       current.abort("interrupted (Ctrl-C)");
+      armed = true;
       return;
     }
-    const now = Date.now();
-    if (now - lastIdleInterrupt < 2000) {
+    if (armed) {
       lines.close();
       return;
     }
-    lastIdleInterrupt = now;
+    armed = true;
     io.stderr.write(colors.dim("\n(press Ctrl-C again or type /exit to leave)\n"));
     if (interactive) lines.prompt();
   };
@@ -62,12 +65,15 @@ export async function chatCommand(options: ChatCommandOptions, io: ChatIO = proc
   lines.on("SIGINT", interrupt);
   process.on("SIGINT", interrupt);
   lines.setPrompt(colors.cyan("› "));
-  // One reader for both the messages and the answers to approval questions asked mid-run.
-  const reader = lines[Symbol.asyncIterator]();
-  const ask = async (question: string): Promise<string | undefined> => {
-    (options.json ? io.stderr : io.stdout).write(colors.yellow(question));
-    const next = await reader.next();
-    return next.done ? undefined : next.value;
+  // One reader for both the messages and the answers to questions asked mid-run. A question that
+  // Ctrl-C gives up (the run is aborted) leaves the next line to the chat.
+  const reader = new LineReader(lines[Symbol.asyncIterator]());
+  const ask: Ask = async (question, signal) => {
+    const out = options.json ? io.stderr : io.stdout;
+    out.write(colors.yellow(question));
+    const answer = await reader.read(signal);
+    if (answer === null) out.write("\n");
+    return answer;
   };
   askUser = (request) => askInline(request, reader, io.stderr, colors);
 
@@ -86,7 +92,7 @@ export async function chatCommand(options: ChatCommandOptions, io: ChatIO = proc
       if (options.json) {
         for await (const event of run) {
           io.stdout.write(`${JSON.stringify(event satisfies LoopEvent)}\n`);
-          await answerApproval(run, event, "ask", ask);
+          await answerApproval(run, event, "ask", ask, signal);
         }
       } else {
         const spinner = io.stdout.isTTY ? new ToolSpinner(io.stdout, palette(io.stdout)) : undefined;
@@ -96,7 +102,7 @@ export async function chatCommand(options: ChatCommandOptions, io: ChatIO = proc
             // The spinner learns of a tool first, so the renderer's line about it is drawn above it.
             spinner?.onEvent(event);
             renderer.onEvent(event);
-            await answerApproval(run, event, "ask", ask);
+            await answerApproval(run, event, "ask", ask, signal);
           }
         } finally {
           spinner?.stop();
@@ -107,9 +113,12 @@ export async function chatCommand(options: ChatCommandOptions, io: ChatIO = proc
       await release?.();
     }
   };
+  // The last run's end: with piped input, a script learns of its failure from the exit code.
+  let last: RunResult | undefined;
   try {
     if (interactive) lines.prompt();
     for (let next = await reader.next(); !next.done; next = await reader.next()) {
+      armed = false;
       const input = next.value.trim();
       if (input === "/exit" || input === "/quit") break;
       if (input === "") {
@@ -128,6 +137,7 @@ export async function chatCommand(options: ChatCommandOptions, io: ChatIO = proc
         if (interactive) lines.prompt();
         continue;
       }
+      last = result;
       if (result.state === "ABORTED") io.stderr.write(colors.yellow(`⏹ aborted: ${endReason(result)}\n`));
       else if (result.state === "FAILED") io.stderr.write(colors.red(`✗ failed: ${result.error?.message ?? result.reason}\n`));
       else if (result.state !== "COMPLETED") io.stderr.write(colors.yellow(`■ ${result.state}: ${result.reason}\n`));
@@ -139,6 +149,9 @@ export async function chatCommand(options: ChatCommandOptions, io: ChatIO = proc
     await cli.close();
   }
   io.stderr.write(colors.dim(`bye · continue later with: agentloop chat --session ${sessionId}${options.agent ? ` --agent ${options.agent}` : ""}\n`));
+  // On a terminal the person saw how each run ended; piped input (a script) gets the last run's
+  // exit code, as `agentloop run` gives it (an aborted run was the user's choice: 0).
+  if (io.stdin.isTTY !== true && last && last.state !== "ABORTED") return EXIT_CODES[last.state];
   return 0;
 }
 
@@ -159,8 +172,9 @@ Examples:
   $ agentloop chat --mock @chat-script.json --tool-call-mode action   # one script for the whole chat
 
 In the chat: /exit leaves, /session prints the session id, Ctrl-C aborts the running answer.
-Sessions are stored where MEMORY_TYPE / the agent file's memory section say (default: embedded,
-.agentloop/memory), the same store \`agentloop serve\`, \`sessions\` and \`events\` use.`,
+Sessions are stored where MEMORY_TYPE / the agent file's memory section say (default: the embedded
+store .agentloop/<agent name>/memory.db in this folder, or MEMORY_PATH), the same store
+\`agentloop serve\`, \`sessions\` and \`events\` use.`,
     )
     .action(async (options: ChatCommandOptions) => {
       process.exitCode = await chatCommand(options);

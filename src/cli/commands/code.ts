@@ -3,13 +3,13 @@ import type { Command } from "commander";
 // Types only: the coding modules and the providers load when the command runs.
 import type { CodingSession } from "../../coding/index.js";
 import { AgentLoopError } from "../../errors.js";
-import type { RunResult } from "../../loop/events.js";
+import type { LoopEvent, RunResult } from "../../loop/events.js";
 import type { Run } from "../../loop/run.js";
 import type { Message } from "../../messages.js";
 import { checkMockScript } from "../../model/mock-script.js";
 import type { Model } from "../../model/model.js";
 import { NO_MODEL_MESSAGE, readMockOption, takeOverMockScript } from "../agent-setup.js";
-import { APPROVE_MODES, type ApproveMode, answerApproval } from "../approvals.js";
+import { APPROVE_MODES, type Ask, type ApproveMode, answerApproval, LineReader } from "../approvals.js";
 import { CodingRenderer } from "../coding-render.js";
 import { palette } from "../render.js";
 import { counted, EXIT_CODES, endReason } from "./run.js";
@@ -22,6 +22,8 @@ export interface CodeCommandOptions {
   approve?: ApproveMode;
   profile?: string;
   maxTurns?: number;
+  /** One loop event per line on stdout (as `agentloop run --json`) instead of the rendering. */
+  json?: boolean;
 }
 
 interface CodeIO {
@@ -94,13 +96,16 @@ export async function codeCommand(prompt: string | undefined, options: CodeComma
   const interactive = prompt === undefined;
   const terminal = io.stdin.isTTY === true && io.stdout.isTTY === true;
   const lines = createInterface({ input: io.stdin, output: terminal ? io.stdout : undefined, terminal });
-  const reader = lines[Symbol.asyncIterator]();
-  const ask = async (question: string): Promise<string | undefined> => {
-    io.stdout.write(colors.yellow(question));
-    const next = await reader.next();
+  // A question that Ctrl-C gives up (the input is aborted) leaves the next line to the prompt.
+  const reader = new LineReader(lines[Symbol.asyncIterator]());
+  // With --json, stdout holds only the events: the questions go to stderr.
+  const questions = options.json ? io.stderr : io.stdout;
+  const ask: Ask = async (question, signal) => {
+    questions.write(colors.yellow(question));
+    const answer = await reader.read(signal);
     // A terminal echoes the answer; piped input does not, so the transcript shows it.
-    if (!terminal) io.stdout.write(next.done ? "\n" : `${next.value}\n`);
-    return next.done ? undefined : next.value;
+    if (!terminal || answer === null) questions.write(typeof answer === "string" ? `${answer}\n` : "\n");
+    return answer;
   };
   let current: AbortController | undefined;
   const interrupt = () => {
@@ -113,18 +118,21 @@ export async function codeCommand(prompt: string | undefined, options: CodeComma
   let history: Message[] = [];
   const runOnce = async (input: string): Promise<RunResult> => {
     current = new AbortController();
-    const run: Run = session.agent.run(input, { history, signal: current.signal, onApproval: "wait" });
-    const renderer = new CodingRenderer(io.stdout);
+    const { signal } = current;
+    const run: Run = session.agent.run(input, { history, signal, onApproval: "wait" });
+    const renderer = options.json ? undefined : new CodingRenderer(io.stdout);
     for await (const event of run) {
-      renderer.onEvent(event);
-      await answerApproval(run, event, approve, ask);
+      if (renderer) renderer.onEvent(event);
+      else io.stdout.write(`${JSON.stringify(event satisfies LoopEvent)}\n`);
+      await answerApproval(run, event, approve, ask, signal);
     }
     const result = await run;
     current = undefined;
     history = result.messages.filter((message) => message.role !== "system");
     const parts = [result.state, counted(result.turns, "model call"), counted(result.toolRounds, "wave"), counted(result.toolCalls, "tool call")];
     if (result.state === "COMPLETED") io.stderr.write(colors.dim(`${parts.join(" · ")}\n`));
-    else io.stderr.write((result.state === "ABORTED" ? colors.yellow : colors.red)(`■ ${result.state}: ${endReason(result)}\n`));
+    else if (result.state === "ABORTED") io.stderr.write(colors.yellow(`⏹ aborted: ${endReason(result)}\n`)); // as chat says it
+    else io.stderr.write(colors.red(`■ ${result.state}: ${endReason(result)}\n`));
     return result;
   };
 
@@ -154,6 +162,7 @@ export function registerCodeCommand(program: Command): void {
     .option("-w, --workspace <dir>", "the folder the agent works in (default: the current one); files outside it are refused")
     .option("-m, --model <spec>", "provider:model (openai:gpt-4.1 gets apply_patch, anthropic:claude-sonnet-4-5 edit_file); else MODEL_API_URL/MODEL_NAME")
     .option("--mock <json>", "script the model: a JSON array of responses, or @file.json (one script for the whole session)")
+    .option("--json", "print one JSON loop event per line on stdout (as agentloop run --json) instead of the rendering")
     .option("--profile <name>", "tool set and prompt: openai (apply_patch) or anthropic (edit_file); default from the model")
     .option("--max-turns <n>", "model calls per input (default 100)", (value) => {
       if (!/^\d+$/.test(value) || Number(value) < 1) throw new AgentLoopError("configuration", `--max-turns must be a positive integer, got "${value}"`);
@@ -171,6 +180,7 @@ Examples:
   $ agentloop code "Fix the failing test" --model anthropic:claude-sonnet-4-5
   $ agentloop code "Add a --verbose flag" --workspace ../app --model openai:gpt-4.1 --approve all
   $ agentloop code "Fix add()" --mock @script.json   # a scripted session, no model needed
+  $ agentloop code "Fix add()" --approve all --json | jq -c 'select(.type=="tool-end") | [.name, .output]'
 
 The system prompt holds the folder, platform, date, git branch and status, and the project's
 AGENTS.md (32 KB at most). read_file, glob and grep never ask; shell, write_file, edit_file and

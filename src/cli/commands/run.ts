@@ -55,8 +55,11 @@ export function endReason(result: RunResult): string {
   return result.state === "ABORTED" ? result.reason.replace(/^aborted: /, "") : result.reason;
 }
 
-/** Shows a run as it happens (`--json`: one loop event per line), then its state; returns the exit code. */
-export async function showRun(run: Run, options: { json?: boolean; approve?: ApproveMode }, io: RunIO): Promise<number> {
+/**
+ * Shows a run as it happens (`--json`: one loop event per line), then its state; returns the exit
+ * code. `signal` is the run's: when it aborts (Ctrl-C) at an approval question, the question is given up.
+ */
+export async function showRun(run: Run, options: { json?: boolean; approve?: ApproveMode; signal?: AbortSignal }, io: RunIO): Promise<number> {
   // Calls that need approval are answered as they come (`--approve`; `ask` reads stdin only then).
   const questions = new StdinQuestions(io.stdin ?? process.stdin, io.stderr);
   const renderer = options.json ? undefined : new RunRenderer(io.stdout);
@@ -64,7 +67,7 @@ export async function showRun(run: Run, options: { json?: boolean; approve?: App
     for await (const event of run) {
       if (renderer) renderer.onEvent(event);
       else io.stdout.write(`${JSON.stringify(event satisfies LoopEvent)}\n`);
-      await answerApproval(run, event, options.approve ?? "ask", questions.ask);
+      await answerApproval(run, event, options.approve ?? "ask", questions.ask, options.signal);
     }
   } finally {
     questions.close();
@@ -95,7 +98,7 @@ export async function runCommand(prompt: string, options: RunCommandOptions, io:
     if (cli.memory && cli.sessionId) release = await cli.store?.lockSession?.(cli.sessionId, controller.signal);
     // The terminal answers approvals as they come (the agent file's `approvals.mode` is for servers).
     const run = cli.runtime.agent.run(prompt, { inputs, sessionId: cli.sessionId, signal: controller.signal, onApproval: "wait" });
-    return await showRun(run, options, io);
+    return await showRun(run, { ...options, signal: controller.signal }, io);
   } finally {
     process.off("SIGINT", interrupt);
     await release?.();

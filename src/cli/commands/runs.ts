@@ -113,6 +113,8 @@ export function registerRunsCommand(program: Command): void {
       "after",
       `
 Every subcommand takes --url (default AGENT_URL, else http://127.0.0.1:$AGENT_PORT), --api-key (default AGENT_API_KEY) and --json.
+A run that finished cannot be changed: cancel or resume of a succeeded run, and cancel of a failed one
+(resume retries it), exit 2 with the server's 409: run "run_1234" already finished (SUCCESS): nothing to cancel.
 
 Examples:
   $ agentloop runs list --status PENDING
@@ -133,8 +135,8 @@ Examples:
       process.exitCode = await runsCommand("list", undefined, options);
     });
   common(runs.command("show").description("A run: its state, steps and pending approvals").argument("<run-id>")).action(act("show"));
-  common(runs.command("cancel").description("Cancel a run (it stops at its next step)").argument("<run-id>")).action(act("cancel"));
-  common(runs.command("resume").description("Resume a cancelled or failed run from its last completed step").argument("<run-id>")).action(act("resume"));
+  common(runs.command("cancel").description("Cancel a running or queued run (it stops at its next step); a finished one: 409, exit 2").argument("<run-id>")).action(act("cancel"));
+  common(runs.command("resume").description("Resume a cancelled or failed run from its last completed step; a succeeded one: 409, exit 2").argument("<run-id>")).action(act("resume"));
   common(runs.command("recover").description("Recover the unfinished runs of a replica that died and will not come back"))
     .requiredOption("--executor <id>", "the dead replica's executor id (DURABLE_EXECUTOR_ID)")
     .action(async (options: RunsOptions & { executor: string }) => {

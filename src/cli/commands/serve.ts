@@ -47,6 +47,11 @@ export async function serveCommand(options: ServeCommandOptions, io = { stdout: 
     handleSignals: true,
     beforeExit: await startTraceExport(process.env, io.stderr), // OTLP trace export when OTEL_EXPORTER_OTLP_*ENDPOINT is set
     log,
+  }).catch((error: unknown) => {
+    // The server names AGENT_PORT; the port came from --port here.
+    const code = ((error as Error).cause as NodeJS.ErrnoException | undefined)?.code;
+    if (options.port !== undefined && code === "EADDRINUSE") throw new AgentLoopError("configuration", `--port: port ${options.port} is already in use`, { cause: error });
+    throw error;
   });
   const url = server.url!;
   if (options.json) {

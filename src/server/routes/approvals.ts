@@ -60,7 +60,7 @@ export function approvalRoutes(server: ServerContext): Hono {
       accepted = resolve;
     });
     let work: Promise<RunResult> | undefined;
-    const streaming = streamRun(server, sink, { model, sessionId }, (onEvent) => {
+    const streaming = streamRun(server, sink, { model, sessionId, progress: settings.progressBlocks }, (onEvent) => {
       work = runs.resume({ sessionId, decisions, controller, onEvent, onStart: accepted });
       return work;
     });

@@ -52,7 +52,7 @@ function startChat(server: ServerContext, chat: DurableChatRequest, runId: strin
       history: chat.history,
       output: request.output,
       delegated: request.delegated,
-      stream: { created: unixSeconds(), model: chat.model, includeUsage: request.includeUsage, structured: request.output !== undefined },
+      stream: { created: unixSeconds(), model: chat.model, includeUsage: request.includeUsage, structured: request.output !== undefined, progress: request.progressBlocks ?? server.settings.progressBlocks },
     },
     runId,
   );
@@ -237,15 +237,25 @@ export function runRoutes(server: ServerContext): Hono {
     return c.json(await durableOf(server).show(runId));
   });
 
+  // One rule for both: a run that ended cannot be changed (409 run_finished). A succeeded run can be
+  // neither cancelled nor resumed; a failed one cannot be cancelled, and resuming it retries it.
+  const unlessFinished = async (runId: string, action: "cancel" | "resume") => {
+    const info = await durableOf(server).show(runId);
+    if (info.status === "SUCCESS" || (action === "cancel" && info.status === "ERROR")) {
+      const hint = info.status === "ERROR" ? " (resume retries it)" : "";
+      throw new HttpError(409, `run "${runId}" already finished (${info.status}): nothing to ${action}${hint}`, "invalid_request_error", "run_finished");
+    }
+  };
+
   app.post("/v1/runs/:run_id/cancel", async (c) => {
     const runId = runIdOf(c);
+    await unlessFinished(runId, "cancel");
     return c.json(await durableOf(server).cancel(runId));
   });
 
   app.post("/v1/runs/:run_id/resume", async (c) => {
     const runId = runIdOf(c);
-    const info = await durableOf(server).show(runId);
-    if (info.status === "SUCCESS") throw new HttpError(409, `run "${runId}" already finished`, "invalid_request_error", "run_finished");
+    await unlessFinished(runId, "resume");
     return c.json(await server.durable!.resume(runId));
   });
 
