@@ -145,6 +145,8 @@ export interface DurableAgent {
   retrieve(runId: string): DurableRun;
   /** What a run waiting for approvals waits at (undefined when it does not wait). */
   approvalWait(runId: string): Promise<ApprovalWait | undefined>;
+  /** The ids of a run's checkpoints whose approvals expired (no decision within `approvalTimeoutMs`). */
+  expiredApprovals(runId: string): Promise<string[]>;
   /** Whether a run of this agent exists: at once when it executes in this process, else one query. */
   exists(runId: string): Promise<boolean>;
   /**
@@ -228,6 +230,10 @@ let launched: { url: string; promise: Promise<void> } | undefined;
 const JOURNAL_KEY = "agentloop.journal";
 const PENDING_KEY = "agentloop.pending";
 const WAIT_KEY = "agentloop.approval-wait";
+/** The ids of the run's checkpoints whose approvals expired (`approvalTimeoutMs` passed without a decision). */
+const EXPIRED_KEY = "agentloop.approvals-expired";
+/** The reason a call whose approval expired is rejected with: its result is `Rejected: approval expired`. */
+export const APPROVAL_EXPIRED = "approval expired";
 
 /** The message `decide` sends; `checkpointId` (when known) names the wait it is for. */
 interface DecisionMessage {
@@ -366,8 +372,13 @@ export function durableAgent(agent: Agent, options: DurableOptions): DurableAgen
       break;
     }
     await DBOS.setEvent(PENDING_KEY, []);
+    // No decision within approvalTimeoutMs: the approvals expired (a later decision is refused, 410).
+    if (!decided) {
+      const expired = (await DBOS.getEvent<string[]>(DBOS.workflowID!, EXPIRED_KEY, 0)) ?? [];
+      await DBOS.setEvent(EXPIRED_KEY, [...expired, announcedId]);
+    }
     const decisions: Record<string, ApprovalDecision> = {};
-    for (const call of pending) decisions[call.toolCallId] = decided?.[call.toolCallId] ?? { approve: false, reason: "no decision in time" };
+    for (const call of pending) decisions[call.toolCallId] = decided?.[call.toolCallId] ?? { approve: false, reason: decided ? "no decision given" : APPROVAL_EXPIRED };
     return decisions;
   }
 
@@ -497,6 +508,10 @@ export function durableAgent(agent: Agent, options: DurableOptions): DurableAgen
       const pending = await DBOS.getEvent<unknown[]>(runId, PENDING_KEY, 0);
       if (!pending || pending.length === 0) return undefined;
       return (await DBOS.getEvent<ApprovalWait>(runId, WAIT_KEY, 0)) ?? undefined;
+    },
+    async expiredApprovals(runId) {
+      ensureLaunched("expiredApprovals");
+      return (await DBOS.getEvent<string[]>(runId, EXPIRED_KEY, 0)) ?? [];
     },
     async decide(runId, decisions, { checkpointId } = {}) {
       ensureLaunched("decide");

@@ -206,6 +206,10 @@ export class DurableRuns {
     const checkpoint = (requested.content as { checkpoint: RunCheckpoint }).checkpoint;
     const wait = await durable.approvalWait(runId);
     const decided = events.some((event) => event.event_type === "approval_decided" && (event.content as { checkpoint_id?: unknown } | null)?.checkpoint_id === checkpoint.id);
+    // Expired: the run went on with the calls rejected (it records that resume as decided, too).
+    if ((!wait || wait.result.checkpoint?.id !== checkpoint.id) && (await durable.expiredApprovals(runId)).includes(checkpoint.id)) {
+      throw new HttpError(410, `the approvals of checkpoint ${checkpoint.id} in session "${sessionId}" expired (approvalTimeoutMs): its calls were rejected with "approval expired"`, "invalid_request_error", "approval_expired");
+    }
     if (decided || !wait || wait.result.checkpoint?.id !== checkpoint.id) {
       throw new HttpError(409, `the approvals of checkpoint ${checkpoint.id} in session "${sessionId}" were decided already`, "invalid_request_error", "approval_already_decided");
     }
