@@ -67,6 +67,8 @@ export interface RunCheckpoint {
    * worker keeps its own run, checks the decisions against its own hashes and resumes it.
    */
   remote?: RemoteWait;
+  /** What the run was started from, when it was not an `Agent` built in code: a `.prompty` file (`resumeAgent` loads it again). */
+  source?: { prompty: string };
 }
 
 /** Where a remote worker waits for decisions. */
