@@ -35,12 +35,19 @@ user:
 Pay {{amount}}.
 `,
 );
+/** The `pay` handler: records each payment. */
+const payHandler = (paid: number[]) => ({
+  pay: ({ amount }: Record<string, unknown>) => {
+    paid.push(Number(amount));
+    return `paid ${amount}`;
+  },
+});
 const script = () => [JSON.stringify({ tool_calls: [{ id: "call_pay", name: "pay", arguments: { amount: 42 } }] }), "Paid."];
 
 describe("a .prompty run interrupted for approvals and resumed", () => {
   it("stops with a checkpoint naming the file; the resume (after a JSON round trip) runs the approved call once", async () => {
     const paid: number[] = [];
-    const pay = { pay: ({ amount }: Record<string, unknown>) => (paid.push(Number(amount)), `paid ${amount}`) };
+    const pay = payHandler(paid);
     const stopped = await invokeAgent(file, { amount: 42 }, pay, { model: new ScriptedModel(script()) });
     assert.equal(stopped.state, "INTERRUPTED");
     assert.equal(stopped.checkpoint?.source?.prompty, file);
@@ -60,7 +67,7 @@ describe("a .prompty run interrupted for approvals and resumed", () => {
 
   it("a rejection is the call's result; a checkpoint without a file is refused naming the problem", async () => {
     const paid: number[] = [];
-    const pay = { pay: ({ amount }: Record<string, unknown>) => (paid.push(Number(amount)), `paid ${amount}`) };
+    const pay = payHandler(paid);
     const model = new ScriptedModel(script());
     const stopped = await invokeAgent(file, { amount: 42 }, pay, { model });
     const done = await resumeAgent(stopped.checkpoint!, { call_pay: { approve: false, reason: "too much" } }, pay, { model: new ScriptedModel(script()) });
