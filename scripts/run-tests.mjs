@@ -1,5 +1,8 @@
 // Runs every *.test.ts under src/ and test/ with node's test runner.
 // Usage: node scripts/run-tests.mjs [--checks] [filter-substring ...]
+// The packed-tarball test (test/package/tarball.test.ts: a tsc build, `npm pack` and an npm install,
+// a minute or more of a 2-core machine) runs only when a filter names it: `npm run test:package`,
+// which .ci/run runs after `npm test`, so `npm test` stays within its 3 minutes.
 //
 // Through tsx, every test process and every CLI child it starts pays ~0.6–1 s of CPU for the loader
 // and for compiling the sources it imports (more on a fresh machine, whose tsx cache is cold): on
@@ -58,6 +61,8 @@ async function compile(testFiles) {
     const started = performance.now();
     await Promise.all([
       build({ ...nodeBundleOptions, entryPoints: ["src/cli/main.ts"], outdir: join(outdir, "cli") }),
+      // The studio page, for the servers the tests start (AGENTLOOP_STUDIO_ASSETS).
+      import("./build-studio.mjs").then(({ buildStudio }) => buildStudio(join(outdir, "studio"), { minify: false })),
       // node --test runs its files in the order of their paths: a rank in front keeps ours.
       build({ ...nodeBundleOptions, entryPoints: testFiles.map((file, rank) => ({ in: file, out: outName(file, rank) })), outdir: join(outdir, "tests"), sourcemap: "linked" }),
     ]);
@@ -65,6 +70,7 @@ async function compile(testFiles) {
     return {
       outdir,
       cli: join(outdir, "cli", "main.mjs"),
+      studio: join(outdir, "studio"),
       tests: testFiles.map((file, rank) => join(outdir, "tests", `${outName(file, rank)}.mjs`)),
     };
   } catch (error) {
@@ -162,7 +168,10 @@ function displayName(file) {
 const args = process.argv.slice(2);
 const withChecks = args.includes("--checks");
 const filters = args.filter((arg) => arg !== "--checks");
-const matched = [...find("src"), ...find("test")].filter((file) => filters.length === 0 || filters.some((f) => file.includes(f)));
+const ONLY_WHEN_NAMED = ["test/package/tarball.test.ts"];
+const matched = [...find("src"), ...find("test")].filter((file) =>
+  filters.length === 0 ? !ONLY_WHEN_NAMED.some((slow) => file.endsWith(slow)) : filters.some((f) => file.includes(f)),
+);
 if (matched.length === 0) {
   console.error("no test files matched");
   process.exit(1);
@@ -202,6 +211,7 @@ const built = process.env.AGENTLOOP_TEST_TSX === "1" ? undefined : await compile
 const env = { ...process.env };
 delete env.AGENTLOOP_TEST_CLI;
 if (built) env.AGENTLOOP_TEST_CLI = built.cli;
+if (built) env.AGENTLOOP_STUDIO_ASSETS = built.studio;
 // AGENTLOOP_TEST_TIMES=<file>: also write each test process's wall time there, longest first
 // (scripts/record-duration.mjs; as scripts/test-durations.txt it orders the next runs).
 const times = process.env.AGENTLOOP_TEST_TIMES ? resolve(process.env.AGENTLOOP_TEST_TIMES) : undefined;

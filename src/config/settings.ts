@@ -75,6 +75,8 @@ export interface AgentSettings {
    * 0.3 clients that read `url`).
    */
   a2aCardDefaultVersion: "1.0" | "0.3";
+  /** `AGENT_STUDIO` (file: `studio`, default true): `agentloop serve` serves the studio page at `/studio`. */
+  studio: boolean;
   /**
    * Time limits of each model call (`MODEL_FIRST_BYTE_TIMEOUT_MS`, `MODEL_IDLE_TIMEOUT_MS`, or the
    * file's `modelTimeouts`); unset means the adapters' defaults (60 s, 30 s), 0 turns one off.
@@ -108,6 +110,8 @@ export interface AgentFile {
   progressBlocks?: boolean;
   /** Tools the frontend runs (`client: true`, the only kind declared here): offered to the model on `/api/chat`. */
   tools?: Array<{ name: string; description?: string; parameters?: Record<string, unknown>; client: true }>;
+  /** Serve the studio page at `/studio` (default true). */
+  studio?: boolean;
   mcpServers?: Array<McpServerSetting | string> | Record<string, Omit<McpServerSetting, "name"> | string>;
   subAgents?: Array<{ name: string; url: string; protocol?: "kaos" | "a2a"; cardUrl?: string }> | Record<string, string | { url: string; protocol?: "kaos" | "a2a"; cardUrl?: string }>;
   memory?: {
@@ -276,7 +280,7 @@ export function parseAgentFile(source: string, origin = "agent file"): AgentFile
   if (value === null || value === undefined) return {};
   if (typeof value !== "object" || Array.isArray(value)) throw new AgentLoopError("configuration", `${origin}: must be a YAML mapping of settings`);
   const file = value as Record<string, unknown>;
-  const known = new Set(["name", "description", "instructions", "model", "maxSteps", "modelTimeouts", "toolCallMode", "publicUrl", "progressBlocks", "tools", "mcpServers", "subAgents", "memory", "guardrails", "approvals", "durable"]);
+  const known = new Set(["name", "description", "instructions", "model", "maxSteps", "modelTimeouts", "toolCallMode", "publicUrl", "progressBlocks", "studio", "tools", "mcpServers", "subAgents", "memory", "guardrails", "approvals", "durable"]);
   for (const key of Object.keys(file)) {
     if (!known.has(key)) throw new AgentLoopError("configuration", `${origin}: unknown setting "${key}" (known: ${[...known].join(", ")})`);
   }
@@ -289,6 +293,7 @@ export function parseAgentFile(source: string, origin = "agent file"): AgentFile
   if (file.publicUrl !== undefined) httpUrl(field("publicUrl"), file.publicUrl);
   if (file.tools !== undefined) fileClientTools(file.tools, field("tools"));
   if (file.progressBlocks !== undefined && typeof file.progressBlocks !== "boolean") throw configurationError(field("progressBlocks"), `must be true or false, got ${JSON.stringify(file.progressBlocks)}`);
+  if (file.studio !== undefined && typeof file.studio !== "boolean") throw configurationError(field("studio"), `must be true or false, got ${JSON.stringify(file.studio)}`);
   if (file.durable !== undefined && typeof file.durable !== "boolean") {
     const durable = file.durable as Record<string, unknown>;
     if (typeof durable !== "object" || durable === null || Array.isArray(durable)) throw configurationError(field("durable"), "must be true, false or { executorId, schema }");
@@ -561,6 +566,7 @@ export function settingsFrom(file: AgentFile, env: NodeJS.ProcessEnv): AgentSett
     clientTools: fileClientTools(file.tools, "tools"),
     progressBlocks: set("AGENT_PROGRESS_BLOCKS") ? flag("AGENT_PROGRESS_BLOCKS", env.AGENT_PROGRESS_BLOCKS!) : file.progressBlocks !== false,
     a2aCardDefaultVersion: set("A2A_CARD_DEFAULT_VERSION") ? cardVersion("A2A_CARD_DEFAULT_VERSION", env.A2A_CARD_DEFAULT_VERSION!) : "1.0",
+    studio: set("AGENT_STUDIO") ? flag("AGENT_STUDIO", env.AGENT_STUDIO!) : file.studio !== false,
     modelTimeouts: {},
     deniedTools: file.guardrails?.deniedTools ?? [],
     approvals: {

@@ -56,7 +56,7 @@ function responseFormat(value: unknown): JsonSchema | undefined {
  */
 export const CHAT_FIELDS = {
   /** Read and honoured. */
-  honoured: ["model", "messages", "stream", "stream_options", "response_format", "session_id", "n", "logprobs"],
+  honoured: ["model", "messages", "stream", "stream_options", "response_format", "session_id", "n", "logprobs", "progress_blocks"],
   /** Accepted and ignored: bookkeeping for the caller or a provider's cache, no effect on the answer. */
   ignored: ["user", "metadata", "store", "safety_identifier", "prompt_cache_key"],
   /** Client-side tools: accepted as before (their support is another issue's). */

@@ -62,6 +62,8 @@ function withClientTools(agent: Agent, declarations: ClientToolDeclaration[] | u
 }
 
 export class ServerRuns {
+  /** The run going on in each session (one at a time: the session queue), for steering and abort. */
+  readonly activeRuns = new Map<string, Run>();
   /** Checkpoints of interrupted runs by session, when memory is off (with memory, the session's log holds them). */
   private readonly checkpoints = new Map<string, RunCheckpoint>();
   private readonly sessions = new SessionQueue();
@@ -221,6 +223,7 @@ export class ServerRuns {
           .catch((error: unknown) => log(`[${settings.name}] could not record task_delegation_received in ${request.sessionId}: ${(error as Error).message}`));
       }
       const { run } = await start(built.agent);
+      this.activeRuns.set(request.sessionId, run);
       // The run's own controller is the request's only one: a disconnect or the shutdown aborts the run.
       controller.attach(run);
       const result = await run;
@@ -246,6 +249,7 @@ export class ServerRuns {
     } finally {
       cancelFreshLock?.();
       running.delete(controller);
+      this.activeRuns.delete(request.sessionId);
       // The session's next run here waits until the lock is back.
       if (locking && !release) release = await locking.catch(() => undefined);
       releasing ??= release?.();
