@@ -12,7 +12,12 @@ import {
 import { type Client, ClientFactory } from "@a2a-js/sdk/client";
 import { TASK_PARAMETERS, taskOf } from "../agents/local.js";
 import { delegationFailed, reasonOf, remoteCallFailed, remoteCallSignal, traceHeadersOf } from "../agents/remote.js";
+import { approvalRequiredOf, remoteDecisions, remoteResumeOf, type WireApprovalRequired, wireDecisions } from "../agents/remote-approvals.js";
+import { type ApprovalDecision, type RemoteWait, ToolInterrupt } from "../loop/checkpoint.js";
 import { AgentLoopError } from "../errors.js";
+import type { LoopEvent } from "../loop/events.js";
+import type { McpElicitationHandler } from "../mcp/config.js";
+import { loopEventOf } from "./events.js";
 import type { Tool, ToolContext, ToolResultValue } from "../tools/tool.js";
 
 export interface A2AAgentToolOptions {
@@ -29,6 +34,14 @@ export interface A2AAgentToolOptions {
   headers?: Record<string, string>;
   /** Milliseconds before a delegation is abandoned (default: no limit besides the run's signal). */
   timeoutMs?: number;
+  /**
+   * Asks a person when the remote agent (not agentloop: no `approval_required` data part) puts its
+   * task in `input-required`: its question comes as an elicitation (MCP's form-mode shape, one
+   * `answer` string field; `agentloop chat` asks it inline). An accepted answer is sent on the task
+   * and the delegation goes on; without a handler, or declined, the call ends with
+   * `[Delegation failed: ... asks for input: <question>]`.
+   */
+  onElicitation?: McpElicitationHandler;
 }
 
 /** What a streamed A2A update becomes: the `data` of a `tool-progress` event. */
@@ -97,8 +110,13 @@ async function resolveClient(options: A2AAgentToolOptions): Promise<{ client: Cl
 /** Folds a task's events into its state, the texts of its artifacts and of its last status message. */
 class TaskProgress {
   taskId?: string;
+  contextId?: string;
   state?: TaskState;
   statusText = "";
+  /** Answer chunks went out as nested text deltas. */
+  streamed = false;
+  /** The data parts of the last status message (an agentloop worker's `approval_required` is one). */
+  statusData: unknown[] = [];
   messageText = "";
   private readonly artifacts = new Map<string, { name: string; text: string }>();
 
@@ -118,12 +136,29 @@ class TaskProgress {
 
   addTask(task: Task): void {
     this.taskId = task.id || this.taskId;
-    if (task.status) {
-      this.state = task.status.state;
-      const text = partsText(task.status.message?.parts);
-      if (text) this.statusText = text;
-    }
+    this.contextId = task.contextId || this.contextId;
+    if (task.status) this.addStatus(task.status.state, task.status.message?.parts);
     for (const artifact of task.artifacts ?? []) this.addArtifact(artifact, false);
+  }
+
+  /** A status (of a task or an update): its state, its text when it has some, its data parts. */
+  addStatus(state: TaskState | undefined, parts: Part[] | undefined): string {
+    this.state = state ?? this.state;
+    // An agentloop worker's loop event is not status text (its progress block has a text part of its own).
+    const text = partsText(parts?.filter((part) => !(part.content?.$case === "data" && part.content.value?.agentloop_event !== undefined)));
+    if (text) this.statusText = text;
+    this.statusData = (parts ?? []).flatMap((part) => (part.content?.$case === "data" ? [part.content.value] : []));
+    return text;
+  }
+
+  /** The calls an agentloop worker waits on (the `approval_required` data part of an input-required status). */
+  approvalRequired(): WireApprovalRequired | undefined {
+    if (this.state !== TaskState.TASK_STATE_INPUT_REQUIRED) return undefined;
+    for (const value of this.statusData) {
+      const report = approvalRequiredOf((value as { approval_required?: unknown } | null)?.approval_required);
+      if (report) return report;
+    }
+    return undefined;
   }
 
   /** The answer: the artifacts' text, else the last status message, else a direct message. */
@@ -173,16 +208,20 @@ export async function a2aAgentTool(options: A2AAgentToolOptions): Promise<Tool<{
     kind: "a2a",
     action: "delegate",
     async execute(args, context): Promise<ToolResultValue | string> {
+      const resumed = remoteResumeOf(context, "a2a");
       const task = taskOf(args);
-      if (task === undefined) return delegationFailed(`delegation to "${agentName}" needs a non-empty "task" string`);
+      if (task === undefined && !resumed) return delegationFailed(`delegation to "${agentName}" needs a non-empty "task" string`);
       const signal = remoteCallSignal(context.signal, options.timeoutMs);
       const progress = new TaskProgress();
       let client: Client | undefined;
       try {
         const connection = await connect();
         client = connection.client;
-        return await delegate(connection.client, connection.card, task, agentName, options, context, signal, progress);
+        // A task that waited for approvals gets the decisions; otherwise the task is a new one.
+        const first = resumed ? decisionsMessage(resumed.wait, resumed.decisions) : textMessage(task as string);
+        return await delegate(connection.client, connection.card, first, agentName, options, context, signal, progress);
       } catch (error) {
+        if (error instanceof ToolInterrupt) throw error;
         if (client && progress.taskId && signal.aborted) cancelQuietly(client, progress.taskId);
         return remoteCallFailed(error, context.signal, signal, `"${agentName}"`, options.timeoutMs);
       }
@@ -194,44 +233,85 @@ function cancelQuietly(client: Client, taskId: string): void {
   client.cancelTask({ tenant: "", id: taskId, metadata: undefined }, { signal: AbortSignal.timeout(2_000) }).catch(() => {});
 }
 
+const newMessage = (parts: Part[], taskId = "", contextId = ""): Message => ({
+  messageId: randomUUID(),
+  contextId,
+  taskId,
+  role: Role.ROLE_USER,
+  parts,
+  metadata: undefined,
+  extensions: [],
+  referenceTaskIds: [],
+});
+
+function textMessage(text: string, taskId?: string, contextId?: string): Message {
+  return newMessage([{ content: { $case: "text", value: text }, metadata: undefined, filename: "", mediaType: "text/plain" }], taskId, contextId);
+}
+
+/** What a remote agent's question asks for, as an elicitation: one answer. */
+const ANSWER_WORDS = { accept: "empty", decline: "declined", cancel: "cancelled" } as const;
+const ANSWER_SCHEMA = { type: "object", properties: { answer: { type: "string", title: "Answer" } }, required: ["answer"] };
+
+/** A message on a task waiting in `input-required` with the decisions for its pending calls (an agentloop worker). */
+function decisionsMessage(wait: RemoteWait, decisions: Record<string, ApprovalDecision>): Message {
+  const part: Part = { content: { $case: "data", value: { decisions: wireDecisions(decisions) } }, metadata: undefined, filename: "", mediaType: "application/json" };
+  return newMessage([part], wait.taskId, wait.contextId);
+}
+
+/**
+ * Sends the message and follows the task to its end. A task that asks for approvals
+ * (`input-required` with an `approval_required` data part) has them asked here (or the run stopped
+ * for them: `ToolInterrupt`), then gets the decisions on the task, and is followed again.
+ */
 async function delegate(
   client: Client,
   card: AgentCard,
-  task: string,
+  first: Message,
   agentName: string,
   options: A2AAgentToolOptions,
   context: ToolContext,
   signal: AbortSignal,
   progress: TaskProgress,
 ): Promise<ToolResultValue | string> {
-  const message: Message = {
-    messageId: randomUUID(),
-    contextId: "",
-    taskId: "",
-    role: Role.ROLE_USER,
-    parts: [{ content: { $case: "text", value: task }, metadata: undefined, filename: "", mediaType: "text/plain" }],
-    metadata: undefined,
-    extensions: [],
-    referenceTaskIds: [],
-  };
-  const request = { tenant: "", message, configuration: undefined, metadata: undefined };
   const requestOptions = { signal, serviceParameters: { ...options.headers, ...traceHeadersOf(context.services) } };
   const report = (data: Omit<A2AProgress, "source" | "agent">) => context.progress({ source: "a2a", agent: agentName, ...data } satisfies A2AProgress);
-
-  if (card.capabilities?.streaming === false) {
-    const result = await client.sendMessage(request, requestOptions);
-    if ("role" in result && "parts" in result) progress.messageText = partsText(result.parts);
-    else progress.addTask(result as Task);
-  } else {
-    for await (const event of client.sendMessageStream(request, requestOptions)) {
-      handleStreamEvent(event, progress, report);
-      if (progress.state !== undefined && terminalStates.has(progress.state)) break;
+  let message = first;
+  for (;;) {
+    const request = { tenant: "", message, configuration: undefined, metadata: undefined };
+    if (card.capabilities?.streaming === false) {
+      const result = await client.sendMessage(request, requestOptions);
+      if ("role" in result && "parts" in result) progress.messageText = partsText(result.parts);
+      else progress.addTask(result as Task);
+    } else {
+      for await (const event of client.sendMessageStream(request, requestOptions)) {
+        handleStreamEvent(event, progress, report, (nested) => context.nested(agentName, nested));
+        if (progress.state !== undefined && terminalStates.has(progress.state)) break;
+      }
     }
+    const asked = progress.approvalRequired();
+    if (!asked && progress.state === TaskState.TASK_STATE_INPUT_REQUIRED && progress.taskId && options.onElicitation) {
+      const answer = await options.onElicitation({ server: agentName, message: progress.statusText, requestedSchema: ANSWER_SCHEMA }, { signal });
+      const text = answer.action === "accept" ? answer.content?.answer : undefined;
+      if (typeof text !== "string" || text === "") return delegationFailed(`"${agentName}" asks for input and the answer was ${ANSWER_WORDS[answer.action]}: ${progress.statusText}`);
+      message = textMessage(text, progress.taskId, progress.contextId);
+      progress.state = undefined;
+      continue;
+    }
+    if (!asked || !progress.taskId) return outcome(progress, agentName);
+    const wait: RemoteWait = { protocol: "a2a", agent: agentName, taskId: progress.taskId, contextId: progress.contextId, checkpointId: asked.checkpoint_id };
+    message = decisionsMessage(wait, await remoteDecisions(wait, asked, context));
+    progress.state = undefined;
+    progress.streamed = false;
   }
-  return outcome(progress, agentName);
 }
 
-function handleStreamEvent(event: StreamResponse, progress: TaskProgress, report: (data: Omit<A2AProgress, "source" | "agent">) => void): void {
+/**
+ * Folds one streamed update into the task's progress, reports it (`tool-progress`), and hands the
+ * worker's live events to `nest` as loop events: answer chunks as `text-delta`, an agentloop
+ * worker's tool calls and progress blocks (`agentloop_event` data parts, src/a2a/events.ts) as
+ * themselves, and, from any agent, a working status text as a `tool-progress` of the worker.
+ */
+function handleStreamEvent(event: StreamResponse, progress: TaskProgress, report: (data: Omit<A2AProgress, "source" | "agent">) => void, nest: (event: LoopEvent) => void): void {
   const payload = event.payload;
   switch (payload?.$case) {
     case "task":
@@ -241,15 +321,26 @@ function handleStreamEvent(event: StreamResponse, progress: TaskProgress, report
     case "statusUpdate": {
       const update = payload.value;
       progress.taskId = update.taskId || progress.taskId;
-      progress.state = update.status?.state ?? progress.state;
-      const text = partsText(update.status?.message?.parts);
-      if (text) progress.statusText = text;
+      progress.contextId = update.contextId || progress.contextId;
+      const text = progress.addStatus(update.status?.state, update.status?.message?.parts);
+      const runId = progress.taskId ?? "";
+      for (const data of progress.statusData) {
+        const nested = loopEventOf((data as { agentloop_event?: unknown } | null)?.agentloop_event, runId);
+        if (nested) nest(nested);
+      }
       report({ update: "status", taskId: progress.taskId, state: stateName(progress.state), ...(text ? { text } : {}) });
       break;
     }
     case "artifactUpdate": {
       const update = payload.value;
+      const streamedBefore = progress.streamed;
       const text = progress.addArtifact(update.artifact, update.append);
+      // An answer streamed in chunks ends with the whole answer again (append false, last chunk): not a delta.
+      const whole = !update.append && update.lastChunk && streamedBefore;
+      if (text !== "" && !whole) {
+        progress.streamed = true;
+        nest({ type: "text-delta", runId: update.taskId || progress.taskId || "", turn: 0, delta: text });
+      }
       report({ update: "artifact", taskId: update.taskId || progress.taskId, artifact: update.artifact?.name, text });
       break;
     }

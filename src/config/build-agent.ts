@@ -207,7 +207,8 @@ export async function prepareAgentRuntime(settings: AgentSettings, options: Buil
       settings.subAgents.map(async (peer): Promise<Tool<any>> => {
         if (peer.protocol === "a2a") {
           const { a2aAgentTool } = await import("../a2a/index.js");
-          const tool = await a2aAgentTool({ cardUrl: peer.cardUrl, name: peer.name });
+          // A remote agent that asks for input asks the person the MCP servers ask (`agentloop chat`).
+          const tool = await a2aAgentTool({ cardUrl: peer.cardUrl, name: peer.name, onElicitation: options.mcp?.onElicitation });
           await withTimeout((inner) => fetchCard(peer.cardUrl, inner), timeoutMs, signal).catch((error) =>
             unavailable.push({ kind: "agent", name: peer.name, reason: reasonOf(error) }),
           );

@@ -3,7 +3,7 @@
 import { DBOS } from "@dbos-inc/dbos-sdk";
 import { Agent } from "../loop/agent.js";
 import { listRuns, recoverRuns, showRun } from "./admin.js";
-import { approvalWait, sendDecisions } from "./approvals.js";
+import { approvalWait, expiredApprovals, sendDecisions } from "./approvals.js";
 import { executions } from "./cancellation.js";
 import { readJournal } from "./journal.js";
 import { ensureLaunched, launchDbos, shutdownDbos } from "./launch.js";
@@ -78,6 +78,10 @@ export function durableAgent(agent: Agent, options: DurableOptions): DurableAgen
     async approvalWait(runId) {
       ensureLaunched("approvalWait");
       return approvalWait(runId);
+    },
+    async expiredApprovals(runId) {
+      ensureLaunched("expiredApprovals");
+      return expiredApprovals(runId);
     },
     async decide(runId, decisions, { checkpointId } = {}) {
       ensureLaunched("decide");

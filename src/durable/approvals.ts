@@ -10,6 +10,10 @@ import type { ApprovalWait, DurableRunInfo } from "./types.js";
 const APPROVALS_TOPIC = "agentloop.approvals";
 const PENDING_KEY = "agentloop.pending";
 const WAIT_KEY = "agentloop.approval-wait";
+/** The ids of the run's checkpoints whose approvals expired (`approvalTimeoutMs` passed without a decision). */
+const EXPIRED_KEY = "agentloop.approvals-expired";
+/** The reason a call whose approval expired is rejected with: its result is `Rejected: approval expired`. */
+export const APPROVAL_EXPIRED = "approval expired";
 /** How long a durable run waits for approvals without `approvalTimeoutMs`: 7 days. */
 const DEFAULT_APPROVAL_TIMEOUT_MS = 7 * 24 * 3600 * 1000;
 
@@ -51,8 +55,13 @@ export async function waitForDecisions(
     break;
   }
   await DBOS.setEvent(PENDING_KEY, []);
+  // No decision within approvalTimeoutMs: the approvals expired (a later decision is refused, 410).
+  if (!decided) {
+    const expired = (await DBOS.getEvent<string[]>(DBOS.workflowID!, EXPIRED_KEY, 0)) ?? [];
+    await DBOS.setEvent(EXPIRED_KEY, [...expired, announcedId]);
+  }
   const decisions: Record<string, ApprovalDecision> = {};
-  for (const call of pending) decisions[call.toolCallId] = decided?.[call.toolCallId] ?? { approve: false, reason: "no decision in time" };
+  for (const call of pending) decisions[call.toolCallId] = decided?.[call.toolCallId] ?? { approve: false, reason: decided ? "no decision given" : APPROVAL_EXPIRED };
   return decisions;
 }
 
@@ -72,4 +81,9 @@ export async function pendingApprovals(runId: string): Promise<NonNullable<Durab
 export async function approvalWait(runId: string): Promise<ApprovalWait | undefined> {
   if ((await pendingApprovals(runId)).length === 0) return undefined;
   return (await DBOS.getEvent<ApprovalWait>(runId, WAIT_KEY, 0)) ?? undefined;
+}
+
+/** The ids of a run's checkpoints whose approvals expired (no decision within `approvalTimeoutMs`). */
+export async function expiredApprovals(runId: string): Promise<string[]> {
+  return (await DBOS.getEvent<string[]>(runId, EXPIRED_KEY, 0)) ?? [];
 }

@@ -21,6 +21,7 @@
 // process), admin.ts (list, show, recover), types.ts (the public types).
 export { durableAgent } from "./agent.js";
 export { durableModel } from "./model-calls.js";
+export { APPROVAL_EXPIRED } from "./approvals.js";
 export { durableTool, INTERRUPTED } from "./tool-calls.js";
 export type {
   ApprovalWait,

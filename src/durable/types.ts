@@ -119,6 +119,8 @@ export interface DurableAgent {
   retrieve(runId: string): DurableRun;
   /** What a run waiting for approvals waits at (undefined when it does not wait). */
   approvalWait(runId: string): Promise<ApprovalWait | undefined>;
+  /** The ids of a run's checkpoints whose approvals expired (no decision within `approvalTimeoutMs`). */
+  expiredApprovals(runId: string): Promise<string[]>;
   /** Whether a run of this agent exists: at once when it executes in this process, else one query. */
   exists(runId: string): Promise<boolean>;
   /**

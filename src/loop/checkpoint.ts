@@ -61,6 +61,28 @@ export interface RunCheckpoint {
     usage: Usage;
   };
   wave: CheckpointWave;
+  /**
+   * Set when the calls wait inside a remote worker (A2A `input-required`, or a KAOS delegation to
+   * an agentloop server answering `approval_required`): this checkpoint only names where; the
+   * worker keeps its own run, checks the decisions against its own hashes and resumes it.
+   */
+  remote?: RemoteWait;
+  /** What the run was started from, when it was not an `Agent` built in code: a `.prompty` file (`resumeAgent` loads it again). */
+  source?: { prompty: string };
+}
+
+/** Where a remote worker waits for decisions. */
+export interface RemoteWait {
+  protocol: "a2a" | "kaos";
+  /** The worker as the delegating tool names it. */
+  agent: string;
+  /** A2A: the task waiting in `input-required` and its context. */
+  taskId?: string;
+  contextId?: string;
+  /** KAOS: the worker's session, for its `POST /v1/approvals`. */
+  sessionId?: string;
+  /** The worker's checkpoint id, as it reported it. */
+  checkpointId?: string;
 }
 
 /** What a delegating tool gets to resume its sub-agent's run instead of starting one. */
@@ -130,14 +152,24 @@ export function claimCheckpoint(checkpoint: RunCheckpoint, decisions: Record<str
       );
     }
   }
-  // The arguments in the checkpoint must still be the ones the approvals were asked for.
+  // The arguments in the checkpoint must still be the ones the approvals were asked for (a remote
+  // worker's calls are checked by the worker, against the hashes it made).
+  const remote = remoteCallIds(checkpoint);
   for (const entry of [...checkpoint.pending, ...Object.values(checkpoint.wave?.decided ?? {}).map((decided) => decided.request)]) {
+    if (remote.has(entry.toolCallId)) continue;
     const call = findCall(checkpoint, entry);
     if (!call || argumentsHash(call, entry.arguments) !== entry.argumentsHash) {
       throw new ResumeError(`agent.resume: the arguments of tool call "${entry.toolCallId}" (${entry.toolName}) changed since the approval was requested; refusing to run them`);
     }
   }
   resumed.add(checkpoint.id);
+}
+
+/** The ids of the calls waiting inside remote workers, anywhere in the checkpoint. */
+function remoteCallIds(checkpoint: RunCheckpoint, into = new Set<string>()): Set<string> {
+  if (checkpoint.remote) for (const entry of checkpoint.pending) into.add(entry.toolCallId);
+  for (const nested of Object.values(checkpoint.wave?.nested ?? {})) remoteCallIds(nested, into);
+  return into;
 }
 
 /** The tool call a pending approval is about, in the checkpoint or a nested one. */

@@ -8,6 +8,7 @@ export {
   PromptyRunError,
   type PromptyRuntimeTools,
   resolvePromptyModel,
+  resumeAgent,
   runPrompty,
   type StartedPrompty,
   Steering,

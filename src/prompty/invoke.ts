@@ -1,6 +1,7 @@
 import { singleModelCall } from "../agents/single-call.js";
 import { AgentLoopError, type ErrorKind } from "../errors.js";
 import { Agent } from "../loop/agent.js";
+import type { ApprovalDecision, RunCheckpoint } from "../loop/checkpoint.js";
 import type { RunResult } from "../loop/events.js";
 import type { Run } from "../loop/run.js";
 import type { Guardrails } from "../loop/guardrails.js";
@@ -233,7 +234,20 @@ export async function startAgent(
   tools?: PromptyRuntimeTools,
   options: InvokeAgentOptions = {},
 ): Promise<StartedPrompty> {
-  const agent = await resolveAgent(pathOrAgent, options);
+  return launch(await resolveAgent(pathOrAgent, options), inputs, tools, options);
+}
+
+/**
+ * The prompty as an `Agent` (its tools built: prompty children loaded, MCP servers connected;
+ * closed when the run ends), then `start` runs it: a new run, or a resume of its checkpoint.
+ */
+async function launch(
+  agent: PromptyAgent,
+  inputs: Record<string, unknown>,
+  tools: PromptyRuntimeTools | undefined,
+  options: InvokeAgentOptions,
+  resume?: { checkpoint: RunCheckpoint; decisions: Record<string, ApprovalDecision> },
+): Promise<StartedPrompty> {
   const prepared = prepare(agent, inputs);
   const { instructions, history, input } = splitConversation(agent, prepared.messages);
   const nameHandlers = tools && !Array.isArray(tools) ? tools : {};
@@ -283,17 +297,17 @@ export async function startAgent(
       memory: options.memory ?? options.agentConfig?.memory,
       instrumentation: options.instrumentation ?? options.agentConfig?.instrumentation,
     });
-    const run = loopAgent.run(input, {
+    const common = {
       onEvent: bridge.onEvent,
-      history,
-      inputs: prepared.inputs,
       signal: options.signal,
       sessionId: options.sessionId,
       services: options.services,
       depth: options.depth,
       agentPath: options.agentPath,
       parentRunId: options.parentRunId,
-    });
+    };
+    // A resume is the same loop going on from the checkpoint (its conversation and inputs are in it).
+    const run = resume ? loopAgent.resume(resume.checkpoint, { ...common, decisions: resume.decisions }) : loopAgent.run(input, { ...common, history, inputs: prepared.inputs });
     started = run;
     options.steering?.attach(run);
     if (state.cleanups.length) void run.result.finally(closeAll);
@@ -302,6 +316,43 @@ export async function startAgent(
     await closeAll();
     throw error;
   }
+}
+
+/**
+ * Goes on with a prompty run that stopped for approvals (`approvals.mode: interrupt` in the
+ * frontmatter, or `agentConfig.onApproval`): `invokeAgent` returned it INTERRUPTED with a
+ * checkpoint naming the file (`checkpoint.source.prompty`). The file is loaded again (or pass the
+ * loaded prompty as `options.prompty`), its tools built again, and the loop resumes at the stopped
+ * wave with the decisions (the same rules as `agent.resume`). Resolves like `invokeAgent`.
+ */
+export async function resumeAgent(
+  checkpoint: RunCheckpoint,
+  decisions: Record<string, ApprovalDecision>,
+  tools?: PromptyRuntimeTools,
+  options: InvokeAgentOptions & { prompty?: PromptyAgent } = {},
+): Promise<RunResult> {
+  const file = checkpoint?.source?.prompty;
+  if (!options.prompty && typeof file !== "string") {
+    throw new AgentLoopError("invalid_request", "resumeAgent: the checkpoint names no .prompty file (checkpoint.source.prompty); pass the loaded prompty as options.prompty", { retryable: false });
+  }
+  const agent = options.prompty ?? (await resolveAgent(file as string, options));
+  const { run } = await launch(agent, checkpoint.inputs ?? {}, tools, options, { checkpoint, decisions });
+  return settle(agent, run, options);
+}
+
+/** A started prompty's result: returned when it completed or stopped for approvals (its checkpoint naming the file), else thrown. */
+async function settle(agent: PromptyAgent, run: Run, options: InvokeAgentOptions): Promise<RunResult> {
+  const outcome = await run;
+  const unregistered = notRegistered.get(run);
+  if (unregistered !== undefined) throw new PromptyRunError(`Tool not registered: ${unregistered}`, outcome, "configuration");
+  if (outcome.state === "INTERRUPTED" && outcome.checkpoint) {
+    if (agent.path) outcome.checkpoint.source = { prompty: agent.path };
+    return outcome;
+  }
+  if (outcome.state !== "COMPLETED") {
+    throw new PromptyRunError(failureMessage(agent, outcome, maxIterationsOf(agent, options)), outcome, outcome.state === "ABORTED" ? "aborted" : undefined);
+  }
+  return outcome;
 }
 
 /**
@@ -318,14 +369,8 @@ export async function invokeAgent(
   options: InvokeAgentOptions = {},
 ): Promise<RunResult> {
   const agent = await resolveAgent(pathOrAgent, options);
-  const { run } = await startAgent(agent, inputs, tools, options);
-  const outcome = await run;
-  const unregistered = notRegistered.get(run);
-  if (unregistered !== undefined) throw new PromptyRunError(`Tool not registered: ${unregistered}`, outcome, "configuration");
-  if (outcome.state !== "COMPLETED") {
-    throw new PromptyRunError(failureMessage(agent, outcome, maxIterationsOf(agent, options)), outcome, outcome.state === "ABORTED" ? "aborted" : undefined);
-  }
-  return outcome;
+  const { run } = await launch(agent, inputs, tools, options);
+  return settle(agent, run, options);
 }
 
 /**

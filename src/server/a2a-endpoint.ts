@@ -13,17 +13,33 @@ import {
   validateVersion,
 } from "@a2a-js/sdk/server";
 import { ContentTypeNotSupportedError, UnsupportedOperationError } from "@a2a-js/sdk/errors";
+import type { ApprovalDecision } from "../loop/checkpoint.js";
 import type { LoopEvent, RunResult } from "../loop/events.js";
+import { wireEventOf } from "../a2a/events.js";
+import { approvalParts, dataPart, decisionsOf } from "./a2a-approvals.js";
+import { approvalRequiredOf } from "./chat-stream.js";
+import { HttpError } from "./http-errors.js";
 import { a2aParamsProblem, invalidParamsError, isJsonContentType, subscribedTaskId, withReturnedPageSize } from "./a2a-validation.js";
 import { answerOf } from "./chat-stream.js";
 
-/** Runs one A2A message through the agent: the context id is the session. */
-export type RunTask = (task: { input: string; sessionId: string; signal: AbortSignal; onEvent: (event: LoopEvent) => void }) => Promise<RunResult>;
+/**
+ * Runs one A2A message through the agent: the context id is the session. With `decisions` (a
+ * message on an `input-required` task) it resumes the session's run stopped for approvals, as
+ * `POST /v1/approvals` does (rejecting with its `HttpError` when nothing waits or the decisions are refused).
+ */
+export type RunTask = (task: {
+  input: string;
+  sessionId: string;
+  signal: AbortSignal;
+  onEvent: (event: LoopEvent) => void;
+  decisions?: Record<string, ApprovalDecision>;
+}) => Promise<RunResult>;
 
 const textPart = (text: string): Part => ({ content: { $case: "text", value: text }, metadata: undefined, filename: "", mediaType: "text/plain" });
 
-function agentMessage(text: string, taskId: string, contextId: string): Message {
-  return { messageId: randomUUID(), contextId, taskId, role: Role.ROLE_AGENT, parts: [textPart(text)], metadata: undefined, extensions: [], referenceTaskIds: [] };
+function agentMessage(content: string | Part[], taskId: string, contextId: string): Message {
+  const parts = typeof content === "string" ? [textPart(content)] : content;
+  return { messageId: randomUUID(), contextId, taskId, role: Role.ROLE_AGENT, parts, metadata: undefined, extensions: [], referenceTaskIds: [] };
 }
 
 function textOf(message: Message): string {
@@ -39,14 +55,29 @@ class LoopAgentExecutor implements AgentExecutor {
   execute = async (context: RequestContext, bus: ExecutionEventBus): Promise<void> => {
     const { taskId, contextId } = context;
     const now = () => new Date().toISOString();
-    const status = (state: TaskState, text?: string) =>
-      AgentEvent.statusUpdate({ taskId, contextId, status: { state, message: text === undefined ? undefined : agentMessage(text, taskId, contextId), timestamp: now() }, metadata: undefined });
-    if (!context.task) {
-      const task: Task = { id: taskId, contextId, status: { state: TaskState.TASK_STATE_SUBMITTED, message: undefined, timestamp: now() }, artifacts: [], history: [context.userMessage], metadata: undefined };
-      bus.publish(AgentEvent.task(task));
+    const status = (state: TaskState, content?: string | Part[]) =>
+      AgentEvent.statusUpdate({ taskId, contextId, status: { state, message: content === undefined ? undefined : agentMessage(content, taskId, contextId), timestamp: now() }, metadata: undefined });
+    // A stream starts with the task, also a message on a task that exists (an answer to
+    // input-required): that task is working again (its client must not read it as still waiting).
+    const task: Task = context.task
+      ? { ...context.task, status: { state: TaskState.TASK_STATE_WORKING, message: undefined, timestamp: now() } }
+      : { id: taskId, contextId, status: { state: TaskState.TASK_STATE_SUBMITTED, message: undefined, timestamp: now() }, artifacts: [], history: [context.userMessage], metadata: undefined };
+    bus.publish(AgentEvent.task(task));
+    // A message on a task waiting for approvals answers them: its decisions resume the run.
+    const waiting = context.task?.status?.state === TaskState.TASK_STATE_INPUT_REQUIRED;
+    let decisions: Record<string, ApprovalDecision> | undefined;
+    try {
+      decisions = waiting ? decisionsOf(context.userMessage) : undefined;
+    } catch (error) {
+      this.askAgain(context, bus, status, (error as Error).message);
+      return;
     }
     const input = textOf(context.userMessage);
-    if (input.trim() === "") {
+    if (waiting && !decisions) {
+      this.askAgain(context, bus, status, 'the task waits for approvals: send a message on it with a data part { "decisions": { "<tool_call_id>": { "approve": true } } }');
+      return;
+    }
+    if (!decisions && input.trim() === "") {
       bus.publish(status(TaskState.TASK_STATE_REJECTED, "the message has no text part"));
       bus.finished();
       return;
@@ -68,17 +99,28 @@ class LoopAgentExecutor implements AgentExecutor {
     // Progress blocks become working status updates; answer text streams as chunks of one artifact.
     const onEvent = (event: LoopEvent) => {
       if (entry.canceled) return;
+      if (event.type === "text-delta") {
+        if (event.delta !== "") bus.publish(artifact(event.delta, streamed++ > 0, false));
+        return;
+      }
+      // Tool calls, waves and sub-agents' events travel as data parts (src/a2a/events.ts); a
+      // progress block keeps its JSON text too, for clients that read only text.
+      const wire = wireEventOf(event);
+      if (!wire) return;
+      const parts = [dataPart({ agentloop_event: wire })];
       if (event.type === "progress") {
         const { step, max_steps, action, target } = event;
-        bus.publish(status(TaskState.TASK_STATE_WORKING, JSON.stringify({ type: "progress", step, max_steps, action, target })));
-      } else if (event.type === "text-delta" && event.delta !== "") {
-        bus.publish(artifact(event.delta, streamed++ > 0, false));
+        parts.unshift(textPart(JSON.stringify({ type: "progress", step, max_steps, action, target })));
       }
+      bus.publish(status(TaskState.TASK_STATE_WORKING, parts));
     };
     try {
-      const result = await this.runTask({ input, sessionId: contextId, signal: entry.controller.signal, onEvent });
+      const result = await this.runTask({ input, sessionId: contextId, signal: entry.controller.signal, onEvent, decisions });
       if (entry.canceled) return;
-      if (result.state === "ABORTED") {
+      const approvals = approvalRequiredOf(result, contextId);
+      if (approvals) {
+        bus.publish(status(TaskState.TASK_STATE_INPUT_REQUIRED, approvalParts(approvals, textPart)));
+      } else if (result.state === "ABORTED") {
         bus.publish(status(TaskState.TASK_STATE_CANCELED, result.reason));
       } else if (result.state === "FAILED") {
         bus.publish(status(TaskState.TASK_STATE_FAILED, result.error?.message ?? result.reason));
@@ -89,12 +131,25 @@ class LoopAgentExecutor implements AgentExecutor {
         bus.publish(status(TaskState.TASK_STATE_COMPLETED, text));
       }
     } catch (error) {
-      if (!entry.canceled) bus.publish(status(TaskState.TASK_STATE_FAILED, error instanceof Error ? error.message : String(error)));
+      const message = error instanceof Error ? error.message : String(error);
+      // Decisions the checkpoint refuses (an unknown call, other arguments): the task still waits for them.
+      if (decisions && error instanceof HttpError && error.status === 400) this.askAgain(context, bus, status, message, false);
+      else if (!entry.canceled) bus.publish(status(TaskState.TASK_STATE_FAILED, message));
     } finally {
       this.running.delete(taskId);
       bus.finished();
     }
   };
+
+  /**
+   * The task stays `input-required`: its last status message (the pending calls) again, after a
+   * text part saying what was wrong with the answer.
+   */
+  private askAgain(context: RequestContext, bus: ExecutionEventBus, status: (state: TaskState, content: Part[]) => ReturnType<typeof AgentEvent.statusUpdate>, problem: string, finish = true): void {
+    const asked = context.task?.status?.message?.parts ?? [];
+    bus.publish(status(TaskState.TASK_STATE_INPUT_REQUIRED, [textPart(`Not resumed: ${problem}`), ...asked.filter((part) => part.content?.$case === "data")]));
+    if (finish) bus.finished();
+  }
 
   cancelTask = async (taskId: string, bus: ExecutionEventBus): Promise<void> => {
     const entry = this.running.get(taskId);

@@ -1,3 +1,4 @@
+import { AGENTLOOP_EVENTS_EXTENSION } from "../a2a/events.js";
 import type { AgentCard } from "@a2a-js/sdk";
 
 export interface AgentCardInput {
@@ -52,11 +53,22 @@ export function buildAgentCard(input: AgentCardInput): AgentCard & Record<string
       { url, protocolBinding: "JSONRPC", tenant: "", protocolVersion: "0.3" },
     ],
     provider: undefined,
-    capabilities: { streaming: true, pushNotifications: false, extensions: [] },
+    capabilities: {
+      streaming: true,
+      pushNotifications: false,
+      extensions: [
+        {
+          uri: AGENTLOOP_EVENTS_EXTENSION,
+          description: 'working status updates carry the run\'s tool calls and progress blocks as a data part { "agentloop_event": … }; input-required carries { "approval_required": … }',
+          required: false,
+          params: undefined,
+        },
+      ],
+    },
     securitySchemes: {},
     securityRequirements: [],
-    defaultInputModes: ["text/plain"],
-    defaultOutputModes: ["text/plain"],
+    defaultInputModes: ["text/plain", "application/json"],
+    defaultOutputModes: ["text/plain", "application/json"],
     skills,
     signatures: [],
     // A2A 0.3 fields, for KAOS and 0.3 clients.

@@ -19,6 +19,8 @@ export interface ChatStreamSpec {
   includeUsage?: boolean;
   /** A `response_format` answer: sent whole at the end, once validated. */
   structured?: boolean;
+  /** The server's agent: first in the `agent_path` of a sub-agent's progress block. */
+  agent?: string;
   /** False: no KAOS progress blocks, only the answer (default true). */
   progress?: boolean;
   /** The request's client tools: a run stopped at their calls ends with `tool_calls`. */
@@ -45,8 +47,26 @@ export class ChatStreamEncoder {
       // (A client tool's call ran in the client: no progress block for its result coming back.)
       const block = { type: "progress", step: event.step, max_steps: event.max_steps, action: event.action, target: event.target };
       return this.chunks.content(JSON.stringify(block));
+    } else if (event.type === "nested" && this.spec.progress !== false) {
+      return this.nestedProgress(event);
     }
     return undefined;
+  }
+
+  /**
+   * A sub-agent's progress block (local, or a remote worker's streamed to this server), live, with
+   * the agents it went through: `agent_path` from this server's agent down to the one whose call it is.
+   */
+  private nestedProgress(event: Extract<LoopEvent, { type: "nested" }>): string | undefined {
+    const path = this.spec.agent ? [this.spec.agent] : [];
+    let current: LoopEvent = event;
+    while (current.type === "nested") {
+      path.push(current.agent);
+      current = current.event;
+    }
+    if (current.type !== "progress") return undefined;
+    const block = { type: "progress", step: current.step, max_steps: current.max_steps, action: current.action, target: current.target, agent_path: path };
+    return this.chunks.content(JSON.stringify(block));
   }
 
   /** The closing chunks of a run that ended (its events stored), `[DONE]` included. */

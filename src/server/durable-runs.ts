@@ -131,8 +131,8 @@ export class DurableRuns {
 
   /** A run's journal: the chunks of its stream, closed (after its events are stored) by the finish chunk and `[DONE]`. */
   private encoder(spec: RunSpec, runId: string): JournalEncoder {
-    const chunks = new ChatStreamEncoder(spec);
     const { memory, settings, log } = this;
+    const chunks = new ChatStreamEncoder({ ...spec, agent: settings.name });
     /** This execution's skip of its replayed events (an execution ending never drops another's). */
     let skip: { left: number } | undefined;
     return {
@@ -217,6 +217,10 @@ export class DurableRuns {
     const checkpoint = (requested.content as { checkpoint: RunCheckpoint }).checkpoint;
     const wait = await durable.approvalWait(runId);
     const decided = events.some((event) => event.event_type === "approval_decided" && (event.content as { checkpoint_id?: unknown } | null)?.checkpoint_id === checkpoint.id);
+    // Expired: the run went on with the calls rejected (it records that resume as decided, too).
+    if ((!wait || wait.result.checkpoint?.id !== checkpoint.id) && (await durable.expiredApprovals(runId)).includes(checkpoint.id)) {
+      throw new HttpError(410, `the approvals of checkpoint ${checkpoint.id} in session "${sessionId}" expired (approvalTimeoutMs): its calls were rejected with "approval expired"`, "invalid_request_error", "approval_expired");
+    }
     if (decided || !wait || wait.result.checkpoint?.id !== checkpoint.id) {
       throw new HttpError(409, `the approvals of checkpoint ${checkpoint.id} in session "${sessionId}" were decided already`, "invalid_request_error", "approval_already_decided");
     }

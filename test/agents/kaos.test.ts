@@ -114,7 +114,7 @@ describe("kaosAgentTool", () => {
     assert.equal(request.headers.traceparent, "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01");
     assert.deepEqual(request.body, {
       model: "worker",
-      stream: false,
+      stream: true,
       messages: [
         { role: "assistant", content: "old answer" },
         { role: "user", content: "the logs are in /var/log" },

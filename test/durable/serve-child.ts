@@ -1,7 +1,7 @@
 // An `agentloop serve` replica in durable mode, for test/durable/replicas.test.ts and bench/durable-recovery.ts:
 // the server of `startAgentServer` with a model that answers from the conversation (as a real model
 // does, so a recovered run asks it only what was not answered), served by a loopback OpenAI-compatible server, and one idempotent tool that takes
-// WORK_MS, and `pay` (needs approval; "pay <n>" asks for it, each execution a line in PAY_LOG). Env: the server's (AGENT_PORT, MEMORY_*, DURABLE*), WORK_MS, ANSWER_WORDS and DELTA_MS (a longer, slower answer), PAY_HANG=1 (pay never returns), MODEL=in-process (no HTTP model). Prints "listening <url>".
+// WORK_MS, and `pay` (needs approval; "pay <n>" asks for it, each execution a line in PAY_LOG). Env: the server's (AGENT_PORT, MEMORY_*, DURABLE*), APPROVAL_TIMEOUT_MS, WORK_MS, ANSWER_WORDS and DELTA_MS (a longer, slower answer). Prints "listening <url>".
 import { appendFileSync } from "node:fs";
 import { startAgentServer } from "../../src/server/index.js";
 import { defineTool, type Model } from "../../src/index.js";
@@ -68,6 +68,8 @@ const pay = defineTool<{ amount: number }>({
   },
 });
 
-const agentServer = await startAgentServer({ host: "127.0.0.1", build: { model, tools: [work, pay] }, log: (line) => process.stderr.write(`${line}\n`) });
+// APPROVAL_TIMEOUT_MS: how long a run waits for approvals (the agent file's approvals.timeoutMs).
+const file = process.env.APPROVAL_TIMEOUT_MS ? { approvals: { timeoutMs: Number(process.env.APPROVAL_TIMEOUT_MS) } } : undefined;
+const agentServer = await startAgentServer({ host: "127.0.0.1", file, build: { model, tools: [work, pay] }, log: (line) => process.stderr.write(`${line}\n`) });
 await agentServer.ready();
 process.stdout.write(`listening ${agentServer.url}\n`);

@@ -49,10 +49,12 @@ export function a2aRoutes(server: ServerContext): Hono {
   let handler: Promise<ReturnType<typeof createA2AHandler>> | undefined;
   const a2a = async (request: Request, body: unknown) => {
     handler ??= loadEndpoint().then(({ createA2AHandler }) =>
-      createA2AHandler(server.card, ({ input, sessionId, signal, onEvent }) => {
+      createA2AHandler(server.card, ({ input, sessionId, signal, onEvent, decisions }) => {
         const controller = new RequestController();
         const unlink = onAbort(signal, () => controller.disconnect(signal.reason));
-        return runs.track(runs.run({ input, sessionId, controller, onEvent }).finally(unlink));
+        // Decisions on an input-required task go on as POST /v1/approvals does: the checkpoint's resume.
+        const work = decisions ? runs.resume({ sessionId, decisions, controller, onEvent }) : runs.run({ input, sessionId, controller, onEvent });
+        return runs.track(work.finally(unlink));
       }),
     );
     return (await handler)(request, body);

@@ -14,6 +14,7 @@ import type { RunResult } from "../../loop/events.js";
 import { validSessionId } from "../session-id.js";
 import { RequestController, sseHeaders, webSseSink } from "../chat-stream.js";
 import { readJson, type ServerContext } from "../context.js";
+import { parseDecisions } from "../decisions.js";
 import { badRequest } from "../http-errors.js";
 import { completionOf, streamRun } from "./chat-completions.js";
 import { durableApprovals } from "./runs.js";
@@ -30,23 +31,7 @@ export function parseApprovalRequest(body: unknown): ApprovalRequestBody {
   if (typeof body !== "object" || body === null || Array.isArray(body)) throw badRequest("the body must be a JSON object { session_id, decisions }");
   const value = body as Record<string, unknown>;
   const sessionId = validSessionId(value.session_id, "session_id");
-  const raw = value.decisions;
-  if (typeof raw !== "object" || raw === null || Array.isArray(raw) || Object.keys(raw).length === 0) {
-    throw badRequest("decisions must be an object { [tool_call_id]: { approve: true } | { approve: false, reason? } } with at least one decision", "decisions", "invalid_decisions");
-  }
-  const decisions: Record<string, ApprovalDecision> = {};
-  for (const [callId, entry] of Object.entries(raw as Record<string, unknown>)) {
-    const decision = entry as { approve?: unknown; reason?: unknown; arguments_hash?: unknown } | null;
-    if (typeof decision !== "object" || decision === null || typeof decision.approve !== "boolean") {
-      throw badRequest(`decisions.${callId} must be { approve: true } or { approve: false, reason? }`, `decisions.${callId}`, "invalid_decisions");
-    }
-    if (decision.reason !== undefined && typeof decision.reason !== "string") throw badRequest(`decisions.${callId}.reason must be a string`, `decisions.${callId}.reason`, "invalid_decisions");
-    if (decision.arguments_hash !== undefined && typeof decision.arguments_hash !== "string") {
-      throw badRequest(`decisions.${callId}.arguments_hash must be a string`, `decisions.${callId}.arguments_hash`, "invalid_decisions");
-    }
-    const argumentsHash = decision.arguments_hash as string | undefined;
-    decisions[callId] = decision.approve ? { approve: true, argumentsHash } : { approve: false, reason: decision.reason as string | undefined, argumentsHash };
-  }
+  const decisions = parseDecisions(value.decisions);
   if (value.stream !== undefined && typeof value.stream !== "boolean") throw badRequest("stream must be a boolean", "stream", "invalid_stream");
   return { sessionId, decisions, stream: value.stream !== false };
 }

@@ -114,7 +114,7 @@ export function streamRun(
 ): Promise<void> {
   const { runs } = server;
   async function writeCompletion(): Promise<void> {
-    const encoder = new ChatStreamEncoder({ id: `chatcmpl-${randomUUID()}`, created: unixSeconds(), ...chat });
+    const encoder = new ChatStreamEncoder({ id: `chatcmpl-${randomUUID()}`, created: unixSeconds(), agent: server.settings.name, ...chat });
     sink.write(encoder.start());
     let ended = false;
     /** Writes the closing events and `[DONE]`, and ends the stream: once, after the run's events are stored. */
