@@ -93,18 +93,7 @@ test("the current input and the current wave are never removed; older rounds of 
   const echo = defineTool({ name: "echo", description: "echo", parameters: { type: "object", properties: { n: {} } }, execute: ({ n }) => `${String(n)} ${big}` });
   // The request loses rounds of the input, so a ScriptedModel (which counts the turns it sees) would
   // answer the wrong entry: this model answers from the last result it sees (c1 → c2 → c3 → done).
-  const scripted = [calls(["echo", { n: 1 }, "c1"]), calls(["echo", { n: 2 }, "c2"]), calls(["echo", { n: 3 }, "c3"]), "done"];
-  const model = {
-    provider: "test",
-    modelId: "by-last-result",
-    requests: [] as ModelRequest[],
-    stream(request: ModelRequest) {
-      this.requests.push(request);
-      const last = request.messages.at(-1);
-      const step = last?.role === "tool" ? Number(last.toolCallId.slice(1)) : 0;
-      return new ScriptedModel([scripted[step]!]).stream({ messages: [] });
-    },
-  };
+  const model = byLastResult([calls(["echo", { n: 1 }, "c1"]), calls(["echo", { n: 2 }, "c2"]), calls(["echo", { n: 3 }, "c3"]), "done"]);
   const run = new Agent({ model, tools: [echo], context: { maxTokens: 300 } }).run(long("the input"));
   const events = await eventsOf(run);
   assert.equal((await run).state, "COMPLETED");
@@ -122,7 +111,8 @@ test("the current input and the current wave are never removed; older rounds of 
 
 test("no slack: when the current wave alone is over budget, every older round goes but the wave's call stays with its result", async () => {
   const echo = defineTool({ name: "echo", description: "echo", parameters: { type: "object", properties: { n: {} } }, execute: ({ n }) => `result ${String(n)}` });
-  const model = new ScriptedModel([calls(["echo", { n: 1 }, "c1"]), calls(["echo", { n: 2 }, "c2"]), "done"]);
+  // This budget leaves the older round out of the request: a model that answers from the last result.
+  const model = byLastResult([calls(["echo", { n: 1 }, "c1"]), calls(["echo", { n: 2 }, "c2"]), "done"]);
   // A tool result weighs 100, any other message 1: the last wave's result alone is twice the budget.
   const estimator = (message: Message) => (message.role === "tool" ? 100 : 1);
   const run = new Agent({ model, tools: [echo], context: { maxTokens: 50, reserveTokens: 0, useReportedUsage: false, estimator } }).run("the input");
@@ -234,6 +224,25 @@ test("the estimator is replaceable, and a function can summarize", async () => {
 });
 
 /** A model that refuses requests longer than `limit` messages with a context-length error. */
+/**
+ * A model that answers entry k after the result of call `c<k>` (entry 0 when the last message is no
+ * result). A ScriptedModel counts the turns it sees after the input, so a request that lost rounds of
+ * the input to the budget would make it answer the wrong entry.
+ */
+function byLastResult(scripted: string[]): Model & { requests: ModelRequest[] } {
+  return {
+    provider: "test",
+    modelId: "by-last-result",
+    requests: [] as ModelRequest[],
+    stream(request: ModelRequest) {
+      this.requests.push(request);
+      const last = request.messages.at(-1);
+      const step = last?.role === "tool" ? Number(last.toolCallId.slice(1)) : 0;
+      return new ScriptedModel([scripted[step]!]).stream({ messages: [] });
+    },
+  };
+}
+
 function refusingModel(limit: number, answer = "short enough"): Model & { requests: ModelRequest[] } {
   const requests: ModelRequest[] = [];
   return {

@@ -249,7 +249,8 @@ test("a resumed run knows where its input starts: the context budget keeps the i
       { role: "user" as const, content: "an old question" },
       { role: "assistant" as const, content: [{ type: "text" as const, text: "an old answer" }] },
     ];
-    const model = new ScriptedModel([calls(["pay", { amount: 1 }, "p1"]), "paid", "more done"]);
+    // One script for the run's two inputs (the follow-up goes on after the first input's entries).
+    const model = new ScriptedModel([calls(["pay", { amount: 1 }, "p1"]), "paid", "more done"], { continueAcrossRuns: true });
     // One unit a message, room for five: the old exchange must go, never the input.
     const agent = new Agent({ model, tools, instructions: "be brief", onApproval: "interrupt", context: { maxTokens: 5, reserveTokens: 0, useReportedUsage: false, estimator: () => 1 } });
     const first = await agent.run("pay one", { history });

@@ -124,7 +124,9 @@ describe("bearer auth (AGENT_API_KEY)", () => {
   });
   // The guard is shared (a Hono middleware, and node's check before a body): every route the server
   // registers, read from its source, is behind it, over node:http and through AgentServer.fetch.
-  const OPEN = ["GET /health", "GET /ready"];
+  // The studio's page and assets are open too: they hold no data (the page asks for the key, and
+  // every route it reads is behind the guard); test/studio checks the page's key prompt.
+  const OPEN = ["GET /health", "GET /ready", "GET /studio", "GET /studio/", "GET /studio/assets/:name"];
   for (const route of registeredRoutes().filter((each) => !OPEN.includes(each))) {
     it(`${route}: 401 without the token, over node:http and AgentServer.fetch`, async () => {
       const [method, path] = route.split(" ");
