@@ -141,7 +141,8 @@ function configOf(folder, mutate, options) {
     timeoutFactor: 1.5,
     // Nothing type-checks the sandbox (esbuild strips the types): no "// @ts-nocheck" added to every file (a fixture read by a test would show it).
     disableTypeChecks: false,
-    tempDirName: ".stryker-tmp",
+    // Outside the repository proper (a sandbox holds a copy of biome.json and tsconfig.json: biome would see a second root).
+    tempDirName: "node_modules/.cache/agentloop-mutation/sandboxes",
     ignorePatterns: ["/bench", "/dist", "/reports", "/.exp", "/.agentloop", "/coverage", "/.mutation-build", "*.cpuprofile"],
     reporters: ["progress-append-only", "clear-text", "json", "html"],
     clearTextReporter: { allowColor: false, logTests: false, reportScoreTable: true },

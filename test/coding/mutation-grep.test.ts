@@ -68,16 +68,22 @@ describe("grep through ripgrep, compared with the JavaScript search", { skip }, 
   });
 });
 
-describe("grep on a machine whose rg cannot be used", () => {
+describe("grep: whether rg is used", () => {
   const child = fileURLToPath(new URL("./fixtures/grep-engine.ts", import.meta.url));
   const bin = join(root, "..", `${root.split("/").pop()}-bin`);
   after(() => rmSync(bin, { recursive: true, force: true }));
 
-  async function grepWithPath(path: string) {
+  async function grepWithPath(path: string, cwd?: string) {
     const args = await tsChild(child);
-    const out = execFileSync(process.execPath, [...args, root, "top"], { env: { ...process.env, PATH: path }, encoding: "utf8" });
+    const out = execFileSync(process.execPath, [...args, root, "top"], { cwd, env: { ...process.env, PATH: path }, encoding: "utf8" });
     return JSON.parse(out) as { engine: string; text: string };
   }
+
+  it("rg is used whatever the process's working folder holds (here: nothing)", { skip }, async () => {
+    const empty = join(bin, "empty");
+    mkdirSync(empty, { recursive: true });
+    assert.deepEqual(await grepWithPath(process.env.PATH ?? "", empty), { engine: "ripgrep", text: "top.ts:1: needle at the top" });
+  });
 
   it("no rg on the PATH: the JavaScript search answers", async () => {
     mkdirSync(bin, { recursive: true });
