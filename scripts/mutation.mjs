@@ -169,12 +169,25 @@ function runStryker(node, stryker, configFile) {
   const env = { ...process.env, PATH: `${join(TOOLS, "node_modules/node/bin")}:${process.env.PATH}` };
   delete env.AGENTLOOP_TEST_CLI;
   return new Promise((resolveExit) => {
-    const child = spawn("nice", ["-n", "10", node, stryker, "run", configFile], { stdio: "inherit", env });
+    // Its own process group: stopping this script (Ctrl-C, a kill) stops Stryker, its workers and their tests too.
+    const child = spawn("nice", ["-n", "10", node, stryker, "run", configFile], { stdio: "inherit", env, detached: true });
+    const stop = (signal) => {
+      try {
+        process.kill(-child.pid, signal);
+      } catch {}
+      process.exit(130);
+    };
+    process.once("SIGINT", stop);
+    process.once("SIGTERM", stop);
+    process.once("SIGHUP", stop);
     child.on("error", (error) => {
       console.error(`npm run mutation: could not start Stryker: ${error.message}`);
       resolveExit(1);
     });
-    child.on("close", (code, signal) => resolveExit(code ?? (signal ? 1 : 0)));
+    child.on("close", (code, signal) => {
+      for (const name of ["SIGINT", "SIGTERM", "SIGHUP"]) process.off(name, stop);
+      resolveExit(code ?? (signal ? 1 : 0));
+    });
   });
 }
 
