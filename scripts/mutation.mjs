@@ -6,6 +6,7 @@
 //   npm run mutation -- --incremental        reuse the last run's results where neither the mutant's
 //                                            code nor its tests changed (reports/mutation/*.incremental.json)
 //   --concurrency N (default 1)              test processes at once
+//   --list                                   print what would be mutated, run nothing
 //
 // Stryker (@stryker-mutator/core, its TAP runner) needs a newer node than the project's (20), so both
 // and Node 24 (the npm registry's `node` package) are installed on first use into
@@ -45,7 +46,7 @@ const TOOLS = join(ROOT, "node_modules/.cache/agentloop-mutation/tools");
 const REPORTS = join(ROOT, "reports/mutation");
 
 function usage(message) {
-  console.error(`npm run mutation: ${message}\nusage: npm run mutation -- [src/<folder>|src/<folder>/<file>.ts ...] [--since <git ref>] [--incremental] [--concurrency N]\nfolders: ${Object.keys(FOLDERS).join(", ")}`);
+  console.error(`npm run mutation: ${message}\nusage: npm run mutation -- [src/<folder>|src/<folder>/<file>.ts ...] [--since <git ref>] [--incremental] [--concurrency N] [--list]\nfolders: ${Object.keys(FOLDERS).join(", ")}`);
   process.exit(2);
 }
 
@@ -57,6 +58,7 @@ function parseArgs(argv) {
       options.since = argv[++index];
       if (!options.since) usage("--since needs a git ref (a branch, a tag, a commit)");
     } else if (arg === "--incremental") options.incremental = true;
+    else if (arg === "--list") options.list = true;
     else if (arg === "--concurrency") {
       options.concurrency = Number(argv[++index]);
       if (!Number.isInteger(options.concurrency) || options.concurrency < 1) usage("--concurrency needs a whole number ≥ 1");
@@ -82,7 +84,7 @@ function chooseFiles({ targets, since }) {
   // --since: only the files changed since the ref (committed, staged, or not), within the chosen targets.
   let changed;
   try {
-    const diff = execFileSync("git", ["diff", "--name-only", since, "--", "src"], { encoding: "utf8" });
+    const diff = execFileSync("git", ["diff", "--name-only", since, "--", "src"], { encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] });
     const untracked = execFileSync("git", ["ls-files", "--others", "--exclude-standard", "--", "src"], { encoding: "utf8" });
     changed = `${diff}\n${untracked}`.split("\n").filter((file) => file.endsWith(".ts") && !file.endsWith(".test.ts") && existsSync(file));
   } catch (error) {
@@ -195,6 +197,10 @@ const options = parseArgs(process.argv.slice(2));
 const chosen = chooseFiles(options);
 if (chosen.size === 0) {
   console.log(`# no source file of the measured folders changed since ${options.since}: nothing to mutate`);
+  process.exit(0);
+}
+if (options.list) {
+  for (const [folder, mutate] of chosen) console.log(`${folder}: ${mutate.join(" ")}`);
   process.exit(0);
 }
 const { node, stryker } = tools();
