@@ -7,6 +7,7 @@
 // - AGENTLOOP_MUTATION_ONLY=<JSON list of unit names>: runs only those units, the others skipped.
 // Everything else is node:test itself.
 import { writeFileSync } from "node:fs";
+import { createRequire, syncBuiltinESMExports } from "node:module";
 import * as real from "node:test";
 
 export * from "node:test";
@@ -37,13 +38,30 @@ function reachedSince(before, into) {
 const units = new Map(); // unit name → ids reached while it ran
 const outside = new Set();
 let mark = snapshot();
-function unitStarted() {
+const running = new Set();
+// A test that starts a node process may reach a mutant there (a CLI, a child script): coverage is
+// not seen across processes, so such a test ("spawns") is selected for every mutant its file reaches.
+const spawning = new Set();
+if (recordFile) {
+  const childProcess = createRequire(import.meta.url)("node:child_process");
+  for (const method of ["spawn", "spawnSync", "execFile", "execFileSync", "fork"]) {
+    const original = childProcess[method];
+    childProcess[method] = function (file, ...rest) {
+      if (method === "fork" || file === process.execPath) for (const name of running) spawning.add(name);
+      return original.call(this, file, ...rest);
+    };
+  }
+  syncBuiltinESMExports();
+}
+function unitStarted(name) {
   if (!recordFile) return undefined;
+  running.add(name);
   reachedSince(mark, outside);
   return snapshot();
 }
 function unitEnded(name, started) {
   if (!recordFile || !started) return;
+  running.delete(name);
   const ids = units.get(name) ?? new Set();
   reachedSince(started, ids);
   units.set(name, ids);
@@ -52,7 +70,7 @@ function unitEnded(name, started) {
 if (recordFile) {
   process.on("exit", () => {
     reachedSince(mark, outside);
-    writeFileSync(recordFile, JSON.stringify({ outside: [...outside], units: [...units].map(([name, ids]) => ({ name, ids: [...ids] })) }));
+    writeFileSync(recordFile, JSON.stringify({ outside: [...outside], units: [...units].map(([name, ids]) => ({ name, ids: [...ids], spawns: spawning.has(name) })) }));
   });
 }
 
@@ -80,7 +98,7 @@ function wrapTest(register) {
     let body;
     if (fn.length >= 2) {
       body = function (context, done) {
-        const started = unitStarted();
+        const started = unitStarted(name);
         return fn.call(this, context, (error) => {
           unitEnded(name, started);
           done(error);
@@ -88,7 +106,7 @@ function wrapTest(register) {
       };
     } else {
       body = async function (context) {
-        const started = unitStarted();
+        const started = unitStarted(name);
         try {
           return await fn.call(this, context);
         } finally {

@@ -11,7 +11,8 @@
 // Test selection within a file (scripts/mutation/node-test-shim.mjs): the first run (Stryker's dry
 // run, no mutant active) records which mutants each test of the file reaches; a
 // mutant's run then runs only the units that reach it, or the whole file when the mutant is reached
-// outside every unit (while loading, in a hook). A unit that fails when run without the
+// outside every unit (while loading, in a hook); a test that starts a node process (which may run
+// the mutant: coverage is not seen across processes) is selected for every mutant. A unit that fails when run without the
 // others (it needs an earlier one's state) must not count as a kill: when a selected run fails, the
 // same selection is run once without the mutant (remembered per selection); if that fails too, the
 // whole file is run with the mutant instead, and that run decides.
@@ -142,7 +143,7 @@ if (!mutant) {
   finish(await runTests(bundle, { record: unitsFile }));
 } else {
   const recorded = readJson(unitsFile, undefined);
-  const only = recorded && !recorded.outside.includes(mutant) ? recorded.units.filter((unit) => unit.ids.includes(mutant)).map((unit) => unit.name) : undefined;
+  const only = recorded && !recorded.outside.includes(mutant) ? recorded.units.filter((unit) => unit.spawns || unit.ids.includes(mutant)).map((unit) => unit.name) : undefined;
   if (!only || only.length === 0 || only.length === recorded.units.length) {
     finish(await runTests(bundle, {}));
   } else {
