@@ -32,6 +32,36 @@ describe("mapCallResult", () => {
     });
   });
 
+  test("beside an image, every note (audio, resource link, resource, unknown kind) is a text part", () => {
+    const result = mapCallResult({
+      content: [
+        { type: "image", data: "AAA", mimeType: "image/png" },
+        { type: "audio", mimeType: "audio/wav" },
+        { type: "resource_link", uri: "file:///a" },
+        { type: "resource", resource: { text: "inline" } },
+        { type: "future-kind" },
+      ],
+    });
+    assert.deepEqual(result.content, [
+      { type: "image", data: "AAA", mediaType: "image/png" },
+      { type: "text", text: "[audio audio/wav]" },
+      { type: "text", text: "[resource link file:///a]" },
+      { type: "text", text: "inline" },
+      { type: "text", text: '{"type":"future-kind"}' },
+    ]);
+  });
+
+  test("an image alone, with no structured content, is sent alone", () => {
+    assert.deepEqual(mapCallResult({ content: [{ type: "image", data: "AAA", mimeType: "image/png" }] }), { content: [{ type: "image", data: "AAA", mediaType: "image/png" }], isError: false });
+  });
+
+  test("a note counts as text: structured content is then not repeated as JSON", () => {
+    for (const block of [{ type: "audio", mimeType: "audio/wav" }, { type: "resource_link", uri: "file:///a" }, { type: "resource", resource: { text: "inline" } }, { type: "future-kind" }]) {
+      const result = mapCallResult({ content: [block], structuredContent: { x: 1 } });
+      assert.ok(!String(result.content).includes('{"x":1}'), JSON.stringify(block));
+    }
+  });
+
   test("structured content is sent as JSON text only when no block has text, and kept as structured", () => {
     assert.deepEqual(mapCallResult({ content: [{ type: "text", text: "" }], structuredContent: { x: 1 } }), { content: '{"x":1}\n', isError: false, structured: { x: 1 } });
     assert.deepEqual(mapCallResult({ content: [{ type: "text", text: "said" }], structuredContent: { x: 1 } }), { content: "said", isError: false, structured: { x: 1 } });
