@@ -1,0 +1,226 @@
+// Mutation testing with StrykerJS: `npm run mutation [-- <folder or file> ...] [options]`.
+//
+//   npm run mutation                         every folder below (one Stryker run each, in turn)
+//   npm run mutation -- src/coding           one folder; src/coding/patch.ts: one file
+//   npm run mutation -- --since main         only the files changed since a git ref (committed or not)
+//   npm run mutation -- --incremental        reuse the last run's results where neither the mutant's
+//                                            code nor its tests changed (reports/mutation/*.incremental.json)
+//   --concurrency N (default 1)              test processes at once
+//   --list                                   print what would be mutated, run nothing
+//
+// Stryker (@stryker-mutator/core, its TAP runner) needs a newer node than the project's (20), so both
+// and Node 24 (the npm registry's `node` package) are installed on first use into
+// node_modules/.cache/agentloop-mutation/tools, at the versions pinned below; nothing of it is a
+// dependency of the project, and `npm test` never runs it. Stryker runs at a low CPU priority (nice).
+//
+// How a mutant is tested: Stryker copies the repository into a sandbox and writes every mutant of the
+// chosen files into it at once, each behind a switch (the __STRYKER_ACTIVE_MUTANT__ environment
+// variable, which the tests' child processes inherit). Its TAP runner runs one test file per node
+// process through scripts/mutation/test-file.mjs, which bundles the file from the sandbox with
+// esbuild, as `npm test` does (once per sandbox: every mutant reuses the bundle). Test selection:
+// a folder's candidate test files are those listed in FOLDERS; Stryker's first run of them records
+// which mutants each file reaches (coverageAnalysis "perTest", a test file being the unit), and a
+// mutant then runs only the files that reach it, stopping at the first failure. A mutant reached
+// only from a child process (a CLI the test starts) is not seen by that coverage: Stryker reports it
+// as "no coverage", i.e. not killed.
+import { execFileSync, spawn } from "node:child_process";
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { join, relative, resolve } from "node:path";
+
+const VERSIONS = { node: "24.21.0", stryker: "9.6.1" };
+
+/** The folders measured, each with the test files that may kill its mutants (globs, repository-relative). */
+const FOLDERS = {
+  "src/coding": ["test/coding/**/*.test.ts", "test/cli/code.test.ts", "test/cli/coding-render.test.ts"],
+  "src/mcp": ["test/mcp/**/*.test.ts", "test/prompty/mcp.test.ts"],
+  "src/loop": ["test/loop/**/*.test.ts"],
+  "src/durable": ["test/durable/**/*.test.ts"],
+  "src/memory": ["test/memory/**/*.test.ts"],
+  "src/server": ["test/server/**/*.test.ts"],
+};
+/** Files of those folders with nothing to mutate (re-exports only). */
+const NOT_MUTATED = ["src/coding/index.ts", "src/mcp/index.ts", "src/memory/index.ts", "src/server/index.ts"];
+
+const ROOT = resolve(".");
+const TOOLS = join(ROOT, "node_modules/.cache/agentloop-mutation/tools");
+const REPORTS = join(ROOT, "reports/mutation");
+
+function usage(message) {
+  console.error(`npm run mutation: ${message}\nusage: npm run mutation -- [src/<folder>|src/<folder>/<file>.ts ...] [--since <git ref>] [--incremental] [--concurrency N] [--list]\nfolders: ${Object.keys(FOLDERS).join(", ")}`);
+  process.exit(2);
+}
+
+function parseArgs(argv) {
+  const options = { targets: [], since: undefined, incremental: false, concurrency: 1 };
+  for (let index = 0; index < argv.length; index++) {
+    const arg = argv[index];
+    if (arg === "--since") {
+      options.since = argv[++index];
+      if (!options.since) usage("--since needs a git ref (a branch, a tag, a commit)");
+    } else if (arg === "--incremental") options.incremental = true;
+    else if (arg === "--list") options.list = true;
+    else if (arg === "--concurrency") {
+      options.concurrency = Number(argv[++index]);
+      if (!Number.isInteger(options.concurrency) || options.concurrency < 1) usage("--concurrency needs a whole number ≥ 1");
+    } else if (arg.startsWith("-")) usage(`unknown option ${arg}`);
+    else options.targets.push(relative(ROOT, resolve(arg)));
+  }
+  return options;
+}
+
+/** Groups the chosen targets by folder: { folder → files to mutate (globs) }. */
+function chooseFiles({ targets, since }) {
+  const chosen = new Map();
+  const wanted = targets.length > 0 ? targets : Object.keys(FOLDERS);
+  for (const target of wanted) {
+    const folder = Object.keys(FOLDERS).find((name) => target === name || target.startsWith(`${name}/`));
+    if (!folder) usage(`${target} is not one of the measured folders or a file in one`);
+    if (!existsSync(target)) usage(`${target} does not exist`);
+    const files = chosen.get(folder) ?? [];
+    files.push(target === folder ? `${folder}/**/*.ts` : target);
+    chosen.set(folder, files);
+  }
+  if (since === undefined) return chosen;
+  // --since: only the files changed since the ref (committed, staged, or not), within the chosen targets.
+  let changed;
+  try {
+    const diff = execFileSync("git", ["diff", "--name-only", since, "--", "src"], { encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] });
+    const untracked = execFileSync("git", ["ls-files", "--others", "--exclude-standard", "--", "src"], { encoding: "utf8" });
+    changed = `${diff}\n${untracked}`.split("\n").filter((file) => file.endsWith(".ts") && !file.endsWith(".test.ts") && existsSync(file));
+  } catch (error) {
+    usage(`git could not compare with ${since}: ${String(error.stderr ?? error.message).trim()}`);
+  }
+  const narrowed = new Map();
+  for (const [folder, files] of chosen) {
+    const inside = changed.filter((file) => files.some((target) => (target.endsWith("**/*.ts") ? file.startsWith(`${folder}/`) : file === target)));
+    if (inside.length > 0) narrowed.set(folder, inside);
+  }
+  return narrowed;
+}
+
+/** Installs Node 24 and Stryker into the tools folder if they are not there yet; returns their paths. */
+function tools() {
+  const node = join(TOOLS, "node_modules/node/bin/node");
+  const stryker = join(TOOLS, "node_modules/@stryker-mutator/core/bin/stryker.js");
+  const installed = () => {
+    try {
+      const version = (name) => JSON.parse(readFileSync(join(TOOLS, "node_modules", name, "package.json"), "utf8")).version;
+      return existsSync(node) && version("node") === VERSIONS.node && version("@stryker-mutator/core") === VERSIONS.stryker && version("@stryker-mutator/tap-runner") === VERSIONS.stryker;
+    } catch {
+      return false;
+    }
+  };
+  if (!installed()) {
+    console.log(`# installing node ${VERSIONS.node} and StrykerJS ${VERSIONS.stryker} into ${relative(ROOT, TOOLS)} (first use)`);
+    mkdirSync(TOOLS, { recursive: true });
+    // Its own package.json, so npm installs here and not into the project.
+    if (!existsSync(join(TOOLS, "package.json"))) writeFileSync(join(TOOLS, "package.json"), '{ "name": "agentloop-mutation-tools", "private": true }\n');
+    execFileSync(
+      "npm",
+      ["install", "--no-audit", "--no-fund", "--no-save", "--prefix", TOOLS, `node@${VERSIONS.node}`, `@stryker-mutator/core@${VERSIONS.stryker}`, `@stryker-mutator/tap-runner@${VERSIONS.stryker}`],
+      { stdio: "inherit" },
+    );
+    if (!installed()) {
+      console.error(`npm run mutation: the install into ${TOOLS} did not leave node ${VERSIONS.node} and Stryker ${VERSIONS.stryker} there`);
+      process.exit(1);
+    }
+  }
+  return { node, stryker };
+}
+
+/** The Stryker configuration of one folder's run. */
+function configOf(folder, mutate, options) {
+  const name = folder.replaceAll("/", "-");
+  return {
+    testRunner: "tap",
+    tap: { testFiles: FOLDERS[folder], nodeArgs: ["--test-reporter=tap", "scripts/mutation/test-file.mjs"], forceBail: true },
+    coverageAnalysis: "perTest",
+    mutate: [...mutate, "!**/*.test.ts", ...NOT_MUTATED.map((file) => `!${file}`)],
+    concurrency: options.concurrency,
+    // A mutant's run taking longer than its tests' first run × 1.5 + 8 s is a timeout (an infinite loop, a
+    // hang): Stryker counts it as detected. Enough slack for a shared machine without paying long for each.
+    timeoutMS: 8_000,
+    timeoutFactor: 1.5,
+    // Nothing type-checks the sandbox (esbuild strips the types): no "// @ts-nocheck" added to every file (a fixture read by a test would show it).
+    disableTypeChecks: false,
+    // Outside the repository proper (a sandbox holds a copy of biome.json and tsconfig.json: biome would see a second root).
+    tempDirName: "node_modules/.cache/agentloop-mutation/sandboxes",
+    ignorePatterns: ["/bench", "/dist", "/reports", "/.exp", "/.agentloop", "/coverage", "/.mutation-build", "*.cpuprofile"],
+    reporters: ["progress-append-only", "clear-text", "json", "html"],
+    clearTextReporter: { allowColor: false, logTests: false, reportScoreTable: true },
+    jsonReporter: { fileName: `reports/mutation/${name}.json` },
+    htmlReporter: { fileName: `reports/mutation/${name}.html` },
+    incremental: options.incremental,
+    incrementalFile: `reports/mutation/${name}.incremental.json`,
+    thresholds: { high: 90, low: 80, break: null },
+    cleanTempDir: true,
+  };
+}
+
+/** The score of a Stryker JSON report: killed (and timed out) over killed + survived + no coverage. */
+function scoreOf(reportFile) {
+  const counts = {};
+  const report = JSON.parse(readFileSync(reportFile, "utf8"));
+  for (const file of Object.values(report.files)) for (const mutant of file.mutants) counts[mutant.status] = (counts[mutant.status] ?? 0) + 1;
+  const detected = (counts.Killed ?? 0) + (counts.Timeout ?? 0);
+  const undetected = (counts.Survived ?? 0) + (counts.NoCoverage ?? 0);
+  return { counts, score: detected + undetected === 0 ? 100 : (100 * detected) / (detected + undetected) };
+}
+
+function runStryker(node, stryker, configFile) {
+  const env = { ...process.env, PATH: `${join(TOOLS, "node_modules/node/bin")}:${process.env.PATH}` };
+  delete env.AGENTLOOP_TEST_CLI;
+  return new Promise((resolveExit) => {
+    // Its own process group: stopping this script (Ctrl-C, a kill) stops Stryker, its workers and their tests too.
+    const child = spawn("nice", ["-n", "10", node, stryker, "run", configFile], { stdio: "inherit", env, detached: true });
+    const stop = (signal) => {
+      try {
+        process.kill(-child.pid, signal);
+      } catch {}
+      process.exit(130);
+    };
+    process.once("SIGINT", stop);
+    process.once("SIGTERM", stop);
+    process.once("SIGHUP", stop);
+    child.on("error", (error) => {
+      console.error(`npm run mutation: could not start Stryker: ${error.message}`);
+      resolveExit(1);
+    });
+    child.on("close", (code, signal) => {
+      for (const name of ["SIGINT", "SIGTERM", "SIGHUP"]) process.off(name, stop);
+      resolveExit(code ?? (signal ? 1 : 0));
+    });
+  });
+}
+
+const options = parseArgs(process.argv.slice(2));
+const chosen = chooseFiles(options);
+if (chosen.size === 0) {
+  console.log(`# no source file of the measured folders changed since ${options.since}: nothing to mutate`);
+  process.exit(0);
+}
+if (options.list) {
+  for (const [folder, mutate] of chosen) console.log(`${folder}: ${mutate.join(" ")}`);
+  process.exit(0);
+}
+const { node, stryker } = tools();
+mkdirSync(REPORTS, { recursive: true });
+const rows = [];
+let status = 0;
+for (const [folder, mutate] of chosen) {
+  const configFile = join(ROOT, "node_modules/.cache/agentloop-mutation", `${folder.replaceAll("/", "-")}.config.json`);
+  writeFileSync(configFile, `${JSON.stringify(configOf(folder, mutate, options), null, 2)}\n`);
+  console.log(`\n# ${folder}: mutating ${mutate.join(" ")} (tests: ${FOLDERS[folder].join(" ")})`);
+  const started = Date.now();
+  const exit = await runStryker(node, stryker, configFile);
+  const minutes = (Date.now() - started) / 60_000;
+  if (exit !== 0) {
+    status = exit;
+    rows.push(`${folder}\tStryker failed (exit ${exit}) after ${minutes.toFixed(1)} min`);
+    continue;
+  }
+  const { counts, score } = scoreOf(join(ROOT, `reports/mutation/${folder.replaceAll("/", "-")}.json`));
+  rows.push(`${folder}\t${score.toFixed(1)} %\t${minutes.toFixed(1)} min\t${JSON.stringify(counts)}`);
+}
+console.log(`\n# mutation score per folder (killed + timed out over all but ignored/compile errors), wall time\n${rows.join("\n")}`);
+process.exit(status);
