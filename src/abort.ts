@@ -28,3 +28,15 @@ export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
     }, ms);
   });
 }
+
+/**
+ * A signal that aborts after `ms` with a `TimeoutError`, as `AbortSignal.timeout` does, but held by
+ * its timer: node's `AbortSignal.timeout` is only weakly held, and inside `AbortSignal.any` a
+ * collection can drop it before it fires (a call to a silent peer that never timed out in a busy
+ * process). The timer does not keep the process alive.
+ */
+export function timeoutSignal(ms: number): AbortSignal {
+  const controller = new AbortController();
+  setTimeout(() => controller.abort(new DOMException("The operation was aborted due to timeout", "TimeoutError")), ms).unref();
+  return controller.signal;
+}

@@ -1,3 +1,4 @@
+import { timeoutSignal } from "../abort.js";
 import { messageWithCause } from "../errors.js";
 import type { ToolResultValue } from "../tools/tool.js";
 
@@ -38,7 +39,7 @@ export function reasonOf(error: unknown, signal?: AbortSignal): string {
 
 /** The signal of one remote call: the run's, and a timer when `timeoutMs` is set. */
 export function remoteCallSignal(runSignal: AbortSignal, timeoutMs: number | undefined): AbortSignal {
-  return timeoutMs ? AbortSignal.any([runSignal, AbortSignal.timeout(timeoutMs)]) : runSignal;
+  return timeoutMs ? AbortSignal.any([runSignal, timeoutSignal(timeoutMs)]) : runSignal;
 }
 
 /**

@@ -1,4 +1,5 @@
 import { readFileSync } from "node:fs";
+import { timeoutSignal } from "../abort.js";
 import { kaosAgentTool } from "../agents/index.js";
 import { AgentLoopError } from "../errors.js";
 import { Agent } from "../loop/agent.js";
@@ -159,7 +160,7 @@ async function fetchCard(url: string, signal: AbortSignal): Promise<void> {
 }
 
 function withTimeout<T>(work: (signal: AbortSignal) => Promise<T>, timeoutMs: number, outer?: AbortSignal): Promise<T> {
-  const signal = outer ? AbortSignal.any([outer, AbortSignal.timeout(timeoutMs)]) : AbortSignal.timeout(timeoutMs);
+  const signal = outer ? AbortSignal.any([outer, timeoutSignal(timeoutMs)]) : timeoutSignal(timeoutMs);
   return new Promise<T>((resolve, reject) => {
     const onAbort = () => reject(new Error(`no answer within ${timeoutMs} ms`));
     if (signal.aborted) return onAbort();
