@@ -1,0 +1,182 @@
+// Scenario 9: instructions per chat, counted by valgrind's callgrind in the server's process, for
+// the node:http floor and the agent server with memory off, the default embedded store and
+// PostgreSQL, in one run. A count of executed instructions does not follow the machine's load the
+// way wall or CPU time does: it repeats within a few percent on a busy 2-core machine where the
+// latency and CPU figures of scenario 5 move by tens of percent (bench/README.md).
+//
+// Each server runs under `valgrind --tool=callgrind --instr-atstart=no` (not counting its start),
+// gets WARM_UP chats, then `callgrind_control` turns counting on and zeroes it, MEASURED chats run,
+// and `callgrind_control -d` dumps the count: the dump's total over MEASURED is one chat's cost,
+// in every thread of the server process (the event loop, V8's and libuv's helper threads, the
+// embedded store's writer). PostgreSQL's own process is not counted.
+//
+//   node --import tsx bench/scenario-instructions.ts       # or: npm run bench -- instructions
+//   BENCH_INSTRUCTIONS_KEEP=1 ...                           # keep the callgrind files (callgrind_annotate)
+import { spawnSync } from "node:child_process";
+import { mkdtempSync, readFileSync, readdirSync, rmSync } from "node:fs";
+import { Agent as HttpAgent, request as httpRequest } from "node:http";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { startChild } from "./child-process.js";
+import { type BenchOptions, type ScenarioReport, format, isMain, machineInfo, markdownTable, parseBenchOptions, publish } from "./harness.js";
+import { SERVER_ANSWER } from "./server-answer.js";
+
+const FLOOR = "node:http floor";
+const OFF = "agentloop serve, memory off";
+const EMBEDDED = "agentloop serve, embedded memory (the default store)";
+const POSTGRES = "agentloop serve, PostgreSQL memory";
+const POSTGRES_URL = process.env.AGENTLOOP_TEST_PG_URL;
+const TARGETS: Record<string, number> = { [OFF]: 1.3, [EMBEDDED]: 1.5, [POSTGRES]: 1.5 };
+/** Chats before counting: V8 has optimized the hot path by then (fewer and the count drifts run to run). */
+const WARM_UP = Number(process.env.BENCH_INSTRUCTIONS_WARM_UP ?? 50);
+/** Chats counted. */
+const MEASURED = Number(process.env.BENCH_INSTRUCTIONS_CHATS ?? 30);
+const CHAT_BODY = JSON.stringify({ model: "bench", stream: true, messages: [{ role: "user", content: "Is anything free next weekend?" }] });
+
+/** One streaming chat on `agent`'s socket; checks the streamed answer. */
+function chat(port: number, agent: HttpAgent): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    const request = httpRequest(
+      { host: "127.0.0.1", port, path: "/v1/chat/completions", method: "POST", agent, headers: { "content-type": "application/json", "content-length": Buffer.byteLength(CHAT_BODY) } },
+      (response) => {
+        response.setEncoding("utf8");
+        let body = "";
+        response.on("data", (chunk: string) => {
+          body += chunk;
+        });
+        response.on("error", reject);
+        response.on("end", () => {
+          let text = "";
+          for (const event of body.split("\n\n")) {
+            if (!event.startsWith("data: ") || event === "data: [DONE]") continue;
+            text += (JSON.parse(event.slice(6)) as { choices: Array<{ delta: { content?: string } }> }).choices[0]?.delta.content ?? "";
+          }
+          if (response.statusCode !== 200 || text !== SERVER_ANSWER) reject(new Error(`HTTP ${response.statusCode}: wrong answer ${JSON.stringify(body.slice(0, 300))}`));
+          else resolve();
+        });
+      },
+    );
+    request.on("error", reject);
+    request.end(CHAT_BODY);
+  });
+}
+
+/** Sends `count` chats one after another (one keep-alive socket: the same work, in the same order, every run). */
+async function chats(port: number, count: number): Promise<void> {
+  const agent = new HttpAgent({ keepAlive: true, maxSockets: 1 });
+  try {
+    for (let index = 0; index < count; index++) await chat(port, agent);
+  } finally {
+    agent.destroy();
+  }
+}
+
+function callgrindControl(option: string, pid: number): void {
+  const result = spawnSync("callgrind_control", [option, String(pid)], { encoding: "utf8" });
+  if (result.status !== 0 || !result.stdout.includes("OK")) throw new Error(`callgrind_control ${option} ${pid} failed: ${result.stdout}${result.stderr}`);
+}
+
+interface Count {
+  server: string;
+  instructionsPerChat: number;
+}
+
+/** Starts one server under callgrind, warms it, counts MEASURED chats; returns instructions per chat. */
+async function countServer(server: string, directory: string): Promise<Count> {
+  const env: Record<string, string> = { BENCH_CHUNK_DELAY_MS: "0" };
+  let schema: string | undefined;
+  let storeDirectory: string | undefined;
+  if (server === OFF) env.BENCH_SERVER_MEMORY = "off";
+  if (server === EMBEDDED) {
+    storeDirectory = mkdtempSync(join(tmpdir(), "agentloop-bench-instructions-"));
+    Object.assign(env, { BENCH_SERVER_MEMORY: "embedded", BENCH_SERVER_MEMORY_PATH: storeDirectory });
+  }
+  if (server === POSTGRES) {
+    schema = `bench_instr_${process.pid}_${Date.now()}`;
+    Object.assign(env, { BENCH_SERVER_MEMORY: "postgres", BENCH_SERVER_POSTGRES_URL: POSTGRES_URL!, BENCH_SERVER_POSTGRES_SCHEMA: schema });
+  }
+  const outFile = join(directory, `${server === FLOOR ? "floor" : (env.BENCH_SERVER_MEMORY ?? "memory")}.%p.out`);
+  const child = await startChild(server === FLOOR ? "./server-floor.ts" : "./server-agentloop.ts", [], env, {
+    prefix: ["valgrind", "-q", "--tool=callgrind", "--instr-atstart=no", `--callgrind-out-file=${outFile}`],
+  });
+  try {
+    await chats(child.port, WARM_UP);
+    callgrindControl("--instr=on", child.ownPid);
+    callgrindControl("--zero", child.ownPid);
+    await chats(child.port, MEASURED);
+    callgrindControl("--dump", child.ownPid);
+  } finally {
+    await child.close();
+    if (storeDirectory) rmSync(storeDirectory, { recursive: true, force: true });
+    if (schema) await dropSchema(schema);
+  }
+  const prefix = outFile.replace("%p", String(child.ownPid)).split("/").pop()!;
+  const dump = readdirSync(directory).find((name) => name.startsWith(`${prefix}.`));
+  if (!dump) throw new Error(`no callgrind dump ${prefix}.N in ${directory}`);
+  const totals = /^summary:\s+(\d+)/m.exec(readFileSync(join(directory, dump), "utf8"));
+  if (!totals) throw new Error(`no summary line in ${dump}`);
+  return { server, instructionsPerChat: Number(totals[1]) / MEASURED };
+}
+
+async function dropSchema(schema: string): Promise<void> {
+  const { default: pg } = await import("pg");
+  const client = new pg.Client({ connectionString: POSTGRES_URL });
+  await client.connect();
+  try {
+    await client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+  } finally {
+    await client.end();
+  }
+}
+
+export async function runInstructionsScenario(options: BenchOptions): Promise<ScenarioReport> {
+  const machine = machineInfo();
+  const valgrind = spawnSync("valgrind", ["--version"], { encoding: "utf8" });
+  if (valgrind.status !== 0) throw new Error("scenario 9 needs valgrind (Debian: apt-get install valgrind)");
+  const directory = mkdtempSync(join(tmpdir(), "agentloop-callgrind-"));
+  const servers = [FLOOR, OFF, EMBEDDED, ...(POSTGRES_URL ? [POSTGRES] : [])];
+  const counts: Count[] = [];
+  try {
+    for (const server of servers) counts.push(await countServer(server, directory));
+  } finally {
+    if (process.env.BENCH_INSTRUCTIONS_KEEP) console.log(`callgrind files kept in ${directory}`);
+    else rmSync(directory, { recursive: true, force: true });
+  }
+  const floor = counts[0].instructionsPerChat;
+  const rows = counts.map((count) => {
+    const ratio = count.instructionsPerChat / floor;
+    const target = TARGETS[count.server];
+    return { ...count, ratio, target, met: target === undefined ? undefined : ratio <= target };
+  });
+  const millions = (value: number) => format(value / 1e6, 3);
+  return {
+    id: "instructions",
+    title: "9. Server: instructions per chat (callgrind)",
+    machine,
+    quick: options.quick,
+    details: [
+      markdownTable(
+        ["server", "instructions / chat (M)", "÷ floor", "target", "met"],
+        rows.map((row) => [row.server, millions(row.instructionsPerChat), format(row.ratio, 3), row.target === undefined ? "" : `≤ ${row.target}× floor`, row.met === undefined ? "" : row.met ? "yes" : "**no**"]),
+      ),
+    ],
+    summary: rows
+      .filter((row) => row.server !== FLOOR)
+      .map((row) => ({
+        scenario: "9 instructions",
+        metric: `instructions / chat (M), ${row.server.replace("agentloop serve, ", "")}`,
+        values: { "raw-fetch": floor / 1e6, agentloop: row.instructionsPerChat / 1e6 },
+        target: `≤ ${row.target}× floor`,
+        met: row.met,
+      })),
+    notes: [
+      `Each server under \`valgrind --tool=callgrind --instr-atstart=no\`, unpaced (BENCH_CHUNK_DELAY_MS=0): ${WARM_UP} streaming chats one after another on one keep-alive connection (not counted), then counting on and zeroed (\`callgrind_control\`), ${MEASURED} chats the same way, the count dumped: instructions per chat = the dump's total ÷ ${MEASURED}. Every thread of the server's process counts (event loop, GC and compiler threads, libuv's pool, the embedded store's writer); PostgreSQL runs in its own process and is not counted. The client runs outside valgrind.`,
+      "One chat at a time, so each store's group commit holds one chat's appends (the worst case for grouping, and the same groups every run).",
+    ],
+  };
+}
+
+if (isMain(import.meta.url)) {
+  const options = parseBenchOptions();
+  publish(await runInstructionsScenario(options), options);
+}
