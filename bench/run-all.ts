@@ -22,6 +22,7 @@ const SCENARIOS = [
   { id: "memory", file: "scenario-memory.ts" },
   { id: "startup", file: "scenario-startup.ts" },
   { id: "coding", file: "scenario-coding.ts" },
+  { id: "studio", file: "scenario-studio.ts" },
   { id: "instructions", file: "scenario-instructions.ts" },
 ] as const;
 

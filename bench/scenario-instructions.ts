@@ -1,4 +1,4 @@
-// Scenario 9: instructions per chat, counted by valgrind's callgrind in the server's process, for
+// Scenario 10: instructions per chat, counted by valgrind's callgrind in the server's process, for
 // the node:http floor and the agent server with memory off, the default embedded store and
 // PostgreSQL, in one run. A count of executed instructions does not follow the machine's load the
 // way wall or CPU time does: it repeats within a few percent on a busy 2-core machine where the
@@ -168,7 +168,7 @@ async function dropSchema(schema: string): Promise<void> {
 export async function runInstructionsScenario(options: BenchOptions): Promise<ScenarioReport> {
   const machine = machineInfo();
   const valgrind = spawnSync("valgrind", ["--version"], { encoding: "utf8" });
-  if (valgrind.status !== 0) throw new Error("scenario 9 needs valgrind (Debian: apt-get install valgrind)");
+  if (valgrind.status !== 0) throw new Error("scenario 10 needs valgrind (Debian: apt-get install valgrind)");
   const directory = mkdtempSync(join(tmpdir(), "agentloop-callgrind-"));
   const servers = [FLOOR, OFF, EMBEDDED, ...(POSTGRES_URL ? [POSTGRES] : [])];
   const counts: Count[] = [];
@@ -187,7 +187,7 @@ export async function runInstructionsScenario(options: BenchOptions): Promise<Sc
   const millions = (value: number) => format(value / 1e6, 3);
   return {
     id: "instructions",
-    title: "9. Server: instructions per chat (callgrind)",
+    title: "10. Server: instructions per chat (callgrind)",
     machine,
     quick: options.quick,
     details: [
@@ -206,7 +206,7 @@ export async function runInstructionsScenario(options: BenchOptions): Promise<Sc
     summary: rows
       .filter((row) => row.server !== FLOOR)
       .map((row) => ({
-        scenario: "9 instructions",
+        scenario: "10 instructions",
         metric: `instructions / chat (M), ${row.server.replace("agentloop serve, ", "")}`,
         values: { "raw-fetch": floor / 1e6, agentloop: row.instructionsPerChat / 1e6 },
         target: `≤ ${row.target}× floor`,

@@ -337,7 +337,7 @@ export async function runServerScenario(options: BenchOptions): Promise<Scenario
           scenario: "5 server",
           metric: `p99 added latency ms, ${label} (− floor)`,
           values: { agentloop: addedStore },
-          // Reported, not a target on 2 shared cores (issue 33): scenario 9 is the repeatable measure.
+          // Reported, not a target on 2 shared cores (issue 33): scenario 10 is the repeatable measure.
           target: `reported (was < ${TARGET_ADDED_P99_MS} ms)`,
         },
         ...cpuRows(name, `, ${label}`),

@@ -1,5 +1,8 @@
 // Runs every *.test.ts under src/ and test/ with node's test runner.
 // Usage: node scripts/run-tests.mjs [--checks] [filter-substring ...]
+// The packed-tarball test (test/package/tarball.test.ts: a tsc build, `npm pack` and an npm install,
+// a minute or more of a 2-core machine) runs only when a filter names it: `npm run test:package`,
+// which .ci/run runs after `npm test`, so `npm test` stays within its 3 minutes.
 //
 // Through tsx, every test process and every CLI child it starts pays ~0.6–1 s of CPU for the loader
 // and for compiling the sources it imports (more on a fresh machine, whose tsx cache is cold): on
@@ -16,6 +19,7 @@ import { spawn } from "node:child_process";
 import { mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { join, relative, resolve } from "node:path";
 import { nodeBundleOptions } from "./esbuild-node.mjs";
+import { formatSummary } from "./test-summary-reporter.mjs";
 
 function find(dir, out = []) {
   let entries = [];
@@ -57,6 +61,8 @@ async function compile(testFiles) {
     const started = performance.now();
     await Promise.all([
       build({ ...nodeBundleOptions, entryPoints: ["src/cli/main.ts"], outdir: join(outdir, "cli") }),
+      // The studio page, for the servers the tests start (AGENTLOOP_STUDIO_ASSETS).
+      import("./build-studio.mjs").then(({ buildStudio }) => buildStudio(join(outdir, "studio"), { minify: false })),
       // node --test runs its files in the order of their paths: a rank in front keeps ours.
       build({ ...nodeBundleOptions, entryPoints: testFiles.map((file, rank) => ({ in: file, out: outName(file, rank) })), outdir: join(outdir, "tests"), sourcemap: "linked" }),
     ]);
@@ -64,6 +70,7 @@ async function compile(testFiles) {
     return {
       outdir,
       cli: join(outdir, "cli", "main.mjs"),
+      studio: join(outdir, "studio"),
       tests: testFiles.map((file, rank) => join(outdir, "tests", `${outName(file, rank)}.mjs`)),
     };
   } catch (error) {
@@ -148,10 +155,23 @@ function writeGroupEntries(groups, dir) {
   });
 }
 
+/** A test file's path as the reader knows it: a bundled file's source (`<rank>/<path>.mjs`), or a group's entry. */
+function displayName(file) {
+  const path = relative(ROOT, file.startsWith("file:") ? new URL(file).pathname : file);
+  const bundled = /agentloop-test\/run-[^/]+\/tests\/\d+\/(.+)\.mjs$/.exec(file);
+  if (bundled) return `${bundled[1]}.ts`;
+  const group = /groups-[^/]+\/(group-\d+)\.test\.ts$/.exec(file);
+  if (group) return `${group[1]} (${groups[Number(group[1].slice(6)) - 1]?.files.length ?? "?"} files in one process)`;
+  return path;
+}
+
 const args = process.argv.slice(2);
 const withChecks = args.includes("--checks");
 const filters = args.filter((arg) => arg !== "--checks");
-const matched = [...find("src"), ...find("test")].filter((file) => filters.length === 0 || filters.some((f) => file.includes(f)));
+const ONLY_WHEN_NAMED = ["test/package/tarball.test.ts"];
+const matched = [...find("src"), ...find("test")].filter((file) =>
+  filters.length === 0 ? !ONLY_WHEN_NAMED.some((slow) => file.endsWith(slow)) : filters.some((f) => file.includes(f)),
+);
 if (matched.length === 0) {
   console.error("no test files matched");
   process.exit(1);
@@ -191,6 +211,7 @@ const built = process.env.AGENTLOOP_TEST_TSX === "1" ? undefined : await compile
 const env = { ...process.env };
 delete env.AGENTLOOP_TEST_CLI;
 if (built) env.AGENTLOOP_TEST_CLI = built.cli;
+if (built) env.AGENTLOOP_STUDIO_ASSETS = built.studio;
 // AGENTLOOP_TEST_TIMES=<file>: also write each test process's wall time there, longest first
 // (scripts/record-duration.mjs; as scripts/test-durations.txt it orders the next runs).
 const times = process.env.AGENTLOOP_TEST_TIMES ? resolve(process.env.AGENTLOOP_TEST_TIMES) : undefined;
@@ -203,14 +224,30 @@ if (times) {
   env.AGENTLOOP_TEST_TIMES = times;
 }
 const runner = [...(built ? ["--enable-source-maps"] : ["--import", "tsx"]), ...(times ? ["--import", "./scripts/record-duration.mjs"] : [])];
+// Node's own report as it runs (spec on a terminal, TAP otherwise, as node --test chooses), and a
+// summary (scripts/test-summary-reporter.mjs) into a file, printed after the run.
+mkdirSync(entriesDir, { recursive: true });
+const summaryFile = join(entriesDir, "summary.json");
+const reporters = [
+  `--test-reporter=${process.stdout.isTTY ? "spec" : "tap"}`,
+  "--test-reporter-destination=stdout",
+  `--test-reporter=${new URL("./test-summary-reporter.mjs", import.meta.url).href}`,
+  `--test-reporter-destination=${summaryFile}`,
+];
+const started = performance.now();
 let status = 1;
+let summary;
 try {
-  const tests = await run(process.execPath, [...runner, "--test", `--test-concurrency=${process.env.AGENTLOOP_TEST_CONCURRENCY ?? 4}`, "--test-timeout=300000", ...(built?.tests ?? files)], { env });
+  const tests = await run(process.execPath, [...runner, "--test", ...reporters, `--test-concurrency=${process.env.AGENTLOOP_TEST_CONCURRENCY ?? 4}`, "--test-timeout=300000", ...(built?.tests ?? files)], { env });
   status = tests.status;
+  try {
+    summary = JSON.parse(readFileSync(summaryFile, "utf8"));
+  } catch {}
 } finally {
   if (built) rmSync(built.outdir, { recursive: true, force: true });
   rmSync(entriesDir, { recursive: true, force: true });
 }
+console.log(`\n${formatSummary(summary, { seconds: (performance.now() - started) / 1000, files: matched.length, status, name: displayName })}`);
 if (times) {
   // This run's times, and the earlier ones of files it did not run alone (a group's files, filtered out).
   const rows = new Map();

@@ -29,7 +29,7 @@ test("README shows examples/quickstart.ts verbatim, and it runs", async () => {
 test("README's agent server example is true: the served agent has the tool the script calls", async () => {
   const readme = readFileSync(`${root}README.md`, "utf8");
   const section = readme.slice(readme.indexOf("### The agent server"));
-  const command = /DEBUG_MOCK_RESPONSES='([^']*)' \\\n {2}npm start -- serve (.*) --port 8000\n/.exec(section);
+  const command = /DEBUG_MOCK_RESPONSES='([^']*)' \\\n {2}npx agentloop serve (.*) --port 8000\n/.exec(section);
   const body = /-d '([^']*)'/.exec(section);
   assert.ok(command && body, "the example has a DEBUG_MOCK_RESPONSES script, a serve command line and a request body");
   const [, script, flags] = command;
@@ -61,4 +61,20 @@ test("examples/approvals.ts runs: a denied tool, a stop for approval, a resume f
   assert.match(run.stdout, /^delete_file: Tool denied by guardrail: this assistant never deletes$/m);
   assert.match(run.stdout, /^send_mail: sent to ada@example.com$/m);
   assert.match(run.stdout, /^COMPLETED Mail sent; I may not delete files\.$/m);
+});
+
+test("README's commands name the CLI as `npx agentloop` (a bare `agentloop` is on no PATH after the Quick start)", () => {
+  const readme = readFileSync(`${root}README.md`, "utf8");
+  // The commands: every line of a sh block, the `$ ` lines of a console block (the others are output).
+  const commands = [...readme.matchAll(/```(sh|console)\n([\s\S]*?)```/g)].flatMap(([, kind, block]) =>
+    block
+      .split("\n")
+      .map((line) => line.trim())
+      .filter((line) => kind === "sh" || line.startsWith("$ "))
+      .map((line) => line.replace(/^\$ /, "")),
+  );
+  assert.ok(commands.some((line) => line.startsWith("npx agentloop ")));
+  const bare = commands.filter((line) => /^([A-Z_]+=\S+ )*agentloop /.test(line));
+  assert.deepEqual(bare, []);
+  assert.doesNotMatch(readme, /npm start -- (run|serve|demo|chat|code)\b/);
 });

@@ -5,7 +5,7 @@ import { registerCodeCommand } from "./commands/code.js";
 import { registerDemoCommand } from "./commands/demo.js";
 import { registerRunCommand } from "./commands/run.js";
 import { registerRunsCommand } from "./commands/runs.js";
-import { registerServeCommand } from "./commands/serve.js";
+import { registerServeCommand, registerStudioCommand } from "./commands/serve.js";
 import { registerEventsCommand, registerSessionsCommand } from "./commands/sessions.js";
 
 export interface CliOutput {
@@ -31,6 +31,7 @@ export function createProgram(io: CliOutput = process): Command {
   registerChatCommand(program);
   registerCodeCommand(program);
   registerServeCommand(program);
+  registerStudioCommand(program);
   registerSessionsCommand(program);
   registerEventsCommand(program);
   registerRunsCommand(program);

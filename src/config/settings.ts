@@ -63,6 +63,21 @@ export interface AgentSettings {
   /** `AGENT_PUBLIC_URL` (file: `publicUrl`): the base URL the agent card advertises (default: the listening address). */
   publicUrl?: string;
   /**
+   * `AGENT_PROGRESS_BLOCKS` (file: `progressBlocks`, default true): KAOS's progress blocks in chat
+   * completions streams; a request overrides it with `progress_blocks` or `X-Progress-Blocks`.
+   */
+  progressBlocks: boolean;
+  /** The file's `tools` marked `client: true`: run by the frontend (`/api/chat`, `addToolOutput`). */
+  clientTools: Array<{ name: string; description: string; parameters: Record<string, unknown> }>;
+  /**
+   * `A2A_CARD_DEFAULT_VERSION`: the A2A card `/.well-known/agent-card.json` serves to a client that
+   * names no `A2A-Version`: `1.0` (default; the pure 1.0 card) or `0.3` (with the 0.3 fields, for
+   * 0.3 clients that read `url`).
+   */
+  a2aCardDefaultVersion: "1.0" | "0.3";
+  /** `AGENT_STUDIO` (file: `studio`, default true): `agentloop serve` serves the studio page at `/studio`. */
+  studio: boolean;
+  /**
    * Time limits of each model call (`MODEL_FIRST_BYTE_TIMEOUT_MS`, `MODEL_IDLE_TIMEOUT_MS`, or the
    * file's `modelTimeouts`); unset means the adapters' defaults (60 s, 30 s), 0 turns one off.
    */
@@ -91,6 +106,12 @@ export interface AgentFile {
   toolCallMode?: ToolCallMode;
   /** The base URL the agent card advertises (behind a proxy or ingress). */
   publicUrl?: string;
+  /** KAOS's progress blocks in chat completions streams (default true). */
+  progressBlocks?: boolean;
+  /** Tools the frontend runs (`client: true`, the only kind declared here): offered to the model on `/api/chat`. */
+  tools?: Array<{ name: string; description?: string; parameters?: Record<string, unknown>; client: true }>;
+  /** Serve the studio page at `/studio` (default true). */
+  studio?: boolean;
   mcpServers?: Array<McpServerSetting | string> | Record<string, Omit<McpServerSetting, "name"> | string>;
   subAgents?: Array<{ name: string; url: string; protocol?: "kaos" | "a2a"; cardUrl?: string }> | Record<string, string | { url: string; protocol?: "kaos" | "a2a"; cardUrl?: string }>;
   memory?: {
@@ -259,7 +280,7 @@ export function parseAgentFile(source: string, origin = "agent file"): AgentFile
   if (value === null || value === undefined) return {};
   if (typeof value !== "object" || Array.isArray(value)) throw new AgentLoopError("configuration", `${origin}: must be a YAML mapping of settings`);
   const file = value as Record<string, unknown>;
-  const known = new Set(["name", "description", "instructions", "model", "maxSteps", "modelTimeouts", "toolCallMode", "publicUrl", "mcpServers", "subAgents", "memory", "guardrails", "approvals", "durable"]);
+  const known = new Set(["name", "description", "instructions", "model", "maxSteps", "modelTimeouts", "toolCallMode", "publicUrl", "progressBlocks", "studio", "tools", "mcpServers", "subAgents", "memory", "guardrails", "approvals", "durable"]);
   for (const key of Object.keys(file)) {
     if (!known.has(key)) throw new AgentLoopError("configuration", `${origin}: unknown setting "${key}" (known: ${[...known].join(", ")})`);
   }
@@ -270,6 +291,9 @@ export function parseAgentFile(source: string, origin = "agent file"): AgentFile
   if (file.maxSteps !== undefined) positiveInteger(field("maxSteps"), file.maxSteps);
   if (file.toolCallMode !== undefined) toolCallMode(field("toolCallMode"), file.toolCallMode);
   if (file.publicUrl !== undefined) httpUrl(field("publicUrl"), file.publicUrl);
+  if (file.tools !== undefined) fileClientTools(file.tools, field("tools"));
+  if (file.progressBlocks !== undefined && typeof file.progressBlocks !== "boolean") throw configurationError(field("progressBlocks"), `must be true or false, got ${JSON.stringify(file.progressBlocks)}`);
+  if (file.studio !== undefined && typeof file.studio !== "boolean") throw configurationError(field("studio"), `must be true or false, got ${JSON.stringify(file.studio)}`);
   if (file.durable !== undefined && typeof file.durable !== "boolean") {
     const durable = file.durable as Record<string, unknown>;
     if (typeof durable !== "object" || durable === null || Array.isArray(durable)) throw configurationError(field("durable"), "must be true, false or { executorId, schema }");
@@ -512,6 +536,14 @@ export async function resolveAgentSettings(options: ResolveSettingsOptions = {})
 }
 
 /** The synchronous core of `resolveAgentSettings` for an already parsed file. */
+/** `1.0` or `0.3` (a patch such as `0.3.0` is accepted: versions are `Major.Minor`). */
+function cardVersion(name: string, value: string): "1.0" | "0.3" {
+  const trimmed = value.trim();
+  if (/^1\.0(\.\d+)?$/.test(trimmed)) return "1.0";
+  if (/^0\.3(\.\d+)?$/.test(trimmed)) return "0.3";
+  throw configurationError(name, `must be 1.0 or 0.3, got ${JSON.stringify(value)}`);
+}
+
 export function settingsFrom(file: AgentFile, env: NodeJS.ProcessEnv): AgentSettings {
   const set = (key: string) => env[key] !== undefined && env[key] !== "";
   const fileModel = file.model;
@@ -531,6 +563,10 @@ export function settingsFrom(file: AgentFile, env: NodeJS.ProcessEnv): AgentSett
     port: set("AGENT_PORT") ? port("AGENT_PORT", env.AGENT_PORT) : 8000,
     apiKey: set("AGENT_API_KEY") ? env.AGENT_API_KEY : undefined,
     publicUrl: set("AGENT_PUBLIC_URL") ? httpUrl("AGENT_PUBLIC_URL", env.AGENT_PUBLIC_URL) : file.publicUrl,
+    clientTools: fileClientTools(file.tools, "tools"),
+    progressBlocks: set("AGENT_PROGRESS_BLOCKS") ? flag("AGENT_PROGRESS_BLOCKS", env.AGENT_PROGRESS_BLOCKS!) : file.progressBlocks !== false,
+    a2aCardDefaultVersion: set("A2A_CARD_DEFAULT_VERSION") ? cardVersion("A2A_CARD_DEFAULT_VERSION", env.A2A_CARD_DEFAULT_VERSION!) : "1.0",
+    studio: set("AGENT_STUDIO") ? flag("AGENT_STUDIO", env.AGENT_STUDIO!) : file.studio !== false,
     modelTimeouts: {},
     deniedTools: file.guardrails?.deniedTools ?? [],
     approvals: {
@@ -563,6 +599,23 @@ export function settingsFrom(file: AgentFile, env: NodeJS.ProcessEnv): AgentSett
     names.add(agent.name);
   }
   return settings;
+}
+
+/** The file's `tools`: each `{ name, description?, parameters?, client: true }`. */
+function fileClientTools(value: unknown, setting: string): AgentSettings["clientTools"] {
+  if (value === undefined || value === null) return [];
+  if (!Array.isArray(value)) throw configurationError(setting, "must be a list of { name, description, parameters, client: true }");
+  return value.map((entry, index) => {
+    const tool = entry as Record<string, unknown> | null;
+    const at = `${setting}[${index}]`;
+    if (typeof tool !== "object" || tool === null || Array.isArray(tool)) throw configurationError(at, "must be { name, description, parameters, client: true }");
+    if (tool.client !== true) throw configurationError(`${at}.client`, "must be true: the agent file declares only tools the frontend runs");
+    if (typeof tool.name !== "string" || !/^[A-Za-z0-9_.:-]{1,128}$/.test(tool.name)) throw configurationError(`${at}.name`, "must be 1-128 letters, digits, '_', '.', ':' or '-'");
+    if (tool.description !== undefined && typeof tool.description !== "string") throw configurationError(`${at}.description`, "must be a string");
+    const parameters = tool.parameters ?? { type: "object", properties: {} };
+    if (typeof parameters !== "object" || parameters === null || Array.isArray(parameters)) throw configurationError(`${at}.parameters`, "must be a JSON Schema object");
+    return { name: tool.name, description: (tool.description as string | undefined) ?? "", parameters: parameters as Record<string, unknown> };
+  });
 }
 
 /** A boolean variable: true/false, 1/0, yes/no. */

@@ -41,10 +41,19 @@ const defaultMaxReconnectDelayMs = 30_000;
 
 type Transport = StdioClientTransport | StreamableHTTPClientTransport;
 
-/** The last line of a server's stderr, for error messages. */
-function lastLine(text: string): string {
-  const lines = text.trim().split("\n");
-  return lines[lines.length - 1]?.trim() ?? "";
+/**
+ * The line of a server's stderr that says what went wrong, for error messages: the last error line
+ * (`Error: Cannot find module …`, a Python traceback's `ModuleNotFoundError: …`), else the last
+ * line. A runtime's boilerplate is skipped: stack frames, Node's `Node.js v20…` footer, the source
+ * excerpt and the error object's fields Node prints after an uncaught error.
+ */
+export function usefulStderrLine(text: string): string {
+  const lines = text
+    .split("\n")
+    .map((line) => line.trimEnd())
+    .filter((line) => line.trim() !== "" && !/^\s+at |^Node\.js v\d|^\s*\^+$|^\s*[{}\]]\s*$|^\s+[\w$]+: |^node:internal\/|^\s*throw \w+;$/.test(line));
+  const errorLine = lines.findLast((line) => /^(\w+\.)*\w*(Error|Exception)\b|^\s*(error|fatal)\b/i.test(line.trim()));
+  return (errorLine ?? lines.at(-1) ?? "").trim();
 }
 
 
@@ -391,7 +400,7 @@ export class McpToolset {
   }
 
   private failureText(error: unknown): string {
-    const stderr = lastLine(this.stderrTail);
+    const stderr = usefulStderrLine(this.stderrTail);
     return stderr ? `${messageWithCause(error)} (server stderr: ${stderr})` : messageWithCause(error);
   }
 

@@ -72,6 +72,24 @@ interface RunState {
   assistantText: string;
   /** The last answer recorded at a turn's end (run-end does not record it twice). */
   recordedAnswer?: string;
+  /** When the current model call started (turn-start), in ms since the epoch. */
+  turnStartedAt?: number;
+  /**
+   * The last model call (its turn, start, duration, tokens, finish reason): written into the
+   * metadata (`model_call`) of the events that turn produced (its tool calls, or its answer), so a
+   * viewer (the studio's timeline) draws model calls from the log without an event of their own.
+   */
+  modelCall?: ModelCallRecord;
+}
+
+/** What the log keeps of one model call (`metadata.model_call` of the events its turn produced). */
+export interface ModelCallRecord {
+  turn: number;
+  /** ISO 8601 start of the call. */
+  started_at: string;
+  duration_ms: number;
+  usage: { input_tokens: number; output_tokens: number; total_tokens: number };
+  finish_reason: string;
 }
 
 /** Loop events that leave nothing in the log (deltas, usage, progress): `onEvent` returns at once for them. */
@@ -276,6 +294,14 @@ export function sessionMemory(store: MemoryStore, options: SessionMemoryOptions 
         state.turn = event.turn;
         return [];
       case "turn-end": {
+        const startedAt = state.turnStartedAt ?? timestamp.getTime();
+        state.modelCall = {
+          turn: event.turn,
+          started_at: new Date(startedAt).toISOString(),
+          duration_ms: Math.max(0, timestamp.getTime() - startedAt),
+          usage: { input_tokens: event.usage.inputTokens, output_tokens: event.usage.outputTokens, total_tokens: event.usage.totalTokens },
+          finish_reason: event.finishReason.unified,
+        };
         state.rawArguments.clear();
         for (const part of event.message.content) if (part.type === "tool-call") state.rawArguments.set(part.id, part.arguments);
         const text = textOf(event.message);
@@ -285,7 +311,7 @@ export function sessionMemory(store: MemoryStore, options: SessionMemoryOptions 
         const failed = event.finishReason.unified === "error" || event.finishReason.unified === "aborted";
         if (event.toolCalls > 0 || failed || !text) return [];
         state.recordedAnswer = text;
-        return [{ event_type: "agent_response", timestamp, content: text, metadata: metadata({ turn: event.turn }) }];
+        return [{ event_type: "agent_response", timestamp, content: text, metadata: metadata({ turn: event.turn, model_call: state.modelCall }) }];
       }
       case "tool-start": {
         const raw = state.rawArguments.get(event.toolCallId) ?? (typeof event.arguments === "string" ? event.arguments : JSON.stringify(event.arguments ?? {}));
@@ -307,6 +333,7 @@ export function sessionMemory(store: MemoryStore, options: SessionMemoryOptions 
               step: event.step,
               ...(event.kind ? { kind: event.kind } : {}),
               ...(assistantText ? { assistant_text: assistantText } : {}),
+              ...(state.modelCall && state.modelCall.turn === state.turn ? { model_call: state.modelCall } : {}),
             }),
           },
         ];
@@ -366,7 +393,8 @@ export function sessionMemory(store: MemoryStore, options: SessionMemoryOptions 
             event_type: "approval_requested",
             timestamp,
             content: { checkpoint_id: checkpoint.id, pending: checkpoint.pending, checkpoint },
-            metadata: metadata({ checkpoint_id: checkpoint.id }),
+            // The model call that asked for the calls waiting here (no tool_call carries it yet).
+            metadata: metadata({ checkpoint_id: checkpoint.id, ...(state.modelCall ? { model_call: state.modelCall } : {}) }),
           });
         }
         return events;
@@ -416,6 +444,7 @@ export function sessionMemory(store: MemoryStore, options: SessionMemoryOptions 
       }
       if (event.type === "turn-start") {
         state.turn = event.turn;
+        state.turnStartedAt = Date.now();
         return undefined;
       }
       const events = eventsFor(event, run, state);

@@ -6,7 +6,7 @@
  */
 import { AgentLoopError } from "../errors.js";
 import type { LoopEvent, RunResult } from "../loop/events.js";
-import { answerOf, approvalRequiredOf, ChatChunkEncoder, finishReasonOf } from "./chat-stream.js";
+import { answerOf, approvalRequiredOf, ChatChunkEncoder, clientToolCallsOf, finishReasonOf } from "./chat-stream.js";
 import { HttpError, httpErrorOfRun } from "./http-errors.js";
 
 export interface ChatStreamSpec {
@@ -19,6 +19,10 @@ export interface ChatStreamSpec {
   includeUsage?: boolean;
   /** A `response_format` answer: sent whole at the end, once validated. */
   structured?: boolean;
+  /** False: no KAOS progress blocks, only the answer (default true). */
+  progress?: boolean;
+  /** The request's client tools: a run stopped at their calls ends with `tool_calls`. */
+  clientToolNames?: string[];
 }
 
 export class ChatStreamEncoder {
@@ -37,7 +41,8 @@ export class ChatStreamEncoder {
   event(event: LoopEvent): string | undefined {
     if (event.type === "text-delta") {
       if (event.delta !== "" && !this.spec.structured) return this.chunks.content(event.delta);
-    } else if (event.type === "progress") {
+    } else if (event.type === "progress" && this.spec.progress !== false && !this.spec.clientToolNames?.includes(event.target)) {
+      // (A client tool's call ran in the client: no progress block for its result coming back.)
       const block = { type: "progress", step: event.step, max_steps: event.max_steps, action: event.action, target: event.target };
       return this.chunks.content(JSON.stringify(block));
     }
@@ -55,9 +60,10 @@ export class ChatStreamEncoder {
     // A structured answer goes out whole, once validated (an answer asked again is never sent).
     if (spec.structured && result.text !== "") closing.push(chunks.content(result.text));
     // A limit ended the run: say so when the model gave no answer text.
-    if (result.state !== "COMPLETED" && result.text === "") closing.push(chunks.content(answerOf(result)));
-    const approvals = approvalRequiredOf(result as RunResult, spec.sessionId);
-    closing.push(approvals ? chunks.approvalRequired(approvals) : chunks.finish(finishReasonOf(result as RunResult)));
+    const clientCalls = spec.clientToolNames?.length ? clientToolCallsOf(result as RunResult, new Set(spec.clientToolNames)) : undefined;
+    if (result.state !== "COMPLETED" && !clientCalls && result.text === "") closing.push(chunks.content(answerOf(result)));
+    const approvals = clientCalls ? undefined : approvalRequiredOf(result as RunResult, spec.sessionId);
+    closing.push(clientCalls ? chunks.toolCalls(clientCalls) : approvals ? chunks.approvalRequired(approvals) : chunks.finish(finishReasonOf(result as RunResult)));
     if (spec.includeUsage) {
       closing.push(chunks.usage({ prompt_tokens: result.usage.inputTokens, completion_tokens: result.usage.outputTokens, total_tokens: result.usage.totalTokens }));
     }

@@ -1,5 +1,6 @@
 import type { AssistantMessage, Message } from "../messages.js";
 import type { JsonSchema } from "../model/model.js";
+import { type ClientToolDeclaration, type ClientToolOutput, parseClientTool, UiRequestError } from "../ui/requests.js";
 import { badRequest } from "./http-errors.js";
 import { validSessionId } from "./session-id.js";
 
@@ -21,6 +22,12 @@ export interface ChatRequest {
   sessionId?: string;
   /** `response_format` `json_schema` (its schema) or `json_object` (any object): the answer must match. */
   output?: JsonSchema;
+  /** The request's `tools`: the client's own tools, offered to the model beside the agent's. */
+  clientTools: ClientToolDeclaration[];
+  /** Trailing `tool` messages: the results of the client tool calls the session's run stopped at. */
+  toolOutputs?: Record<string, ClientToolOutput>;
+  /** `progress_blocks` (or the `X-Progress-Blocks` header): KAOS's progress blocks in the stream, overriding the server's setting. */
+  progressBlocks?: boolean;
 }
 
 const isObject = (value: unknown): value is Record<string, unknown> => typeof value === "object" && value !== null && !Array.isArray(value);
@@ -39,6 +46,41 @@ function responseFormat(value: unknown): JsonSchema | undefined {
     return spec.schema;
   }
   throw badRequest(`response_format.type must be "text", "json_object" or "json_schema", got ${JSON.stringify(value.type)}`, "response_format.type", "invalid_value");
+}
+
+/**
+ * The body fields of `POST /v1/chat/completions`, by what the server does with them. Any other
+ * field (set to something other than null) is answered with a 400 naming it: the agent's own
+ * configuration decides its model and sampling, and a field silently ignored would be a setting
+ * the client believes took effect.
+ */
+export const CHAT_FIELDS = {
+  /** Read and honoured. */
+  honoured: ["model", "messages", "stream", "stream_options", "response_format", "session_id", "n", "logprobs", "progress_blocks"],
+  /** Accepted and ignored: bookkeeping for the caller or a provider's cache, no effect on the answer. */
+  ignored: ["user", "metadata", "store", "safety_identifier", "prompt_cache_key"],
+  /** Client-side tools: accepted as before (their support is another issue's). */
+  tools: ["tools", "tool_choice", "parallel_tool_calls"],
+} as const;
+
+const acceptedFields = new Set<string>([...CHAT_FIELDS.honoured, ...CHAT_FIELDS.ignored, ...CHAT_FIELDS.tools]);
+
+/** Rejects a field the server would not honour: an unknown one, or `n`/`logprobs` asking for more than one plain answer. */
+function checkFields(request: Record<string, unknown>): void {
+  for (const [field, value] of Object.entries(request)) {
+    if (value === null || acceptedFields.has(field)) continue;
+    throw badRequest(
+      `${field} is not supported by this agent server: its agent's own configuration decides the model and its settings (accepted fields: ${[...CHAT_FIELDS.honoured, ...CHAT_FIELDS.ignored].join(", ")})`,
+      field,
+      "unsupported_parameter",
+    );
+  }
+  if (request.n !== undefined && request.n !== null && request.n !== 1) {
+    throw badRequest(`n must be 1, got ${JSON.stringify(request.n)}: the agent gives one answer per request`, "n", "unsupported_parameter");
+  }
+  if (request.logprobs !== undefined && request.logprobs !== null && request.logprobs !== false) {
+    throw badRequest(`logprobs must be false, got ${JSON.stringify(request.logprobs)}: the agent's answer carries no log probabilities`, "logprobs", "unsupported_parameter");
+  }
 }
 
 const roles = new Set(["system", "developer", "user", "assistant", "tool", "task-delegation"]);
@@ -70,10 +112,11 @@ function contentText(content: unknown, param: string, nullable: boolean): string
  * Validates a parsed request body. Throws an `HttpError` (400) naming the bad field.
  * The input is the last `user` or `task-delegation` message.
  */
-export function parseChatRequest(body: unknown, headerSessionId: string | undefined): ChatRequest {
+export function parseChatRequest(body: unknown, headerSessionId: string | undefined, headerProgressBlocks?: string): ChatRequest {
   if (typeof body !== "object" || body === null || Array.isArray(body)) throw badRequest("the request body must be a JSON object", null, "invalid_body");
   const request = body as Record<string, unknown>;
   if (request.messages === undefined) throw badRequest("messages is required", "messages", "missing_messages");
+  checkFields(request);
   if (!Array.isArray(request.messages)) throw badRequest("messages must be an array", "messages", "invalid_type");
   if (request.messages.length === 0) throw badRequest("messages must not be empty", "messages", "empty_messages");
   if (request.model !== undefined && typeof request.model !== "string") throw badRequest("model must be a string", "model", "invalid_type");
@@ -114,6 +157,20 @@ export function parseChatRequest(body: unknown, headerSessionId: string | undefi
   if (streamOptions !== undefined && streamOptions !== null && (typeof streamOptions !== "object" || Array.isArray(streamOptions))) {
     throw badRequest("stream_options must be an object", "stream_options", "invalid_type");
   }
+  const clientTools = clientToolsOf(request.tools);
+  const toolOutputs = trailingToolOutputs(request.messages as unknown[]);
+  if (toolOutputs && sessionId === undefined) {
+    throw badRequest("tool results continue the run that asked for them: send its session (session_id or X-Session-ID)", "session_id", "missing_session_id");
+  }
+  let progressBlocks: boolean | undefined;
+  if (request.progress_blocks !== undefined && request.progress_blocks !== null) {
+    if (typeof request.progress_blocks !== "boolean") throw badRequest("progress_blocks must be a boolean", "progress_blocks", "invalid_type");
+    progressBlocks = request.progress_blocks;
+  } else if (headerProgressBlocks !== undefined && headerProgressBlocks !== "") {
+    const value = headerProgressBlocks.trim().toLowerCase();
+    if (value !== "true" && value !== "false") throw badRequest(`X-Progress-Blocks must be true or false, got ${JSON.stringify(headerProgressBlocks)}`, "X-Progress-Blocks", "invalid_value");
+    progressBlocks = value === "true";
+  }
   return {
     input: input.text,
     delegated: input.role === "task-delegation",
@@ -123,5 +180,42 @@ export function parseChatRequest(body: unknown, headerSessionId: string | undefi
     includeUsage: streamOptions?.include_usage === true,
     sessionId,
     output: responseFormat(request.response_format),
+    ...(progressBlocks !== undefined ? { progressBlocks } : {}),
+    clientTools,
+    ...(toolOutputs ? { toolOutputs } : {}),
   };
+}
+
+/** The request's `tools` (`[{ type: "function", function: { name, description?, parameters? } }]`), checked. */
+function clientToolsOf(value: unknown): ClientToolDeclaration[] {
+  if (value === undefined || value === null) return [];
+  if (!Array.isArray(value)) throw badRequest("tools must be an array", "tools", "invalid_type");
+  const names = new Set<string>();
+  return value.map((entry, index) => {
+    const param = `tools[${index}]`;
+    if (!isObject(entry) || entry.type !== "function") throw badRequest(`${param} must be { type: "function", function: { name, description?, parameters? } }`, param, "invalid_type");
+    try {
+      const tool = parseClientTool(entry.function, `${param}.function`);
+      if (names.has(tool.name)) throw badRequest(`${param}.function.name "${tool.name}" is declared twice`, `${param}.function.name`, "duplicate_tool");
+      names.add(tool.name);
+      return tool;
+    } catch (error) {
+      if (error instanceof UiRequestError) throw badRequest(error.message, error.param, error.code);
+      throw error;
+    }
+  });
+}
+
+/** The `tool` messages at the end of the conversation (the client's tool results), by call id. */
+function trailingToolOutputs(messages: unknown[]): Record<string, ClientToolOutput> | undefined {
+  let outputs: Record<string, ClientToolOutput> | undefined;
+  for (let index = messages.length - 1; index >= 0; index--) {
+    const message = messages[index] as Record<string, unknown>;
+    if (message.role !== "tool") break;
+    const param = `messages[${index}]`;
+    if (typeof message.tool_call_id !== "string" || message.tool_call_id === "") throw badRequest(`${param}.tool_call_id must be a non-empty string`, `${param}.tool_call_id`, "invalid_type");
+    outputs ??= {};
+    outputs[message.tool_call_id] = { output: contentText(message.content, `${param}.content`, false), isError: false };
+  }
+  return outputs;
 }

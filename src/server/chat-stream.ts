@@ -42,6 +42,24 @@ export function answerOf(result: Pick<RunResult, "state" | "reason" | "text">): 
   return turns ? maxStepsMessage(Number(turns[1])) : result.reason;
 }
 
+/** A call of a client's tool, as OpenAI's `tool_calls` name it. */
+export interface ClientToolCall {
+  index: number;
+  id: string;
+  type: "function";
+  function: { name: string; arguments: string };
+}
+
+/**
+ * The calls of an interrupted run that wait for the client's tools, when every pending call is one
+ * (a run also waiting for a person's approval reports `approval_required` instead, client calls included).
+ */
+export function clientToolCallsOf(result: RunResult, clientToolNames: ReadonlySet<string>): ClientToolCall[] | undefined {
+  const pending = result.state === "INTERRUPTED" ? result.checkpoint?.pending : undefined;
+  if (!pending || pending.length === 0 || !pending.every((entry) => clientToolNames.has(entry.toolName) && entry.agentPath.length <= 1)) return undefined;
+  return pending.map((entry, index) => ({ index, id: entry.toolCallId, type: "function", function: { name: entry.toolName, arguments: JSON.stringify(entry.arguments) } }));
+}
+
 /** The OpenAI finish reason of a run that ended (not failed, not stopped for approvals): a guardrail's deny is `content_filter`. */
 export function finishReasonOf(result: RunResult): "stop" | "length" | "content_filter" {
   return result.state === "COMPLETED" ? "stop" : result.state === "GUARDRAIL" ? "content_filter" : "length";
@@ -129,6 +147,11 @@ export class ChatChunkEncoder {
   /** The last chunk of a run stopped for approvals: `finish_reason: "approval_required"` and the pending calls. */
   approvalRequired(approvals: ApprovalRequired): string {
     return `${this.deltaPrefix}{},"finish_reason":"approval_required"}],"approval_required":${JSON.stringify(approvals)}}\n\n`;
+  }
+
+  /** The last chunk of a run stopped at calls of the client's tools: `tool_calls` and `finish_reason: "tool_calls"`. */
+  toolCalls(calls: readonly ClientToolCall[]): string {
+    return `${this.deltaPrefix}{"tool_calls":${JSON.stringify(calls)}},"finish_reason":"tool_calls"}]}\n\n`;
   }
 
   /** `stream_options.include_usage`: no choices, the usage. */

@@ -42,6 +42,8 @@ export interface ServerContext {
   card(): AgentCard & Record<string, unknown>;
   /** KAOS's card shape (`/.well-known/agent`). */
   kaosCard(): KaosAgentCard;
+  /** The names of the agent's own tools (once it is built): a client tool may not take one. */
+  toolNames(): Promise<string[]>;
   /** The answer to a request that threw: its own status, 503 for a store or dependency failure, else 500 (logged). */
   httpErrorOfRequest(error: unknown, method: string, path: string): HttpError;
 }

@@ -4,14 +4,16 @@
  */
 import type { AgentRuntime } from "../config/build-agent.js";
 import type { AgentSettings } from "../config/settings.js";
-import type { Agent } from "../loop/agent.js";
+import { Agent } from "../loop/agent.js";
 import { type ApprovalDecision, ResumeError, type RunCheckpoint } from "../loop/checkpoint.js";
 import type { LoopEvent, RunResult } from "../loop/events.js";
 import type { Run } from "../loop/run.js";
 import type { Message } from "../messages.js";
 import type { JsonSchema } from "../model/model.js";
+import { clientResultDecisions, clientTools } from "../ui/client-tools.js";
+import { type ClientToolDeclaration, type ClientToolOutput, UiRequestError } from "../ui/requests.js";
 import type { RequestController } from "./chat-stream.js";
-import { HttpError, notFound } from "./http-errors.js";
+import { badRequest, HttpError, notFound } from "./http-errors.js";
 import type { ServerMemory } from "./memory.js";
 import { SessionQueue } from "./session-queue.js";
 
@@ -27,6 +29,8 @@ export interface RunRequest {
   onEvent?: (event: LoopEvent) => void;
   /** The request's `response_format` schema: structured output for this run. */
   output?: JsonSchema;
+  /** Tools the client declared and runs itself: offered to the model beside the agent's own. */
+  clientTools?: ClientToolDeclaration[];
 }
 
 /** `POST /v1/approvals`: decisions for the calls a session's last run stopped at. */
@@ -37,9 +41,29 @@ export interface ResumeRequest {
   onEvent?: (event: LoopEvent) => void;
   /** Called once the decisions were accepted, right before the run goes on (a stream may start). */
   onStart?: () => void;
+  /** The client tools of the run (declared again by the client) and the results it supplies for their calls. */
+  clientTools?: ClientToolDeclaration[];
+  toolOutputs?: Record<string, ClientToolOutput>;
+  /**
+   * Take only the results of pending client calls and ignore the others (the AI SDK route: the
+   * continued message carries the outputs of every call it shows); else any other result is refused.
+   */
+  onlyPendingOutputs?: boolean;
+}
+
+/**
+ * The agent with the client's tools beside its own (a client tool call stops the run at the
+ * approvals checkpoint; its supplied result is its decision): the same agent otherwise, so a
+ * checkpoint of one resumes on the other.
+ */
+function withClientTools(agent: Agent, declarations: ClientToolDeclaration[] | undefined, outputs?: Record<string, ClientToolOutput>): Agent {
+  if (!declarations || declarations.length === 0) return agent;
+  return new Agent({ ...agent.config, tools: [...(agent.config.tools ?? []), ...clientTools(declarations, outputs)] });
 }
 
 export class ServerRuns {
+  /** The run going on in each session (one at a time: the session queue), for steering and abort. */
+  readonly activeRuns = new Map<string, Run>();
   /** Checkpoints of interrupted runs by session, when memory is off (with memory, the session's log holds them). */
   private readonly checkpoints = new Map<string, RunCheckpoint>();
   private readonly sessions = new SessionQueue();
@@ -78,7 +102,7 @@ export class ServerRuns {
   run(request: RunRequest): Promise<RunResult> {
     // A server cannot wait for a person: a call that needs approval stops the run (its checkpoint in the session).
     const start = (agent: Agent) => ({
-      run: agent.run(request.input, { sessionId: request.sessionId, newSession: request.newSession, history: request.history, onEvent: request.onEvent, onApproval: "interrupt", output: request.output }),
+      run: withClientTools(agent, request.clientTools).run(request.input, { sessionId: request.sessionId, newSession: request.newSession, history: request.history, onEvent: request.onEvent, onApproval: "interrupt", output: request.output }),
     });
     return this.acknowledged(request, start);
   }
@@ -102,9 +126,24 @@ export class ServerRuns {
     // The run is wrapped: a Run is awaitable, and a promise would resolve it to its result.
     const start = async (agent: Agent): Promise<{ run: Run }> => {
       const checkpoint = await this.pendingCheckpoint(request.sessionId);
+      let decisions = request.decisions;
+      let outputs = request.toolOutputs;
+      const names = new Set((request.clientTools ?? []).map((tool) => tool.name));
+      if (outputs && request.onlyPendingOutputs) {
+        const waiting = new Set(checkpoint.pending.filter((entry) => names.has(entry.toolName)).map((entry) => entry.toolCallId));
+        outputs = Object.fromEntries(Object.entries(outputs).filter(([callId]) => waiting.has(callId)));
+      }
+      if (outputs && Object.keys(outputs).length > 0) {
+        try {
+          decisions = { ...decisions, ...clientResultDecisions(outputs, checkpoint.pending, names) };
+        } catch (error) {
+          if (error instanceof UiRequestError) throw badRequest(error.message, error.param, error.code);
+          throw error;
+        }
+      }
       let run: Run;
       try {
-        run = agent.resume(checkpoint, { decisions: request.decisions, sessionId: request.sessionId, onEvent: request.onEvent, onApproval: "interrupt" });
+        run = withClientTools(agent, request.clientTools, outputs).resume(checkpoint, { decisions, sessionId: request.sessionId, onEvent: request.onEvent, onApproval: "interrupt" });
       } catch (error) {
         if (!(error instanceof ResumeError)) throw error;
         const already = /already resumed/.test(error.message);
@@ -184,6 +223,7 @@ export class ServerRuns {
           .catch((error: unknown) => log(`[${settings.name}] could not record task_delegation_received in ${request.sessionId}: ${(error as Error).message}`));
       }
       const { run } = await start(built.agent);
+      this.activeRuns.set(request.sessionId, run);
       // The run's own controller is the request's only one: a disconnect or the shutdown aborts the run.
       controller.attach(run);
       const result = await run;
@@ -209,6 +249,7 @@ export class ServerRuns {
     } finally {
       cancelFreshLock?.();
       running.delete(controller);
+      this.activeRuns.delete(request.sessionId);
       // The session's next run here waits until the lock is back.
       if (locking && !release) release = await locking.catch(() => undefined);
       releasing ??= release?.();

@@ -18,6 +18,11 @@ import { authGuard, bodyLimitGuard, drainingGuard, readBodyFirst } from "./route
 import { healthRoutes } from "./routes/health.js";
 import { memoryRoutes } from "./routes/memory.js";
 import { runRoutes } from "./routes/runs.js";
+import { agentInfoRoutes } from "./routes/agent-info.js";
+import { sessionRoutes } from "./routes/sessions.js";
+import { studioRoutes } from "./routes/studio.js";
+import { agUiRoutes } from "./routes/ag-ui.js";
+import { uiChatRoutes } from "./routes/ui-chat.js";
 import { DurableRuns } from "./durable-runs.js";
 import { ServerRuns } from "./runs.js";
 
@@ -176,6 +181,7 @@ export async function createAgentServer(options: AgentServerOptions = {}): Promi
         tools: runtime?.tools ?? [],
         delegates: settings.subAgents.length > 0,
       }),
+    toolNames: async () => ((await connecting)?.tools ?? []).map((tool) => tool.name),
     httpErrorOfRequest: requestErrorMapper(settings, log),
   };
 
@@ -185,6 +191,8 @@ export async function createAgentServer(options: AgentServerOptions = {}): Promi
   app.notFound((c) => errorResponse(c, notFound(`no route ${c.req.method} ${c.req.path}`, "unknown_route")));
   app.use("*", drainingGuard(context));
   app.route("/", healthRoutes(context));
+  // The studio's page and assets hold no data (the page asks the API with the key a person types).
+  app.route("/", studioRoutes(context));
   app.use("*", authGuard(context));
   app.use("*", bodyLimitGuard(context));
   const chat = chatCompletionRoutes(context);
@@ -194,6 +202,10 @@ export async function createAgentServer(options: AgentServerOptions = {}): Promi
   app.route("/", a2aRoutes(context));
   app.route("/", approvalRoutes(context));
   app.route("/", runRoutes(context));
+  app.route("/", sessionRoutes(context));
+  app.route("/", agentInfoRoutes(context));
+  app.route("/", uiChatRoutes(context));
+  app.route("/", agUiRoutes(context));
 
   let server: Server | undefined;
   let closing: Promise<void> | undefined;

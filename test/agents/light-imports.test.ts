@@ -44,6 +44,7 @@ describe("subpath imports stay light", () => {
     "src/agents/index.ts": [],
     "src/text-tools/index.ts": [],
     "src/coding/index.ts": [],
+    "src/ui/index.ts": [],
     "src/tracing/index.ts": ["@opentelemetry/api"],
     "src/prompty/index.ts": ["nunjucks", "yaml"],
     // The A2A SDK (and its JWT library) loads with the first A2A request, not with the server.

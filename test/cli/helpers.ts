@@ -43,7 +43,12 @@ export function cliArgs(args: string[]): string[] {
 /** Runs `agentloop <args>` from source in a child process (in the repository, or in `cwd`). */
 export function spawnCli(args: string[], env: NodeJS.ProcessEnv, cwd = repositoryRoot): CliProcess {
   // tsx reads the tsconfig of the working folder: name the repository's (its "agentloop" paths) from elsewhere.
-  const child = spawn(process.execPath, cliArgs(args), { cwd, env: { TSX_TSCONFIG_PATH: tsconfig, ...env }, stdio: "pipe" });
+  return spawnNode(cliArgs(args), { TSX_TSCONFIG_PATH: tsconfig, ...env }, cwd);
+}
+
+/** Runs node with `nodeArgs` in a child process (an installed CLI, a script), watched as `spawnCli` watches the CLI. */
+export function spawnNode(nodeArgs: string[], env: NodeJS.ProcessEnv, cwd = repositoryRoot): CliProcess {
+  const child = spawn(process.execPath, nodeArgs, { cwd, env, stdio: "pipe" });
   let out = "";
   let err = "";
   const listeners = new Set<() => void>();

@@ -28,8 +28,24 @@ test("a wave of 8 tools that each wait 100 ms finishes its tool phase in under 1
 });
 
 test("results are appended in the order the model asked, even when tools finish in another order", async () => {
-  const { tool } = waitingTool("wait", 0);
-  const script = [calls(["wait", { ms: 60 }, "a"], ["wait", { ms: 5 }, "b"], ["wait", { ms: 30 }, "c"]), "done"];
+  // Each call finishes only after the one named in `after` has finished: b, then c, then a, whatever
+  // the timing of a loaded machine (all three must be running at once for that order to be possible).
+  const finished = new Map<string, { promise: Promise<void>; resolve: () => void }>();
+  for (const id of ["a", "b", "c"]) {
+    let resolve!: () => void;
+    finished.set(id, { promise: new Promise<void>((done) => (resolve = done)), resolve });
+  }
+  const tool = defineTool({
+    name: "wait",
+    description: "finishes after another call",
+    parameters: { type: "object", properties: { after: { type: "string" } } },
+    async execute(args: { after?: string }, context) {
+      if (args.after) await finished.get(args.after)!.promise;
+      finished.get(context.toolCallId)!.resolve();
+      return `done ${context.toolCallId}`;
+    },
+  });
+  const script = [calls(["wait", { after: "c" }, "a"], ["wait", {}, "b"], ["wait", { after: "b" }, "c"]), "done"];
   const model = new ScriptedModel(script);
   const run = new Agent({ model, tools: [tool] }).run("go");
   const events = await eventsOf(run);

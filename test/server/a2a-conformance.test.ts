@@ -56,16 +56,64 @@ describe("A2A conformance: an agent without tools", () => {
       [["plain", "plain", "Answers questions."]],
     );
     assert.equal(card.supportedInterfaces[0].url, "https://agents.example.com/plain/a2a");
-    // Without A2A-Version the client is a 0.3 client (the spec's default): the 0.3 fields are there too.
-    assert.equal(card.url, "https://agents.example.com/plain/a2a");
-    assert.equal(card.protocolVersion, "0.3.0");
     assert.match(response.headers.get("vary") ?? "", /A2A-Version/i);
   });
 
-  it("serves a pure 1.0 card to a client that asks for 1.0", async () => {
-    const card = (await (await fetch(`${test.url}/.well-known/agent-card.json`, { headers: { "A2A-Version": "1.0" } })).json()) as Record<string, any>;
-    for (const field of ["url", "protocolVersion", "preferredTransport"]) assert.equal(field in card, false, `${field} is not a 1.0 card field`);
-    assert.equal(card.supportedInterfaces.length, 2);
+  it("serves a pure 1.0 card at agent-card.json to a client that names no version (the TCK 1.0's CARD-STRUCT-001)", async () => {
+    for (const headers of [{}, { "A2A-Version": "1.0" }] as Array<Record<string, string>>) {
+      const card = (await (await fetch(`${test.url}/.well-known/agent-card.json`, { headers })).json()) as Record<string, any>;
+      // The 1.0 AgentCard's fields (a2a.json), and no other: the strict schema allows no more.
+      const fields = ["name", "description", "version", "supportedInterfaces", "provider", "capabilities", "securitySchemes", "securityRequirements", "defaultInputModes", "defaultOutputModes", "skills", "signatures", "documentationUrl", "iconUrl"];
+      assert.deepEqual(Object.keys(card).filter((field) => !fields.includes(field)), [], JSON.stringify(headers));
+      assert.equal(card.supportedInterfaces.length, 2);
+    }
+  });
+
+  it("adds the 0.3 fields for a client that says 0.3 (header or query parameter) and at the pre-1.0 path agent.json", async () => {
+    for (const [path, headers] of [
+      ["/.well-known/agent-card.json", { "A2A-Version": "0.3" }],
+      ["/.well-known/agent-card.json?A2A-Version=0.3", {}],
+      ["/.well-known/agent.json", {}],
+    ] as const) {
+      const card = (await (await fetch(`${test.url}${path}`, { headers })).json()) as Record<string, any>;
+      assert.equal(card.url, "https://agents.example.com/plain/a2a", path);
+      assert.equal(card.protocolVersion, "0.3.0");
+      assert.equal(card.preferredTransport, "JSONRPC");
+    }
+    const named = (await (await fetch(`${test.url}/.well-known/agent.json`, { headers: { "A2A-Version": "1.0" } })).json()) as Record<string, any>;
+    assert.equal("url" in named, false, "a client that says 1.0 gets the 1.0 card at either path");
+  });
+
+  it("lets the card be cached: Cache-Control with max-age, an ETag, Last-Modified, and 304 to a conditional GET (CARD-CACHE-001/002/003)", async () => {
+    const url = `${test.url}/.well-known/agent-card.json`;
+    const first = await fetch(url);
+    const body = await first.text();
+    assert.match(first.headers.get("cache-control") ?? "", /^public, max-age=\d+$/);
+    const etag = first.headers.get("etag");
+    const lastModified = first.headers.get("last-modified");
+    assert.ok(etag && lastModified, "ETag and Last-Modified are set");
+    assert.ok(!Number.isNaN(Date.parse(lastModified)));
+    // The same card, the same validators.
+    const again = await fetch(url);
+    assert.equal(await again.text(), body);
+    assert.equal(again.headers.get("etag"), etag);
+    assert.equal(again.headers.get("last-modified"), lastModified);
+
+    for (const conditional of [{ "if-none-match": etag }, { "if-none-match": `"other", ${etag}` }, { "if-modified-since": lastModified }] as Array<Record<string, string>>) {
+      const revalidated = await fetch(url, { headers: conditional });
+      assert.equal(revalidated.status, 304, JSON.stringify(conditional));
+      assert.equal(await revalidated.text(), "");
+      assert.equal(revalidated.headers.get("etag"), etag);
+      assert.match(revalidated.headers.get("cache-control") ?? "", /max-age=/);
+    }
+    // Another ETag, or the card for another version: the whole card.
+    const stale = await fetch(url, { headers: { "if-none-match": '"stale"' } });
+    assert.equal(stale.status, 200);
+    assert.equal(await stale.text(), body);
+    const legacy = await fetch(url, { headers: { "if-none-match": etag, "A2A-Version": "0.3" } });
+    assert.equal(legacy.status, 200);
+    assert.notEqual(legacy.headers.get("etag"), etag);
+    assert.equal(((await legacy.json()) as { url: string }).url, "https://agents.example.com/plain/a2a");
   });
 
   it("ListTasks reports how many tasks it returned, not the page size asked for", async () => {
@@ -137,5 +185,37 @@ describe("A2A conformance: an agent without tools", () => {
     });
     const body = (await response.json()) as { error: { code: number } };
     assert.equal(body.error.code, -32001);
+  });
+});
+
+describe("A2A conformance: A2A_CARD_DEFAULT_VERSION=0.3", () => {
+  it("serves the card with the 0.3 fields to a client that names no version, the pure 1.0 card to one that says 1.0", async () => {
+    const test = await startTestServer({ A2A_CARD_DEFAULT_VERSION: "0.3", DEBUG_MOCK_RESPONSES: script("Answer.") }, { build: {} });
+    try {
+      const unnamed = (await (await fetch(`${test.url}/.well-known/agent-card.json`)).json()) as Record<string, any>;
+      assert.equal(unnamed.url, `${test.url}/a2a`);
+      assert.equal(unnamed.protocolVersion, "0.3.0");
+      const modern = (await (await fetch(`${test.url}/.well-known/agent-card.json`, { headers: { "A2A-Version": "1.0" } })).json()) as Record<string, any>;
+      assert.equal("url" in modern, false);
+    } finally {
+      await test.close();
+    }
+  });
+
+  it("names the setting when its value is neither 1.0 nor 0.3", async () => {
+    await assert.rejects(startTestServer({ A2A_CARD_DEFAULT_VERSION: "2", DEBUG_MOCK_RESPONSES: script("Answer.") }, { build: {} }), /A2A_CARD_DEFAULT_VERSION: must be 1\.0 or 0\.3, got "2"/);
+  });
+});
+
+describe("A2A conformance: the card behind AGENT_API_KEY", () => {
+  it("is the caller's to cache, not a shared cache's", async () => {
+    const test = await startTestServer({ AGENT_API_KEY: "s3cret-key", DEBUG_MOCK_RESPONSES: script("Answer.") }, { build: {} });
+    try {
+      const response = await fetch(`${test.url}/.well-known/agent-card.json`, { headers: { authorization: "Bearer s3cret-key" } });
+      assert.equal(response.status, 200);
+      assert.match(response.headers.get("cache-control") ?? "", /^private, max-age=\d+$/);
+    } finally {
+      await test.close();
+    }
   });
 });

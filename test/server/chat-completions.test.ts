@@ -116,6 +116,46 @@ describe("POST /v1/chat/completions with the official openai client", () => {
     assert.ok(last.usage && last.usage.total_tokens > 0 && last.usage.total_tokens === last.usage.prompt_tokens + last.usage.completion_tokens);
   });
 
+  it("answers a field it would not honour with a 400 naming it (n > 1, sampling settings, unknown fields), streamed or not", async () => {
+    const messages = [{ role: "user" as const, content: "hi" }];
+    for (const [extra, param, pattern] of [
+      [{ n: 2 }, "n", /n must be 1, got 2/],
+      [{ n: 3, stream: true }, "n", /n must be 1/],
+      [{ temperature: 0.2 }, "temperature", /temperature is not supported/],
+      [{ max_tokens: 10 }, "max_tokens", /max_tokens is not supported/],
+      [{ seed: 7, stream: true }, "seed", /seed is not supported/],
+      [{ logprobs: true }, "logprobs", /logprobs must be false/],
+      [{ frobnicate: "yes" }, "frobnicate", /frobnicate is not supported/],
+    ] as const) {
+      const error = await client.chat.completions.create({ model: "x", messages, ...extra } as never).then(
+        () => undefined,
+        (caught: unknown) => caught,
+      );
+      assert.ok(error instanceof OpenAI.BadRequestError, `${JSON.stringify(extra)}: ${String(error)}`);
+      assert.equal(error.param, param);
+      assert.equal(error.code, "unsupported_parameter");
+      assert.match(error.message, pattern);
+    }
+  });
+
+  it("accepts the fields it ignores harmlessly (user, metadata, store...), n: 1, and null for any field", async () => {
+    const answer = await client.chat.completions.create({
+      model: "x",
+      messages: [{ role: "user", content: "hi" }],
+      user: "user-42",
+      metadata: { team: "a" },
+      store: false,
+      safety_identifier: "s",
+      prompt_cache_key: "k",
+      n: 1,
+      logprobs: false,
+      temperature: null,
+      stream_options: null,
+    });
+    assert.equal(answer.choices.length, 1);
+    assert.equal(answer.choices[0].message.content, "The echo returned: hello");
+  });
+
   it("lists the agent as a model", async () => {
     const models = await client.models.list();
     assert.deepEqual(

@@ -172,6 +172,20 @@ const ROUTES: Route[] = [
   queryRoute("/memory/events", 200),
   // Durable runs are off on this server: a valid (or no) session id gets the 404 saying so.
   queryRoute("/v1/runs", 404),
+  {
+    name: "POST /api/chat id",
+    param: "id",
+    send: (test, value) =>
+      httpRequest(test.url, "POST", "/api/chat", json, JSON.stringify({ id: value, trigger: "submit-message", messages: [{ id: "m1", role: "user", parts: [{ type: "text", text: "hi" }] }] })),
+    expected: () => ({ kind: "refused" }),
+  },
+  {
+    name: "POST /ag-ui threadId",
+    param: "threadId",
+    send: (test, value) =>
+      httpRequest(test.url, "POST", "/ag-ui", json, JSON.stringify({ threadId: value, runId: "r1", state: {}, tools: [], context: [], forwardedProps: {}, messages: [{ id: "m1", role: "user", content: "hi" }] })),
+    expected: () => ({ kind: "refused" }),
+  },
   a2aRoute("/a2a", "params.message.contextId"),
   a2aRoute("/a2a", "params.contextId"),
   a2aRoute("/a2a/", "params.message.contextId"),
@@ -192,6 +206,16 @@ const WITHOUT_SESSION_ID: Record<string, string> = {
   "POST /v1/runs/:run_id/cancel": "a run id (RUN_PATHS below)",
   "POST /v1/runs/:run_id/resume": "a run id (RUN_PATHS below)",
   "POST /v1/runs/recover": "executor ids (EXECUTOR_IDS below)",
+  "GET /api/chat/:id/stream": "a session id in the path (SESSION_PATHS below)",
+  "GET /v1/sessions": "nothing (it lists the sessions)",
+  "GET /v1/sessions/:session_id/events": "a session id in the path (SESSION_PATHS below)",
+  "POST /v1/sessions/:session_id/steer": "a session id in the path (SESSION_PATHS below)",
+  "POST /v1/sessions/:session_id/abort": "a session id in the path (SESSION_PATHS below)",
+  "GET /v1/approvals": "nothing (it lists the pending approvals of every session)",
+  "GET /v1/agent": "nothing",
+  "GET /studio": "nothing (the studio page)",
+  "GET /studio/": "nothing (the studio page)",
+  "GET /studio/assets/:name": "an asset's name (test/studio/routes.test.ts)",
 };
 
 /** `METHOD /path` of a row of ROUTES (its name starts with it; a query is not part of the path). */
@@ -285,6 +309,40 @@ describe("a hostile id (session, run, executor), on every route that takes one",
         assert.equal(error.code, "invalid_run_id");
         assert.equal(error.param, "run_id");
         assert.match(error.message, /^run_id must be 1-200 letters, digits or _\.:-/);
+      });
+    }
+  }
+
+  // A session id in the path (the UI stream's resume, the studio's session routes): the same 400 as in a body.
+  const SESSION_PATHS: Array<[method: string, path: (id: string) => string, param: string]> = [
+    ["GET", (id) => `/api/chat/${id}/stream`, "id"],
+    ["GET", (id) => `/v1/sessions/${id}/events`, "session_id"],
+    ["POST", (id) => `/v1/sessions/${id}/steer`, "session_id"],
+    ["POST", (id) => `/v1/sessions/${id}/abort`, "session_id"],
+  ];
+  const PATH_SESSION_IDS: Array<[string, string]> = [
+    ["a lone surrogate", "ab%ED%A0%80cd"],
+    ["a NUL character", "ab%00cd"],
+    ["too long (201 characters)", "s".repeat(201)],
+    ["a path traversal", "..%2F..%2Fetc%2Fpasswd"],
+  ];
+  it("SESSION_PATHS lists every route that takes a session id in its path", () => {
+    assert.deepEqual(
+      SESSION_PATHS.map(([method, pathOf]) => `${method} ${pathOf(":id")}`).sort(),
+      registeredRoutes()
+        .filter((route) => /:(session_)?id\b/.test(route))
+        .map((route) => route.replace(":session_id", ":id"))
+        .sort(),
+    );
+  });
+  for (const [method, pathOf, param] of SESSION_PATHS) {
+    for (const [name, id] of PATH_SESSION_IDS) {
+      it(`${method} ${pathOf("{id}")}: ${name} as the session id gets a 400 naming ${param}`, async () => {
+        const answer = await httpRequest(test.url, method, pathOf(id), method === "POST" ? json : {}, method === "POST" ? JSON.stringify({ message: "hi" }) : undefined);
+        assert.equal(answer.status, 400, answer.text);
+        const { error } = JSON.parse(answer.text);
+        assert.equal(error.code, "invalid_session_id");
+        assert.equal(error.param, param);
       });
     }
   }

@@ -36,11 +36,21 @@ describe("serve: an MCP server that goes down and comes back", () => {
     const readyOf = async () => (await (await fetch(`${agent!.url}/ready`)).json()) as Ready;
     const skills = async () => ((await (await fetch(`${agent!.url}/.well-known/agent.json`)).json()) as { skills: Array<{ id: string }> }).skills.map((skill) => skill.id);
     assert.equal((await skills()).includes("echo"), false);
+    const earlier = await fetch(`${agent.url}/.well-known/agent-card.json`);
+    const [etag, lastModified] = [earlier.headers.get("etag")!, earlier.headers.get("last-modified")!];
 
     // It comes up: ready, and its tools are on the card.
     mcp = await startEverythingHttp(port);
     await pollUntil(async () => (await readyOf()).status === "ready", "ready once the server is up");
     assert.ok((await skills()).includes("echo"));
+    // The card changed: a client revalidating its old copy gets the new one, with later validators.
+    for (const conditional of [{ "if-none-match": etag }, { "if-modified-since": lastModified }] as Array<Record<string, string>>) {
+      const after = await fetch(`${agent.url}/.well-known/agent-card.json`, { headers: conditional });
+      assert.equal(after.status, 200, JSON.stringify(conditional));
+      assert.notEqual(after.headers.get("etag"), etag);
+      assert.ok(Date.parse(after.headers.get("last-modified")!) > Date.parse(lastModified));
+      assert.ok(((await after.json()) as { skills: Array<{ id: string }> }).skills.some((skill) => skill.id === "echo"));
+    }
 
     // It dies: the pings notice, /ready is degraded (200) naming it, its tools leave the card.
     await mcp.stop();

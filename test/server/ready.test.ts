@@ -1,5 +1,8 @@
 import assert from "node:assert/strict";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { describe, it } from "node:test";
+import { usefulStderrLine } from "../../src/mcp/toolset.js";
 import { everythingServerPath, freePort } from "../mcp/helpers.js";
 import { postJson, script, startTestServer, toolCall } from "./helpers.js";
 
@@ -123,5 +126,30 @@ describe("readiness and KAOS sub-agents", () => {
     } finally {
       await test.close();
     }
+  });
+
+  it("keeps the useful line of an MCP server that fails to start in /ready (not Node's version footer)", async () => {
+    const missing = join(tmpdir(), "agentloop-no-such-dir", "mcp-server.js");
+    const test = await startTestServer(
+      { DEBUG_MOCK_RESPONSES: script("hi") },
+      { readyTimeoutMs: 5_000, file: { name: "broken-mcp", mcpServers: [{ name: "everything", command: process.execPath, args: [missing, "stdio"] }] }, build: {} },
+    );
+    try {
+      await test.server.ready();
+      const body = (await (await fetch(`${test.url}/ready`)).json()) as { status: string; unavailable: Array<{ kind: string; name: string; reason: string }> };
+      assert.equal(body.status, "degraded");
+      assert.equal(body.unavailable[0].name, "everything");
+      assert.match(body.unavailable[0].reason, /server stderr: Error: Cannot find module '.*mcp-server\.js'/);
+    } finally {
+      await test.close();
+    }
+  });
+
+  it("picks the error line of a server's stderr: a Python traceback's last line, Node's error line", () => {
+    const python = "Traceback (most recent call last):\n  File \"/srv/server.py\", line 1, in <module>\n    import mcp\nModuleNotFoundError: No module named 'mcp'\n";
+    assert.equal(usefulStderrLine(python), "ModuleNotFoundError: No module named 'mcp'");
+    const node = "node:internal/modules/cjs/loader:1228\n  throw err;\n  ^\n\nError: Cannot find module '/x.js'\n    at Module._resolveFilename (node:internal/modules/cjs/loader:1225:15)\n    at node:internal/main/run_main_module:28:49 {\n  code: 'MODULE_NOT_FOUND',\n  requireStack: []\n}\n\nNode.js v20.20.2\n";
+    assert.equal(usefulStderrLine(node), "Error: Cannot find module '/x.js'");
+    assert.equal(usefulStderrLine("listening on stdio\nbad token in config.json\n"), "bad token in config.json");
   });
 });

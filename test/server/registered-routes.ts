@@ -4,9 +4,12 @@ import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { A2A_PATH } from "../../src/server/agent-card.js";
 import { APPROVALS_PATH } from "../../src/server/routes/approvals.js";
+import { AG_UI_PATH } from "../../src/server/routes/ag-ui.js";
 import { CHAT_PATH } from "../../src/server/routes/chat-completions.js";
+import { STUDIO_PATH } from "../../src/server/routes/studio.js";
+import { UI_CHAT_PATH } from "../../src/server/routes/ui-chat.js";
 
-const CONSTANTS: Record<string, string> = { A2A_PATH, APPROVALS_PATH, CHAT_PATH };
+const CONSTANTS: Record<string, string> = { A2A_PATH, AG_UI_PATH, APPROVALS_PATH, CHAT_PATH, STUDIO_PATH, UI_CHAT_PATH };
 const folder = join(import.meta.dirname, "../../src/server/routes");
 
 /** `METHOD /path` of every route registered in src/server/routes (path parameters as `:name`). */

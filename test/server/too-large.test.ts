@@ -183,11 +183,17 @@ describe("the body limit counts every chunk of a chunked body, the last one too"
     "/v1/runs/recover": [{ executor_id: "replica-0" }, 404],
     "/v1/runs/run_x/cancel": [{}, 404],
     "/v1/runs/run_x/resume": [{}, 404],
+    // The UI protocols' routes: a body that is no request of theirs is a 400 once read.
+    "/api/chat": [{ id: "s1" }, 400],
+    "/ag-ui": [{ threadId: "s1" }, 400],
+    // The studio's steering routes: no run is going on in that session.
+    "/v1/sessions/s1/steer": [{ message: "hi" }, 404],
+    "/v1/sessions/s1/abort": [{}, 404],
   };
   // Every POST route the server registers (read from its source): one reader, or one more, each must count.
   const routes: Array<[string, object, number]> = registeredRoutes()
     .filter((route) => route.startsWith("POST "))
-    .map((route) => route.slice(5).replace(":run_id", "run_x"))
+    .map((route) => route.slice(5).replace(":run_id", "run_x").replace(":session_id", "s1"))
     .map((path) => {
       const known = KNOWN[path];
       assert.ok(known, `${path}: add a body for it to KNOWN`);

@@ -13,6 +13,8 @@ export interface ServeCommandOptions extends Omit<AgentCliOptions, "session" | "
   graceMs?: number;
   /** The base URL the agent cards advertise (AGENT_PUBLIC_URL). */
   publicUrl?: string;
+  /** `agentloop studio`: print the studio page's URL on stdout (and refuse a server with the studio off). */
+  studio?: boolean;
 }
 
 const integerOption = (name: string, minimum: number, maximum: number) => (value: string) => {
@@ -38,6 +40,7 @@ export async function serveCommand(options: ServeCommandOptions, io = { stdout: 
     settings.publicUrl = options.publicUrl;
   }
   takeOverMockScript(process.env);
+  if (options.studio && !settings.studio) throw new AgentLoopError("configuration", "agentloop studio: the studio is off for this agent (AGENT_STUDIO=false or the file's studio: false)");
   const server = await startAgentServer({
     settings,
     readyTimeoutMs: MCP_START_TIMEOUT_MS,
@@ -54,14 +57,20 @@ export async function serveCommand(options: ServeCommandOptions, io = { stdout: 
     throw error;
   });
   const url = server.url!;
-  if (options.json) {
+  if (options.studio) {
+    // The page's address, on stdout (nothing is opened): the one line a person or a script needs.
+    io.stdout.write(`${url}/studio\n`);
+  } else if (options.json) {
     io.stdout.write(`${JSON.stringify({ event: "listening", name: server.settings.name, url })}\n`);
   } else {
     io.stderr.write(`${colors.green("●")} agent ${colors.bold(server.settings.name)} listening on ${colors.cyan(url)}\n`);
     io.stderr.write(colors.dim(`  POST ${url}/v1/chat/completions · GET ${url}/.well-known/agent.json · A2A ${url}/a2a\n`));
+    if (server.settings.studio) io.stderr.write(colors.dim(`  studio ${url}/studio\n`));
   }
   void server.ready().then((status) => {
-    if (options.json) io.stdout.write(`${JSON.stringify({ event: "ready", ...status })}\n`);
+    if (options.studio) {
+      if (status.status !== "ready") io.stderr.write(colors.yellow(`● ${status.status}${status.unavailable ? `: ${status.unavailable.map((item) => `${item.kind} ${item.name} (${item.reason})`).join(", ")}` : ""}\n`));
+    } else if (options.json) io.stdout.write(`${JSON.stringify({ event: "ready", ...status })}\n`);
     else if (status.status === "ready") io.stderr.write(`${colors.green("●")} ready\n`);
     else io.stderr.write(colors.yellow(`● ${status.status}${status.unavailable ? `: ${status.unavailable.map((item) => `${item.kind} ${item.name} (${item.reason})`).join(", ")}` : status.error ? `: ${status.error}` : ""}\n`));
   });
@@ -90,9 +99,33 @@ Examples:
       -d '{"messages":[{"role":"user","content":"hi"}],"stream":true,"session_id":"s1"}'
 
 Routes: GET /health, /ready, /.well-known/agent.json, /v1/models, /memory/sessions, /memory/events;
-POST /v1/chat/completions, /a2a (A2A JSON-RPC). Set AGENT_API_KEY to require a bearer token.`,
+POST /v1/chat/completions, /a2a (A2A JSON-RPC); the studio page at /studio (AGENT_STUDIO=false: off).
+Set AGENT_API_KEY to require a bearer token.`,
     )
     .action(async (options: ServeCommandOptions) => {
       await serveCommand(options);
+    });
+}
+
+/** `agentloop studio`: the agent served on 127.0.0.1 (default port 4111) with its default store; prints the studio's URL. */
+export function registerStudioCommand(program: Command): void {
+  const command = program
+    .command("studio")
+    .description("Serve an agent with the studio page (see, talk to and steer it in a browser); prints the page's URL, opens nothing")
+    .option("-a, --agent <file>", "agent file (YAML); the KAOS variables fill or override it");
+  addModelOptions(command)
+    .addOption(new Option("-p, --port <n>", "port (default 4111; 0 picks a free one)").default(4111).argParser(integerOption("--port", 0, 65535)))
+    .option("--host <address>", "interface to listen on", "127.0.0.1")
+    .addHelpText(
+      "after",
+      `
+Examples:
+  $ agentloop studio --agent agent.yaml          # prints http://127.0.0.1:4111/studio
+  $ AGENT_API_KEY=secret agentloop studio --port 8080
+
+The page asks for AGENT_API_KEY when it is set (kept for the browser tab only). docs/studio.md`,
+    )
+    .action(async (options: ServeCommandOptions) => {
+      await serveCommand({ ...options, studio: true, graceMs: 2000 });
     });
 }

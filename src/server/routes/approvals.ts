@@ -55,6 +55,12 @@ export function approvalRoutes(server: ServerContext): Hono {
   const { runs, settings } = server;
   const app = new Hono();
 
+  // Every call waiting for a decision, across sessions (the studio's approvals inbox).
+  app.get(APPROVALS_PATH, async (c) => {
+    const approvals = await pendingApprovals(server);
+    return c.json({ pending: approvals, total: approvals.length });
+  });
+
   app.post(APPROVALS_PATH, async (c) => {
     const { sessionId, decisions, stream } = parseApprovalRequest(await readJson(c));
     // Durable mode: the run waits in DBOS; the decisions are a message to it (any replica).
@@ -75,7 +81,7 @@ export function approvalRoutes(server: ServerContext): Hono {
       accepted = resolve;
     });
     let work: Promise<RunResult> | undefined;
-    const streaming = streamRun(server, sink, { model, sessionId }, (onEvent) => {
+    const streaming = streamRun(server, sink, { model, sessionId, progress: settings.progressBlocks }, (onEvent) => {
       work = runs.resume({ sessionId, decisions, controller, onEvent, onStart: accepted });
       return work;
     });
@@ -86,4 +92,51 @@ export function approvalRoutes(server: ServerContext): Hono {
     return new Response(body, { headers: sseHeaders(sessionId) });
   });
   return app;
+}
+
+/** One call waiting for a person, as `GET /v1/approvals` lists it. */
+export interface PendingApprovalView {
+  session_id: string;
+  checkpoint_id: string;
+  run_id?: string;
+  requested_at: string;
+  tool_call_id: string;
+  tool: string;
+  arguments: unknown;
+  arguments_hash: string;
+  agent_path: string[];
+}
+
+/**
+ * Every call waiting for a decision across sessions: the checkpoints recorded in the log
+ * (`approval_requested` with a `checkpoint_id`) that no `approval_decided` answered yet, newest
+ * first. Reads the store's latest approval events (the most recent `limit` of them).
+ */
+export async function pendingApprovals(server: ServerContext, limit = 1000): Promise<PendingApprovalView[]> {
+  const events = await server.memory.store.latestEvents({ types: ["approval_requested", "approval_decided"], limit });
+  const decided = new Set<string>();
+  for (const event of events) {
+    const id = (event.content as { checkpoint_id?: unknown } | null)?.checkpoint_id;
+    if (event.event_type === "approval_decided" && typeof id === "string") decided.add(`${event.session_id}\n${id}`);
+  }
+  const pending: PendingApprovalView[] = [];
+  for (const event of events.reverse()) {
+    if (event.event_type !== "approval_requested") continue;
+    const content = event.content as { checkpoint_id?: unknown; pending?: unknown } | null;
+    if (typeof content?.checkpoint_id !== "string" || !Array.isArray(content.pending) || decided.has(`${event.session_id}\n${content.checkpoint_id}`)) continue;
+    for (const entry of content.pending as Array<{ toolCallId: string; toolName: string; arguments: unknown; argumentsHash: string; agentPath?: string[] }>) {
+      pending.push({
+        session_id: event.session_id,
+        checkpoint_id: content.checkpoint_id,
+        run_id: typeof event.metadata.run_id === "string" ? event.metadata.run_id : undefined,
+        requested_at: event.timestamp,
+        tool_call_id: entry.toolCallId,
+        tool: entry.toolName,
+        arguments: entry.arguments,
+        arguments_hash: entry.argumentsHash,
+        agent_path: entry.agentPath ?? [server.settings.name],
+      });
+    }
+  }
+  return pending;
 }

@@ -16,6 +16,7 @@ import { ChatStreamEncoder } from "../chat-encoder.js";
 import {
   approvalRequiredOf,
   answerOf,
+  clientToolCallsOf,
   finishReasonOf,
   nodeSseSink,
   RequestController,
@@ -29,6 +30,8 @@ import { parseJsonText, readJson, type ServerContext, unixSeconds } from "../con
 import { newSessionId } from "../../memory/store.js";
 import { schemaProblem } from "../../tools/validate.js";
 import { badRequest, httpErrorOfRun } from "../http-errors.js";
+import { clientToolClash } from "../../ui/client-tools.js";
+import type { ClientToolDeclaration } from "../../ui/requests.js";
 import { answeredBeforeBody } from "./guards.js";
 import { durableChatNode, durableChatWeb } from "./runs.js";
 
@@ -58,8 +61,20 @@ export interface ChatCompletionRoutes {
 }
 
 /** The non-streamed answer; a failed or aborted run throws its `HttpError`. A run stopped for approvals says which. */
-export function completionOf(result: RunResult, model: string, sessionId: string) {
+export function completionOf(result: RunResult, model: string, sessionId: string, clientTools: readonly ClientToolDeclaration[] = []) {
   if (result.state === "FAILED" || result.state === "ABORTED") throw httpErrorOfRun(result.error ?? new AgentLoopError("aborted", result.reason));
+  const clientCalls = clientTools.length > 0 ? clientToolCallsOf(result, new Set(clientTools.map((tool) => tool.name))) : undefined;
+  if (clientCalls) {
+    return {
+      id: `chatcmpl-${result.runId}`,
+      object: "chat.completion",
+      created: unixSeconds(),
+      model,
+      session_id: sessionId,
+      choices: [{ index: 0, message: { role: "assistant", content: result.text !== "" ? result.text : null, tool_calls: clientCalls.map(({ index: _index, ...call }) => call) }, finish_reason: "tool_calls" }],
+      usage: { prompt_tokens: result.usage.inputTokens, completion_tokens: result.usage.outputTokens, total_tokens: result.usage.totalTokens },
+    };
+  }
   const approvals = approvalRequiredOf(result, sessionId);
   return {
     id: `chatcmpl-${result.runId}`,
@@ -88,7 +103,7 @@ export function completionOf(result: RunResult, model: string, sessionId: string
 export function streamRun(
   server: ServerContext,
   sink: SseSink,
-  chat: { model: string; sessionId: string; includeUsage?: boolean; structured?: boolean },
+  chat: { model: string; sessionId: string; includeUsage?: boolean; structured?: boolean; progress?: boolean; clientToolNames?: string[] },
   start: (onEvent: (event: LoopEvent) => void) => Promise<RunResult>,
 ): Promise<void> {
   const { runs } = server;
@@ -137,8 +152,11 @@ export function chatCompletionRoutes(server: ServerContext): ChatCompletionRoute
     if (problem) throw badRequest(`response_format.json_schema.schema is not a valid JSON Schema: ${problem}`, "response_format.json_schema.schema", "invalid_value");
   }
 
+  /** A new input, or (trailing `tool` messages) the run the client's tool calls stopped, going on with their results. */
   const runChat = (chat: PreparedChat, controller: RequestController, onEvent?: (event: LoopEvent) => void) =>
-    runs.run({
+    chat.request.toolOutputs
+      ? runs.resume({ sessionId: chat.sessionId, decisions: {}, toolOutputs: chat.request.toolOutputs, clientTools: chat.request.clientTools, controller, onEvent })
+      : runs.run({
       input: chat.request.input,
       sessionId: chat.sessionId,
       // An id this server just made names an empty session (a delegation records its task first).
@@ -148,16 +166,33 @@ export function chatCompletionRoutes(server: ServerContext): ChatCompletionRoute
       controller,
       onEvent,
       output: chat.request.output,
+      clientTools: chat.request.clientTools,
     });
 
-  const completionBody = (result: RunResult, chat: PreparedChat) => completionOf(result, chat.model, chat.sessionId);
+  /** A client tool named like one of the agent's own is refused (400 naming it). */
+  async function checkClientTools(request: ChatRequest): Promise<void> {
+    if (request.clientTools.length === 0 && !request.toolOutputs) return;
+    if (server.durable) throw badRequest("client tools are not served in durable mode", "tools", "unsupported_in_durable_mode");
+    if (request.clientTools.length === 0) return;
+    const clash = clientToolClash(request.clientTools, await server.toolNames(), "tools", "function.name");
+    if (clash) throw badRequest(clash.message, clash.param, clash.code);
+  }
+
+  const completionBody = (result: RunResult, chat: PreparedChat) => completionOf(result, chat.model, chat.sessionId, chat.request.clientTools);
 
   /**
    * Streams one completion into `sink`: the role chunk, progress blocks, answer deltas, the finish
    * chunk (or one error event), `[DONE]`, then ends the sink. Tracked for shutdown; never rejects.
    */
   function streamCompletion(sink: SseSink, chat: PreparedChat, controller: RequestController): Promise<void> {
-    return streamRun(server, sink, { model: chat.model, sessionId: chat.sessionId, includeUsage: chat.request.includeUsage, structured: chat.request.output !== undefined }, (onEvent) => runChat(chat, controller, onEvent));
+    return streamRun(server, sink, {
+        model: chat.model,
+        sessionId: chat.sessionId,
+        includeUsage: chat.request.includeUsage,
+        structured: chat.request.output !== undefined,
+        progress: chat.request.progressBlocks ?? settings.progressBlocks,
+        clientToolNames: chat.request.clientTools.map((tool) => tool.name),
+      }, (onEvent) => runChat(chat, controller, onEvent));
   }
 
   const app = new Hono();
@@ -168,8 +203,9 @@ export function chatCompletionRoutes(server: ServerContext): ChatCompletionRoute
 
   // The web-standard route (`AgentServer.fetch`, and any request not taken by `handleNode`).
   app.post(CHAT_PATH, async (c) => {
-    const chat = prepareChat(parseChatRequest(await readJson(c), c.req.header("x-session-id")));
+    const chat = prepareChat(parseChatRequest(await readJson(c), c.req.header("x-session-id"), c.req.header("x-progress-blocks")));
     if (chat.request.output) await checkOutputSchema(chat.request.output);
+    await checkClientTools(chat.request);
     if (server.durable) return durableChatWeb(server, chat, c);
     const controller = new RequestController();
     if (chat.request.stream) {
@@ -198,8 +234,12 @@ export function chatCompletionRoutes(server: ServerContext): ChatCompletionRoute
       if (answeredBeforeBody(server, incoming, outgoing)) return;
       const sessionHeader = incoming.headers["x-session-id"];
       const body = parseJsonText(await readNodeBody(incoming, bodyLimitBytes));
-      const chat = prepareChat(parseChatRequest(body, Array.isArray(sessionHeader) ? sessionHeader.join(", ") : sessionHeader));
+      const progressHeader = incoming.headers["x-progress-blocks"];
+      const chat = prepareChat(
+        parseChatRequest(body, Array.isArray(sessionHeader) ? sessionHeader.join(", ") : sessionHeader, Array.isArray(progressHeader) ? progressHeader.join(", ") : progressHeader),
+      );
       if (chat.request.output) await checkOutputSchema(chat.request.output);
+      await checkClientTools(chat.request);
       headers = { "x-session-id": chat.sessionId };
       if (server.durable) return await durableChatNode(server, chat, outgoing);
       const controller = new RequestController();

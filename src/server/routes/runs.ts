@@ -52,7 +52,7 @@ function startChat(server: ServerContext, chat: DurableChatRequest, runId: strin
       history: chat.history,
       output: request.output,
       delegated: request.delegated,
-      stream: { created: unixSeconds(), model: chat.model, includeUsage: request.includeUsage, structured: request.output !== undefined },
+      stream: { created: unixSeconds(), model: chat.model, includeUsage: request.includeUsage, structured: request.output !== undefined, progress: request.progressBlocks ?? server.settings.progressBlocks },
     },
     runId,
   );

@@ -1,0 +1,1 @@
+export function buildStudio(outdir: string, options?: { minify?: boolean; root?: string }): Promise<{ js: number; css: number }>;

@@ -1,0 +1,85 @@
+/**
+ * The AI SDK UI message stream (v1), what `useChat` reads: `POST /api/chat` takes what its
+ * `DefaultChatTransport` sends (`{ id, messages, trigger, messageId? }`, `id` the session) and
+ * answers with the stream (`x-vercel-ai-ui-message-stream: v1`); `GET /api/chat/{id}/stream`
+ * (`useChat({ resume: true })`) replays the session's running stream from its start and follows
+ * it, or answers 204 when none runs. A run goes on when its client leaves (a reload resumes it);
+ * shutdown still stops it. The last message decides the run: a user message is a new input; an
+ * assistant message carrying approval responses resumes the run that stopped for them, through
+ * the same path as `POST /v1/approvals`.
+ */
+import { randomUUID } from "node:crypto";
+import { Hono } from "hono";
+import type { LoopEvent, RunResult } from "../../loop/events.js";
+import { parseUiChatRequest } from "../../ui/requests.js";
+import { UI_MESSAGE_STREAM_HEADERS, UI_STREAM_DONE, type UiMessageStreamOptions, UiMessageStreamEncoder, uiChunkSse } from "../../ui/ui-message-stream.js";
+import { RequestController, webSseSink } from "../chat-stream.js";
+import { readJson, type ServerContext } from "../context.js";
+import { clientToolClash } from "../../ui/client-tools.js";
+import { badRequest, HttpError } from "../http-errors.js";
+import { type ProtocolEncoder, parsedUiRequest, ReplayableStreams, streamProtocolRun } from "../protocol-stream.js";
+import { validSessionId } from "../session-id.js";
+
+export const UI_CHAT_PATH = "/api/chat";
+
+function uiEncoder(options: UiMessageStreamOptions): ProtocolEncoder {
+  const encoder = new UiMessageStreamEncoder(options);
+  return {
+    opening: () => encoder.start().map(uiChunkSse),
+    event: (event) => encoder.event(event).map(uiChunkSse),
+    closing: (result) => [...encoder.closing(result).map(uiChunkSse), UI_STREAM_DONE],
+    failure: (error) => [...encoder.failure(error.message).map(uiChunkSse), UI_STREAM_DONE],
+  };
+}
+
+export function uiChatRoutes(server: ServerContext): Hono {
+  const { runs } = server;
+  const streams = new ReplayableStreams();
+  const app = new Hono();
+
+  app.post(UI_CHAT_PATH, async (c) => {
+    const json = await readJson(c);
+    const chat = parsedUiRequest(() => parseUiChatRequest(json));
+    if (server.durable) throw badRequest(`${UI_CHAT_PATH} is not served in durable mode; use /v1/chat/completions`, null, "unsupported_in_durable_mode");
+    const { sessionId, intent } = chat;
+    // The agent file's `client: true` tools: the frontend runs them and answers with addToolOutput.
+    const clientTools = server.settings.clientTools;
+    if (clientTools.length > 0) {
+      const clash = clientToolClash(clientTools, await server.toolNames(), "tools");
+      if (clash) throw new HttpError(503, `the agent file's ${clash.message}`, "server_error", "configuration");
+    }
+    // The run outlives its request: a client that leaves (a reload) resumes it with GET .../stream.
+    const controller = new RequestController();
+    const { sink, body } = webSseSink(() => undefined);
+    const encoder = uiEncoder({ messageId: chat.messageId ?? `msg_${randomUUID()}`, knownToolCallIds: chat.knownToolCallIds, clientToolNames: clientTools.map((tool) => tool.name) });
+    let work: Promise<RunResult> | undefined;
+    let accepted: () => void = () => undefined;
+    const started = new Promise<void>((resolve) => {
+      accepted = resolve;
+    });
+    const start = (onEvent: (event: LoopEvent) => void) => {
+      work =
+        intent.kind === "input"
+          ? runs.run({ input: intent.input, sessionId, controller, onEvent, clientTools })
+          : runs.resume({ sessionId, decisions: intent.decisions, toolOutputs: intent.toolOutputs, onlyPendingOutputs: true, clientTools, controller, onEvent, onStart: accepted });
+      if (intent.kind === "input") accepted();
+      return work;
+    };
+    void streamProtocolRun(server, streams.tee(sessionId, sink), encoder, start);
+    // A continuation refused before the run went on (nothing pending, decided already, bad decisions): a JSON error.
+    const refused = await Promise.race([started.then(() => undefined), work!.then(() => undefined, (error: unknown) => error)]);
+    if (refused !== undefined) throw refused;
+    return new Response(body, { headers: { ...UI_MESSAGE_STREAM_HEADERS, "x-session-id": sessionId } });
+  });
+
+  app.get(`${UI_CHAT_PATH}/:id/stream`, (c) => {
+    const sessionId = validSessionId(c.req.param("id"), "id");
+    let stop: () => void = () => undefined;
+    const { sink, body } = webSseSink(() => stop());
+    const followed = streams.follow(sessionId, sink);
+    if (!followed.following) return c.body(null, 204);
+    stop = followed.stop;
+    return new Response(body, { headers: { ...UI_MESSAGE_STREAM_HEADERS, "x-session-id": sessionId } });
+  });
+  return app;
+}
