@@ -28,9 +28,9 @@ const POSTGRES = "agentloop serve, PostgreSQL memory";
 const POSTGRES_URL = process.env.AGENTLOOP_TEST_PG_URL;
 const TARGETS: Record<string, number> = { [OFF]: 1.3, [EMBEDDED]: 1.5, [POSTGRES]: 1.5 };
 /** Chats before counting (not instrumented, so cheap): after 50, V8's optimizing compiler still took ~15 % of the counted instructions and the count moved ~5 % run to run. */
-const WARM_UP = Number(process.env.BENCH_INSTRUCTIONS_WARM_UP ?? 300);
+const WARM_UP = Number(process.env.BENCH_INSTRUCTIONS_WARM_UP ?? 200);
 /** Chats counted. */
-const MEASURED = Number(process.env.BENCH_INSTRUCTIONS_CHATS ?? 50);
+const MEASURED = Number(process.env.BENCH_INSTRUCTIONS_CHATS ?? 40);
 const CHAT_BODY = JSON.stringify({ model: "bench", stream: true, messages: [{ role: "user", content: "Is anything free next weekend?" }] });
 
 /** One streaming chat on `agent`'s socket; checks the streamed answer. */
@@ -133,6 +133,10 @@ async function countServer(server: string, directory: string): Promise<Count> {
   const outFile = join(directory, `${server === FLOOR ? "floor" : (env.BENCH_SERVER_MEMORY ?? "memory")}.%p.out`);
   const child = await startChild(server === FLOOR ? "./server-floor.ts" : "./server-agentloop.ts", [], env, {
     prefix: ["valgrind", "-q", "--tool=callgrind", "--instr-atstart=no", `--callgrind-out-file=${outFile}`],
+    // One thread for V8 (its compiler and GC on the main thread): code is optimized at the same
+    // points of the same work every run. With background compilation, which functions ran
+    // optimized during the counted chats varied, and the count with them (±20 %).
+    nodeArgs: ["--single-threaded"],
   });
   try {
     await chats(child.port, WARM_UP);
