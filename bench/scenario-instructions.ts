@@ -135,8 +135,10 @@ async function countServer(server: string, directory: string): Promise<Count> {
     prefix: ["valgrind", "-q", "--tool=callgrind", "--instr-atstart=no", `--callgrind-out-file=${outFile}`],
     // One thread for V8 (its compiler and GC on the main thread): code is optimized at the same
     // points of the same work every run. With background compilation, which functions ran
-    // optimized during the counted chats varied, and the count with them (±20 %).
-    nodeArgs: ["--single-threaded"],
+    // optimized during the counted chats varied, and the count with them (±20 %). A fixed young
+    // generation of 1 MB: many young collections in the counted chats, of a size V8 does not
+    // resize by timing (left to V8, or fixed at 16 MB, the count moved ±5–30 %; bench/README.md).
+    nodeArgs: ["--single-threaded", "--min-semi-space-size=1", "--max-semi-space-size=1"],
   });
   try {
     await chats(child.port, WARM_UP);
