@@ -47,8 +47,10 @@ async function bundleOnce(entry: string): Promise<string> {
 
 export interface ChildHandle {
   pid: number;
-  /** What the child printed before `listening on <port>`, and the port. */
+  /** The port it printed (`listening on <port>`). */
   port: number;
+  /** The pid the child printed after the port (`pid <pid>`), else the spawned process's. */
+  ownPid: number;
   /** Ends the child by closing its stdin (its lifeline); resolves when it exited. */
   close(): Promise<void>;
 }
@@ -57,18 +59,27 @@ export interface ChildHandle {
  * Starts `entry` (a bench/*.ts file) with `args` and waits for it to print `listening on <port>`.
  * The child must exit when its stdin closes, so it never outlives this process.
  */
-export async function startChild(entry: string, args: readonly string[] = [], env: Record<string, string> = {}): Promise<ChildHandle> {
+export async function startChild(
+  entry: string,
+  args: readonly string[] = [],
+  env: Record<string, string> = {},
+  /** A command that runs node (e.g. `["valgrind", "--tool=callgrind"]`), and node options of its own. */
+  wrap: { prefix?: readonly string[]; nodeArgs?: readonly string[] } = {},
+): Promise<ChildHandle> {
   const script = await bundle(benchFile(entry));
   // BENCH_CHILD_NODE_ARGS: node options for the children only (e.g. `--max-semi-space-size=8`), to compare.
-  const nodeArgs = (process.env.BENCH_CHILD_NODE_ARGS ?? "").split(" ").filter((arg) => arg !== "");
-  const child: ChildProcess = spawn(process.execPath, [...nodeArgs, script, ...args], { stdio: ["pipe", "pipe", "inherit"], env: { ...process.env, ...env } });
+  const nodeArgs = [...(process.env.BENCH_CHILD_NODE_ARGS ?? "").split(" ").filter((arg) => arg !== ""), ...(wrap.nodeArgs ?? [])];
+  const [command, ...prefix] = [...(wrap.prefix ?? []), process.execPath];
+  const child: ChildProcess = spawn(command, [...prefix, ...nodeArgs, script, ...args], { stdio: ["pipe", "pipe", "inherit"], env: { ...process.env, ...env } });
+  let ownPid = child.pid ?? -1;
   const port = await new Promise<number>((resolve, reject) => {
     let output = "";
     const onData = (data: Buffer) => {
       output += data.toString("utf8");
-      const match = /listening on (\d+)/.exec(output);
+      const match = /listening on (\d+)(?: pid (\d+))?\n/.exec(output);
       if (match) {
         child.stdout?.off("data", onData);
+        if (match[2]) ownPid = Number(match[2]);
         resolve(Number(match[1]));
       }
     };
@@ -79,6 +90,7 @@ export async function startChild(entry: string, args: readonly string[] = [], en
   return {
     pid: child.pid ?? -1,
     port,
+    ownPid,
     close: () =>
       new Promise<void>((resolve) => {
         if (child.exitCode !== null || child.signalCode !== null) return resolve();

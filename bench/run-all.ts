@@ -23,6 +23,7 @@ const SCENARIOS = [
   { id: "startup", file: "scenario-startup.ts" },
   { id: "coding", file: "scenario-coding.ts" },
   { id: "studio", file: "scenario-studio.ts" },
+  { id: "instructions", file: "scenario-instructions.ts" },
 ] as const;
 
 const COLUMNS = ["raw-fetch", "raw-http", "openai-sdk", "agentloop", "agentloop-sdk", "vercel-ai", "openai-agents"] as const;

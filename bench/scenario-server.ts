@@ -337,8 +337,8 @@ export async function runServerScenario(options: BenchOptions): Promise<Scenario
           scenario: "5 server",
           metric: `p99 added latency ms, ${label} (− floor)`,
           values: { agentloop: addedStore },
-          target: `< ${TARGET_ADDED_P99_MS} ms`,
-          met: addedStore < TARGET_ADDED_P99_MS,
+          // Reported, not a target on 2 shared cores (issue 33): scenario 10 is the repeatable measure.
+          target: `reported (was < ${TARGET_ADDED_P99_MS} ms)`,
         },
         ...cpuRows(name, `, ${label}`),
       ];
@@ -393,8 +393,7 @@ export async function runServerScenario(options: BenchOptions): Promise<Scenario
         scenario: "5 server",
         metric: "p99 added latency ms (agentloop − floor)",
         values: { agentloop: addedP99 },
-        target: `< ${TARGET_ADDED_P99_MS} ms`,
-        met: addedP99 < TARGET_ADDED_P99_MS,
+        target: `reported (was < ${TARGET_ADDED_P99_MS} ms)`,
       },
       ...cpuRows(AGENTLOOP, ""),
       { scenario: "5 server", metric: "peak RSS MB", values: { "raw-fetch": floor.peakRss, agentloop: agent.peakRss } },

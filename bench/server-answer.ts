@@ -11,9 +11,9 @@ export function words(text: string): string[] {
   return text.match(/\s*\S+\s*/g) ?? [text];
 }
 
-/** Announces the port to the parent and exits when the parent closes our stdin (or goes away). */
+/** Announces the port (and the pid: under valgrind the child's pid is not the spawned one's) to the parent; exits when the parent closes our stdin (or goes away). */
 export function announce(port: number): void {
-  process.stdout.write(`listening on ${port}\n`);
+  process.stdout.write(`listening on ${port} pid ${process.pid}\n`);
   process.stdin.on("end", () => process.exit(0));
   process.stdin.on("error", () => process.exit(0));
   process.stdin.resume();

@@ -24,7 +24,7 @@ export class ToolNameMap {
    * on a collision, get a numeric suffix.
    */
   constructor(names: Iterable<string>) {
-    const all = [...new Set(names)];
+    const all = names instanceof Set ? names : new Set(names);
     for (const name of all) if (legalName.test(name)) this.claim(name, name);
     for (const name of all) {
       if (this.toProvider.has(name)) continue;
@@ -40,9 +40,13 @@ export class ToolNameMap {
 
   /** The names of the request's tools and of every tool call in its history. */
   static forRequest(tools: readonly ToolDefinition[] | undefined, messages: readonly Message[]): ToolNameMap {
-    const names: string[] = (tools ?? []).map((tool) => tool.name);
+    // A set, not a list: a long session's history calls the same few tools a thousand times, and
+    // this runs before every model call (a list of every call's name was O(history) garbage per turn).
+    const names = new Set<string>();
+    if (tools) for (const tool of tools) names.add(tool.name);
     for (const message of messages) {
-      if (message.role === "assistant") for (const part of message.content) if (part.type === "tool-call") names.push(part.name);
+      if (message.role !== "assistant") continue;
+      for (const part of message.content) if (part.type === "tool-call") names.add(part.name);
     }
     return new ToolNameMap(names);
   }

@@ -7,6 +7,8 @@ import { AgentLoopError } from "../../src/errors.js";
 import { generate } from "../../src/model/model.js";
 import { ScriptedModel } from "../../src/model/scripted.js";
 import { compatibleBaseURL, modelFromEnv, parseModelSpec, resolveModel } from "../../src/providers/index.js";
+import type { Message } from "../../src/messages.js";
+import { chatMessages } from "../../src/providers/openai/chat.js";
 import { ToolNameMap, sanitizeToolName } from "../../src/providers/tool-names.js";
 import { type TestServer, json, sse, startServer } from "./fixture-server.js";
 import { anthropicFrames, chatFrames, responsesFrames } from "./wire-scripts.js";
@@ -213,6 +215,22 @@ describe("tool names", () => {
     assert.equal(names.toProviderName("a.b"), "a_b_2");
     assert.equal(names.toProviderName("a b"), "a_b_3");
     for (const name of ["a.b", "a_b", "a b"]) assert.equal(names.fromProviderName(names.toProviderName(name)), name);
+  });
+
+  test("a history message is sent under each request's names (a later name can change an earlier call's)", () => {
+    const history: Message[] = [
+      { role: "user", content: "go" },
+      { role: "assistant", content: [{ type: "tool-call", id: "c1", name: "a.b", arguments: "{}" }] },
+      { role: "tool", toolCallId: "c1", toolName: "a.b", content: "one" },
+    ];
+    const callName = (wire: unknown[]) => (wire[1] as { tool_calls: Array<{ function: { name: string } }> }).tool_calls[0].function.name;
+    assert.equal(callName(chatMessages(history, ToolNameMap.forRequest([], history))), "a_b");
+    // A tool named `a_b` joins: it keeps its legal name, and the history's `a.b` becomes `a_b_2`.
+    const tools = [{ name: "a_b", description: "", parameters: { type: "object" } }];
+    const names = ToolNameMap.forRequest(tools, history);
+    assert.equal(callName(chatMessages(history, names)), "a_b_2");
+    assert.equal(names.fromProviderName("a_b_2"), "a.b");
+    assert.deepEqual(chatMessages(history, names)[2], { role: "tool", tool_call_id: "c1", content: "one" });
   });
 
   test("long and non-ASCII names become legal and stay unique", () => {

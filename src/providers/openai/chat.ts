@@ -273,6 +273,14 @@ function toolChoiceParam(choice: ToolChoice, names: ToolNameMap): unknown {
   return { type: "function", function: { name: names.toProviderName(choice.name) } };
 }
 
+/**
+ * Wire forms of assistant and tool messages, by message object. A session sends its whole history
+ * before every model call; a message in a transcript is never changed in place (the loop builds a
+ * new one), so each is converted once instead of once per turn (O(history) objects per turn, and
+ * their garbage, in a long session). Read-only for the caller: the body is serialized, not kept.
+ */
+const wireMessages = new WeakMap<Message, unknown>();
+
 /** The unified conversation in Chat Completions wire format. */
 export function chatMessages(messages: readonly Message[], names: ToolNameMap, systemRole: "system" | "developer" = "system"): unknown[] {
   const out: unknown[] = [];
@@ -293,25 +301,44 @@ export function chatMessages(messages: readonly Message[], names: ToolNameMap, s
         }
         break;
       case "assistant": {
-        const text = message.content.map((part) => (part.type === "text" ? part.text : "")).join("");
-        const calls = message.content.filter((part) => part.type === "tool-call");
+        const cached = wireMessages.get(message);
+        if (cached) {
+          out.push(cached);
+          break;
+        }
+        // One pass over the parts: this runs for every message of the history before each call.
+        let legalNames = true;
+        let text = "";
+        let calls: unknown[] | undefined;
+        for (const part of message.content) {
+          if (part.type === "text") text += part.text;
+          else if (part.type === "tool-call") {
+            const name = names.toProviderName(part.name);
+            if (name !== part.name) legalNames = false;
+            (calls ??= []).push({ id: part.id, type: "function", function: { name, arguments: part.arguments } });
+          }
+        }
         const wire: Record<string, unknown> = { role: "assistant" };
-        if (text || calls.length === 0) wire.content = text;
-        if (calls.length > 0) {
+        if (text || !calls) wire.content = text;
+        if (calls) {
           const reasoning = reasoningBack(message.content);
           if (reasoning) wire[reasoning.field] = reasoning.text;
-          wire.tool_calls = calls.map((call) => ({
-            id: call.id,
-            type: "function",
-            function: { name: names.toProviderName(call.name), arguments: call.arguments },
-          }));
+          wire.tool_calls = calls;
+        }
+        // A legal name is its own provider name in every request's map: the wire form cannot change.
+        if (legalNames) wireMessages.set(message, wire);
+        out.push(wire);
+        break;
+      }
+      case "tool": {
+        let wire = wireMessages.get(message);
+        if (!wire) {
+          wire = { role: "tool", tool_call_id: message.toolCallId, content: contentText(message.content) };
+          wireMessages.set(message, wire);
         }
         out.push(wire);
         break;
       }
-      case "tool":
-        out.push({ role: "tool", tool_call_id: message.toolCallId, content: contentText(message.content) });
-        break;
       default: {
         const unreachable: never = message;
         throw new TypeError(`unknown message role in ${JSON.stringify(unreachable)}`);

@@ -1,0 +1,232 @@
+// Scenario 10: instructions per chat, counted by valgrind's callgrind in the server's process, for
+// the node:http floor and the agent server with memory off, the default embedded store and
+// PostgreSQL, in one run. A count of executed instructions does not follow the machine's load the
+// way wall or CPU time does: it repeats within a few percent on a busy 2-core machine where the
+// latency and CPU figures of scenario 5 move by tens of percent (bench/README.md).
+//
+// Each server runs under `valgrind --tool=callgrind --instr-atstart=no` (not counting its start),
+// gets WARM_UP chats, then `callgrind_control` turns counting on and zeroes it, MEASURED chats run,
+// and `callgrind_control -d` dumps the count: the dump's total over MEASURED is one chat's cost,
+// in every thread of the server process (the event loop, V8's and libuv's helper threads, the
+// embedded store's writer). PostgreSQL's own process is not counted.
+//
+//   node --import tsx bench/scenario-instructions.ts       # or: npm run bench -- instructions
+//   BENCH_INSTRUCTIONS_KEEP=1 ...                           # keep the callgrind files (callgrind_annotate)
+import { spawnSync } from "node:child_process";
+import { mkdtempSync, readFileSync, readdirSync, rmSync } from "node:fs";
+import { Agent as HttpAgent, request as httpRequest } from "node:http";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { startChild } from "./child-process.js";
+import { type BenchOptions, type ScenarioReport, format, isMain, machineInfo, markdownTable, parseBenchOptions, publish } from "./harness.js";
+import { SERVER_ANSWER } from "./server-answer.js";
+
+const FLOOR = "node:http floor";
+const OFF = "agentloop serve, memory off";
+const EMBEDDED = "agentloop serve, embedded memory (the default store)";
+const POSTGRES = "agentloop serve, PostgreSQL memory";
+const POSTGRES_URL = process.env.AGENTLOOP_TEST_PG_URL;
+const TARGETS: Record<string, number> = { [OFF]: 1.3, [EMBEDDED]: 1.5, [POSTGRES]: 1.5 };
+/** Chats before counting (not instrumented, so cheap): after 50, V8's optimizing compiler still took ~15 % of the counted instructions and the count moved ~5 % run to run. */
+const WARM_UP = Number(process.env.BENCH_INSTRUCTIONS_WARM_UP ?? 200);
+/** Chats counted. */
+const MEASURED = Number(process.env.BENCH_INSTRUCTIONS_CHATS ?? 40);
+const CHAT_BODY = JSON.stringify({ model: "bench", stream: true, messages: [{ role: "user", content: "Is anything free next weekend?" }] });
+
+/** One streaming chat on `agent`'s socket; checks the streamed answer. */
+function chat(port: number, agent: HttpAgent): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    const request = httpRequest(
+      { host: "127.0.0.1", port, path: "/v1/chat/completions", method: "POST", agent, headers: { "content-type": "application/json", "content-length": Buffer.byteLength(CHAT_BODY) } },
+      (response) => {
+        response.setEncoding("utf8");
+        let body = "";
+        response.on("data", (chunk: string) => {
+          body += chunk;
+        });
+        response.on("error", reject);
+        response.on("end", () => {
+          let text = "";
+          for (const event of body.split("\n\n")) {
+            if (!event.startsWith("data: ") || event === "data: [DONE]") continue;
+            text += (JSON.parse(event.slice(6)) as { choices: Array<{ delta: { content?: string } }> }).choices[0]?.delta.content ?? "";
+          }
+          if (response.statusCode !== 200 || text !== SERVER_ANSWER) reject(new Error(`HTTP ${response.statusCode}: wrong answer ${JSON.stringify(body.slice(0, 300))}`));
+          else resolve();
+        });
+      },
+    );
+    request.on("error", reject);
+    request.end(CHAT_BODY);
+  });
+}
+
+/** Chats sent again on a new connection (see `chats`). */
+let retried = 0;
+
+/**
+ * Sends `count` chats one after another (one keep-alive connection: the same work, in the same
+ * order, every run). A server under valgrind on a loaded machine can sit descheduled past its
+ * keep-alive timeout (5 s) with our next request already sent: its timer closes the connection
+ * first and the request fails with ECONNRESET. Such a chat is sent once more (counted in the notes).
+ */
+async function chats(port: number, count: number): Promise<void> {
+  const agent = new HttpAgent({ keepAlive: true, maxSockets: 1 });
+  try {
+    for (let index = 0; index < count; index++) {
+      try {
+        await chat(port, agent);
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code !== "ECONNRESET") throw error;
+        retried++;
+        await chat(port, agent);
+      }
+    }
+  } finally {
+    agent.destroy();
+  }
+}
+
+function callgrindControl(option: string, pid: number): void {
+  const result = spawnSync("callgrind_control", [option, String(pid)], { encoding: "utf8" });
+  if (result.status !== 0 || !result.stdout.includes("OK")) throw new Error(`callgrind_control ${option} ${pid} failed: ${result.stdout}${result.stderr}`);
+}
+
+interface Count {
+  server: string;
+  instructionsPerChat: number;
+  /** Of those, V8's optimizing compiler (TurboFan, `v8::internal::compiler::`), per chat. */
+  compilerPerChat: number;
+}
+
+/**
+ * Instructions in V8's optimizing compiler in a dump (`callgrind_annotate`, per function). It
+ * compiles when a function gets hot or after a deoptimization, mostly on a background thread, so
+ * how much of it falls into the counted chats depends on timing: 50 warm-up chats left 40–60 % of
+ * the agent server's count in it and the total moved ~5 % run to run. The measure leaves it out.
+ */
+export function compilerInstructions(dump: string): number {
+  const result = spawnSync("callgrind_annotate", ["--inclusive=no", "--threshold=100", dump], { encoding: "utf8", maxBuffer: 256 * 2 ** 20 });
+  if (result.status !== 0) throw new Error(`callgrind_annotate ${dump} failed: ${result.stderr}`);
+  let total = 0;
+  for (const line of result.stdout.split("\n")) {
+    const match = /^\s*([\d,]+)\s.*v8::internal::compiler::/.exec(line);
+    if (match) total += Number(match[1].replaceAll(",", ""));
+  }
+  return total;
+}
+
+/** Starts one server under callgrind, warms it, counts MEASURED chats; returns instructions per chat. */
+async function countServer(server: string, directory: string): Promise<Count> {
+  const env: Record<string, string> = { BENCH_CHUNK_DELAY_MS: "0" };
+  let schema: string | undefined;
+  let storeDirectory: string | undefined;
+  if (server === OFF) env.BENCH_SERVER_MEMORY = "off";
+  if (server === EMBEDDED) {
+    storeDirectory = mkdtempSync(join(tmpdir(), "agentloop-bench-instructions-"));
+    Object.assign(env, { BENCH_SERVER_MEMORY: "embedded", BENCH_SERVER_MEMORY_PATH: storeDirectory });
+  }
+  if (server === POSTGRES) {
+    schema = `bench_instr_${process.pid}_${Date.now()}`;
+    Object.assign(env, { BENCH_SERVER_MEMORY: "postgres", BENCH_SERVER_POSTGRES_URL: POSTGRES_URL!, BENCH_SERVER_POSTGRES_SCHEMA: schema });
+  }
+  const outFile = join(directory, `${server === FLOOR ? "floor" : (env.BENCH_SERVER_MEMORY ?? "memory")}.%p.out`);
+  const child = await startChild(server === FLOOR ? "./server-floor.ts" : "./server-agentloop.ts", [], env, {
+    prefix: ["valgrind", "-q", "--tool=callgrind", "--instr-atstart=no", `--callgrind-out-file=${outFile}`],
+    // One thread for V8 (its compiler and GC on the main thread): code is optimized at the same
+    // points of the same work every run. With background compilation, which functions ran
+    // optimized during the counted chats varied, and the count with them (±20 %). A fixed young
+    // generation of 1 MB: many young collections in the counted chats, of a size V8 does not
+    // resize by timing (left to V8, or fixed at 16 MB, the count moved ±5–30 %; bench/README.md).
+    nodeArgs: ["--single-threaded", "--min-semi-space-size=1", "--max-semi-space-size=1"],
+  });
+  try {
+    await chats(child.port, WARM_UP);
+    callgrindControl("--instr=on", child.ownPid);
+    callgrindControl("--zero", child.ownPid);
+    await chats(child.port, MEASURED);
+    callgrindControl("--dump", child.ownPid);
+  } finally {
+    await child.close();
+    if (storeDirectory) rmSync(storeDirectory, { recursive: true, force: true });
+    if (schema) await dropSchema(schema);
+  }
+  const prefix = outFile.replace("%p", String(child.ownPid)).split("/").pop()!;
+  const dump = readdirSync(directory).find((name) => name.startsWith(`${prefix}.`));
+  if (!dump) throw new Error(`no callgrind dump ${prefix}.N in ${directory}`);
+  const totals = /^summary:\s+(\d+)/m.exec(readFileSync(join(directory, dump), "utf8"));
+  if (!totals) throw new Error(`no summary line in ${dump}`);
+  const compiler = compilerInstructions(join(directory, dump));
+  return { server, instructionsPerChat: (Number(totals[1]) - compiler) / MEASURED, compilerPerChat: compiler / MEASURED };
+}
+
+async function dropSchema(schema: string): Promise<void> {
+  const { default: pg } = await import("pg");
+  const client = new pg.Client({ connectionString: POSTGRES_URL });
+  await client.connect();
+  try {
+    await client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+  } finally {
+    await client.end();
+  }
+}
+
+export async function runInstructionsScenario(options: BenchOptions): Promise<ScenarioReport> {
+  const machine = machineInfo();
+  const valgrind = spawnSync("valgrind", ["--version"], { encoding: "utf8" });
+  if (valgrind.status !== 0) throw new Error("scenario 10 needs valgrind (Debian: apt-get install valgrind)");
+  const directory = mkdtempSync(join(tmpdir(), "agentloop-callgrind-"));
+  const servers = [FLOOR, OFF, EMBEDDED, ...(POSTGRES_URL ? [POSTGRES] : [])];
+  const counts: Count[] = [];
+  try {
+    for (const server of servers) counts.push(await countServer(server, directory));
+  } finally {
+    if (process.env.BENCH_INSTRUCTIONS_KEEP) console.log(`callgrind files kept in ${directory}`);
+    else rmSync(directory, { recursive: true, force: true });
+  }
+  const floor = counts[0].instructionsPerChat;
+  const rows = counts.map((count) => {
+    const ratio = count.instructionsPerChat / floor;
+    const target = TARGETS[count.server];
+    return { ...count, ratio, target, met: target === undefined ? undefined : ratio <= target };
+  });
+  const millions = (value: number) => format(value / 1e6, 3);
+  return {
+    id: "instructions",
+    title: "10. Server: instructions per chat (callgrind)",
+    machine,
+    quick: options.quick,
+    details: [
+      markdownTable(
+        ["server", "instructions / chat (M)", "÷ floor", "target", "met", "+ optimizing compiler / chat (M, not counted)"],
+        rows.map((row) => [
+          row.server,
+          millions(row.instructionsPerChat),
+          format(row.ratio, 3),
+          row.target === undefined ? "" : `≤ ${row.target}× floor`,
+          row.met === undefined ? "" : row.met ? "yes" : "**no**",
+          millions(row.compilerPerChat),
+        ]),
+      ),
+    ],
+    summary: rows
+      .filter((row) => row.server !== FLOOR)
+      .map((row) => ({
+        scenario: "10 instructions",
+        metric: `instructions / chat (M), ${row.server.replace("agentloop serve, ", "")}`,
+        values: { "raw-fetch": floor / 1e6, agentloop: row.instructionsPerChat / 1e6 },
+        target: `≤ ${row.target}× floor`,
+        met: row.met,
+      })),
+    notes: [
+      `Each server under \`valgrind --tool=callgrind --instr-atstart=no\`, unpaced (BENCH_CHUNK_DELAY_MS=0): ${WARM_UP} streaming chats one after another on one keep-alive connection (not counted), then counting on and zeroed (\`callgrind_control\`), ${MEASURED} chats the same way, the count dumped: instructions per chat = the dump's total, less V8's optimizing compiler (\`v8::internal::compiler::\` functions in \`callgrind_annotate\`: when it runs depends on timing), ÷ ${MEASURED}. Every thread of the server's process counts (event loop, GC and compiler threads, libuv's pool, the embedded store's writer); PostgreSQL runs in its own process and is not counted. The client runs outside valgrind.`,
+      "One chat at a time, so each store's group commit holds one chat's appends (the worst case for grouping, and the same groups every run).",
+      `Chats sent again after a connection reset by a descheduled server's keep-alive timer: ${retried}.`,
+    ],
+  };
+}
+
+if (isMain(import.meta.url)) {
+  const options = parseBenchOptions();
+  publish(await runInstructionsScenario(options), options);
+}
