@@ -52,7 +52,7 @@ describe("the packed package, installed into an empty app", () => {
     // What the build reads, and what package.json's `files` names (dist is what prepack builds).
     const { files } = JSON.parse(readFileSync(join(root, "package.json"), "utf8")) as { files: string[] };
     const shipped = files.filter((entry) => !entry.startsWith("!") && entry !== "dist");
-    for (const entry of new Set(["package.json", "tsconfig.json", "tsconfig.build.json", "src", "examples", ...shipped])) {
+    for (const entry of new Set(["package.json", "tsconfig.json", "tsconfig.build.json", "src", "examples", "studio", "scripts/build-studio.mjs", ...shipped])) {
       cpSync(join(root, entry), join(sources, entry), { recursive: true, filter: (path) => !path.endsWith(".test.ts") });
     }
     symlinkSync(join(root, "node_modules"), join(sources, "node_modules"), "dir");
@@ -145,6 +145,10 @@ describe("the packed package, installed into an empty app", () => {
       assert.equal(response.status, 200);
       const { events } = (await (await fetch(`${url}/memory/events?session_id=t1`)).json()) as { events: Array<{ event_type: string; content: unknown }> };
       assert.match(JSON.stringify(events.find((event) => event.event_type === "tool_result")?.content), /Echo: from the tarball/);
+      // The studio page is built into the package and served from it.
+      const studio = await fetch(`${url}/studio`);
+      assert.equal(studio.status, 200);
+      assert.match(await studio.text(), /<script[^>]+src=/);
     } finally {
       cli.child.kill("SIGTERM");
       await cli.exited;
