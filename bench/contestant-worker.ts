@@ -9,7 +9,7 @@
 // cold for the run that follows: that penalty, not the contestant's work, was up to 40% of a
 // small framework's figure.)
 import { createInterface } from "node:readline";
-import { allContestants, type Conversation, lookupTool } from "./contestants.js";
+import { type Conversation, loopContestants, lookupTool } from "./contestants.js";
 import { collectGarbage, measure } from "./harness.js";
 import type { WorkerSetup } from "./isolated.js";
 
@@ -20,7 +20,7 @@ let toolCalls = 0;
 async function handle(request: { prepare?: WorkerSetup; run?: boolean }): Promise<unknown> {
   if (request.prepare) {
     setup = request.prepare;
-    const contestant = allContestants.find((entry) => entry.name === setup!.contestant);
+    const contestant = loopContestants.find((entry) => entry.name === setup!.contestant);
     if (!contestant) throw new Error(`no contestant named ${setup.contestant}`);
     const tool = lookupTool((args) => {
       toolCalls++;

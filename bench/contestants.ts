@@ -11,6 +11,7 @@ import { Agent as HttpAgent, type IncomingMessage, request as httpRequest } from
 import OpenAI from "openai";
 import type { ChatCompletionMessageParam, ChatCompletionTool } from "openai/resources/chat/completions";
 import { Agent, defineTool } from "../src/index.js";
+import { google } from "../src/providers/google/index.js";
 import { openaiChat } from "../src/providers/openai/index.js";
 
 export const SYSTEM_PROMPT = "You are a benchmark agent. Use the lookup tool until you know the answer.";
@@ -311,6 +312,26 @@ export const agentloopSdk: Contestant = {
   },
 };
 
+/**
+ * agentloop on its native Gemini adapter (`agentloop/google`: `generateContent` /
+ * `streamGenerateContent?alt=sse` on node:http), against the mock's Gemini routes for the same
+ * script: what the other wire format costs the same loop.
+ */
+export const agentloopGemini: Contestant = {
+  name: "agentloop (gemini native)",
+  role: "agentloop-variant",
+  async prepare(setup) {
+    const agent = new Agent({
+      name: "bench",
+      instructions: SYSTEM_PROMPT,
+      model: google(setup.model, { baseURL: setup.baseURL.replace(/\/v1$/, "/v1beta"), apiKey: API_KEY, stream: setup.stream }),
+      tools: [benchTool(setup.tool)],
+      maxTurns: setup.maxTurns,
+    });
+    return agentloopConversation("agentloop (gemini native)", agent);
+  },
+};
+
 /** The Vercel AI SDK: `generateText` / `streamText` with a step limit, OpenAI-compatible provider. */
 export const vercelAi: Contestant = {
   name: "vercel-ai",
@@ -377,3 +398,6 @@ export const openaiAgents: Contestant = {
 };
 
 export const allContestants: readonly Contestant[] = [rawFetch, rawHttp, openaiSdk, agentloop, agentloopSdk, vercelAi, openaiAgents];
+
+/** Scenario 1's contestants: everyone, and agentloop on the native Gemini adapter beside its Chat Completions rows. */
+export const loopContestants: readonly Contestant[] = [rawFetch, rawHttp, openaiSdk, agentloop, agentloopSdk, agentloopGemini, vercelAi, openaiAgents];

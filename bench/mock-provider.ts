@@ -1,8 +1,10 @@
-// A scripted OpenAI-compatible Chat Completions server for benchmarks and tests.
+// A scripted OpenAI-compatible Chat Completions server for benchmarks and tests, which also
+// speaks Google Gemini's native API (`POST /v1beta/models/{model}:generateContent` and
+// `:streamGenerateContent?alt=sse`) for the same scripts.
 //
 // Each model name is a script: N tool-calling turns, then a final answer. The server is
-// stateless: it derives the turn from the number of `tool` messages in the request, so any
-// number of conversations can run at once. Every response is serialized once and cached, so
+// stateless: it derives the turn from the number of `tool` messages (Gemini: `functionResponse`
+// parts) in the request, so any number of conversations can run at once. Every response is serialized once and cached, so
 // the server costs the contestants as little as possible. Run it in a child process
 // (`spawnMockProvider`) when the client's CPU time is measured.
 import { type IncomingMessage, type Server, type ServerResponse, createServer } from "node:http";
@@ -44,6 +46,8 @@ export interface MockProviderStats {
 export interface MockProvider {
   /** Base URL for OpenAI clients, ending in `/v1`. */
   readonly baseURL: string;
+  /** Base URL for Gemini clients (`google(model, { baseURL })`), ending in `/v1beta`. */
+  readonly geminiBaseURL: string;
   readonly port: number;
   stats(): Promise<MockProviderStats>;
   close(): Promise<void>;
@@ -74,6 +78,11 @@ const USAGE = { prompt_tokens: 100, completion_tokens: 10, total_tokens: 110 };
 const STREAM_RE = /"stream"\s*:\s*true/;
 const MODEL_RE = /"model"\s*:\s*"([^"\\]*)"/;
 const TOOL_ROLE_RE = /"role"\s*:\s*"tool"/g;
+const FUNCTION_RESPONSE_RE = /"functionResponse"\s*:/g;
+/** Gemini's routes: `/v1beta/models/{model}:generateContent` and `:streamGenerateContent` (`/v1` too). */
+const GEMINI_ROUTE_RE = /^\/v1(?:beta)?\/models\/([^/:]+):(generateContent|streamGenerateContent)$/;
+const GEMINI_USAGE = { promptTokenCount: 100, candidatesTokenCount: 10, totalTokenCount: 110 };
+const GEMINI_MODEL_VERSION = "gemini-mock";
 
 /** Word-sized chunks that join back to the text. */
 function words(text: string): string[] {
@@ -87,6 +96,48 @@ function sse(payload: unknown): string {
 function errorResponse(status: number, type: string, message: string): PreparedResponse {
   const body = Buffer.from(JSON.stringify({ error: { message, type, code: type, param: null } }));
   return { status, headers: { "content-type": "application/json", "content-length": body.length }, writes: [body] };
+}
+
+/** A Gemini error body (`{ error: { code, message, status } }`). */
+function geminiErrorResponse(status: number, statusName: string, message: string): PreparedResponse {
+  const body = Buffer.from(JSON.stringify({ error: { code: status, message, status: statusName } }));
+  return { status, headers: { "content-type": "application/json; charset=UTF-8", "content-length": body.length }, writes: [body] };
+}
+
+/**
+ * Serializes Gemini's answer to turn `turn` of `script`, as the real API sends it: a wave is one
+ * candidate with parallel `functionCall` parts (no call ids, like the Gemini API), the answer is text
+ * parts streamed in word-sized chunks; every chunk is a whole `GenerateContentResponse` with
+ * `usageMetadata`, the last one has `finishReason: "STOP"`.
+ */
+function prepareGemini(script: Required<MockScript>, turn: number, stream: boolean): PreparedResponse {
+  const responseId = `gemini-mock-${turn}`;
+  const isFinal = turn >= script.toolTurns;
+  const response = (parts: unknown[], finish: boolean) => ({
+    candidates: [{ content: { parts, role: "model" }, ...(finish ? { finishReason: "STOP" } : {}), index: 0 }],
+    usageMetadata: GEMINI_USAGE,
+    modelVersion: GEMINI_MODEL_VERSION,
+    responseId,
+  });
+  const callParts = isFinal
+    ? []
+    : Array.from({ length: script.toolsPerTurn }, (_, index) => ({ functionCall: { name: script.toolName, args: scriptedArguments(turn, index) } }));
+  if (!stream) {
+    const body = Buffer.from(JSON.stringify(response(isFinal ? [{ text: script.finalText }] : callParts, true)));
+    return { status: 200, headers: { "content-type": "application/json; charset=UTF-8", "content-length": body.length }, writes: [body] };
+  }
+  const event = (payload: unknown) => `data: ${JSON.stringify(payload)}\r\n\r\n`;
+  const frames: string[] = [];
+  if (isFinal) {
+    const pieces = words(script.finalText);
+    for (let index = 0; index < pieces.length; index++) frames.push(event(response([{ text: pieces[index] }], index === pieces.length - 1)));
+  } else {
+    frames.push(event(response(callParts, true)));
+  }
+  const writes = script.chunkDelayMs > 0 ? frames.map((frame) => Buffer.from(frame)) : [Buffer.from(frames.join(""))];
+  const headers: Record<string, string | number> = { "content-type": "text/event-stream", "cache-control": "no-cache" };
+  if (writes.length === 1) headers["content-length"] = writes[0].length;
+  return { status: 200, headers, writes };
 }
 
 /** Serializes the answer to turn `turn` of `script` (tool calls, or the final answer). */
@@ -194,6 +245,27 @@ export function createMockHandler(options: MockProviderOptions): {
     return prepared;
   }
 
+  // Answers one Gemini request for `model` (from the URL); `stream`: `streamGenerateContent`.
+  function answerGemini(model: string, stream: boolean, body: string): PreparedResponse {
+    if (body.length === 0 || body[0] !== "{") return geminiErrorResponse(400, "INVALID_ARGUMENT", "request body must be a JSON object");
+    const script = scripts.get(model);
+    if (!script) return geminiErrorResponse(404, "NOT_FOUND", `models/${model} is not found (scripts: ${[...scripts.keys()].join(", ")})`);
+    if (!body.includes('"contents"')) return geminiErrorResponse(400, "INVALID_ARGUMENT", "request has no contents");
+    const toolResults = body.match(FUNCTION_RESPONSE_RE)?.length ?? 0;
+    if (toolResults % script.toolsPerTurn !== 0 || toolResults / script.toolsPerTurn > script.toolTurns) {
+      return geminiErrorResponse(
+        400,
+        "INVALID_ARGUMENT",
+        `expected a multiple of ${script.toolsPerTurn} functionResponse parts (at most ${script.toolTurns * script.toolsPerTurn}), got ${toolResults}`,
+      );
+    }
+    const turn = toolResults / script.toolsPerTurn;
+    const key = `gemini\u0000${model}\u0000${stream ? 1 : 0}\u0000${turn}`;
+    let prepared = cache.get(key);
+    if (!prepared) cache.set(key, (prepared = prepareGemini(script, turn, stream)));
+    return prepared;
+  }
+
   async function send(response: ServerResponse, prepared: PreparedResponse, script: Required<MockScript> | undefined): Promise<void> {
     if (script && script.latencyMs > 0) {
       // A client that hangs up ends the wait (a pending timer would keep the process alive).
@@ -217,11 +289,16 @@ export function createMockHandler(options: MockProviderOptions): {
   }
 
   function handle(request: IncomingMessage, response: ServerResponse): void {
-    const path = (request.url ?? "").split("?")[0];
+    const [path, query = ""] = (request.url ?? "").split("?");
     if (request.method === "GET" && path === "/stats") {
       const body = JSON.stringify(stats);
       response.writeHead(200, { "content-type": "application/json", "content-length": Buffer.byteLength(body) });
       response.end(body);
+      return;
+    }
+    const gemini = request.method === "POST" ? GEMINI_ROUTE_RE.exec(path) : null;
+    if (gemini) {
+      handleGemini(request, response, decodeURIComponent(gemini[1]), gemini[2] === "streamGenerateContent", query);
       return;
     }
     if (request.method !== "POST" || (path !== "/v1/chat/completions" && path !== "/chat/completions")) {
@@ -245,6 +322,25 @@ export function createMockHandler(options: MockProviderOptions): {
     });
   }
 
+  function handleGemini(request: IncomingMessage, response: ServerResponse, model: string, stream: boolean, query: string): void {
+    stats.requests++;
+    const chunks: Buffer[] = [];
+    request.on("data", (chunk: Buffer) => chunks.push(chunk));
+    request.on("end", () => {
+      const body = chunks.length === 1 ? chunks[0].toString("utf8") : Buffer.concat(chunks).toString("utf8");
+      // Without `alt=sse` the real API streams a JSON array; this mock speaks SSE only.
+      const prepared =
+        stream && !/(?:^|&)alt=sse(?:&|$)/.test(query)
+          ? geminiErrorResponse(400, "INVALID_ARGUMENT", "streamGenerateContent needs alt=sse (this mock serves SSE only)")
+          : answerGemini(model, stream, body);
+      if (prepared.status !== 200) {
+        stats.errors++;
+        stats.lastError = prepared.writes[0].toString("utf8");
+      }
+      send(response, prepared, prepared.status === 200 ? scripts.get(model) : undefined).catch(() => response.destroy());
+    });
+  }
+
   return { handle, stats };
 }
 
@@ -260,6 +356,7 @@ export async function startMockProvider(options: MockProviderOptions): Promise<M
   const port = (server.address() as AddressInfo).port;
   return {
     baseURL: `http://127.0.0.1:${port}/v1`,
+    geminiBaseURL: `http://127.0.0.1:${port}/v1beta`,
     port,
     stats: async () => ({ ...stats }),
     close: () =>
@@ -279,6 +376,7 @@ export async function spawnMockProvider(options: MockProviderOptions): Promise<M
   const origin = `http://127.0.0.1:${child.port}`;
   return {
     baseURL: `${origin}/v1`,
+    geminiBaseURL: `${origin}/v1beta`,
     port: child.port,
     pid: child.pid,
     stats: async () => (await (await fetch(`${origin}/stats`)).json()) as MockProviderStats,

@@ -1,6 +1,6 @@
 // Scenario 1: a 10-turn loop, one tool per turn, JSON and streaming. Wall and CPU ms per model
 // call for every contestant, and the ratio to the raw fetch floor.
-import { type Contestant, allContestants, lookupTool } from "./contestants.js";
+import { type Contestant, loopContestants, lookupTool } from "./contestants.js";
 import {
   type BenchOptions,
   type Entrant,
@@ -27,7 +27,7 @@ const MODEL_CALLS = TOOL_TURNS + 1;
 const ISOLATED_BATCH = 5;
 const PEERS = (contestants: readonly Contestant[]) => contestants.filter((contestant) => contestant.role === "peer").map((contestant) => contestant.name);
 
-export async function runLoopScenario(options: BenchOptions, contestants: readonly Contestant[] = allContestants): Promise<ScenarioReport> {
+export async function runLoopScenario(options: BenchOptions, contestants: readonly Contestant[] = loopContestants): Promise<ScenarioReport> {
   const machine = machineInfo();
   const provider = await spawnMockProvider({ scripts: { "loop-10": { toolTurns: TOOL_TURNS } } });
   const warmup = options.quick ? 2 : 10;
@@ -143,5 +143,9 @@ export async function runLoopScenario(options: BenchOptions, contestants: readon
 
 if (isMain(import.meta.url)) {
   const options = parseBenchOptions();
-  publish(await runLoopScenario(options), options);
+  // BENCH_LOOP_CONTESTANTS="raw-fetch,agentloop,…": only these rows (the floor is always measured).
+  const only = process.env.BENCH_LOOP_CONTESTANTS?.split(",").map((name) => name.trim());
+  for (const name of only ?? []) if (!loopContestants.some((contestant) => contestant.name === name)) throw new Error(`BENCH_LOOP_CONTESTANTS: no contestant named ${JSON.stringify(name)}`);
+  const contestants = only ? loopContestants.filter((contestant) => contestant.role === "floor" || only.includes(contestant.name)) : loopContestants;
+  publish(await runLoopScenario(options, contestants), options);
 }

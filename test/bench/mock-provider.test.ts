@@ -2,6 +2,8 @@ import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import OpenAI from "openai";
 import type { ChatCompletionMessageParam, ChatCompletionTool } from "openai/resources/chat/completions";
+import { Agent, defineTool } from "../../src/index.js";
+import { google } from "../../src/providers/google/index.js";
 import { DEFAULT_FINAL_TEXT, type MockProvider, scriptedArguments, scriptedCallId, startMockProvider, spawnMockProvider } from "../../bench/mock-provider.js";
 
 const tools: ChatCompletionTool[] = [
@@ -145,6 +147,93 @@ describe("bench mock provider", () => {
     const noRoute = await fetch(`${provider.baseURL}/embeddings`, { method: "POST", body: "{}" });
     assert.equal(noRoute.status, 404);
     await noRoute.body?.cancel();
+    const after = await provider.stats();
+    assert.equal(after.errors - before.errors, 4);
+  });
+
+  /** Plays the script with agentloop's native Gemini adapter; returns the tool calls' arguments and the answer. */
+  async function converseGemini(model: string, stream: boolean) {
+    const seen: unknown[] = [];
+    const lookup = defineTool({
+      name: "lookup",
+      description: "Looks a value up.",
+      parameters: { type: "object", properties: { n: { type: "integer" }, i: { type: "integer" } }, required: ["n", "i"] },
+      execute: (args) => {
+        seen.push(args);
+        return `value of ${JSON.stringify(args)}`;
+      },
+    });
+    const agent = new Agent({
+      name: "gemini-mock",
+      model: google(model, { baseURL: provider.geminiBaseURL, apiKey: "test", stream }),
+      tools: [lookup],
+      maxTurns: 10,
+    });
+    const result = await agent.run("go");
+    assert.equal(result.state, "COMPLETED", `${result.reason} ${result.error?.message ?? ""}`);
+    return { seen, text: result.text };
+  }
+
+  for (const stream of [false, true]) {
+    test(`speaks Gemini's native API to agentloop's google adapter: waves of functionCall parts, then text (${stream ? "streamGenerateContent?alt=sse" : "generateContent"})`, async () => {
+      const before = await provider.stats();
+      const three = await converseGemini("three-turns", stream);
+      assert.equal(three.text, DEFAULT_FINAL_TEXT);
+      assert.deepEqual(three.seen, [0, 1, 2].map((turn) => scriptedArguments(turn, 0)));
+      const wave = await converseGemini("wave-of-four", stream);
+      assert.equal(wave.text, "Four values.");
+      assert.deepEqual(wave.seen, [0, 1, 2, 3].map((index) => scriptedArguments(0, index)));
+      const after = await provider.stats();
+      assert.deepEqual({ requests: after.requests - before.requests, errors: after.errors - before.errors }, { requests: 6, errors: 0 });
+    });
+  }
+
+  test("streamed Gemini chunks are whole responses: the calls of a wave in one candidate, the answer word by word, STOP on the last", async () => {
+    const url = `${provider.geminiBaseURL}/models/wave-of-four:streamGenerateContent?alt=sse`;
+    const events = async (body: unknown) => {
+      const response = await fetch(url, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
+      assert.equal(response.status, 200);
+      assert.match(response.headers.get("content-type") ?? "", /text\/event-stream/);
+      return (await response.text())
+        .split("\r\n\r\n")
+        .filter(Boolean)
+        .map((event) => JSON.parse(event.replace(/^data: /, "")) as { candidates: Array<{ content: { parts: any[]; role: string }; finishReason?: string }> });
+    };
+    const wave = await events({ contents: [{ role: "user", parts: [{ text: "go" }] }] });
+    assert.equal(wave.length, 1);
+    assert.deepEqual(wave[0].candidates[0].content, {
+      role: "model",
+      parts: [0, 1, 2, 3].map((index) => ({ functionCall: { name: "lookup", args: scriptedArguments(0, index) } })),
+    });
+    assert.equal(wave[0].candidates[0].finishReason, "STOP");
+    const results = [0, 1, 2, 3].map(() => ({ functionResponse: { name: "lookup", response: { result: "v" } } }));
+    const answer = await events({ contents: [{ role: "user", parts: [{ text: "go" }] }, { role: "user", parts: results }] });
+    assert.deepEqual(answer.map((chunk) => chunk.candidates[0].content.parts[0].text), ["Four ", "values."]);
+    assert.deepEqual(answer.map((chunk) => chunk.candidates[0].finishReason), [undefined, "STOP"]);
+  });
+
+  test("Gemini requests that do not add up get Gemini-style errors, which the adapter reports", async () => {
+    const before = await provider.stats();
+    const post = (path: string, body: string) => fetch(`${provider.geminiBaseURL}/models/${path}`, { method: "POST", body });
+    const threeOfFour = await post(
+      "wave-of-four:generateContent",
+      JSON.stringify({ contents: [{ role: "user", parts: [1, 2, 3].map(() => ({ functionResponse: { name: "lookup", response: {} } })) }] }),
+    );
+    assert.equal(threeOfFour.status, 400);
+    assert.deepEqual(((await threeOfFour.json()) as { error: unknown }).error, {
+      code: 400,
+      status: "INVALID_ARGUMENT",
+      message: "expected a multiple of 4 functionResponse parts (at most 4), got 3",
+    });
+    const noSse = await post("three-turns:streamGenerateContent", '{"contents":[]}');
+    assert.equal(noSse.status, 400);
+    assert.match(((await noSse.json()) as { error: { message: string } }).error.message, /alt=sse/);
+    const noContents = await post("three-turns:generateContent", "{}");
+    assert.equal(noContents.status, 400);
+    await noContents.body?.cancel();
+    const result = await new Agent({ name: "x", model: google("nope", { baseURL: provider.geminiBaseURL, apiKey: "test" }) }).run("go");
+    assert.equal(result.state, "FAILED");
+    assert.match(result.error?.message ?? "", /models\/nope is not found/);
     const after = await provider.stats();
     assert.equal(after.errors - before.errors, 4);
   });
