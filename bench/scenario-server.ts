@@ -108,7 +108,51 @@ function serverNames(): string[] {
   return [...all, AGENTLOOP_EMBEDDED_IN_COMMIT, AGENTLOOP_EMBEDDED_ON_THREAD].filter((name) => name === FLOOR || name === AGENTLOOP || words.some((word) => name.includes(word)));
 }
 
-const CHAT_BODY = JSON.stringify({ model: "bench", stream: true, messages: [{ role: "user", content: "Is anything free next weekend?" }] });
+const QUESTION = "Is anything free next weekend?";
+const CHAT_BODY = JSON.stringify({ model: "bench", stream: true, messages: [{ role: "user", content: QUESTION }] });
+
+/**
+ * A protocol a chat goes through: its path, the body of chat number `index` (a session of its own
+ * where the protocol names one), and the answer text read back from its SSE events' data.
+ */
+interface Protocol {
+  name: string;
+  path: string;
+  body(index: number): string;
+  textOf(data: unknown): string;
+}
+
+const CHAT_COMPLETIONS: Protocol = {
+  name: "/v1/chat/completions",
+  path: "/v1/chat/completions",
+  body: () => CHAT_BODY,
+  textOf: (data) => (data as { choices: Array<{ delta: { content?: string } }> }).choices[0]?.delta.content ?? "",
+};
+
+/** The body `useChat`'s `DefaultChatTransport` sends for a new chat. */
+const UI_CHAT: Protocol = {
+  name: "/api/chat",
+  path: "/api/chat",
+  body: (index) => JSON.stringify({ id: `bench-${index}`, messages: [{ id: `u-${index}`, role: "user", parts: [{ type: "text", text: QUESTION }] }], trigger: "submit-message" }),
+  textOf: (data) => {
+    const chunk = data as { type: string; delta?: string };
+    return chunk.type === "text-delta" ? (chunk.delta ?? "") : "";
+  },
+};
+
+/** A `RunAgentInput` as `@ag-ui/client`'s `HttpAgent` sends it. */
+const AG_UI: Protocol = {
+  name: "/ag-ui",
+  path: "/ag-ui",
+  body: (index) =>
+    JSON.stringify({ threadId: `bench-${index}`, runId: `run-${index}`, state: {}, messages: [{ id: `u-${index}`, role: "user", content: QUESTION }], tools: [], context: [], forwardedProps: {} }),
+  textOf: (data) => {
+    const event = data as { type: string; delta?: string };
+    return event.type === "TEXT_MESSAGE_CONTENT" ? (event.delta ?? "") : "";
+  },
+};
+
+let chatCount = 0;
 
 /**
  * The load generator's HTTP client: node:http with keep-alive, one socket per client. It costs
@@ -126,17 +170,18 @@ interface ChatTimes {
 }
 
 /** One streaming chat: resolves with its times in ms after checking the streamed answer. */
-function chat(url: URL, agent: HttpAgent): Promise<ChatTimes> {
+function chat(url: URL, agent: HttpAgent, protocol: Protocol = CHAT_COMPLETIONS): Promise<ChatTimes> {
+  const chatBody = protocol.body(chatCount++);
   return new Promise<ChatTimes>((resolve, reject) => {
     const started = performance.now();
     const request = httpRequest(
       {
         host: url.hostname,
         port: url.port,
-        path: "/v1/chat/completions",
+        path: protocol.path,
         method: "POST",
         agent,
-        headers: { "content-type": "application/json", "content-length": Buffer.byteLength(CHAT_BODY) },
+        headers: { "content-type": "application/json", "content-length": Buffer.byteLength(chatBody) },
       },
       (response) => {
         response.setEncoding("utf8");
@@ -156,7 +201,7 @@ function chat(url: URL, agent: HttpAgent): Promise<ChatTimes> {
             let text = "";
             for (const event of body.split("\n\n")) {
               if (!event.startsWith("data: ") || event === "data: [DONE]") continue;
-              text += (JSON.parse(event.slice(6)) as { choices: Array<{ delta: { content?: string } }> }).choices[0]?.delta.content ?? "";
+              text += protocol.textOf(JSON.parse(event.slice(6)));
             }
             if (text !== SERVER_ANSWER) throw new Error(`${url}: wrong streamed answer ${JSON.stringify(text.slice(0, 200))}`);
             resolve({ latency, tail: ended - lastContent });
@@ -167,7 +212,7 @@ function chat(url: URL, agent: HttpAgent): Promise<ChatTimes> {
       },
     );
     request.on("error", reject);
-    request.end(CHAT_BODY);
+    request.end(chatBody);
   });
 }
 
@@ -229,7 +274,7 @@ async function inRotation(servers: readonly ServerProcess[], rounds: number, mea
 }
 
 /** `requests` chats from `EVENT_LOOP_CLIENTS` clients back to back; the server's main-thread CPU per request in µs. */
-async function eventLoopRound(server: ServerProcess, requests: number): Promise<number> {
+async function eventLoopRound(server: ServerProcess, requests: number, protocol: Protocol = CHAT_COMPLETIONS): Promise<number> {
   const url = new URL(server.url);
   const agent = new HttpAgent({ keepAlive: true, maxSockets: EVENT_LOOP_CLIENTS });
   let left = requests;
@@ -237,7 +282,7 @@ async function eventLoopRound(server: ServerProcess, requests: number): Promise<
   try {
     await Promise.all(
       Array.from({ length: EVENT_LOOP_CLIENTS }, async () => {
-        while (left-- > 0) await chat(url, agent);
+        while (left-- > 0) await chat(url, agent, protocol);
       }),
     );
   } finally {
@@ -267,7 +312,69 @@ async function eventLoopCost(options: BenchOptions): Promise<Map<string, ReturnT
   return new Map([...samples].map(([name, list]) => [name, spread(list)]));
 }
 
+const PROTOCOLS = [CHAT_COMPLETIONS, UI_CHAT, AG_UI];
+
+/**
+ * The protocol rows (issue 29): the same chats through chat completions, the AI SDK UI message
+ * stream (`/api/chat`) and AG-UI (`/ag-ui`) to one agent server each of the variants that
+ * `BENCH_PROTOCOLS` names (`off`, `embedded`; `1` = `off`), unpaced like `eventLoopCost`: a
+ * warm-up per protocol, then rounds with the protocols in rotating order on the same server. Per
+ * protocol its event-loop CPU µs per chat, and its ratio to chat completions round by round.
+ */
+async function runProtocolRows(options: BenchOptions, filter: string): Promise<ScenarioReport> {
+  const machine = machineInfo();
+  const words = filter === "1" ? ["off"] : filter.split(",").map((word) => word.trim());
+  const names = [AGENTLOOP_NO_MEMORY, AGENTLOOP_EMBEDDED].filter((name) => words.some((word) => name.includes(word)));
+  const perRound = options.quick ? 1000 : 3000;
+  const rounds = options.quick ? 1 : 3;
+  const rows: string[][] = [];
+  const summary: ScenarioReport["summary"] = [];
+  for (const name of names) {
+    const server = await spawnServer(name, 0);
+    const samples = new Map<Protocol, number[]>(PROTOCOLS.map((protocol) => [protocol, []]));
+    try {
+      for (const protocol of PROTOCOLS) await eventLoopRound(server, perRound, protocol);
+      for (let round = 0; round < rounds; round++) {
+        for (let offset = 0; offset < PROTOCOLS.length; offset++) {
+          const protocol = PROTOCOLS[(round + offset) % PROTOCOLS.length];
+          samples.get(protocol)!.push(await eventLoopRound(server, perRound, protocol));
+        }
+      }
+    } finally {
+      await server.close();
+    }
+    const base = samples.get(CHAT_COMPLETIONS)!;
+    for (const protocol of PROTOCOLS) {
+      const list = samples.get(protocol)!;
+      const ratio = spread(list.map((value, index) => value / base[index]));
+      rows.push([name, protocol.name, formatSpread(spread(list)), protocol === CHAT_COMPLETIONS ? "1" : formatSpread(ratio, 2)]);
+      if (protocol !== CHAT_COMPLETIONS) {
+        summary.push({
+          scenario: "5 server",
+          metric: `event-loop CPU µs / request, unpaced, ${protocol.name} (${name.replace("agentloop serve, ", "")})`,
+          values: { "chat-completions": spread(base).median, agentloop: spread(list).median },
+          target: "within 10 % of chat completions",
+          met: ratio.median <= 1.1,
+        });
+      }
+    }
+  }
+  return {
+    id: "server",
+    title: "5. Server: event-loop CPU per chat by protocol",
+    machine,
+    quick: options.quick,
+    details: [markdownTable(["server", "protocol", "event-loop CPU µs / request, unpaced", "÷ chat completions (round by round)"], rows)],
+    summary,
+    notes: [
+      `Unpaced (no delay between chunks), ${EVENT_LOOP_CLIENTS} clients sending chats back to back; per server a warm-up of ${perRound} chats per protocol, then ${rounds} round(s) of ${perRound} chats per protocol in rotating order on the same server process. Each chat is a new session (\`id\` / \`threadId\`), its SSE stream read to its end and its answer checked. \`/api/chat\` gets the body \`useChat\` sends for a new chat, \`/ag-ui\` a RunAgentInput.`,
+    ],
+  };
+}
+
 export async function runServerScenario(options: BenchOptions): Promise<ScenarioReport> {
+  const protocolsOnly = process.env.BENCH_PROTOCOLS;
+  if (protocolsOnly) return runProtocolRows(options, protocolsOnly);
   const machine = machineInfo();
   const servers: ServerProcess[] = [];
   for (const name of serverNames()) servers.push(await spawnServer(name, CHUNK_DELAY_MS));

@@ -1,7 +1,11 @@
 // How a run ends, through each protocol of the same server: a guardrail-denied call, a rejected
 // approval, a step limit and a model failure end chat completions, the UI message stream and AG-UI
 // each the way the protocol defines, and the session's memory is the same whichever protocol ran it.
+// A client that closes its socket mid-stream aborts chat completions' and AG-UI's run (what was
+// streamed is kept); the UI message stream's run answers in full (a reload resumes it); the server
+// and each session then take the next chat.
 import assert from "node:assert/strict";
+import { request as httpRequest } from "node:http";
 import { after, describe, it } from "node:test";
 import { type Model, ScriptedModel } from "../../src/index.js";
 import { postJson, startTestServer, type TestServer } from "../server/helpers.js";
@@ -123,31 +127,65 @@ describe("run endings through every protocol, and the same memory", () => {
   }
 });
 
-describe("a client that leaves mid-answer", () => {
+describe("a client that leaves mid-answer (its socket closed mid-stream)", () => {
   const words = Array.from({ length: 60 }, (_, index) => `w${index}`).join(" ");
-  /** Starts a streamed request and leaves once the answer started; resolves when the run's end is stored. */
-  async function leave(server: TestServer, path: string, body: object, session: string): Promise<string> {
-    const controller = new AbortController();
-    const response = await postJson(`${server.url}${path}`, body, {}, controller.signal);
-    const reader = response.body!.getReader();
-    const decoder = new TextDecoder();
-    let seen = "";
-    while (!seen.includes("w1 ")) seen += decoder.decode((await reader.read()).value ?? new Uint8Array(), { stream: true });
-    controller.abort();
-    await reader.cancel().catch(() => undefined);
+  /** The session's stored events, full. */
+  async function events(server: TestServer, session: string): Promise<Array<{ event_type: string; content: Record<string, unknown> }>> {
+    const response = await fetch(`${server.url}/memory/events?session_id=${session}&limit=1000`);
+    return ((await response.json()) as { events: Array<{ event_type: string; content: Record<string, unknown> }> }).events;
+  }
+  /**
+   * Posts a streamed request on a socket of its own (node:http), destroys the socket once the
+   * answer started, then waits for the run's end in the session's memory; the session's events.
+   */
+  async function leave(server: TestServer, path: string, body: object, session: string): Promise<Array<{ event_type: string; content: Record<string, unknown> }>> {
+    const url = new URL(server.url);
+    await new Promise<void>((resolve, reject) => {
+      const request = httpRequest({ host: url.hostname, port: url.port, path, method: "POST", headers: { "content-type": "application/json" } }, (response) => {
+        assert.equal(response.statusCode, 200);
+        let seen = "";
+        response.setEncoding("utf8");
+        response.on("data", (chunk: string) => {
+          seen += chunk;
+          if (!seen.includes("w1 ")) return;
+          request.destroy();
+          resolve();
+        });
+        response.on("end", () => reject(new Error(`${path}: the stream ended before the client left: ${seen.slice(-300)}`)));
+      });
+      request.on("error", (error) => reject(error));
+      request.end(JSON.stringify(body));
+    });
     for (;;) {
-      const response = await fetch(`${server.url}/memory/events?session_id=${session}&limit=1000`);
-      const events = ((await response.json()) as { events: Array<{ event_type: string; content: { state?: string } }> }).events;
-      const end = events.find((event) => event.event_type === "run_ended");
-      if (end) return end.content.state ?? "";
+      const stored = await events(server, session);
+      if (stored.some((event) => event.event_type === "run_ended")) return stored;
       await new Promise((resolve) => setTimeout(resolve, 20));
     }
   }
+  const endOf = (stored: Array<{ event_type: string; content: Record<string, unknown> }>) => stored.find((event) => event.event_type === "run_ended")?.content.state;
+  const types = (stored: Array<{ event_type: string }>) => stored.map((event) => event.event_type);
 
-  it("chat completions and AG-UI abort the run (stored ABORTED); the UI message stream's run goes on (a reload resumes it)", async () => {
+  it("chat completions and AG-UI abort the run (stored ABORTED, the same events); the UI message stream's run goes on to its whole answer (a reload resumes it); the server and the sessions take the next chat", async () => {
     const server = await serve(new ScriptedModel([words], { chunkDelayMs: 10 }));
-    assert.equal(await leave(server, "/v1/chat/completions", { stream: true, session_id: "gone-cc", messages: [{ role: "user", content: "go" }] }, "gone-cc"), "ABORTED");
-    assert.equal(await leave(server, "/ag-ui", { threadId: "gone-ag", runId: "r", messages: [{ id: "u", role: "user", content: "go" }] }, "gone-ag"), "ABORTED");
-    assert.equal(await leave(server, "/api/chat", { id: "gone-ui", messages: [{ id: "u", role: "user", parts: [{ type: "text", text: "go" }] }] }, "gone-ui"), "COMPLETED");
+    const cc = await leave(server, "/v1/chat/completions", { stream: true, session_id: "gone-cc", messages: [{ role: "user", content: "go" }] }, "gone-cc");
+    const agUi = await leave(server, "/ag-ui", { threadId: "gone-ag", runId: "r", messages: [{ id: "u", role: "user", content: "go" }] }, "gone-ag");
+    const ui = await leave(server, "/api/chat", { id: "gone-ui", trigger: "submit-message", messages: [{ id: "u", role: "user", parts: [{ type: "text", text: "go" }] }] }, "gone-ui");
+    const answerOf = (stored: Array<{ event_type: string; content: unknown }>) => stored.find((event) => event.event_type === "agent_response")?.content;
+    for (const [name, stored] of [["chat completions", cc], ["AG-UI", agUi]] as const) {
+      assert.deepEqual(types(stored), ["run_started", "user_message", "agent_response", "run_ended"], name);
+      assert.equal(endOf(stored), "ABORTED", name);
+      // What was streamed before the client left is kept, and nothing after: the run stopped.
+      const partial = answerOf(stored) as string;
+      assert.ok(partial.startsWith("w0 w1") && words.startsWith(partial) && partial.length < words.length, `${name}: ${partial}`);
+    }
+    assert.deepEqual(types(ui), ["run_started", "user_message", "agent_response", "run_ended"]);
+    assert.equal(endOf(ui), "COMPLETED");
+    assert.equal(answerOf(ui), words, "the UI message stream's run answered in full without its client");
+    assert.equal((await fetch(`${server.url}/api/chat/gone-ui/stream`)).status, 204, "nothing left to resume once it ended");
+    // The server stays healthy, and each session takes its next chat through its protocol.
+    assert.equal((await fetch(`${server.url}/health`)).status, 200);
+    const again = await Promise.all([send(server, "chat-completions", "gone-cc", "again"), send(server, "ag-ui", "gone-ag", "again"), send(server, "ui", "gone-ui", "again")]);
+    assert.deepEqual([ending("chat-completions", again[0]), ending("ag-ui", again[1]), ending("ui", again[2])], ["stop", "RUN_FINISHED:success", "finish:stop"]);
+    for (const session of ["gone-cc", "gone-ag", "gone-ui"]) assert.equal(endOf((await events(server, session)).slice(4)), "COMPLETED", session);
   });
 });
