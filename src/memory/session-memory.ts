@@ -89,6 +89,8 @@ export interface ModelCallRecord {
   started_at: string;
   duration_ms: number;
   usage: { input_tokens: number; output_tokens: number; total_tokens: number };
+  /** The call's cost in US dollars as its usage has it (`"unknown"` for an unpriced model); absent when nothing prices it. */
+  cost?: number | "unknown";
   finish_reason: string;
 }
 
@@ -301,6 +303,7 @@ export function sessionMemory(store: MemoryStore, options: SessionMemoryOptions 
           started_at: new Date(startedAt).toISOString(),
           duration_ms: Math.max(0, timestamp.getTime() - startedAt),
           usage: { input_tokens: event.usage.inputTokens, output_tokens: event.usage.outputTokens, total_tokens: event.usage.totalTokens },
+          ...(event.usage.cost !== undefined ? { cost: event.usage.cost } : {}),
           finish_reason: event.finishReason.unified,
         };
         state.rawArguments.clear();

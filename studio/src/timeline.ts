@@ -21,6 +21,8 @@ export interface Bar {
   wave?: number;
   status: BarStatus;
   tokens?: { input: number; output: number; total: number };
+  /** A model call's cost in US dollars (`"unknown"` for an unpriced model); absent when nothing prices it. */
+  cost?: number | "unknown";
   finishReason?: string;
   toolCallId?: string;
   arguments?: unknown;
@@ -56,7 +58,7 @@ export interface RunView {
   reason?: string;
   input?: string;
   answer?: string;
-  usage?: { inputTokens?: number; outputTokens?: number; totalTokens?: number };
+  usage?: { inputTokens?: number; outputTokens?: number; totalTokens?: number; cost?: number | "unknown" };
   bars: Bar[];
   marks: Mark[];
   children: RunView[];
@@ -75,8 +77,12 @@ interface ModelCallRecord {
   started_at: string;
   duration_ms: number;
   usage?: { input_tokens: number; output_tokens: number; total_tokens: number };
+  cost?: number | "unknown";
   finish_reason?: string;
 }
+
+/** A cost as the log has it (a number of dollars or "unknown"), or undefined for anything else. */
+const costOf = (value: unknown): number | "unknown" | undefined => (value === "unknown" || (typeof value === "number" && Number.isFinite(value)) ? value : undefined);
 
 /** Builds one run's view from its events (in log order). */
 function runOf(runId: string, events: StoredEvent[]): RunView {
@@ -99,6 +105,7 @@ function runOf(runId: string, events: StoredEvent[]): RunView {
       wave: record.turn,
       status: record.finish_reason === "error" ? "error" : "ok",
       tokens: usage ? { input: usage.input_tokens, output: usage.output_tokens, total: usage.total_tokens } : undefined,
+      cost: costOf(record.cost),
       finishReason: record.finish_reason,
       traceId: event.metadata.trace_id as string | undefined,
       spanId: event.metadata.span_id as string | undefined,
@@ -202,6 +209,7 @@ function runOf(runId: string, events: StoredEvent[]): RunView {
         run.state = content?.state;
         run.reason = content?.reason;
         run.usage = meta.usage as RunView["usage"];
+        if (run.usage && run.usage.cost !== undefined) run.usage = { ...run.usage, cost: costOf(run.usage.cost) };
         if (run.state && LIMIT_STATES.has(run.state)) run.marks.push({ at, kind: "limit", label: `${run.state}: ${run.reason ?? ""}`, event });
         if (run.state === "GUARDRAIL") run.marks.push({ at, kind: "guardrail", label: run.reason ?? "guardrail", event });
         if (run.state === "INTERRUPTED") for (const bar of calls.values()) if (bar.status === "running") bar.status = "interrupted";
@@ -301,6 +309,14 @@ export function timeRange(run: RunView, rows: TimelineRow[], now: number): { sta
 
 /** Two bars overlap in time (the calls of one wave run in parallel). */
 export const overlaps = (a: Bar, b: Bar) => a.start < (b.end ?? Number.POSITIVE_INFINITY) && b.start < (a.end ?? Number.POSITIVE_INFINITY);
+
+/** A cost for people: `$0.000123` (three significant digits below a dollar, cents above), or `cost unknown`. */
+export function formatCost(cost: number | "unknown"): string {
+  if (cost === "unknown") return "cost unknown";
+  if (cost === 0) return "$0";
+  const digits = Math.min(12, Math.max(2, 2 - Math.floor(Math.log10(Math.abs(cost)))));
+  return `$${cost.toFixed(digits)}`;
+}
 
 export function formatMs(ms: number | undefined): string {
   if (ms === undefined) return "…";

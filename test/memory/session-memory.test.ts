@@ -10,6 +10,9 @@ import {
   type NewMemoryEvent,
   sessionMemory,
 } from "../../src/memory/index.js";
+import { openaiChat } from "../../src/providers/openai/index.js";
+import { sse, startServer } from "../providers/fixture-server.js";
+import { chatFrames } from "../providers/wire-scripts.js";
 
 const STATE_TYPES = new Set(["run_started", "run_ended"]);
 const toolCall = (name: string, args: unknown, id: string) => JSON.stringify({ tool_calls: [{ id, name, arguments: args }] });
@@ -322,5 +325,47 @@ describe("sessionMemory with the agent loop", () => {
       (await inner.events("s")).map((event) => event.event_type),
       ["run_started", "agent_response", "run_ended"],
     );
+  });
+});
+
+describe("model_call carries the call's cost", () => {
+  it("a priced model's call: its usage's cost in dollars on the events it produced; an unpriced model's is \"unknown\"; the scripted model's has none", async () => {
+    const usage = { input: 1000, output: 50 };
+    const server = await startServer([
+      sse(chatFrames({ toolCalls: [{ id: "call_1", name: "echo", arguments: { text: "hi" } }], usage })),
+      sse(chatFrames({ text: "Done.", usage })),
+      sse(chatFrames({ text: "hi", usage: { input: 5, output: 2 } })),
+    ]);
+    try {
+      const store = new InMemoryStore();
+      const events: LoopEvent[] = [];
+      const priced = new Agent({ name: "p", model: openaiChat("gpt-4.1", { baseURL: `${server.url}/v1`, apiKey: "k" }), tools: [echo], memory: sessionMemory(store) });
+      const run = priced.run("go", { sessionId: "priced" });
+      for await (const event of run) events.push(event);
+      assert.equal((await run).state, "COMPLETED");
+      const costs = events.flatMap((event) => (event.type === "usage" ? [event.usage.cost] : []));
+      assert.equal(costs.length, 2);
+      assert.ok(costs.every((cost) => typeof cost === "number" && cost > 0), `the model is priced: ${costs}`);
+      const logged = await store.events("priced");
+      const call = logged.find((event) => event.event_type === "tool_call");
+      const answer = logged.find((event) => event.event_type === "agent_response");
+      assert.deepEqual(
+        [call, answer].map((event) => (event?.metadata.model_call as { turn: number; cost?: unknown } | undefined)?.cost),
+        costs,
+      );
+
+      const local = new Agent({ name: "l", model: openaiChat("llama3.2", { baseURL: `${server.url}/v1` }), memory: sessionMemory(store) });
+      await local.run("hi", { sessionId: "local" });
+      const localAnswer = (await store.events("local")).find((event) => event.event_type === "agent_response");
+      assert.equal((localAnswer?.metadata.model_call as { cost?: unknown } | undefined)?.cost, "unknown");
+
+      const scripted = new Agent({ name: "s", model: new ScriptedModel(["ok"]), memory: sessionMemory(store) });
+      await scripted.run("hi", { sessionId: "scripted" });
+      const scriptedAnswer = (await store.events("scripted")).find((event) => event.event_type === "agent_response");
+      const record = scriptedAnswer?.metadata.model_call as Record<string, unknown> | undefined;
+      assert.ok(record && !("cost" in record), `no pricing, no cost: ${JSON.stringify(record)}`);
+    } finally {
+      await server.close();
+    }
   });
 });

@@ -1,7 +1,7 @@
 // The studio's timeline model (studio/src/timeline.ts): a pure function of the stored events.
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { overlaps, runsOf, timelineRows } from "../../studio/src/timeline.js";
+import { formatCost, overlaps, runsOf, timelineRows } from "../../studio/src/timeline.js";
 import type { StoredEvent } from "../../studio/src/wire.js";
 
 let seq = 0;
@@ -34,6 +34,7 @@ describe("the timeline model", () => {
     );
     const [model, x, y] = rows.map((row) => row.bar);
     assert.deepEqual(model.tokens, { input: 10, output: 5, total: 15 });
+    assert.equal(model.cost, undefined, "an unpriced call has no cost");
     assert.equal(x.durationMs, 300);
     assert.equal(x.output, "full output", "the untruncated output");
     assert.equal(x.modelResult, "full…");
@@ -79,5 +80,33 @@ describe("the timeline model", () => {
       run.marks.map((mark) => mark.label),
       ["stopped for approval", "resumed: w approved"],
     );
+  });
+
+  it("a priced model call's bar carries its cost, an unpriced model's is unknown; the run's total cost from run_ended", () => {
+    const run = { run_id: "r3", agent: "a" };
+    const events = [
+      event("run_started", 0, { agent: "a", model: "m" }, { ...run, depth: 0 }),
+      event("tool_call", 50, { tool: "x", arguments: {} }, { ...run, tool_call_id: "c1", turn: 1, model_call: { ...modelCall(1, 0, 50), cost: 0.000123 } }),
+      event("tool_result", 60, { tool: "x", result: "r" }, { ...run, tool_call_id: "c1", duration_ms: 10 }),
+      event("agent_response", 90, "done", { ...run, model_call: { ...modelCall(2, 60, 30), cost: "unknown" } }),
+      event("run_ended", 90, { state: "COMPLETED" }, { ...run, usage: { totalTokens: 30, cost: "unknown" } }),
+      event("run_started", 100, { agent: "a", model: "m" }, { run_id: "r4", depth: 0 }),
+      event("agent_response", 120, "hi", { run_id: "r4", model_call: { ...modelCall(1, 100, 20), cost: "free?" } }),
+      event("run_ended", 120, { state: "COMPLETED" }, { run_id: "r4", usage: { totalTokens: 15, cost: 0.0345 } }),
+    ];
+    const [priced, odd] = runsOf(events);
+    const models = priced.bars.filter((bar) => bar.kind === "model");
+    assert.deepEqual(
+      models.map((bar) => bar.cost),
+      [0.000123, "unknown"],
+    );
+    assert.deepEqual(
+      models.map((bar) => formatCost(bar.cost ?? 0)),
+      ["$0.000123", "cost unknown"],
+    );
+    assert.equal(priced.usage?.cost, "unknown");
+    assert.equal(odd.bars[0].cost, undefined, "a cost that is neither a number nor \"unknown\" is not shown");
+    assert.equal(odd.usage?.cost, 0.0345);
+    assert.deepEqual([1.5, 0.0345, 0.00999, 1.23e-7, 0].map(formatCost), ["$1.50", "$0.0345", "$0.00999", "$0.000000123", "$0"]);
   });
 });

@@ -4,7 +4,7 @@
  * guardrail denials and approvals. Takes data, renders it; a click (or Enter) selects a bar.
  */
 import { type KeyboardEvent, useMemo } from "react";
-import { type Bar, formatMs, type RunView, type TimelineRow, timeRange, timelineRows } from "../timeline.js";
+import { type Bar, formatCost, formatMs, type RunView, type TimelineRow, timeRange, timelineRows } from "../timeline.js";
 import { VirtualList } from "./virtual-list.js";
 
 const ROW = 30;
@@ -33,8 +33,9 @@ export function Timeline({ run, now, selected, onSelect }: { run: RunView; now: 
       }
     };
     const tokens = bar.tokens ? ` · ${bar.tokens.total} tokens` : "";
+    const cost = bar.cost !== undefined ? ` · ${formatCost(bar.cost)}` : "";
     const wave = bar.kind !== "model" && bar.wave !== undefined ? ` · wave ${bar.wave}` : "";
-    const description = `${bar.label}: ${formatMs(bar.durationMs)}${tokens}${wave}, ${bar.status}`;
+    const description = `${bar.label}: ${formatMs(bar.durationMs)}${tokens}${cost}${wave}, ${bar.status}`;
     return (
       <div className={`trow${selected === bar.id ? " selected" : ""}`}>
         <div className="tlabel" style={{ paddingLeft: 8 + depth * 16 }} title={bar.label}>

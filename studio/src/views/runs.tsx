@@ -9,7 +9,7 @@ import { JsonView } from "../components/json-view.js";
 import { Timeline } from "../components/timeline.js";
 import { VirtualList } from "../components/virtual-list.js";
 import { href, usePoll } from "../router.js";
-import { type Bar, formatMs, type RunView, runsOf } from "../timeline.js";
+import { type Bar, formatCost, formatMs, type RunView, runsOf } from "../timeline.js";
 
 const FOLLOW_MS = 400;
 const PAGE = 10_000;
@@ -150,6 +150,12 @@ function BarDetail({ bar }: { bar: Bar }) {
             </dd>
           </>
         )}
+        {bar.cost !== undefined && (
+          <>
+            <dt>Cost</dt>
+            <dd>{formatCost(bar.cost)}</dd>
+          </>
+        )}
         {bar.finishReason && (
           <>
             <dt>Finish</dt>
@@ -224,6 +230,7 @@ function RunPanel({ run }: { run: RunView }) {
           <span className={`pill pill-${stateClass(run.state)}`}>{run.state ?? "RUNNING"}</span> {run.agent}
           {run.model ? ` · ${run.model}` : ""} · {formatMs((run.end ?? now) - run.start)}
           {run.usage?.totalTokens !== undefined ? ` · ${run.usage.totalTokens} tokens` : ""}
+          {run.usage?.cost !== undefined ? ` · ${formatCost(run.usage.cost)}` : ""}
           <span className="mono muted"> · {run.runId}</span>
         </p>
         {run.reason && run.state !== "COMPLETED" && <p className="small muted">{run.reason}</p>}
