@@ -3,7 +3,7 @@
  * call of the wave starts. Then the wave runs as usual (`runWave`), with what this decided. A
  * resumed wave (src/loop/resume.ts) passes the very same gate again, with the decisions given.
  */
-import { onAbort } from "../abort.js";
+import type { ApprovalContext, ApprovalScope } from "../contracts/approvals.js";
 import type { ToolCallPart } from "../messages.js";
 import { parseToolArguments } from "../tools/parse-arguments.js";
 import { type Tool, toolNames } from "../tools/tool.js";
@@ -14,63 +14,7 @@ import type { LoopEvent } from "./events.js";
 import { deniedByRule, evaluate, type Guardrails, matchesAny } from "./guardrails.js";
 import { type CallOutcome, type CallPreset, runWave, type WaveSettings } from "./wave.js";
 
-export type ApprovalMode = "wait" | "interrupt";
-
-/** What a call's `needsApproval` function gets besides the arguments. */
-export interface ApprovalContext {
-  toolCallId: string;
-  toolName: string;
-  runId: string;
-  agentPath: readonly string[];
-  inputs: Record<string, unknown>;
-}
-
-/**
- * Pending approvals of a run and its sub-agents (one broker for the whole tree, so a sub-agent's
- * request is answered through the top-level `run.approve`).
- */
-export class ApprovalBroker {
-  private readonly waiting = new Map<string, { toolName: string; resolve: (decision: ApprovalDecision) => void }>();
-
-  /** The ids of the calls waiting for a decision now. */
-  get pending(): string[] {
-    return [...this.waiting.keys()];
-  }
-
-  /** Waits for the decision on `callId`: undefined when the run aborted first; a timeout rejects. */
-  wait(callId: string, toolName: string, signal: AbortSignal, timeoutMs: number | undefined): Promise<ApprovalDecision | undefined> {
-    return new Promise((resolve) => {
-      let timer: ReturnType<typeof setTimeout> | undefined;
-      const done = (decision: ApprovalDecision | undefined) => {
-        if (!this.waiting.has(callId)) return;
-        this.waiting.delete(callId);
-        clearTimeout(timer);
-        unlink();
-        resolve(decision);
-      };
-      this.waiting.set(callId, { toolName, resolve: done });
-      const unlink = onAbort(signal, () => done(undefined));
-      if (timeoutMs !== undefined) timer = setTimeout(() => done({ approve: false, reason: `approval timed out after ${timeoutMs} ms` }), timeoutMs);
-    });
-  }
-
-  /** Answers a pending request; throws when no call with this id waits. */
-  decide(callId: string, decision: ApprovalDecision): void {
-    const entry = this.waiting.get(callId);
-    if (!entry) {
-      const open = this.pending;
-      throw new Error(`no approval is pending for tool call "${callId}" (pending: ${open.length ? open.join(", ") : "none"})`);
-    }
-    entry.resolve(decision);
-  }
-}
-
-/** How a run handles approvals; handed to sub-agents through their tool context. */
-export interface ApprovalScope {
-  broker: ApprovalBroker;
-  mode: ApprovalMode;
-  timeoutMs?: number;
-}
+export { type ApprovalContext, ApprovalBroker, type ApprovalMode, type ApprovalScope } from "../contracts/approvals.js";
 
 /** A resumed wave: where the checkpoint stopped, and the decisions given now. */
 export interface WaveResume extends CheckpointWave {

@@ -1,4 +1,7 @@
-import type { ImagePart, TextPart } from "../messages.js";
+import type { ApprovalContext, ApprovalScope } from "../contracts/approvals.js";
+import type { NestedResume } from "../contracts/checkpoint.js";
+import type { LoopEvent } from "../contracts/events.js";
+import type { ImagePart, Message, TextPart } from "../messages.js";
 import type { JsonSchema } from "../model/model.js";
 
 /** What a tool hands back. A plain string or any JSON value is the common case. */
@@ -33,15 +36,15 @@ export interface ToolContext {
   /** Report progress: appears as a `tool-progress` event. */
   progress(data: unknown): void;
   /** Forward an event of a nested run (sub-agent): appears as a `nested` event in the parent's stream. */
-  nested(agentName: string, event: import("../loop/events.js").LoopEvent): void;
+  nested(agentName: string, event: LoopEvent): void;
   /** Opaque per-run values shared with tools (instrumentation puts trace context here). */
   services: Record<string, unknown>;
   /** The conversation so far (read-only), up to the model response that asked for this call. */
-  messages?: readonly import("../messages.js").Message[];
+  messages?: readonly Message[];
   /** The run's approvals (set by the loop): delegating tools hand them to the sub-agent's run. */
-  approvals?: import("../loop/approvals.js").ApprovalScope;
+  approvals?: ApprovalScope;
   /** Set when this call resumes a sub-agent that stopped for approvals: delegating tools resume it. */
-  resume?: import("../loop/checkpoint.js").NestedResume;
+  resume?: NestedResume;
 }
 
 export interface TruncationOptions {
@@ -98,7 +101,7 @@ export interface Tool<Args = Record<string, unknown>> {
 
 /** Method-typed, so a `Tool<{ path: string }>` is still a `Tool` (as `execute` allows). */
 type ApprovalCheck<Args> = {
-  check(args: Args, context: import("../loop/approvals.js").ApprovalContext): boolean | Promise<boolean>;
+  check(args: Args, context: ApprovalContext): boolean | Promise<boolean>;
 }["check"];
 
 /** Every name that names `tool`: its own, and for an MCP tool `<server>.<tool>` and the bare `<tool>`. */

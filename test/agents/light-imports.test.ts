@@ -3,9 +3,9 @@
 // processes that record every module they load.
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join, relative, resolve } from "node:path";
 import { after, describe, it } from "node:test";
 import { fileURLToPath } from "node:url";
 import { tsChild } from "../ts-child.js";
@@ -62,5 +62,37 @@ describe("subpath imports stay light", () => {
     assert.ok(!mcp.includes("@a2a-js/sdk") && !mcp.includes("@opentelemetry/api"), mcp.join(", "));
     assert.ok(a2a.includes("@a2a-js/sdk"), a2a.join(", "));
     assert.ok(!a2a.includes("@modelcontextprotocol/sdk") && !a2a.includes("@opentelemetry/api"), a2a.join(", "));
+  });
+});
+
+/** The repository-relative files every module in `folder` imports (static, `export … from` and `import()`, type-only included). */
+function importsOf(folder: string): Array<{ from: string; to: string }> {
+  const edges: Array<{ from: string; to: string }> = [];
+  for (const name of readdirSync(join(root, folder), { recursive: true, encoding: "utf8" })) {
+    if (!name.endsWith(".ts")) continue;
+    const file = join(root, folder, name);
+    const source = readFileSync(file, "utf8");
+    for (const match of source.matchAll(/(?:\bfrom\s*|\bimport\s*\(\s*|^\s*import\s+)["'](\.{1,2}\/[^"']+)["']/gm)) {
+      edges.push({ from: relative(root, file), to: relative(root, resolve(dirname(file), match[1])) });
+    }
+  }
+  return edges;
+}
+
+describe("layers import downward", () => {
+  it("nothing under src/tools imports src/loop (the loop's shapes tools name live in src/contracts)", () => {
+    const edges = importsOf("src/tools");
+    assert.ok(edges.some((edge) => edge.to.startsWith("src/contracts/")), "src/tools names the contracts");
+    assert.deepEqual(
+      edges.filter((edge) => edge.to.startsWith("src/loop/")),
+      [],
+    );
+  });
+
+  it("src/contracts imports neither src/tools nor src/loop", () => {
+    assert.deepEqual(
+      importsOf("src/contracts").filter((edge) => /^src\/(tools|loop)\//.test(edge.to)),
+      [],
+    );
   });
 });
