@@ -34,6 +34,8 @@ const FOLDERS = {
   "src/coding": ["test/coding/**/*.test.ts", "test/cli/code.test.ts", "test/cli/coding-render.test.ts"],
   "src/mcp": ["test/mcp/**/*.test.ts", "test/prompty/mcp.test.ts"],
   "src/loop": ["test/loop/**/*.test.ts"],
+  // The loop's shapes and the approval broker, below src/loop and src/tools: the loop's tests cover them.
+  "src/contracts": ["test/loop/**/*.test.ts"],
   "src/durable": ["test/durable/**/*.test.ts"],
   "src/memory": ["test/memory/**/*.test.ts"],
   "src/server": ["test/server/**/*.test.ts"],
