@@ -87,7 +87,7 @@ function heldSink(target: SseSink): { sink: SseSink; release(): void } {
     release() {
       const texts = held ?? [];
       held = undefined;
-      for (const text of texts) target.write(text);
+      if (texts.length > 0) target.write(texts.join(""));
       if (ended) target.end();
     },
   };
