@@ -179,14 +179,33 @@ export const sseHeaders = (sessionId: string) => ({
   "x-session-id": sessionId,
 });
 
-/** Writes straight to a node response; writes after the client left are dropped. */
+/**
+ * Writes straight to a node response; writes after the client left are dropped. The writes of one
+ * tick (the events of one model chunk) go out as one write on the next tick (one chunk of the
+ * response, one socket write), and the last ones with the end.
+ */
 export function nodeSseSink(outgoing: ServerResponse): SseSink {
+  let pending: string | undefined;
+  const open = () => !outgoing.writableEnded && !outgoing.destroyed;
+  const flush = () => {
+    const text = pending;
+    pending = undefined;
+    if (text !== undefined && open()) outgoing.write(text);
+  };
   return {
     write(text) {
-      if (!outgoing.writableEnded && !outgoing.destroyed) outgoing.write(text);
+      if (!open()) return;
+      if (pending === undefined) {
+        pending = text;
+        process.nextTick(flush);
+      } else pending += text;
     },
     end() {
-      if (!outgoing.writableEnded && !outgoing.destroyed) outgoing.end();
+      if (!open()) return;
+      const text = pending;
+      pending = undefined;
+      if (text === undefined) outgoing.end();
+      else outgoing.end(text);
     },
   };
 }

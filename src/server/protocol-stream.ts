@@ -25,20 +25,26 @@ export interface ProtocolEncoder {
  */
 export function streamProtocolRun(server: ServerContext, sink: SseSink, encoder: ProtocolEncoder, start: (onEvent: (event: LoopEvent) => void) => Promise<RunResult>): Promise<void> {
   async function write(): Promise<void> {
-    for (const text of encoder.opening()) sink.write(text);
+    writeAll(sink, encoder.opening());
     let closing: string[];
     try {
       const result = await start((event) => {
-        for (const text of encoder.event(event)) sink.write(text);
+        writeAll(sink, encoder.event(event));
       });
       closing = encoder.closing(result);
     } catch (error) {
       closing = encoder.failure(error instanceof HttpError ? error : httpErrorOfRun(error));
     }
-    for (const text of closing) sink.write(text);
+    writeAll(sink, closing);
     sink.end();
   }
   return server.runs.track(write());
+}
+
+/** One write for a step's events (one socket write on node:http, not one per event). */
+function writeAll(sink: SseSink, texts: readonly string[]): void {
+  if (texts.length === 1) sink.write(texts[0]);
+  else if (texts.length > 1) sink.write(texts.join(""));
 }
 
 /** One stream's text so far, and who follows it. */

@@ -13,7 +13,8 @@ import { type ServerMemory, serverMemoryFromEnv, serverMemoryOf } from "./memory
 import { a2aRoutes } from "./routes/a2a.js";
 import { agentCardRoutes } from "./routes/agent-card.js";
 import { approvalRoutes } from "./routes/approvals.js";
-import { chatCompletionRoutes, isChatRequest } from "./routes/chat-completions.js";
+import { CHAT_PATH, chatCompletionRoutes } from "./routes/chat-completions.js";
+import { isPostTo } from "./routes/protocol-post.js";
 import { authGuard, bodyLimitGuard, drainingGuard, readBodyFirst } from "./routes/guards.js";
 import { healthRoutes } from "./routes/health.js";
 import { memoryRoutes } from "./routes/memory.js";
@@ -21,8 +22,8 @@ import { runRoutes } from "./routes/runs.js";
 import { agentInfoRoutes } from "./routes/agent-info.js";
 import { sessionRoutes } from "./routes/sessions.js";
 import { studioRoutes } from "./routes/studio.js";
-import { agUiRoutes } from "./routes/ag-ui.js";
-import { uiChatRoutes } from "./routes/ui-chat.js";
+import { AG_UI_PATH, agUiRoutes } from "./routes/ag-ui.js";
+import { UI_CHAT_PATH, uiChatRoutes } from "./routes/ui-chat.js";
 import { DurableRuns } from "./durable-runs.js";
 import { ServerRuns } from "./runs.js";
 
@@ -204,8 +205,10 @@ export async function createAgentServer(options: AgentServerOptions = {}): Promi
   app.route("/", runRoutes(context));
   app.route("/", sessionRoutes(context));
   app.route("/", agentInfoRoutes(context));
-  app.route("/", uiChatRoutes(context));
-  app.route("/", agUiRoutes(context));
+  const uiChat = uiChatRoutes(context);
+  const agUi = agUiRoutes(context);
+  app.route("/", uiChat.app);
+  app.route("/", agUi.app);
 
   let server: Server | undefined;
   let closing: Promise<void> | undefined;
@@ -226,10 +229,16 @@ export async function createAgentServer(options: AgentServerOptions = {}): Promi
     listen(port = options.port ?? settings.port, host = options.host ?? "0.0.0.0") {
       if (server) return Promise.reject(new Error("the server is already listening"));
       const honoListener = getRequestListener(app.fetch, { hostname: host });
-      const handleChat = chat.handleNode;
+      // The hot paths straight on node:http (the chat routes); everything else through Hono.
+      const hotPaths = [
+        { path: CHAT_PATH, handle: chat.handleNode },
+        { path: UI_CHAT_PATH, handle: uiChat.handleNode },
+        { path: AG_UI_PATH, handle: agUi.handleNode },
+      ];
       const created = createServer((incoming, outgoing) => {
-        if (isChatRequest(incoming)) {
-          handleChat(incoming, outgoing).catch(() => outgoing.destroy());
+        const hot = incoming.method === "POST" ? hotPaths.find(({ path }) => isPostTo(incoming, path)) : undefined;
+        if (hot) {
+          hot.handle(incoming, outgoing).catch(() => outgoing.destroy());
         } else if (incoming.method === "GET" || incoming.method === "HEAD") {
           void honoListener(incoming, outgoing);
         } else {

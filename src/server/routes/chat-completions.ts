@@ -37,13 +37,6 @@ import { durableChatNode, durableChatWeb } from "./runs.js";
 
 export const CHAT_PATH = "/v1/chat/completions";
 
-/** Whether a node request targets the chat completions route (the path, any query). */
-export function isChatRequest(incoming: IncomingMessage): boolean {
-  if (incoming.method !== "POST") return false;
-  const url = incoming.url ?? "";
-  return url.startsWith(CHAT_PATH) && (url.length === CHAT_PATH.length || url.charCodeAt(CHAT_PATH.length) === 63 /* ? */);
-}
-
 /** A validated chat request with what the server decided for it. */
 interface PreparedChat {
   request: ChatRequest;

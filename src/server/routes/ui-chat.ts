@@ -9,15 +9,16 @@
  * the same path as `POST /v1/approvals`.
  */
 import { randomUUID } from "node:crypto";
+import type { IncomingMessage, ServerResponse } from "node:http";
 import { Hono } from "hono";
-import type { LoopEvent, RunResult } from "../../loop/events.js";
 import { parseUiChatRequest } from "../../ui/requests.js";
 import { UI_MESSAGE_STREAM_HEADERS, UI_STREAM_DONE, type UiMessageStreamOptions, UiMessageStreamEncoder, uiChunkSse } from "../../ui/ui-message-stream.js";
-import { RequestController, webSseSink } from "../chat-stream.js";
-import { readJson, type ServerContext } from "../context.js";
+import { webSseSink } from "../chat-stream.js";
+import type { ServerContext } from "../context.js";
 import { clientToolClash } from "../../ui/client-tools.js";
 import { badRequest, HttpError } from "../http-errors.js";
-import { type ProtocolEncoder, parsedUiRequest, ReplayableStreams, streamProtocolRun } from "../protocol-stream.js";
+import { type ProtocolEncoder, parsedUiRequest, ReplayableStreams } from "../protocol-stream.js";
+import { type PrepareProtocolChat, protocolHonoHandler, protocolNodeHandler } from "./protocol-post.js";
 import { validSessionId } from "../session-id.js";
 
 export const UI_CHAT_PATH = "/api/chat";
@@ -32,13 +33,18 @@ function uiEncoder(options: UiMessageStreamOptions): ProtocolEncoder {
   };
 }
 
-export function uiChatRoutes(server: ServerContext): Hono {
+export interface UiChatRoutes {
+  app: Hono;
+  /** `POST /api/chat` straight on node:http: same checks and answers as the Hono route. Never rejects. */
+  handleNode(incoming: IncomingMessage, outgoing: ServerResponse): Promise<void>;
+}
+
+export function uiChatRoutes(server: ServerContext): UiChatRoutes {
   const { runs } = server;
   const streams = new ReplayableStreams();
   const app = new Hono();
 
-  app.post(UI_CHAT_PATH, async (c) => {
-    const json = await readJson(c);
+  const prepare: PrepareProtocolChat = async (json) => {
     const chat = parsedUiRequest(() => parseUiChatRequest(json));
     if (server.durable) throw badRequest(`${UI_CHAT_PATH} is not served in durable mode; use /v1/chat/completions`, null, "unsupported_in_durable_mode");
     const { sessionId, intent } = chat;
@@ -48,29 +54,24 @@ export function uiChatRoutes(server: ServerContext): Hono {
       const clash = clientToolClash(clientTools, await server.toolNames(), "tools");
       if (clash) throw new HttpError(503, `the agent file's ${clash.message}`, "server_error", "configuration");
     }
-    // The run outlives its request: a client that leaves (a reload) resumes it with GET .../stream.
-    const controller = new RequestController();
-    const { sink, body } = webSseSink(() => undefined);
-    const encoder = uiEncoder({ messageId: chat.messageId ?? `msg_${randomUUID()}`, knownToolCallIds: chat.knownToolCallIds, clientToolNames: clientTools.map((tool) => tool.name) });
-    let work: Promise<RunResult> | undefined;
-    let accepted: () => void = () => undefined;
-    const started = new Promise<void>((resolve) => {
-      accepted = resolve;
-    });
-    const start = (onEvent: (event: LoopEvent) => void) => {
-      work =
-        intent.kind === "input"
-          ? runs.run({ input: intent.input, sessionId, controller, onEvent, clientTools })
-          : runs.resume({ sessionId, decisions: intent.decisions, toolOutputs: intent.toolOutputs, onlyPendingOutputs: true, clientTools, controller, onEvent, onStart: accepted });
-      if (intent.kind === "input") accepted();
-      return work;
+    return {
+      headers: { ...UI_MESSAGE_STREAM_HEADERS, "x-session-id": sessionId },
+      // The run outlives its request: a client that leaves (a reload) resumes it with GET .../stream.
+      abortOnLeave: false,
+      encoder: uiEncoder({ messageId: chat.messageId ?? `msg_${randomUUID()}`, knownToolCallIds: chat.knownToolCallIds, clientToolNames: clientTools.map((tool) => tool.name) }),
+      wrap: (sink) => streams.tee(sessionId, sink),
+      launch(controller, onEvent, accepted) {
+        if (intent.kind !== "input") {
+          return runs.resume({ sessionId, decisions: intent.decisions, toolOutputs: intent.toolOutputs, onlyPendingOutputs: true, clientTools, controller, onEvent, onStart: accepted });
+        }
+        const work = runs.run({ input: intent.input, sessionId, controller, onEvent, clientTools });
+        accepted();
+        return work;
+      },
     };
-    void streamProtocolRun(server, streams.tee(sessionId, sink), encoder, start);
-    // A continuation refused before the run went on (nothing pending, decided already, bad decisions): a JSON error.
-    const refused = await Promise.race([started.then(() => undefined), work!.then(() => undefined, (error: unknown) => error)]);
-    if (refused !== undefined) throw refused;
-    return new Response(body, { headers: { ...UI_MESSAGE_STREAM_HEADERS, "x-session-id": sessionId } });
-  });
+  };
+
+  app.post(UI_CHAT_PATH, protocolHonoHandler(server, prepare));
 
   app.get(`${UI_CHAT_PATH}/:id/stream`, (c) => {
     const sessionId = validSessionId(c.req.param("id"), "id");
@@ -81,5 +82,5 @@ export function uiChatRoutes(server: ServerContext): Hono {
     stop = followed.stop;
     return new Response(body, { headers: { ...UI_MESSAGE_STREAM_HEADERS, "x-session-id": sessionId } });
   });
-  return app;
+  return { app, handleNode: protocolNodeHandler(server, UI_CHAT_PATH, prepare) };
 }
