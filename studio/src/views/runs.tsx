@@ -83,7 +83,7 @@ function SessionList({ sessions, selected }: { sessions: SessionSummary[]; selec
         <span className="visually-hidden">Search sessions</span>
         <input type="search" placeholder="Search sessions" value={query} onChange={(event) => setQuery(event.target.value)} />
       </label>
-      <p className="muted small">{shown.length === sessions.length ? `${sessions.length} sessions` : `${shown.length} of ${sessions.length}`}</p>
+      <p className="muted small">{shown.length === sessions.length ? counted(sessions.length, "session") : `${shown.length} of ${sessions.length}`}</p>
       <VirtualList
         items={shown}
         rowHeight={52}
@@ -106,7 +106,7 @@ function RunList({ sessionId, runs, selected }: { sessionId: string; runs: RunVi
   return (
     <nav className="pane runs" aria-label="Runs of the session">
       <h2>Runs</h2>
-      <p className="muted small">{runs.length} runs</p>
+      <p className="muted small">{counted(runs.length, "run")}</p>
       <VirtualList
         items={newest}
         rowHeight={58}
@@ -116,7 +116,7 @@ function RunList({ sessionId, runs, selected }: { sessionId: string; runs: RunVi
             <span className="item-title">{runLabel(run)}</span>
             <span className="small">
               <span className={`pill pill-${stateClass(run.state)}`}>{run.state ?? "RUNNING"}</span> {new Date(run.start).toLocaleTimeString()} · {formatMs(run.end !== undefined ? run.end - run.start : undefined)}
-              {run.children.length > 0 ? ` · ${run.children.length} sub-agent runs` : ""}
+              {run.children.length > 0 ? ` · ${counted(run.children.length, "sub-agent run")}` : ""}
             </span>
           </a>
         )}
@@ -279,4 +279,9 @@ export function RunsView({ sessionId, runId }: { sessionId?: string; runId?: str
       {sessionId && log.loaded && (run ? <RunPanel key={run.runId} run={run} /> : <p className="pane muted">This session has no runs yet.</p>)}
     </div>
   );
+}
+
+/** "1 run", "2 runs". */
+function counted(count: number, noun: string): string {
+  return `${count} ${noun}${count === 1 ? "" : "s"}`;
 }
