@@ -6,6 +6,8 @@ import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import OpenAI from "openai";
 import { ScriptedModel } from "../../src/index.js";
+import { openaiChat } from "../../src/providers/openai/index.js";
+import { fixtureLines, replay, startServer, type TestServer as FixtureServer } from "../providers/fixture-server.js";
 import { echoTool, postJson, startTestServer, type TestServer } from "./helpers.js";
 
 const calls = (...entries: Array<[string, string, object]>) => JSON.stringify({ tool_calls: entries.map(([id, name, args]) => ({ id, name, arguments: args })) });
@@ -84,5 +86,42 @@ describe("client tools on /v1/chat/completions (official openai client)", () => 
     const never = await postJson(`${server.url}/v1/chat/completions`, { messages: tool, tools: [getLocation], session_id: "geo-3" });
     assert.equal(never.status, 400);
     assert.match(((await never.json()) as { error: { message: string } }).error.message, /"call_never", which the run did not leave to the client \(pending: call_loc3\)/);
+  });
+});
+
+describe("a client tool round trip with the server's agent on a loopback provider (recorded Groq streams)", () => {
+  let provider: FixtureServer;
+  let server: TestServer;
+  before(async () => {
+    provider = await startServer([replay("openai-chat", "groq-tool-call"), replay("openai-chat", "groq-text")]);
+    const model = openaiChat("llama-3.1-8b", { baseURL: `${provider.url}/v1`, apiKey: "test-key", priceAs: false });
+    server = await startTestServer({ AGENT_NAME: "weather-desk" }, { build: { model, tools: [echoTool] } });
+  });
+  after(async () => {
+    await server.close();
+    await provider.close();
+  });
+
+  it("the recorded call reaches the client as tool_calls; its result goes to the provider and the recorded answer comes back", async () => {
+    const client = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: "unused", maxRetries: 0 });
+    const weather: OpenAI.Chat.Completions.ChatCompletionTool = { type: "function", function: { name: "weather", description: "Weather at a location", parameters: { type: "object", properties: { location: { type: "string" } } } } };
+    const headers = { "X-Session-ID": "desk-1" };
+    const messages: OpenAI.Chat.Completions.ChatCompletionMessageParam[] = [{ role: "user", content: "What is the weather in San Francisco?" }];
+    const first = await client.chat.completions.create({ model: "weather-desk", messages, tools: [weather] }, { headers });
+    assert.equal(first.choices[0].finish_reason, "tool_calls");
+    const call = first.choices[0].message.tool_calls![0] as OpenAI.Chat.Completions.ChatCompletionMessageFunctionToolCall;
+    assert.equal(call.function.name, "weather");
+    assert.deepEqual(
+      (provider.requests[0]!.body.tools as Array<{ function: { name: string } }>).map((tool) => tool.function.name).sort(),
+      ["echo", "weather"],
+    );
+    messages.push(first.choices[0].message, { role: "tool", tool_call_id: call.id, content: "sunny, 21°C" });
+    const second = await client.chat.completions.create({ model: "weather-desk", messages, tools: [weather] }, { headers });
+    const expected = fixtureLines("openai-chat", "groq-text")
+      .map((line) => JSON.parse(line).choices?.[0]?.delta?.content ?? "")
+      .join("");
+    assert.equal(second.choices[0].message.content, expected);
+    const sent = provider.requests[1]!.body.messages as Array<{ role: string; tool_call_id?: string; content?: string }>;
+    assert.deepEqual(sent.filter((message) => message.role === "tool"), [{ role: "tool", tool_call_id: call.id, content: "sunny, 21°C" }]);
   });
 });
