@@ -7,7 +7,7 @@ import { FallbackModel, withFallback } from "../model/fallback.js";
 import { scriptedModelFromEnv } from "../model/scripted.js";
 import { type Tool, toolNames } from "../tools/tool.js";
 import { jsonSchemaOf, warmValidators } from "../tools/validate.js";
-import { type Usage, addUsage, emptyUsage } from "../usage.js";
+import { addUsage, emptyUsage } from "../usage.js";
 import { type ApprovalScope, runControlledWave, type WaveResume } from "./approvals.js";
 import { hideBoundParameters } from "./bindings.js";
 import { checkContextBudget, ContextWindow } from "./context.js";
@@ -17,7 +17,7 @@ import { AnswerBuffer, checkGuardrails, evaluate } from "./guardrails.js";
 import type { RunResult, TerminalState } from "./events.js";
 import { callSignature, detectLoop, signatureName } from "./loop-detection.js";
 import { type OutputContract, outputContract, parseAnswer, reaskMessage, withOutput } from "./output.js";
-import { checkpointOf, restoreRun, resumedBefore, resumedWave } from "./resume.js";
+import { checkpointOf, type ResumableRun, restoreRun, resumedBefore, resumedWave } from "./resume.js";
 import { Run, type RunControl } from "./run.js";
 import { trackTranscript } from "./transcript.js";
 import type { AgentConfig, Instrumentation, ResumeOptions, RunInfo, RunOptions, SessionMemory, Toolset } from "./types.js";
@@ -40,24 +40,11 @@ interface Outcome {
 }
 
 /** Mutable state of one run, shared by the loop's helpers. */
-interface RunContext {
+interface RunContext extends ResumableRun {
   control: RunControl;
   info: RunInfo;
   options: RunOptions;
-  messages: Message[];
-  /** Index of the first message this run added (after system prompt and history). */
-  firstNew: number;
-  /** Index of the user message of the current input (steering and loop warnings do not move it). */
-  inputStart: number;
-  usage: Usage;
-  turns: number;
-  toolRounds: number;
-  toolCalls: number;
-  signatures: string[];
-  loopWarnings: number;
   services: Record<string, unknown>;
-  /** The same for every wave of the run. */
-  inputs: Record<string, unknown>;
   agentPath: readonly string[];
   window: ContextWindow;
   /** What the final answer must match (`RunOptions.output`, else `AgentConfig.output`). */

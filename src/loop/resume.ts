@@ -15,8 +15,9 @@ export interface ResumableRun {
   messages: Message[];
   /** Index of the first message this run added (after system prompt and history). */
   firstNew: number;
-  /** Index of the user message of the current input. */
+  /** Index of the user message of the current input (steering and loop warnings do not move it). */
   inputStart: number;
+  /** The same for every wave of the run. */
   inputs: Record<string, unknown>;
   usage: Usage;
   turns: number;
