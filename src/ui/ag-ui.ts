@@ -6,18 +6,14 @@
  */
 import type { LoopEvent, RunResult } from "../loop/events.js";
 import { type Message, textOf } from "../messages.js";
+import { LIMIT_STATES, UI_SSE_HEADERS } from "./stream-common.js";
 
 /** One AG-UI event as sent (`@ag-ui/core`'s `BaseEvent` union, the events we send). */
 export type AgUiEvent = { type: string } & Record<string, unknown>;
 
 export const AG_UI_PROTOCOL_VERSION = "1.0";
 
-export const AG_UI_HEADERS = {
-  "content-type": "text/event-stream; charset=utf-8",
-  "cache-control": "no-cache",
-  connection: "keep-alive",
-  "x-accel-buffering": "no",
-} as const;
+export const AG_UI_HEADERS = { ...UI_SSE_HEADERS, "x-accel-buffering": "no" } as const;
 
 /** One SSE event of the stream. */
 export const agUiSse = (event: AgUiEvent): string =>
@@ -54,8 +50,6 @@ interface Scope {
   step?: string;
   waves: number;
 }
-
-const LIMITS = new Set(["TURN_LIMIT", "ROUND_LIMIT", "TOKEN_BUDGET", "TOOL_BUDGET", "LOOP_DETECTED"]);
 
 export class AgUiEncoder {
   private readonly root: Scope = { waveCalls: new Set(), waves: 0 };
@@ -98,7 +92,7 @@ export class AgUiEncoder {
     }
     const snapshot = this.snapshot(result);
     if (snapshot.length > 0) out.push({ type: "MESSAGES_SNAPSHOT", messages: snapshot });
-    if (LIMITS.has(result.state) || result.state === "GUARDRAIL") out.push({ type: "CUSTOM", name: "agentloop.outcome", value: { state: result.state, reason: result.reason } });
+    if (LIMIT_STATES.has(result.state) || result.state === "GUARDRAIL") out.push({ type: "CUSTOM", name: "agentloop.outcome", value: { state: result.state, reason: result.reason } });
     const usage = [{ ...(model ? { model } : {}), inputTokens: result.usage.inputTokens, outputTokens: result.usage.outputTokens, totalTokens: result.usage.totalTokens }];
     const finished = { type: "RUN_FINISHED", threadId, runId, usage };
     if (result.state === "ABORTED") {

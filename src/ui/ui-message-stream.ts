@@ -5,6 +5,7 @@
  */
 import type { LoopEvent, RunResult } from "../loop/events.js";
 import { parseToolArguments } from "../tools/parse-arguments.js";
+import { LIMIT_STATES, UI_SSE_HEADERS } from "./stream-common.js";
 
 /** One chunk of the UI message stream (the `ai` package's `UIMessageChunk`, the parts we send). */
 export type UiMessageChunk =
@@ -27,13 +28,7 @@ export type UiMessageChunk =
   | { type: "abort"; reason?: string };
 
 /** The response header that names the protocol version. */
-export const UI_MESSAGE_STREAM_HEADERS = {
-  "content-type": "text/event-stream; charset=utf-8",
-  "cache-control": "no-cache",
-  connection: "keep-alive",
-  "x-vercel-ai-ui-message-stream": "v1",
-  "x-accel-buffering": "no",
-} as const;
+export const UI_MESSAGE_STREAM_HEADERS = { ...UI_SSE_HEADERS, "x-vercel-ai-ui-message-stream": "v1", "x-accel-buffering": "no" } as const;
 
 /** One SSE event of the stream. */
 export const uiChunkSse = (chunk: UiMessageChunk): string =>
@@ -57,9 +52,6 @@ function inputOf(text: string): unknown {
   const parsed = parseToolArguments(text);
   return parsed.ok ? parsed.value : text;
 }
-
-/** The loop's terminal states that are limits (a data part names them, the finish says `length`). */
-const LIMITS = new Set(["TURN_LIMIT", "ROUND_LIMIT", "TOKEN_BUDGET", "TOOL_BUDGET", "LOOP_DETECTED"]);
 
 export class UiMessageStreamEncoder {
   private text?: string;
@@ -202,7 +194,7 @@ export class UiMessageStreamEncoder {
         out.push({ type: "data-outcome", data: { state: result.state, reason: result.reason } }, { type: "finish", finishReason: "content-filter" });
         return out;
       default:
-        if (LIMITS.has(result.state)) out.push({ type: "data-limit", data: { state: result.state, reason: result.reason } });
+        if (LIMIT_STATES.has(result.state)) out.push({ type: "data-limit", data: { state: result.state, reason: result.reason } });
         out.push({ type: "finish", finishReason: "length" });
         return out;
     }

@@ -57,24 +57,17 @@ export interface ChatCompletionRoutes {
 export function completionOf(result: RunResult, model: string, sessionId: string, clientTools: readonly ClientToolDeclaration[] = []) {
   if (result.state === "FAILED" || result.state === "ABORTED") throw httpErrorOfRun(result.error ?? new AgentLoopError("aborted", result.reason));
   const clientCalls = clientTools.length > 0 ? clientToolCallsOf(result, new Set(clientTools.map((tool) => tool.name))) : undefined;
+  const head = { id: `chatcmpl-${result.runId}`, object: "chat.completion", created: unixSeconds(), model, session_id: sessionId };
   if (clientCalls) {
     return {
-      id: `chatcmpl-${result.runId}`,
-      object: "chat.completion",
-      created: unixSeconds(),
-      model,
-      session_id: sessionId,
+      ...head,
       choices: [{ index: 0, message: { role: "assistant", content: result.text !== "" ? result.text : null, tool_calls: clientCalls.map(({ index: _index, ...call }) => call) }, finish_reason: "tool_calls" }],
       usage: { prompt_tokens: result.usage.inputTokens, completion_tokens: result.usage.outputTokens, total_tokens: result.usage.totalTokens },
     };
   }
   const approvals = approvalRequiredOf(result, sessionId);
   return {
-    id: `chatcmpl-${result.runId}`,
-    object: "chat.completion",
-    created: unixSeconds(),
-    model,
-    session_id: sessionId,
+    ...head,
     choices: [
       {
         index: 0,
