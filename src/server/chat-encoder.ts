@@ -6,7 +6,7 @@
  */
 import { AgentLoopError } from "../errors.js";
 import type { LoopEvent, RunResult } from "../loop/events.js";
-import { answerOf, approvalRequiredOf, ChatChunkEncoder, clientToolCallsOf, finishReasonOf } from "./chat-stream.js";
+import { answerOf, approvalRequiredOf, ChatChunkEncoder, clientToolCallsOf, finishReasonOf, wireUsage } from "./chat-stream.js";
 import { HttpError, httpErrorOfRun } from "./http-errors.js";
 
 export interface ChatStreamSpec {
@@ -84,10 +84,7 @@ export class ChatStreamEncoder {
     if (result.state !== "COMPLETED" && !clientCalls && result.text === "") closing.push(chunks.content(answerOf(result)));
     const approvals = clientCalls ? undefined : approvalRequiredOf(result as RunResult, spec.sessionId);
     closing.push(clientCalls ? chunks.toolCalls(clientCalls) : approvals ? chunks.approvalRequired(approvals) : chunks.finish(finishReasonOf(result as RunResult)));
-    if (spec.includeUsage) {
-      const { inputTokens, outputTokens, totalTokens, cost } = result.usage;
-      closing.push(chunks.usage({ prompt_tokens: inputTokens, completion_tokens: outputTokens, total_tokens: totalTokens, ...(cost !== undefined ? { cost } : {}) }));
-    }
+    if (spec.includeUsage) closing.push(chunks.usage(wireUsage(result.usage)));
     closing.push(ChatChunkEncoder.done);
     return closing;
   }

@@ -60,6 +60,19 @@ export function clientToolCallsOf(result: RunResult, clientToolNames: ReadonlySe
   return pending.map((entry, index) => ({ index, id: entry.toolCallId, type: "function", function: { name: entry.toolName, arguments: JSON.stringify(entry.arguments) } }));
 }
 
+/** A chat completion's `usage`, with the run's cost in US dollars ("unknown" for a model the price table does not know). */
+export interface WireUsage {
+  prompt_tokens: number;
+  completion_tokens: number;
+  total_tokens: number;
+  cost?: number | "unknown";
+}
+
+/** The usage of a run as chat completions report it (the JSON answer and the streamed usage chunk alike). */
+export function wireUsage({ inputTokens, outputTokens, totalTokens, cost }: RunResult["usage"]): WireUsage {
+  return { prompt_tokens: inputTokens, completion_tokens: outputTokens, total_tokens: totalTokens, ...(cost !== undefined ? { cost } : {}) };
+}
+
 /** The OpenAI finish reason of a run that ended (not failed, not stopped for approvals): a guardrail's deny is `content_filter`. */
 export function finishReasonOf(result: RunResult): "stop" | "length" | "content_filter" {
   return result.state === "COMPLETED" ? "stop" : result.state === "GUARDRAIL" ? "content_filter" : "length";
@@ -155,7 +168,7 @@ export class ChatChunkEncoder {
   }
 
   /** `stream_options.include_usage`: no choices, the usage. */
-  usage(usage: { prompt_tokens: number; completion_tokens: number; total_tokens: number; cost?: number | "unknown" }): string {
+  usage(usage: WireUsage): string {
     return `${this.head}[],"usage":${JSON.stringify(usage)}}\n\n`;
   }
 

@@ -18,6 +18,7 @@ import {
   answerOf,
   clientToolCallsOf,
   finishReasonOf,
+  wireUsage,
   nodeSseSink,
   RequestController,
   readNodeBody,
@@ -62,7 +63,7 @@ export function completionOf(result: RunResult, model: string, sessionId: string
     return {
       ...head,
       choices: [{ index: 0, message: { role: "assistant", content: result.text !== "" ? result.text : null, tool_calls: clientCalls.map(({ index: _index, ...call }) => call) }, finish_reason: "tool_calls" }],
-      usage: { prompt_tokens: result.usage.inputTokens, completion_tokens: result.usage.outputTokens, total_tokens: result.usage.totalTokens },
+      usage: wireUsage(result.usage),
     };
   }
   const approvals = approvalRequiredOf(result, sessionId);
@@ -75,13 +76,7 @@ export function completionOf(result: RunResult, model: string, sessionId: string
         finish_reason: approvals ? "approval_required" : finishReasonOf(result),
       },
     ],
-    usage: {
-      prompt_tokens: result.usage.inputTokens,
-      completion_tokens: result.usage.outputTokens,
-      total_tokens: result.usage.totalTokens,
-      // The run's cost in US dollars ("unknown" for a model the price table does not know).
-      ...(result.usage.cost !== undefined ? { cost: result.usage.cost } : {}),
-    },
+    usage: wireUsage(result.usage),
     ...(approvals ? { approval_required: approvals } : {}),
   };
 }
