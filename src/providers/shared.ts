@@ -430,3 +430,9 @@ export function appendTurn<K extends string, Role, Item>(turns: Array<{ role: Ro
   if (last && last.role === role) last[key].push(...items);
   else turns.push({ role, [key]: [...items] } as { role: Role } & Record<K, Item[]>);
 }
+
+/** The events a mapper collected so far, emptying the list (the adapters' per-chunk buffer). */
+export function* drain(out: ModelEvent[]): Generator<ModelEvent> {
+  for (let index = 0; index < out.length; index++) yield out[index];
+  out.length = 0;
+}

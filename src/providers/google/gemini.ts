@@ -23,6 +23,7 @@ import {
   type ClientSettings,
   contentText,
   defaultTimeoutMs,
+  drain,
   numberOr,
   objectSchema,
   parseArgumentsObject,
@@ -390,11 +391,6 @@ export class GoogleModel extends AdapterModel<GeminiEndpoint, GoogleOptions & { 
     mapper.end(out);
     yield* drain(out);
   }
-}
-
-function* drain(out: ModelEvent[]): Generator<ModelEvent> {
-  for (let index = 0; index < out.length; index++) yield out[index];
-  out.length = 0;
 }
 
 /** A Gemini model: `google("gemini-2.5-flash")`. */
