@@ -38,7 +38,7 @@ export function addCost(a: Usage["cost"], b: Usage["cost"]): number | "unknown" 
   return (a ?? 0) + (b ?? 0);
 }
 
-/** A cost for people: `$0.0123` (4 significant digits below a cent), or `cost unknown`. */
+/** A cost for people: `$1.50` (cents from a cent up), `$0.0012` (2 significant digits below a cent), or `cost unknown`. */
 export function formatCost(cost: number | "unknown"): string {
   if (cost === "unknown") return "cost unknown";
   if (cost === 0) return "$0";

@@ -42,6 +42,9 @@ function pendingOf(report: WireApprovalRequired, context: ToolContext): PendingA
   }));
 }
 
+/** The run id the worker's events and checkpoint carry: its task, else its session, else its name. */
+const workerRunId = (wait: RemoteWait) => wait.taskId ?? wait.sessionId ?? wait.agent;
+
 /** A checkpoint that only says where the worker waits: the worker keeps its run. */
 function remoteCheckpoint(wait: RemoteWait, pending: PendingApproval[]): RunCheckpoint {
   const usage = { inputTokens: 0, outputTokens: 0, totalTokens: 0 };
@@ -49,7 +52,7 @@ function remoteCheckpoint(wait: RemoteWait, pending: PendingApproval[]): RunChec
     version: 1,
     id: newCheckpointId(),
     agent: wait.agent,
-    runId: wait.taskId ?? wait.sessionId ?? wait.agent,
+    runId: workerRunId(wait),
     sessionId: wait.sessionId ?? wait.contextId,
     createdAt: new Date().toISOString(),
     pending,
@@ -71,7 +74,7 @@ function remoteCheckpoint(wait: RemoteWait, pending: PendingApproval[]): RunChec
 export async function remoteDecisions(wait: RemoteWait, report: WireApprovalRequired, context: ToolContext): Promise<Record<string, ApprovalDecision>> {
   const pending = pendingOf(report, context);
   const scope = context.approvals;
-  const runId = wait.taskId ?? wait.sessionId ?? wait.agent;
+  const runId = workerRunId(wait);
   // Waiting before the requests go out: a listener may answer synchronously, from inside the event.
   const answers = scope?.mode === "wait" ? pending.map((entry) => scope.broker.wait(entry.toolCallId, entry.toolName, context.signal, scope.timeoutMs)) : undefined;
   for (const entry of pending) {

@@ -419,3 +419,20 @@ export function promptCacheKey(request: ModelRequest): string | undefined {
   if (!session || request.options?.promptCaching === false) return undefined;
   return session.length <= 64 ? session : createHash("sha256").update(session).digest("hex");
 }
+
+/**
+ * Appends `items` to the conversation as a turn of `role`, merged into the last turn when it has
+ * the same role (Anthropic and Gemini want the roles to alternate); no turn for no items.
+ */
+export function appendTurn<K extends string, Role, Item>(turns: Array<{ role: Role } & Record<K, Item[]>>, key: K, role: Role, items: Item[]): void {
+  if (items.length === 0) return;
+  const last = turns[turns.length - 1];
+  if (last && last.role === role) last[key].push(...items);
+  else turns.push({ role, [key]: [...items] } as { role: Role } & Record<K, Item[]>);
+}
+
+/** The events a mapper collected so far, emptying the list (the adapters' per-chunk buffer). */
+export function* drain(out: ModelEvent[]): Generator<ModelEvent> {
+  for (let index = 0; index < out.length; index++) yield out[index];
+  out.length = 0;
+}

@@ -15,6 +15,7 @@ import { reasoningBudget, reasoningSetting } from "../reasoning.js";
 import {
   type AdapterOptions,
   AdapterModel,
+  appendTurn,
   commonRequestFields,
   refusalError,
   tokenUsage,
@@ -108,12 +109,7 @@ function contentBlocks(content: string | Array<TextPart | ImagePart>): Block[] {
 export function anthropicMessages(messages: readonly Message[], names: ToolNameMap): { system?: string; messages: Array<{ role: "user" | "assistant"; content: Block[] }> } {
   const system: string[] = [];
   const out: Array<{ role: "user" | "assistant"; content: Block[] }> = [];
-  const append = (role: "user" | "assistant", blocks: Block[]) => {
-    if (blocks.length === 0) return;
-    const last = out[out.length - 1];
-    if (last && last.role === role) last.content.push(...blocks);
-    else out.push({ role, content: [...blocks] });
-  };
+  const append = (role: "user" | "assistant", blocks: Block[]) => appendTurn(out, "content", role, blocks);
   for (const message of messages) {
     switch (message.role) {
       case "system":

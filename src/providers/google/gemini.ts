@@ -18,10 +18,12 @@ import { reasoningBudget, reasoningSetting } from "../reasoning.js";
 import {
   type AdapterOptions,
   AdapterModel,
+  appendTurn,
   type CallContext,
   type ClientSettings,
   contentText,
   defaultTimeoutMs,
+  drain,
   numberOr,
   objectSchema,
   parseArgumentsObject,
@@ -105,12 +107,7 @@ export function geminiContents(messages: readonly Message[], names: ToolNameMap)
   const contents: Content[] = [];
   // Server-given call ids, for the functionResponse that answers each call.
   const callIds = new Map<string, string>();
-  const append = (role: Content["role"], parts: Part[]) => {
-    if (parts.length === 0) return;
-    const last = contents[contents.length - 1];
-    if (last && last.role === role) last.parts.push(...parts);
-    else contents.push({ role, parts: [...parts] });
-  };
+  const append = (role: Content["role"], parts: Part[]) => appendTurn(contents, "parts", role, parts);
   for (const message of messages) {
     switch (message.role) {
       case "system":
@@ -394,11 +391,6 @@ export class GoogleModel extends AdapterModel<GeminiEndpoint, GoogleOptions & { 
     mapper.end(out);
     yield* drain(out);
   }
-}
-
-function* drain(out: ModelEvent[]): Generator<ModelEvent> {
-  for (let index = 0; index < out.length; index++) yield out[index];
-  out.length = 0;
 }
 
 /** A Gemini model: `google("gemini-2.5-flash")`. */

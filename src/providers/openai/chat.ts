@@ -26,6 +26,7 @@ import {
   type ClientSettings,
   contentText,
   defaultTimeoutMs,
+  drain,
   imageUrl,
   objectSchema,
   openaiConnection,
@@ -454,12 +455,6 @@ function mapSse(events: readonly EventSourceMessage[], mapper: ChatStreamMapper,
     return { error };
   }
   return undefined;
-}
-
-/** The events collected so far, emptying the list. */
-function* drain(out: ModelEvent[]): Generator<ModelEvent> {
-  for (let index = 0; index < out.length; index++) yield out[index];
-  out.length = 0;
 }
 
 /** The chunks of one call through an official SDK client. */
