@@ -3,21 +3,12 @@ import { after, describe, it } from "node:test";
 import OpenAI from "openai";
 import { defineTool, ScriptedModel } from "../../src/index.js";
 import { dropSchemas, postgresUrl, uniqueSchema } from "../memory/postgres-server.js";
-import { echoTool, postJson, startTestServer } from "./helpers.js";
+import { echoTool, postJson, startTestServer, writeFileTool } from "./helpers.js";
 
 after(dropSchemas);
 
 const written: string[] = [];
-const writeFile = defineTool<{ path: string }>({
-  name: "write_file",
-  description: "Writes a file",
-  parameters: { type: "object", properties: { path: { type: "string" } }, required: ["path"] },
-  needsApproval: true,
-  execute: ({ path }) => {
-    written.push(path);
-    return `wrote ${path}`;
-  },
-});
+const writeFile = writeFileTool(written);
 const script = [
   JSON.stringify({ tool_calls: [{ id: "call_a", name: "write_file", arguments: { path: "a.txt" } }, { id: "call_b", name: "write_file", arguments: { path: "b.txt" } }] }),
   "I wrote a.txt and skipped b.txt.",

@@ -9,6 +9,19 @@ export const echoTool: Tool = defineTool({
   execute: (args) => `echo: ${String((args as { text: string }).text)}`,
 });
 
+/** `write_file`, a tool that needs approval: each run pushes its path onto `written` and answers `wrote <path>`. */
+export const writeFileTool = (written: string[]) =>
+  defineTool<{ path: string }>({
+    name: "write_file",
+    description: "Writes a file",
+    parameters: { type: "object", properties: { path: { type: "string" } }, required: ["path"] },
+    needsApproval: true,
+    execute: ({ path }) => {
+      written.push(path);
+      return `wrote ${path}`;
+    },
+  });
+
 /** A DEBUG_MOCK_RESPONSES script: one entry per model call. */
 export const script = (...entries: Array<string | object>) => JSON.stringify(entries.map((entry) => (typeof entry === "string" ? entry : JSON.stringify(entry))));
 
