@@ -22,6 +22,21 @@ export const writeFileTool = (written: string[]) =>
     },
   });
 
+/** Tools named at will (`tool(name, needsApproval)`): each run pushes its name onto `ran` and answers `<name> done`. */
+export const recordingTools =
+  (ran: string[]) =>
+  (name: string, needsApproval = false) =>
+    defineTool({
+      name,
+      description: name,
+      parameters: { type: "object" },
+      needsApproval,
+      execute: () => {
+        ran.push(name);
+        return `${name} done`;
+      },
+    });
+
 /** A DEBUG_MOCK_RESPONSES script: one entry per model call. */
 export const script = (...entries: Array<string | object>) => JSON.stringify(entries.map((entry) => (typeof entry === "string" ? entry : JSON.stringify(entry))));
 
