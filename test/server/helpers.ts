@@ -95,3 +95,17 @@ export async function startTestServer(env: NodeJS.ProcessEnv, options: AgentServ
 export async function postJson(url: string, body: unknown, headers: Record<string, string> = {}, signal?: AbortSignal): Promise<Response> {
   return fetch(url, { method: "POST", headers: { "content-type": "application/json", ...headers }, body: typeof body === "string" ? body : JSON.stringify(body), signal });
 }
+
+/** A model answer with quotes, a backslash, a newline, non-ASCII and markup: what a wire must escape. */
+export const TRICKY = 'He said "hi" \\ then\nleft: café 🚀 <done>';
+
+/**
+ * The same agent behind both doors: `test` listening on node:http (the hot path) and `embedded`
+ * answered through `AgentServer.fetch`; each replays TRICKY four times, bodies limited to 1 KiB.
+ */
+export async function twinServers(): Promise<{ test: TestServer; embedded: AgentServer }> {
+  const env = { AGENT_NAME: "twin", DEBUG_MOCK_RESPONSES: script(TRICKY, TRICKY, TRICKY, TRICKY), MEMORY_TYPE: "memory" };
+  const test = await startTestServer(env, { bodyLimitBytes: 1024 });
+  const embedded = await createAgentServer({ env, bodyLimitBytes: 1024, log: () => undefined });
+  return { test, embedded };
+}
