@@ -1,11 +1,10 @@
 // A remote A2A agent that is not agentloop asks for input (input-required without an
 // approval_required data part): the question goes up as an elicitation.
 import assert from "node:assert/strict";
-import { randomUUID } from "node:crypto";
 import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { after, before, describe, it } from "node:test";
-import { AGENT_CARD_PATH, type AgentCard, type Message, Role, TaskState } from "@a2a-js/sdk";
+import { AGENT_CARD_PATH, type AgentCard, TaskState } from "@a2a-js/sdk";
 import { AgentEvent, type AgentExecutor, DefaultRequestHandler, type ExecutionEventBus, InMemoryTaskStore, type RequestContext } from "@a2a-js/sdk/server";
 import { agentCardHandler, jsonRpcHandler, UserBuilder } from "@a2a-js/sdk/server/express";
 import express from "express";
@@ -15,18 +14,7 @@ import type { LoopEvent } from "../../src/loop/events.js";
 import type { McpElicitation } from "../../src/mcp/config.js";
 import { ScriptedModel } from "../../src/model/scripted.js";
 import type { Tool } from "../../src/tools/tool.js";
-
-const textPart = (value: string) => ({ content: { $case: "text" as const, value }, metadata: undefined, filename: "", mediaType: "text/plain" });
-const agentMessage = (taskId: string, contextId: string, text: string): Message => ({
-  messageId: randomUUID(),
-  contextId,
-  taskId,
-  role: Role.ROLE_AGENT,
-  parts: [textPart(text)],
-  metadata: undefined,
-  extensions: [],
-  referenceTaskIds: [],
-});
+import { agentMessage } from "./helpers.js";
 
 /** Asks "Which city?" on a new task; the answer on the task completes it. */
 class AskingExecutor implements AgentExecutor {

@@ -3,7 +3,7 @@ import { randomUUID } from "node:crypto";
 import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { after, before, describe, it } from "node:test";
-import { AGENT_CARD_PATH, type AgentCard, type Message, Role, TaskState } from "@a2a-js/sdk";
+import { AGENT_CARD_PATH, type AgentCard, TaskState } from "@a2a-js/sdk";
 import { AgentEvent, type AgentExecutor, DefaultRequestHandler, type ExecutionEventBus, InMemoryTaskStore, type RequestContext } from "@a2a-js/sdk/server";
 import { agentCardHandler, jsonRpcHandler, UserBuilder } from "@a2a-js/sdk/server/express";
 import express from "express";
@@ -17,18 +17,7 @@ import type { Tool } from "../../src/tools/tool.js";
 import { otelInstrumentation } from "../../src/tracing/index.js";
 import { memoryTracer, spanNamed } from "../tracing/helpers.js";
 import { toolContext } from "../mcp/tool-context.js";
-
-const textPart = (value: string) => ({ content: { $case: "text" as const, value }, metadata: undefined, filename: "", mediaType: "text/plain" });
-const agentMessage = (taskId: string, contextId: string, text: string): Message => ({
-  messageId: randomUUID(),
-  contextId,
-  taskId,
-  role: Role.ROLE_AGENT,
-  parts: [textPart(text)],
-  metadata: undefined,
-  extensions: [],
-  referenceTaskIds: [],
-});
+import { agentMessage, textPart } from "./helpers.js";
 
 /** Serves an agentloop Agent over A2A: tool calls become status updates, answer text an artifact. */
 class LoopExecutor implements AgentExecutor {

@@ -4,13 +4,13 @@ import assert from "node:assert/strict";
 import { after, describe, it } from "node:test";
 import { a2aAgentTool } from "../../src/a2a/index.js";
 import { kaosAgentTool } from "../../src/agents/index.js";
-import { defineTool } from "../../src/index.js";
 import { Agent } from "../../src/loop/agent.js";
 import { approvalRequestOf } from "../../src/loop/approvals.js";
 import type { LoopEvent } from "../../src/loop/events.js";
 import { ScriptedModel } from "../../src/model/scripted.js";
 import { type AgentServer, createAgentServer } from "../../src/server/index.js";
 import type { Tool } from "../../src/tools/tool.js";
+import { writeFileTool } from "../server/helpers.js";
 
 const servers: AgentServer[] = [];
 after(() => Promise.all(servers.map((server) => server.close({ graceMs: 100 }))));
@@ -18,16 +18,7 @@ after(() => Promise.all(servers.map((server) => server.close({ graceMs: 100 })))
 /** A worker server whose agent writes a file (needs approval) then answers; `writes` records each write. */
 async function worker(name = "writer") {
   const writes: string[] = [];
-  const writeFile = defineTool<{ path: string }>({
-    name: "write_file",
-    description: "Writes a file",
-    parameters: { type: "object", properties: { path: { type: "string" } }, required: ["path"] },
-    needsApproval: true,
-    execute: ({ path }) => {
-      writes.push(path);
-      return `wrote ${path}`;
-    },
-  });
+  const writeFile = writeFileTool(writes);
   const model = new ScriptedModel([JSON.stringify({ tool_calls: [{ id: "w_call", name: "write_file", arguments: { path: "notes.txt" } }] }), "The worker is done."]);
   const server = await createAgentServer({ env: { AGENT_NAME: name, MEMORY_TYPE: "memory" }, build: { model, tools: [writeFile] }, log: () => {} });
   servers.push(server);

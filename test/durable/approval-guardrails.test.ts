@@ -5,22 +5,13 @@ import { randomUUID } from "node:crypto";
 import { after, before, test } from "node:test";
 import pg from "pg";
 import { type DurableAgent, durableAgent } from "../../src/durable/index.js";
-import { Agent, defineTool, type LoopEvent, ScriptedModel } from "../../src/index.js";
+import { Agent, type LoopEvent, ScriptedModel } from "../../src/index.js";
 import { postgresUrl } from "../memory/postgres-server.js";
+import { recordingTools } from "../server/helpers.js";
 
 const schema = `dbos_guarded_${randomUUID().slice(0, 8)}`;
 const ran: string[] = [];
-const tool = (name: string, needsApproval = false) =>
-  defineTool({
-    name,
-    description: name,
-    parameters: { type: "object" },
-    needsApproval,
-    execute: () => {
-      ran.push(name);
-      return `${name} done`;
-    },
-  });
+const tool = recordingTools(ran);
 const denied = new Set(["wipe"]);
 const wave = ["pay", "refund", "wipe", "look"].map((name) => ({ id: `c_${name}`, name, arguments: {} }));
 const agent = new Agent({

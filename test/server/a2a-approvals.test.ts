@@ -3,20 +3,11 @@ import { randomUUID } from "node:crypto";
 import { after, before, describe, it } from "node:test";
 import { type Message, type Part, Role, type StreamResponse, type Task, TaskState } from "@a2a-js/sdk";
 import { type Client, ClientFactory } from "@a2a-js/sdk/client";
-import { defineTool, ScriptedModel } from "../../src/index.js";
-import { startTestServer, type TestServer } from "./helpers.js";
+import { ScriptedModel } from "../../src/index.js";
+import { startTestServer, type TestServer, writeFileTool } from "./helpers.js";
 
 const written: string[] = [];
-const writeFile = defineTool<{ path: string }>({
-  name: "write_file",
-  description: "Writes a file",
-  parameters: { type: "object", properties: { path: { type: "string" } }, required: ["path"] },
-  needsApproval: true,
-  execute: ({ path }) => {
-    written.push(path);
-    return `wrote ${path}`;
-  },
-});
+const writeFile = writeFileTool(written);
 const twoWrites = () =>
   new ScriptedModel([
     JSON.stringify({ tool_calls: [{ id: "call_a", name: "write_file", arguments: { path: "a.txt" } }, { id: "call_b", name: "write_file", arguments: { path: "b.txt" } }] }),

@@ -1,23 +1,14 @@
 import assert from "node:assert/strict";
 import { after, describe, it } from "node:test";
 import OpenAI from "openai";
-import { defineTool, ScriptedModel } from "../../src/index.js";
+import { ScriptedModel } from "../../src/index.js";
 import { dropSchemas, postgresUrl, uniqueSchema } from "../memory/postgres-server.js";
-import { echoTool, postJson, startTestServer } from "./helpers.js";
+import { echoTool, postJson, recordingTools, startTestServer, writeFileTool } from "./helpers.js";
 
 after(dropSchemas);
 
 const written: string[] = [];
-const writeFile = defineTool<{ path: string }>({
-  name: "write_file",
-  description: "Writes a file",
-  parameters: { type: "object", properties: { path: { type: "string" } }, required: ["path"] },
-  needsApproval: true,
-  execute: ({ path }) => {
-    written.push(path);
-    return `wrote ${path}`;
-  },
-});
+const writeFile = writeFileTool(written);
 const script = [
   JSON.stringify({ tool_calls: [{ id: "call_a", name: "write_file", arguments: { path: "a.txt" } }, { id: "call_b", name: "write_file", arguments: { path: "b.txt" } }] }),
   "I wrote a.txt and skipped b.txt.",
@@ -168,17 +159,7 @@ describe("guardrails through the server", () => {
 describe("guardrails across POST /v1/approvals", () => {
   it("every call of the resumed wave passes the resuming replica's guardrails (code and agent file): a denied call never runs, approved or not", async () => {
     const ran: string[] = [];
-    const tool = (name: string, needsApproval = false) =>
-      defineTool({
-        name,
-        description: name,
-        parameters: { type: "object" },
-        needsApproval,
-        execute: () => {
-          ran.push(name);
-          return `${name} done`;
-        },
-      });
+    const tool = recordingTools(ran);
     const tools = [tool("pay", true), tool("refund", true), tool("wipe"), tool("purge"), tool("look")];
     const wave = ["pay", "refund", "wipe", "purge", "look"].map((name) => ({ id: `c_${name}`, name, arguments: {} }));
     const denied = new Set(["wipe"]);

@@ -9,6 +9,34 @@ export const echoTool: Tool = defineTool({
   execute: (args) => `echo: ${String((args as { text: string }).text)}`,
 });
 
+/** `write_file`, a tool that needs approval: each run pushes its path onto `written` and answers `wrote <path>`. */
+export const writeFileTool = (written: string[]) =>
+  defineTool<{ path: string }>({
+    name: "write_file",
+    description: "Writes a file",
+    parameters: { type: "object", properties: { path: { type: "string" } }, required: ["path"] },
+    needsApproval: true,
+    execute: ({ path }) => {
+      written.push(path);
+      return `wrote ${path}`;
+    },
+  });
+
+/** Tools named at will (`tool(name, needsApproval)`): each run pushes its name onto `ran` and answers `<name> done`. */
+export const recordingTools =
+  (ran: string[]) =>
+  (name: string, needsApproval = false) =>
+    defineTool({
+      name,
+      description: name,
+      parameters: { type: "object" },
+      needsApproval,
+      execute: () => {
+        ran.push(name);
+        return `${name} done`;
+      },
+    });
+
 /** A DEBUG_MOCK_RESPONSES script: one entry per model call. */
 export const script = (...entries: Array<string | object>) => JSON.stringify(entries.map((entry) => (typeof entry === "string" ? entry : JSON.stringify(entry))));
 
@@ -66,4 +94,18 @@ export async function startTestServer(env: NodeJS.ProcessEnv, options: AgentServ
 
 export async function postJson(url: string, body: unknown, headers: Record<string, string> = {}, signal?: AbortSignal): Promise<Response> {
   return fetch(url, { method: "POST", headers: { "content-type": "application/json", ...headers }, body: typeof body === "string" ? body : JSON.stringify(body), signal });
+}
+
+/** A model answer with quotes, a backslash, a newline, non-ASCII and markup: what a wire must escape. */
+export const TRICKY = 'He said "hi" \\ then\nleft: café 🚀 <done>';
+
+/**
+ * The same agent behind both doors: `test` listening on node:http (the hot path) and `embedded`
+ * answered through `AgentServer.fetch`; each replays TRICKY four times, bodies limited to 1 KiB.
+ */
+export async function twinServers(): Promise<{ test: TestServer; embedded: AgentServer }> {
+  const env = { AGENT_NAME: "twin", DEBUG_MOCK_RESPONSES: script(TRICKY, TRICKY, TRICKY, TRICKY), MEMORY_TYPE: "memory" };
+  const test = await startTestServer(env, { bodyLimitBytes: 1024 });
+  const embedded = await createAgentServer({ env, bodyLimitBytes: 1024, log: () => undefined });
+  return { test, embedded };
 }

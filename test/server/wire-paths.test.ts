@@ -1,14 +1,12 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
-import { createAgentServer, type AgentServer } from "../../src/server/index.js";
-import { postJson, script, startTestServer, type TestServer } from "./helpers.js";
+import type { AgentServer } from "../../src/server/index.js";
+import { postJson, script, startTestServer, TRICKY, type TestServer, twinServers } from "./helpers.js";
 
 // POST /v1/chat/completions has two implementations: straight on node:http when listening (the hot
 // path) and the Hono route behind `AgentServer.fetch`. Both must put the same bytes on the wire.
 
 /** An answer whose deltas need JSON escaping (quotes, backslash, newline, non-ASCII). */
-const TRICKY = 'He said "hi" \\ then\nleft: café 🚀 <done>';
-
 const chatBody = (extra: object = {}) => JSON.stringify({ model: 'm"x\n', messages: [{ role: "user", content: "say it" }], ...extra });
 
 /** The data events of an SSE body, with the per-stream id and timestamp blanked. */
@@ -27,9 +25,7 @@ describe("the node:http hot path and fetch() answer alike", () => {
   let test: TestServer;
   let embedded: AgentServer;
   before(async () => {
-    const env = { AGENT_NAME: "twin", DEBUG_MOCK_RESPONSES: script(TRICKY, TRICKY, TRICKY, TRICKY), MEMORY_TYPE: "memory" };
-    test = await startTestServer(env, { bodyLimitBytes: 1024 });
-    embedded = await createAgentServer({ env, bodyLimitBytes: 1024, log: () => undefined });
+    ({ test, embedded } = await twinServers());
   });
   after(async () => {
     await test.close();

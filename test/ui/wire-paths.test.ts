@@ -1,12 +1,10 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
-import { createAgentServer, type AgentServer } from "../../src/server/index.js";
-import { postJson, script, startTestServer, type TestServer } from "../server/helpers.js";
+import type { AgentServer } from "../../src/server/index.js";
+import { postJson, TRICKY, type TestServer, twinServers } from "../server/helpers.js";
 
 // POST /api/chat and POST /ag-ui have two doors, as chat completions has: straight on node:http when
 // listening (the hot path) and the Hono route behind `AgentServer.fetch`. Both answer alike.
-
-const TRICKY = 'He said "hi" \\ then\nleft: café 🚀 <done>';
 
 const uiChatBody = (id: string) => JSON.stringify({ id, messages: [{ id: "u1", role: "user", parts: [{ type: "text", text: "say it" }] }], trigger: "submit-message", messageId: "m1" });
 const agUiBody = (id: string) => JSON.stringify({ threadId: id, runId: "r1", state: {}, messages: [{ id: "u1", role: "user", content: "say it" }], tools: [], context: [], forwardedProps: {} });
@@ -33,9 +31,7 @@ describe("the UI protocols: the node:http hot path and fetch() answer alike", ()
   let test: TestServer;
   let embedded: AgentServer;
   before(async () => {
-    const env = { AGENT_NAME: "twin", DEBUG_MOCK_RESPONSES: script(TRICKY, TRICKY, TRICKY, TRICKY), MEMORY_TYPE: "memory" };
-    test = await startTestServer(env, { bodyLimitBytes: 1024 });
-    embedded = await createAgentServer({ env, bodyLimitBytes: 1024, log: () => undefined });
+    ({ test, embedded } = await twinServers());
   });
   after(async () => {
     await test.close();
