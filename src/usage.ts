@@ -38,9 +38,14 @@ export function addCost(a: Usage["cost"], b: Usage["cost"]): number | "unknown" 
   return (a ?? 0) + (b ?? 0);
 }
 
-/** A cost for people: `$1.50` (cents from a cent up), `$0.0012` (2 significant digits below a cent), or `cost unknown`. */
+/**
+ * A cost for people: `$1.50` (cents from a cent up), `$0.0012` (2 significant digits below a cent,
+ * always in plain decimals: `$0.00000012`, never `1.2e-7`), or `cost unknown`.
+ */
 export function formatCost(cost: number | "unknown"): string {
   if (cost === "unknown") return "cost unknown";
   if (cost === 0) return "$0";
-  return cost >= 0.01 ? `$${cost.toFixed(2)}` : `$${cost.toPrecision(2)}`;
+  const rounded = cost >= 0.01 ? cost : Number(cost.toPrecision(2));
+  if (rounded >= 0.01) return `$${rounded.toFixed(2)}`;
+  return `$${rounded.toFixed(Math.min(20, 1 - Math.floor(Math.log10(rounded))))}`;
 }

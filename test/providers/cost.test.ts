@@ -77,6 +77,8 @@ describe("cost per call and per run", () => {
     assert.equal(formatCost("unknown"), "cost unknown");
     assert.equal(formatCost(0.0012345), "$0.0012");
     assert.equal(formatCost(1.5), "$1.50");
+    // Below a millionth of a dollar (a cheap model's one-token turn) still plain decimals, not exponent notation.
+    assert.deepEqual([1.23e-7, 4.5e-9, 0.00999, 0.01].map(formatCost), ["$0.00000012", "$0.0000000045", "$0.01", "$0.01"]);
   });
 
   test("which provider prices a call: the official API's, a URL naming one, then the adapter's own; a compatible server only by URL", () => {
