@@ -1,0 +1,207 @@
+// The durable agent's handle in this process, on real PostgreSQL (its own DBOS schema): what each
+// call refuses before launch(), the launch rules, and what list/show/approvalWait/expiredApprovals/
+// exists/decide/recover tell a user about runs waiting for approvals, expired, queued and finished.
+import assert from "node:assert/strict";
+import { randomUUID } from "node:crypto";
+import { after, test } from "node:test";
+import pg from "pg";
+import { APPROVAL_EXPIRED, type DurableAgent, durableAgent } from "../../src/durable/index.js";
+import { Agent, defineTool, ScriptedModel } from "../../src/index.js";
+import { postgresUrl } from "../memory/postgres-server.js";
+
+const schema = `dbos_handle_${randomUUID().slice(0, 8)}`;
+const queueName = `handle_queue_${randomUUID().slice(0, 8)}`;
+const paid: number[] = [];
+const pay = defineTool<{ amount: number }>({
+  name: "pay",
+  description: "Pays an amount",
+  parameters: { type: "object", properties: { amount: { type: "number" } }, required: ["amount"] },
+  needsApproval: true,
+  execute: ({ amount }) => {
+    paid.push(amount);
+    return `paid ${amount}`;
+  },
+});
+const twoPayments = JSON.stringify({
+  tool_calls: [
+    { id: "p1", name: "pay", arguments: { amount: 1 } },
+    { id: "p2", name: "pay", arguments: { amount: 2 } },
+  ],
+});
+const options = { databaseUrl: postgresUrl(), schema, logLevel: "error" as const };
+// Every durable agent is registered before the launch (DBOS registers workflows before it starts).
+const payer = durableAgent(new Agent({ name: "handle-payer", model: new ScriptedModel([twoPayments, "Paid."]), tools: [pay] }), {
+  ...options,
+  queue: { name: queueName, pollingIntervalMs: 20 },
+});
+const expiring = durableAgent(
+  new Agent({ name: "handle-expiring", model: new ScriptedModel([JSON.stringify({ tool_calls: [{ id: "x1", name: "pay", arguments: { amount: 9 } }] }), "Gave up."]), tools: [pay], approvalTimeoutMs: 300 }),
+  options,
+);
+const greeter = durableAgent(new Agent({ name: "handle-greeter", model: new ScriptedModel(["hello"]) }), options);
+const elsewhere = durableAgent(new Agent({ name: "handle-elsewhere", model: new ScriptedModel(["hi"]) }), { databaseUrl: postgresUrl().replace(/^postgres:/, "postgresql:"), schema });
+
+after(async () => {
+  await payer.shutdown();
+  await payer.shutdown();
+  const client = new pg.Client({ connectionString: postgresUrl() });
+  await client.connect();
+  await client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+  await client.end();
+});
+
+/** Polls what a run waits at until it waits (the wait is announced after the approval-request event). */
+async function waiting(durable: DurableAgent, runId: string) {
+  for (let attempt = 0; attempt < 600; attempt++) {
+    const wait = await durable.approvalWait(runId);
+    if (wait) return wait;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  assert.fail(`run ${runId} never waited for approvals`);
+}
+
+test("before launch(): every call that needs DBOS refuses, naming itself; bad arguments are refused first", async () => {
+  assert.throws(() => durableAgent(new Agent({ model: new ScriptedModel(["x"]) }), undefined as never), /databaseUrl must be a postgres:\/\/ URL, got undefined/);
+  assert.throws(() => durableAgent(new Agent({ model: new ScriptedModel(["x"]) }), { databaseUrl: "xpostgres://h/d" }), /databaseUrl must be a postgres:\/\/ URL/);
+  assert.throws(() => durableAgent(new Agent({ model: new ScriptedModel(["x"]) }), { databaseUrl: "postgres:/h/d" }), /databaseUrl must be a postgres:\/\/ URL/);
+  await assert.rejects(payer.run(42 as never), (error: unknown) => error instanceof TypeError && /durable run: the input must be a string/.test(error.message));
+  const refusals: Array<[string, () => Promise<unknown>]> = [
+    ["run", () => payer.run("x")],
+    ["exists", () => payer.exists("r")],
+    ["approvalWait", () => payer.approvalWait("r")],
+    ["expiredApprovals", () => payer.expiredApprovals("r")],
+    ["decide", () => payer.decide("r", {})],
+    ["list", () => payer.list()],
+    ["show", () => payer.show("r")],
+    ["cancel", () => payer.cancel("r")],
+    ["resume", () => payer.resume("r")],
+    ["recover", () => payer.recover(["e"])],
+  ];
+  for (const [name, call] of refusals) await assert.rejects(call(), new RegExp(`^Error: durable ${name}: call launch\\(\\) first$`), name);
+  assert.throws(() => payer.readJournal("r"), /^Error: durable readJournal: call launch\(\) first$/);
+});
+
+test("launch(): again for the same database is the same launch; another database in this process is refused", async () => {
+  await Promise.all([payer.launch(), greeter.launch()]);
+  await expiring.launch();
+  await assert.rejects(elsewhere.launch(), /durableAgent: DBOS is already launched in this process with another database/);
+});
+
+test("a run waiting for approvals: approvalWait, show and list tell what it waits on; a decision for another wait is not taken; a call left undecided is rejected", { timeout: 60_000 }, async () => {
+  paid.length = 0;
+  const runId = `run_wait_${randomUUID().slice(0, 8)}`;
+  const sessionId = `sess_${randomUUID().slice(0, 8)}`;
+  const run = await payer.run("pay both", { runId, sessionId });
+  const wait = await waiting(payer, runId);
+  assert.equal(wait.resumeAt, 0);
+  assert.equal(wait.result.state, "INTERRUPTED");
+  const checkpointId = wait.result.checkpoint?.id;
+  assert.ok(checkpointId);
+  assert.deepEqual(await payer.expiredApprovals(runId), []);
+
+  const shown = await payer.show(runId);
+  assert.equal(shown?.runId, runId);
+  assert.equal(shown?.status, "PENDING");
+  assert.equal(shown?.sessionId, sessionId);
+  assert.equal(shown?.input, "pay both");
+  assert.equal(typeof shown?.executorId, "string");
+  assert.equal(shown?.queue, undefined);
+  assert.ok(!Number.isNaN(Date.parse(shown?.createdAt ?? "")));
+  assert.deepEqual(shown?.pendingApprovals, [
+    { toolCallId: "p1", tool: "pay", arguments: { amount: 1 } },
+    { toolCallId: "p2", tool: "pay", arguments: { amount: 2 } },
+  ]);
+  // Its steps in order: the model call, the wait's checkpoint id, then DBOS's own (the events announcing the wait).
+  const steps = shown?.steps?.map((step) => step.name) ?? [];
+  assert.deepEqual(steps.slice(0, 3), ["model", "checkpoint-id", "DBOS.setEvent"]);
+  assert.ok(shown?.steps?.every((step) => Number.isInteger(step.id) && step.error === undefined));
+  assert.equal(shown?.result, undefined, "no result while it waits");
+  assert.deepEqual(
+    (await payer.list({ sessionId })).map((info) => [info.runId, info.status]),
+    [[runId, "PENDING"]],
+  );
+  assert.ok((await payer.list({ status: "PENDING" })).some((info) => info.runId === runId));
+  assert.ok(!(await payer.list({ status: "SUCCESS" })).some((info) => info.runId === runId));
+  assert.equal(await payer.exists(runId), true);
+
+  // A decision naming another wait of the run is left alone: this one approves both, and is not taken.
+  await payer.decide(runId, { p1: { approve: true }, p2: { approve: true } }, { checkpointId: "ckpt_other" });
+  await payer.decide(runId, { p1: { approve: true } }, { checkpointId });
+  const result = await run.result();
+  assert.equal(result.state, "COMPLETED");
+  assert.equal(result.text, "Paid.");
+  assert.deepEqual(paid, [1]);
+  assert.match(JSON.stringify(result.newMessages), /Rejected: no decision given/);
+
+  const done = await payer.show(runId);
+  assert.equal(done?.status, "SUCCESS");
+  assert.deepEqual(done?.result, { state: "COMPLETED", reason: result.reason, text: "Paid." });
+  assert.equal(done?.pendingApprovals, undefined);
+  assert.ok(done?.updatedAt && !Number.isNaN(Date.parse(done.updatedAt)));
+  assert.equal(await payer.approvalWait(runId), undefined, "it waits no more");
+  assert.equal((await payer.retrieve(runId).result()).text, "Paid.");
+  assert.equal((await payer.list({ sessionId, status: "SUCCESS" }))[0]?.runId, runId);
+});
+
+test("an approval not decided within approvalTimeoutMs expires: the call is rejected, and expiredApprovals names the wait", { timeout: 60_000 }, async () => {
+  paid.length = 0;
+  const runId = `run_expire_${randomUUID().slice(0, 8)}`;
+  const run = await expiring.run("pay", { runId });
+  const wait = await waiting(expiring, runId);
+  const result = await run.result();
+  assert.equal(result.text, "Gave up.");
+  assert.match(JSON.stringify(result.newMessages), new RegExp(`Rejected: ${APPROVAL_EXPIRED}`));
+  assert.deepEqual(paid, []);
+  assert.deepEqual(await expiring.expiredApprovals(runId), [wait.result.checkpoint?.id]);
+});
+
+test("decide refuses decisions that are not an object; exists, show and recover answer for unknown runs and executors", async () => {
+  for (const decisions of [null, "approve"]) {
+    await assert.rejects(payer.decide("run_x", decisions as never), (error: unknown) => error instanceof TypeError && /durable decide: decisions must be an object keyed by tool call id/.test(error.message));
+  }
+  assert.equal(await payer.exists(`run_unknown_${randomUUID()}`), false);
+  assert.equal(await payer.show(`run_unknown_${randomUUID()}`), undefined);
+  assert.deepEqual(await payer.recover([]), []);
+  assert.deepEqual(await payer.recover([`executor_${randomUUID()}`]), []);
+  assert.deepEqual(await payer.expiredApprovals(`run_unknown_${randomUUID()}`), []);
+  assert.equal(await payer.approvalWait(`run_unknown_${randomUUID()}`), undefined);
+});
+
+test("runs are the agent's own: another agent's run does not exist for it; list is most recent first, with a limit; a run id used again is that run", { timeout: 60_000 }, async () => {
+  const first = await greeter.run("hi", { runId: `run_greet_${randomUUID().slice(0, 8)}` });
+  assert.equal((await first.result()).text, "hello");
+  const second = await greeter.run("hi again", { sessionId: "greet-session" });
+  assert.match(second.runId, /^run_[0-9a-f-]{36}$/);
+  assert.equal((await second.result()).text, "hello");
+  assert.equal(await greeter.exists(first.runId), true);
+  assert.equal(await payer.exists(first.runId), false, "a run of another agent");
+  assert.equal(await payer.show(first.runId), undefined, "not shown by another agent");
+  assert.deepEqual(
+    (await greeter.list({ limit: 1 })).map((info) => info.runId),
+    [second.runId],
+  );
+  const listed = await greeter.list();
+  assert.deepEqual(
+    listed.map((info) => info.runId),
+    [second.runId, first.runId],
+  );
+  assert.equal(listed[0]?.sessionId, "greet-session");
+  assert.equal(listed[1]?.sessionId, undefined);
+  assert.deepEqual(listed[0]?.result, { state: "COMPLETED", reason: listed[0]?.result?.reason, text: "hello" });
+  const again = await greeter.run("something else", { runId: first.runId });
+  assert.equal((await again.result()).text, "hello");
+  assert.equal((await greeter.list()).length, 2, "no third run");
+  assert.equal((await greeter.show(first.runId))?.input, "hi");
+});
+
+test("a run with a partition key goes through the queue, and show names it", { timeout: 60_000 }, async () => {
+  paid.length = 0;
+  const runId = `run_queued_${randomUUID().slice(0, 8)}`;
+  const run = await payer.run("pay both", { runId, partitionKey: "customer-1" });
+  await waiting(payer, runId);
+  assert.equal((await payer.show(runId))?.queue, queueName);
+  await payer.decide(runId, { p1: { approve: true }, p2: { approve: false, reason: "no" } });
+  assert.equal((await run.result()).text, "Paid.");
+  assert.deepEqual(paid, [1]);
+  assert.equal((await payer.list({ limit: 10 })).find((info) => info.runId === runId)?.queue, queueName);
+});
