@@ -5,8 +5,8 @@ import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
 import { after, test } from "node:test";
 import pg from "pg";
-import { APPROVAL_EXPIRED, type DurableAgent, durableAgent } from "../../src/durable/index.js";
-import { Agent, defineTool, ScriptedModel } from "../../src/index.js";
+import { APPROVAL_EXPIRED, type DurableAgent, durableAgent, type JournalEncoder, type JournalEntry } from "../../src/durable/index.js";
+import { Agent, defineTool, type LoopEvent, ScriptedModel } from "../../src/index.js";
 import { postgresUrl } from "../memory/postgres-server.js";
 
 const schema = `dbos_handle_${randomUUID().slice(0, 8)}`;
@@ -28,7 +28,13 @@ const twoPayments = JSON.stringify({
     { id: "p2", name: "pay", arguments: { amount: 2 } },
   ],
 });
-const options = { databaseUrl: postgresUrl(), schema, logLevel: "error" as const };
+/** A journal of a run's legs: its spec at each start, the tools it calls, its state and text at each end. */
+const journal = (spec: unknown): JournalEncoder => ({
+  start: () => [`start:${String(spec)}`],
+  event: (event: LoopEvent) => (event.type === "tool-start" ? `call:${event.name}` : undefined),
+  end: async (result) => [`end:${result.state}:${result.text}`],
+});
+const options = { databaseUrl: postgresUrl(), schema, logLevel: "error" as const, journal };
 // Every durable agent is registered before the launch (DBOS registers workflows before it starts).
 const payer = durableAgent(new Agent({ name: "handle-payer", model: new ScriptedModel([twoPayments, "Paid."]), tools: [pay] }), {
   ...options,
@@ -39,6 +45,13 @@ const expiring = durableAgent(
   options,
 );
 const greeter = durableAgent(new Agent({ name: "handle-greeter", model: new ScriptedModel(["hello"]) }), options);
+const echo = defineTool<{ text: string }>({
+  name: "echo",
+  description: "echo",
+  parameters: { type: "object", properties: { text: { type: "string" } } },
+  execute: ({ text }) => `echo ${text}`,
+});
+const echoer = durableAgent(new Agent({ name: "handle-echoer", model: new ScriptedModel([JSON.stringify({ tool_calls: [{ id: "e1", name: "echo", arguments: { text: "a" } }] }), "Echoed."]), tools: [echo] }), options);
 const elsewhere = durableAgent(new Agent({ name: "handle-elsewhere", model: new ScriptedModel(["hi"]) }), { databaseUrl: postgresUrl().replace(/^postgres:/, "postgresql:"), schema });
 
 after(async () => {
@@ -49,6 +62,12 @@ after(async () => {
   await client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
   await client.end();
 });
+
+async function collect(entries: AsyncIterable<JournalEntry>): Promise<Array<[number, string]>> {
+  const items: Array<[number, string]> = [];
+  for await (const { seq, item } of entries) items.push([seq, item]);
+  return items;
+}
 
 /** Polls what a run waits at until it waits (the wait is announced after the approval-request event). */
 async function waiting(durable: DurableAgent, runId: string) {
@@ -204,4 +223,42 @@ test("a run with a partition key goes through the queue, and show names it", { t
   assert.equal((await run.result()).text, "Paid.");
   assert.deepEqual(paid, [1]);
   assert.equal((await payer.list({ limit: 10 })).find((info) => info.runId === runId)?.queue, queueName);
+});
+
+test("a run's journal: a reader attached as the run starts reads it live to its end; later readers read it from the database after any position", { timeout: 60_000 }, async () => {
+  const runId = `run_journal_${randomUUID().slice(0, 8)}`;
+  const run = await echoer.run("echo a", { runId, journal: "spec-1" });
+  const early = collect(echoer.readJournal(runId));
+  assert.equal((await run.result()).text, "Echoed.");
+  const expected: Array<[number, string]> = [
+    [1, "start:spec-1"],
+    [2, "call:echo"],
+    [3, "end:COMPLETED:Echoed."],
+  ];
+  assert.deepEqual(await early, expected);
+  assert.deepEqual(await collect(echoer.readJournal(runId)), expected);
+  assert.deepEqual(await collect(echoer.readJournal(runId, { after: 1 })), expected.slice(1));
+  assert.deepEqual(await collect(echoer.readJournal(runId, { after: 3 })), []);
+});
+
+test("a journaled run that waits for approvals ends its leg's items, tells where the next leg starts, and goes on in the same journal", { timeout: 60_000 }, async () => {
+  paid.length = 0;
+  const runId = `run_journal_wait_${randomUUID().slice(0, 8)}`;
+  const run = await payer.run("pay both", { runId, journal: "legs" });
+  const wait = await waiting(payer, runId);
+  assert.equal(wait.resumeAt, 2, "after the first leg's start and end");
+  const reader = collect(payer.readJournal(runId, { after: 1 }));
+  await payer.decide(runId, { p1: { approve: true }, p2: { approve: true } });
+  assert.equal((await run.result()).text, "Paid.");
+  assert.deepEqual(paid.sort(), [1, 2]);
+  const all = await collect(payer.readJournal(runId));
+  assert.deepEqual(all, [
+    [1, "start:legs"],
+    [2, "end:INTERRUPTED:"],
+    [3, "start:legs"],
+    [4, "call:pay"],
+    [5, "call:pay"],
+    [6, "end:COMPLETED:Paid."],
+  ]);
+  assert.deepEqual(await reader, all.slice(1));
 });
