@@ -328,6 +328,71 @@ describe("sessionMemory with the agent loop", () => {
   });
 });
 
+describe("what sessionMemory writes, in full", () => {
+  it("every event of a run that stops for an approval and its resume: type, content and metadata (trace ids, turns, steps, the model call, the checkpoint, the decisions)", async () => {
+    const store = new InMemoryStore();
+    const memory = sessionMemory(store, { traceIds: () => ({ traceId: "t".repeat(32), spanId: "s".repeat(16) }), startWriteDelayMs: 0 });
+    const pay = defineTool({ name: "pay", description: "pays", parameters: { type: "object" }, needsApproval: true, execute: () => "paid" });
+    const model = new ScriptedModel([
+      JSON.stringify({ content: "Checking.", tool_calls: [{ id: "c1", name: "echo", arguments: { text: "hi" } }] }),
+      JSON.stringify({ tool_calls: [{ id: "c2", name: "pay", arguments: {} }] }),
+      "Done.",
+    ]);
+    const agent = new Agent({ name: "helper", model, tools: [echo, pay], memory });
+    const first = await agent.run("go", { sessionId: "s", onApproval: "interrupt" });
+    assert.equal(first.state, "INTERRUPTED");
+    const checkpoint = first.checkpoint!;
+    const second = await agent.resume(checkpoint, { decisions: { c2: { approve: false, reason: "no" } }, sessionId: "s" });
+    assert.equal(second.text, "Done.");
+    const events = await store.events("s");
+    // The times of a model call vary: checked apart, then left out.
+    const calls: Array<Record<string, unknown>> = [];
+    const shown = events.map((event) => {
+      const { model_call: call, duration_ms: duration, ...metadata } = event.metadata as Record<string, unknown>;
+      if (duration !== undefined) assert.ok(Number.isInteger(duration) && (duration as number) >= 0);
+      if (call) {
+        const { started_at: startedAt, duration_ms: callDuration, ...rest } = call as Record<string, unknown>;
+        assert.ok(Date.parse(startedAt as string) <= Date.parse(event.timestamp), "the call started before its event");
+        assert.ok(Number.isFinite(callDuration) && (callDuration as number) >= 0);
+        calls.push(rest);
+      }
+      const content = event.event_type === "approval_requested" && (event.content as { checkpoint?: unknown }).checkpoint ? { ...(event.content as object), checkpoint: "…" } : event.content;
+      return [event.event_type, content, metadata];
+    });
+    const base = (runId: string) => ({ run_id: runId, agent: "helper", trace_id: "t".repeat(32), span_id: "s".repeat(16) });
+    const one = base(first.runId);
+    const two = base(second.runId);
+    assert.deepEqual(shown, [
+      ["run_started", { agent: "helper", model: "scripted:scripted" }, { ...one, depth: 0 }],
+      ["user_message", "go", one],
+      ["tool_call", { tool: "echo", arguments: { text: "hi" } }, { ...one, tool_call_id: "c1", tool_name: "echo", raw_arguments: '{"text":"hi"}', turn: 1, step: 1, assistant_text: "Checking." }],
+      ["tool_result", { tool: "echo", result: "echo: hi" }, { ...one, tool_call_id: "c1", tool_name: "echo", is_error: false }],
+      ["approval_requested", { tool_call_id: "c2", tool: "pay", arguments: {}, arguments_hash: checkpoint.pending[0].argumentsHash }, { ...one, tool_call_id: "c2", tool_name: "pay" }],
+      ["approval_requested", { checkpoint_id: checkpoint.id, pending: JSON.parse(JSON.stringify(checkpoint.pending)), checkpoint: "…" }, { ...one, checkpoint_id: checkpoint.id }],
+      ["run_ended", { state: "INTERRUPTED", reason: first.reason }, { ...one, turns: 2, tool_calls: 2, usage: JSON.parse(JSON.stringify(first.usage)) }],
+      ["run_started", { agent: "helper", model: "scripted:scripted" }, { ...two, depth: 0 }],
+      ["approval_decided", { checkpoint_id: checkpoint.id, decisions: { c2: { approve: false, reason: "no" } } }, { ...two, checkpoint_id: checkpoint.id }],
+      // A call rejected before it was prepared: its tool-start carries the raw arguments' text.
+      ["tool_call", { tool: "pay", arguments: "{}" }, { ...two, tool_call_id: "c2", tool_name: "pay", raw_arguments: "{}", turn: 0, step: 2 }],
+      ["tool_result", { tool: "pay", result: "Rejected: no" }, { ...two, tool_call_id: "c2", tool_name: "pay", is_error: true, error_kind: "rejected" }],
+      ["agent_response", "Done.", { ...two, turn: 3 }],
+      ["run_ended", { state: "COMPLETED", reason: second.reason }, { ...two, turns: 3, tool_calls: 2, usage: JSON.parse(JSON.stringify(second.usage)) }],
+    ]);
+    // The model calls: on the first turn's tool call, on the checkpoint (the call that asked for the waiting one), on the answer.
+    assert.deepEqual(
+      calls.map((call) => [call.turn, call.finish_reason, Object.keys(call.usage as object)]),
+      [
+        [1, "tool-calls", ["input_tokens", "output_tokens", "total_tokens"]],
+        [2, "tool-calls", ["input_tokens", "output_tokens", "total_tokens"]],
+        [3, "stop", ["input_tokens", "output_tokens", "total_tokens"]],
+      ],
+    );
+    const usage = calls[2].usage as { input_tokens: number; output_tokens: number; total_tokens: number };
+    assert.equal(usage.total_tokens, usage.input_tokens + usage.output_tokens);
+    assert.ok(usage.output_tokens > 0);
+  });
+});
+
 describe("model_call carries the call's cost", () => {
   it("a priced model's call: its usage's cost in dollars on the events it produced; an unpriced model's is \"unknown\"; the scripted model's has none", async () => {
     const usage = { input: 1000, output: 50 };
