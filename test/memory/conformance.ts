@@ -212,6 +212,32 @@ export function memoryStoreConformance(name: string, factory: StoreFactory): voi
       });
     });
 
+    it("trims a large append to its newest events, and a deleted session starts again empty", async () => {
+      await withStore(factory, { maxEventsPerSession: 3 }, async (store) => {
+        await store.append("s", Array.from({ length: 12 }, (_, index) => ({ event_type: "x", content: index + 1 })));
+        assert.deepEqual(
+          (await store.events("s")).map((event) => [event.seq, event.content]),
+          [
+            [10, 10],
+            [11, 11],
+            [12, 12],
+          ],
+        );
+        assert.deepEqual(
+          (await store.latestEvents()).map((event) => event.content),
+          [10, 11, 12],
+        );
+        assert.equal(await store.deleteSession("s"), true);
+        const [again] = await store.append("s", [{ event_type: "x", content: "new" }]);
+        assert.equal(again.seq, 1);
+        assert.deepEqual(
+          (await store.events("s")).map((event) => event.content),
+          ["new"],
+        );
+        assert.equal((await store.getSession("s"))?.event_count, 1);
+      });
+    });
+
     it("evicts the least recently updated session beyond maxSessions", async () => {
       await withStore(factory, { maxSessions: 2 }, async (store) => {
         await store.append("old", [{ event_type: "x" }]);
