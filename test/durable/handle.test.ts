@@ -5,8 +5,9 @@ import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
 import { after, test } from "node:test";
 import pg from "pg";
-import { APPROVAL_EXPIRED, type DurableAgent, durableAgent, type JournalEncoder, type JournalEntry } from "../../src/durable/index.js";
-import { Agent, defineTool, type LoopEvent, ScriptedModel } from "../../src/index.js";
+import { APPROVAL_EXPIRED, type DurableAgent, durableAgent, durableModel, durableTool, type JournalEncoder, type JournalEntry } from "../../src/durable/index.js";
+import { AgentLoopError } from "../../src/errors.js";
+import { Agent, defineTool, type LoopEvent, type Model, type ModelEvent, ScriptedModel } from "../../src/index.js";
 import { postgresUrl } from "../memory/postgres-server.js";
 
 const schema = `dbos_handle_${randomUUID().slice(0, 8)}`;
@@ -52,6 +53,33 @@ const echo = defineTool<{ text: string }>({
   execute: ({ text }) => `echo ${text}`,
 });
 const echoer = durableAgent(new Agent({ name: "handle-echoer", model: new ScriptedModel([JSON.stringify({ tool_calls: [{ id: "e1", name: "echo", arguments: { text: "a" } }] }), "Echoed."]), tools: [echo] }), options);
+// Tools whose outputs a step stores as JSON: an exception (its name and message), nothing, a Date.
+const odd = [
+  defineTool({ name: "thrower", description: "throws", parameters: { type: "object" }, execute: () => { throw new RangeError("out of range"); } }),
+  defineTool({ name: "nothing", description: "returns nothing", parameters: { type: "object" }, execute: () => undefined as never }),
+  defineTool({ name: "dated", description: "returns a date", parameters: { type: "object" }, execute: () => ({ at: new Date(0), n: 1 }) as never }),
+  defineTool({ name: "stringly", description: "throws a string", parameters: { type: "object" }, execute: () => { throw "plain failure"; } }),
+];
+const oddScript = [JSON.stringify({ tool_calls: odd.map((tool, index) => ({ id: `o${index}`, name: tool.name, arguments: {} })) }), "Handled."];
+const oddAgent = new Agent({ name: "handle-odd", model: new ScriptedModel(oddScript), tools: odd });
+const oddDurable = durableAgent(oddAgent, options);
+/** A model that fails: before its first event (a provider error), or mid-stream with a thrown error. */
+function failingModel(kind: "provider" | "thrown"): Model {
+  return {
+    provider: "failing",
+    modelId: kind,
+    async *stream(): AsyncGenerator<ModelEvent> {
+      if (kind === "provider") {
+        yield { type: "error", error: new AgentLoopError("rate_limit", "slow down", { status: 429, provider: "failing" }) };
+        return;
+      }
+      yield { type: "response-start", model: kind };
+      throw new Error("connection reset");
+    },
+  };
+}
+const failingProvider = durableAgent(new Agent({ name: "handle-failing-provider", model: failingModel("provider") }), options);
+const failingThrown = durableAgent(new Agent({ name: "handle-failing-thrown", model: failingModel("thrown") }), options);
 const elsewhere = durableAgent(new Agent({ name: "handle-elsewhere", model: new ScriptedModel(["hi"]) }), { databaseUrl: postgresUrl().replace(/^postgres:/, "postgresql:"), schema });
 
 after(async () => {
@@ -261,4 +289,40 @@ test("a journaled run that waits for approvals ends its leg's items, tells where
     [6, "end:COMPLETED:Paid."],
   ]);
   assert.deepEqual(await reader, all.slice(1));
+});
+
+test("a durable run's tool results are the plain run's: a thrown error (its name and message), no output, a non-JSON value", { timeout: 60_000 }, async () => {
+  const plain = await oddAgent.run("go");
+  const durable = await (await oddDurable.run("go")).result();
+  assert.equal(durable.text, "Handled.");
+  const results = (messages: typeof plain.newMessages) => messages.flatMap((message) => (message.role === "tool" ? [[message.toolName, message.content, message.isError === true]] : []));
+  assert.deepEqual(results(durable.newMessages), results(plain.newMessages));
+  assert.match(JSON.stringify(results(durable.newMessages)), /RangeError|out of range/);
+});
+
+test("a durable run whose model fails ends as the plain run does, its error's kind and message kept", { timeout: 60_000 }, async () => {
+  for (const durable of [failingProvider, failingThrown]) {
+    const plain = await durable.agent.run("hi");
+    const result = await (await durable.run("hi")).result();
+    assert.equal(result.state, plain.state);
+    assert.equal(result.reason, plain.reason);
+    assert.deepEqual(result.error, { kind: plain.error?.kind, message: plain.error?.message });
+  }
+});
+
+test("outside a workflow, a durable model and tool are the model and tool themselves", async () => {
+  const scripted = new ScriptedModel(["plain answer"]);
+  const model = durableModel(scripted);
+  assert.equal(model.provider, scripted.provider);
+  assert.equal(model.modelId, scripted.modelId);
+  assert.equal(model.forRun, undefined, "no forRun when the model has none");
+  const perRun = durableModel({ ...failingModel("provider"), forRun: () => new ScriptedModel(["per run"]) });
+  assert.equal(typeof perRun.forRun, "function");
+  assert.equal((perRun.forRun!() as Model & { durable?: boolean }).durable, true);
+  assert.equal((await new Agent({ model }).run("hi")).text, "plain answer");
+  const tool = durableTool(odd[2]);
+  assert.equal(tool.name, "dated");
+  assert.equal(tool.description, "returns a date");
+  const output = await tool.execute({} as never, { toolCallId: "c", idempotencyKey: "k", signal: new AbortController().signal } as never);
+  assert.ok((output as { at: unknown }).at instanceof Date, "run as is: no JSON copy outside a workflow");
 });
