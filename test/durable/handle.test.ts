@@ -82,6 +82,10 @@ const failingProvider = durableAgent(new Agent({ name: "handle-failing-provider"
 const failingThrown = durableAgent(new Agent({ name: "handle-failing-thrown", model: failingModel("thrown") }), options);
 const elsewhere = durableAgent(new Agent({ name: "handle-elsewhere", model: new ScriptedModel(["hi"]) }), { databaseUrl: postgresUrl().replace(/^postgres:/, "postgresql:"), schema });
 
+/** Warnings this process printed (DBOS's pool must not make pg warn about queued queries). */
+const warnings: string[] = [];
+process.on("warning", (warning) => warnings.push(`${warning.name}: ${warning.message}`));
+
 after(async () => {
   await payer.shutdown();
   await payer.shutdown();
@@ -325,4 +329,11 @@ test("outside a workflow, a durable model and tool are the model and tool themse
   assert.equal(tool.description, "returns a date");
   const output = await tool.execute({} as never, { toolCallId: "c", idempotencyKey: "k", signal: new AbortController().signal } as never);
   assert.ok((output as { at: unknown }).at instanceof Date, "run as is: no JSON copy outside a workflow");
+});
+
+test("nothing above made the pg driver warn (DBOS's session settings go in the connection's options)", () => {
+  assert.deepEqual(
+    warnings.filter((warning) => /DeprecationWarning/.test(warning)),
+    [],
+  );
 });
