@@ -331,6 +331,23 @@ test("outside a workflow, a durable model and tool are the model and tool themse
   assert.ok((output as { at: unknown }).at instanceof Date, "run as is: no JSON copy outside a workflow");
 });
 
+test("a run cancelled while it waits for approvals stops (its result says so); resumed, it waits again and a decision completes it", { timeout: 60_000 }, async () => {
+  paid.length = 0;
+  const runId = `run_cancel_${randomUUID().slice(0, 8)}`;
+  const run = await payer.run("pay both", { runId });
+  await waiting(payer, runId);
+  await payer.cancel(runId);
+  assert.equal((await payer.show(runId))?.status, "CANCELLED");
+  await assert.rejects(run.result(), new RegExp(`${runId} has been cancelled`));
+  await payer.resume(runId);
+  assert.notEqual((await payer.show(runId))?.status, "CANCELLED");
+  await payer.decide(runId, { p1: { approve: true }, p2: { approve: true } });
+  const result = await payer.retrieve(runId).result();
+  assert.equal(result.text, "Paid.");
+  assert.deepEqual(paid.sort(), [1, 2]);
+  assert.equal((await payer.show(runId))?.status, "SUCCESS");
+});
+
 test("nothing above made the pg driver warn (DBOS's session settings go in the connection's options)", () => {
   assert.deepEqual(
     warnings.filter((warning) => /DeprecationWarning/.test(warning)),
