@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { Agent, defineTool, type LoopEvent, ScriptedModel } from "../../src/index.js";
+import { AgentLoopError } from "../../src/errors.js";
+import { Agent, defineTool, type LoopEvent, type Model, ScriptedModel } from "../../src/index.js";
 import {
   type EventQuery,
   InMemoryStore,
@@ -390,6 +391,56 @@ describe("what sessionMemory writes, in full", () => {
     const usage = calls[2].usage as { input_tokens: number; output_tokens: number; total_tokens: number };
     assert.equal(usage.total_tokens, usage.input_tokens + usage.output_tokens);
     assert.ok(usage.output_tokens > 0);
+  });
+});
+
+describe("what sessionMemory writes for delegations, truncated results, loop warnings and model errors", () => {
+  it("a delegation's kind, a truncated result's text as the model saw it, a loop warning's pattern and count", async () => {
+    const store = new InMemoryStore();
+    const memory = sessionMemory(store, { startWriteDelayMs: 0 });
+    const worker = new Agent({ name: "worker", description: "does work", model: new ScriptedModel(["work done"]), memory });
+    const big = defineTool({ name: "big", description: "big output", parameters: { type: "object" }, truncation: { maxChars: 10 }, execute: () => "x".repeat(100) });
+    const same = toolCall("big", {}, "b");
+    const model = new ScriptedModel([toolCall("delegate_to_worker", { task: "t" }, "d1"), same, same, same, same, "ok"]);
+    await new Agent({ name: "boss", model, tools: [big], subAgents: [worker], memory, loopDetection: { window: 4 } }).run("go", { sessionId: "s" });
+    const events = await store.events("s");
+    const [request] = events.filter((event) => event.event_type === "delegation_request");
+    assert.equal(request.metadata.kind, "agent");
+    assert.deepEqual(request.content, { agent: "worker", task: "t" });
+    const results = events.filter((event) => event.event_type === "tool_result");
+    assert.equal(results.length, 4);
+    for (const result of results) {
+      assert.deepEqual(result.content, { tool: "big", result: "x".repeat(100) }, "the full output is kept");
+      assert.equal(result.metadata.truncated, true);
+      assert.match(String(result.metadata.model_result), /^xxxxx[\s\S]*90 characters removed/);
+    }
+    const [warning] = events.filter((event) => event.event_type === "loop_warning");
+    assert.match(String(warning.content), /Loop detected: the last 4 tool calls repeat the pattern big/);
+    assert.deepEqual([warning.metadata.pattern, warning.metadata.warnings], [["big"], 1]);
+    // What the model saw is what the next run's history gives it.
+    const history = await memory.loadHistory("s");
+    const tool = history.find((message) => message.role === "tool" && message.toolName === "big");
+    assert.equal(tool?.role === "tool" ? tool.content : undefined, results[0].metadata.model_result);
+  });
+
+  it("a model error: its kind, whether it was fatal, and its status and provider only when it has them", async () => {
+    const failing = (error: AgentLoopError): Model => ({
+      provider: "p",
+      modelId: "m",
+      async *stream() {
+        yield { type: "error", error };
+      },
+    });
+    const store = new InMemoryStore();
+    const memory = sessionMemory(store, { startWriteDelayMs: 0 });
+    await new Agent({ name: "f", model: failing(new AgentLoopError("rate_limit", "slow down", { status: 429, provider: "acme" })), memory }).run("x", { sessionId: "rate" });
+    await new Agent({ name: "f", model: failing(new AgentLoopError("invalid_request", "bad")), memory }).run("x", { sessionId: "bare" });
+    const errorOf = async (sessionId: string) => (await store.events(sessionId, { types: ["error"] })).map((event) => [event.content, event.metadata.kind, event.metadata.fatal, event.metadata.status, event.metadata.provider, "model_call" in event.metadata]);
+    assert.deepEqual(await errorOf("rate"), [["slow down", "rate_limit", true, 429, "acme", false]]);
+    assert.deepEqual(await errorOf("bare"), [["bad", "invalid_request", true, undefined, undefined, false]]);
+    const [bare] = await store.events("bare", { types: ["error"] });
+    assert.ok(!("status" in bare.metadata) && !("provider" in bare.metadata));
+    assert.deepEqual((await store.events("rate", { types: ["run_ended"] }))[0].content, { state: "FAILED", reason: "model error (rate_limit): slow down" });
   });
 });
 
