@@ -143,6 +143,9 @@ function configOf(folder, mutate, options) {
     // hang): Stryker counts it as detected. Enough slack for a shared machine without paying long for each.
     timeoutMS: 8_000,
     timeoutFactor: 1.5,
+    // The first run (every candidate test file, coverage recorded) of a folder with slow tests (src/durable's
+    // DBOS runs on PostgreSQL) takes longer than Stryker's default 5 minutes on the shared machine.
+    dryRunTimeoutMinutes: 30,
     // Nothing type-checks the sandbox (esbuild strips the types): no "// @ts-nocheck" added to every file (a fixture read by a test would show it).
     disableTypeChecks: false,
     // Outside the repository proper (a sandbox holds a copy of biome.json and tsconfig.json: biome would see a second root).

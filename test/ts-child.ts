@@ -7,6 +7,7 @@
 import { mkdirSync, rmSync } from "node:fs";
 import { basename, join } from "node:path";
 import { fileURLToPath } from "node:url";
+import type { Plugin } from "esbuild";
 import { nodeBundleOptions } from "../scripts/esbuild-node.mjs";
 
 const root = fileURLToPath(new URL("../", import.meta.url));
@@ -15,6 +16,21 @@ const tsxLoader = import.meta.resolve("tsx");
 const cache = join(root, "node_modules/.cache/agentloop-test", `children-${process.pid}`);
 const bundles = new Map<string, Promise<string[]>>();
 let cleanupRegistered = false;
+
+/**
+ * `agentloop` and `agentloop/<sub>` (an example's imports) from this repository's sources, as
+ * tsconfig's `paths` say. Resolved here, not by esbuild's `paths`: with `packages: "external"` a
+ * path that lies below a node_modules folder is left external, and the mutation sandbox (where
+ * these children run too) is one (node_modules/.cache/agentloop-mutation/sandboxes).
+ */
+const ownSources: Plugin = {
+  name: "agentloop-sources",
+  setup(build) {
+    build.onResolve({ filter: /^agentloop(\/[a-z-]+)?$/ }, (args) => ({
+      path: join(root, args.path === "agentloop" ? "src/index.ts" : `src/${args.path.slice("agentloop/".length)}/index.ts`),
+    }));
+  },
+};
 
 /** The node arguments that run the TypeScript file `entry` (an absolute path): `[bundle.mjs]`, or `["--import", tsx, entry]`. */
 export function tsChild(entry: string): Promise<string[]> {
@@ -35,7 +51,7 @@ async function bundle(entry: string): Promise<string[]> {
   try {
     const { build } = await import("esbuild");
     mkdirSync(outdir, { recursive: true });
-    await build({ ...nodeBundleOptions, entryPoints: [entry], outdir, tsconfig: join(root, "tsconfig.json") });
+    await build({ ...nodeBundleOptions, plugins: [...(nodeBundleOptions.plugins ?? []), ownSources], entryPoints: [entry], outdir, tsconfig: join(root, "tsconfig.json") });
     return [join(outdir, `${basename(entry).replace(/\.[cm]?tsx?$/, "")}.mjs`)];
   } catch {
     return ["--import", tsxLoader, entry];

@@ -138,8 +138,10 @@ export function historyFromEvents(events: readonly MemoryEvent[], options: Histo
   blocks.forEach((block, index) => {
     if (block.kind === "user" && block.startsExchange) starts.push(index);
   });
-  if (starts.length === 0 || contextLimit <= 0) return [];
-  const keepFrom = starts[Math.max(0, starts.length - Math.floor(Math.min(contextLimit, starts.length)))];
+  // A fractional limit counts whole exchanges (1.9 keeps one, 0.5 none).
+  const keep = Math.floor(Math.min(contextLimit, starts.length));
+  if (keep === 0) return [];
+  const keepFrom = starts[starts.length - keep];
 
   const messages: Message[] = [];
   for (const block of blocks.slice(keepFrom)) {

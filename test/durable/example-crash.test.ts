@@ -41,12 +41,21 @@ async function example(env: Record<string, string>) {
   return { child, exited, stdout: () => stdout };
 }
 
-/** Resolves once the run's `ship` call is running: the model call that asked for it is recorded, and `ship` has no result yet. */
-async function waitingInShip(runId: string): Promise<void> {
+/**
+ * Resolves once the run's `ship` call is running: the model call that asked for it is recorded, and
+ * `ship` has no result yet. Rejects if the example ends first (it failed: no waiting forever).
+ */
+async function waitingInShip(runId: string, exited: Promise<string>): Promise<void> {
+  let ended: unknown;
+  exited.then(
+    (stdout) => (ended ??= new Error(`the example ended before it waited in ship: ${stdout}`)),
+    (error: unknown) => (ended ??= error),
+  );
   const client = new pg.Client({ connectionString: postgresUrl() });
   await client.connect();
   try {
     for (;;) {
+      if (ended) throw ended;
       const { rows } = await client
         .query<{ name: string }>(`SELECT function_name AS name FROM "${schema}".operation_outputs WHERE workflow_uuid = $1`, [runId])
         .catch(() => ({ rows: [] as Array<{ name: string }> })); // the schema is not there yet
@@ -62,7 +71,7 @@ async function waitingInShip(runId: string): Promise<void> {
 test("examples/durable/charge.ts killed with kill -9 while it waits in ship, run again with the same RUN_ID: it charges once and ships", { timeout: 120_000 }, async () => {
   const runId = `run_crash_${randomUUID().slice(0, 8)}`;
   const first = await example({ RUN_ID: runId, SHIP_DELAY_MS: "600000" });
-  await waitingInShip(runId);
+  await waitingInShip(runId, first.exited);
   first.child.kill("SIGKILL");
   const before = await first.exited;
   const charged = /^charged 1299 cents \(key (\S+)\)$/m.exec(before)?.[1];

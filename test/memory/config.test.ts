@@ -72,6 +72,75 @@ describe("memory configuration from the environment", () => {
     }
   });
 
+  it("reads each spelling of a boolean, a store type and a duration, trimmed and in any case", () => {
+    for (const value of ["true", "1", "yes", "on", " TRUE ", "On"]) assert.equal(memoryConfigFromEnv({ MEMORY_ENABLED: value }).enabled, true, value);
+    for (const value of ["false", "0", "no", "off", "FALSE", " Off "]) assert.equal(memoryConfigFromEnv({ MEMORY_ENABLED: value, MEMORY_TYPE: "postgres" }).enabled, false, value);
+    assert.equal(memoryConfigFromEnv({ MEMORY_ENABLED: "  " }).enabled, true, "blank is unset");
+    for (const [name, type] of [
+      ["memory", "memory"],
+      ["In-Memory", "memory"],
+      ["embedded", "embedded"],
+      [" postgresql ", "postgres"],
+    ] as const) {
+      assert.equal(memoryConfigFromEnv({ MEMORY_TYPE: name, DATABASE_URL: "postgres://db/x" }).type, type, name);
+    }
+    for (const [text, milliseconds] of [
+      ["500ms", 500],
+      ["1.5s", 1500],
+      ["2 m", 120_000],
+      ["12h", 43_200_000],
+      ["7D", 7 * 86_400_000],
+      [" 3MS ", 3],
+    ] as const) {
+      assert.equal(memoryConfigFromEnv({ MEMORY_RETENTION: text }).retentionMs, milliseconds, text);
+    }
+    assert.equal(memoryConfigFromEnv({ MEMORY_MAX_SESSIONS: " 7 " }).maxSessions, 7);
+    assert.equal(memoryConfigFromEnv({ MEMORY_MAX_SESSIONS: "1" }).maxSessions, 1, "1 is the least");
+    assert.equal(memoryConfigFromEnv({ MEMORY_POSTGRES_SCHEMA: `_${"a".repeat(62)}` }).postgresSchema?.length, 63);
+    assert.equal(memoryConfigFromEnv({ MEMORY_PATH: "  ", AGENT_NAME: "  " }).path, ".agentloop/agent/memory.db", "blank values are unset");
+    assert.equal(memoryConfigFromEnv({ MEMORY_POSTGRES_URL: " ", DATABASE_URL: "postgres://db/y" }).postgresUrl, "postgres://db/y");
+  });
+
+  it("rejects each malformed number, duration and schema, naming the variable and what it must be", () => {
+    const cases: Array<[Record<string, string>, RegExp]> = [
+      [{ MEMORY_ENABLED: "enabled" }, /^MEMORY_ENABLED must be true or false, got "enabled"$/],
+      [{ MEMORY_MAX_SESSIONS: "+5" }, /^MEMORY_MAX_SESSIONS must be a positive integer, got "\+5"$/],
+      [{ MEMORY_MAX_SESSIONS: "1.5" }, /^MEMORY_MAX_SESSIONS must be a positive integer/],
+      [{ MEMORY_MAX_SESSIONS: "5x" }, /^MEMORY_MAX_SESSIONS must be a positive integer/],
+      [{ MEMORY_MAX_SESSIONS: "x5" }, /^MEMORY_MAX_SESSIONS must be a positive integer/],
+      [{ MEMORY_MAX_SESSION_EVENTS: "99999999999999999999" }, /^MEMORY_MAX_SESSION_EVENTS must be a positive integer, got "99999999999999999999"$/],
+      [{ MEMORY_CONTEXT_LIMIT: "two" }, /^MEMORY_CONTEXT_LIMIT must be a non-negative integer, got "two"$/],
+      [{ MEMORY_RETENTION: "5 weeks" }, /^MEMORY_RETENTION must be a positive duration like "3600", "30m", "12h" or "7d", got "5 weeks"$/],
+      [{ MEMORY_RETENTION: "x7d" }, /^MEMORY_RETENTION must be a positive duration/],
+      [{ MEMORY_RETENTION: "7dx" }, /^MEMORY_RETENTION must be a positive duration/],
+      [{ MEMORY_RETENTION: "0ms" }, /^MEMORY_RETENTION must be a positive duration/],
+      [{ MEMORY_RETENTION: `1${"0".repeat(400)}` }, /^MEMORY_RETENTION must be a positive duration/],
+      [{ MEMORY_POSTGRES_SCHEMA: "1agents" }, /^MEMORY_POSTGRES_SCHEMA must be a plain SQL identifier \(letters, digits, _\), got "1agents"$/],
+      [{ MEMORY_POSTGRES_SCHEMA: `a${"b".repeat(63)}` }, /^MEMORY_POSTGRES_SCHEMA must be a plain SQL identifier/],
+      [{ MEMORY_POSTGRES_SCHEMA: "agents x" }, /^MEMORY_POSTGRES_SCHEMA must be a plain SQL identifier/],
+      [{ MEMORY_TYPE: "Pglite" }, /^MEMORY_TYPE must be one of local, memory, embedded, sqlite, postgres \(the PGlite store was replaced/],
+    ];
+    for (const [env, message] of cases) {
+      assert.throws(
+        () => memoryConfigFromEnv(env),
+        (error: unknown) => AgentLoopError.isInstance(error) && error.kind === "configuration" && message.test(error.message),
+        JSON.stringify(env),
+      );
+    }
+  });
+
+  it("the disabled store hands back the session asked for, or a new one, with its metadata and no events", async () => {
+    const store = await openMemoryStore({ enabled: false, type: "postgres" });
+    assert.equal(store.kind, "disabled");
+    const named = await store.createSession("s", { user: "ada" });
+    assert.deepEqual([named.session_id, named.metadata, named.event_count, named.last_seq], ["s", { user: "ada" }, 0, 0]);
+    assert.equal(named.created_at, named.updated_at);
+    assert.ok(Math.abs(Date.parse(named.created_at) - Date.now()) < 60_000);
+    const fresh = await store.createSession();
+    assert.match(fresh.session_id, /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+    assert.deepEqual(fresh.metadata, {});
+  });
+
   it("MEMORY_ENABLED=false records nothing and gives every run an empty history", async () => {
     // Disabled wins over an incomplete store configuration.
     const { config, store, memory } = await memoryFromEnv({ MEMORY_ENABLED: "false", MEMORY_TYPE: "postgres" });

@@ -212,6 +212,32 @@ export function memoryStoreConformance(name: string, factory: StoreFactory): voi
       });
     });
 
+    it("trims a large append to its newest events, and a deleted session starts again empty", async () => {
+      await withStore(factory, { maxEventsPerSession: 3 }, async (store) => {
+        await store.append("s", Array.from({ length: 12 }, (_, index) => ({ event_type: "x", content: index + 1 })));
+        assert.deepEqual(
+          (await store.events("s")).map((event) => [event.seq, event.content]),
+          [
+            [10, 10],
+            [11, 11],
+            [12, 12],
+          ],
+        );
+        assert.deepEqual(
+          (await store.latestEvents()).map((event) => event.content),
+          [10, 11, 12],
+        );
+        assert.equal(await store.deleteSession("s"), true);
+        const [again] = await store.append("s", [{ event_type: "x", content: "new" }]);
+        assert.equal(again.seq, 1);
+        assert.deepEqual(
+          (await store.events("s")).map((event) => event.content),
+          ["new"],
+        );
+        assert.equal((await store.getSession("s"))?.event_count, 1);
+      });
+    });
+
     it("evicts the least recently updated session beyond maxSessions", async () => {
       await withStore(factory, { maxSessions: 2 }, async (store) => {
         await store.append("old", [{ event_type: "x" }]);
@@ -361,6 +387,12 @@ export function memoryStoreConformance(name: string, factory: StoreFactory): voi
         // The caller's object is copied, not kept: changing it later changes nothing stored.
         metadata.user = "changed";
         assert.equal((await store.getSession("meta"))?.metadata.user, "ada\uFFFDlovelace");
+        // Nor is an object given back: changing it changes nothing stored.
+        const read = await store.getSession("meta");
+        (read?.metadata as Record<string, unknown>).user = "changed too";
+        ((read?.metadata.nested as { list: unknown[] }).list as unknown[]).push("more");
+        ((await store.listSessions())[0]?.metadata as Record<string, unknown>).user = "changed again";
+        assert.deepEqual((await store.getSession("meta"))?.metadata, expected);
         // No metadata is an empty object.
         assert.deepEqual((await store.createSession("plain")).metadata, {});
       });
@@ -449,12 +481,106 @@ export function memoryStoreConformance(name: string, factory: StoreFactory): voi
       });
     });
 
+    it("refuses each malformed event or argument with a message naming the problem, storing nothing", async () => {
+      await withStore(factory, undefined, async (store) => {
+        await rejectsWith(store.append("s", [null as never]), "invalid_request", /an event must be an object/);
+        await rejectsWith(store.append("s", ["user_message" as never]), "invalid_request", /an event must be an object/);
+        await rejectsWith(store.append("s", [{ event_type: 7 as never }]), "invalid_request", /event_type must be a non-empty string/);
+        await rejectsWith(store.append("s", [{ event_type: "x", event_id: "" }]), "invalid_request", /event_id must be a non-empty string when given/);
+        await rejectsWith(store.append("s", [{ event_type: "x", event_id: 5 as never }]), "invalid_request", /event_id must be a non-empty string/);
+        await assert.rejects(store.append("s", { event_type: "x" } as never), (error: unknown) => error instanceof TypeError && /append expects an array of events/.test(error.message));
+        await rejectsWith(store.append("a\u0000b", [{ event_type: "x" }]), "invalid_request", /session id cannot contain NUL/);
+        await rejectsWith(store.createSession(""), "invalid_request", /session id must be a non-empty string/);
+        await rejectsWith(store.deleteSession(""), "invalid_request", /session id/);
+        await rejectsWith(store.events(undefined as never), "invalid_request", /session id/);
+        assert.equal((await store.createSession("x".repeat(256))).session_id.length, 256, "256 characters is the limit, allowed");
+        await rejectsWith(store.listSessions({ limit: 1.5 }), "invalid_request", /limit must be a non-negative integer/);
+        await rejectsWith(store.latestEvents({ limit: -1 }), "invalid_request", /limit must be a non-negative integer/);
+        await rejectsWith(store.events("s", { afterSeq: -1 }), "invalid_request", /afterSeq must be a non-negative integer/);
+        await rejectsWith(store.events("s", { limit: 2.5 }), "invalid_request", /limit/);
+        assert.equal(await store.getSession("s"), undefined, "no refused append created the session");
+        assert.deepEqual(await store.events("s", { afterSeq: 0, limit: 0 }), []);
+      });
+    });
+
+    it("latestEvents gives the 100 most recent by default; an afterSeq of 0 reads from the start", async () => {
+      await withStore(factory, undefined, async (store) => {
+        await store.append("s", Array.from({ length: 102 }, (_, index) => ({ event_type: "x", content: index + 1 })));
+        const latest = await store.latestEvents();
+        assert.equal(latest.length, 100);
+        assert.deepEqual([latest[0].content, latest[99].content], [3, 102]);
+        assert.deepEqual(await store.latestEvents({ limit: 0 }), []);
+        assert.deepEqual((await store.events("s", { afterSeq: 0, limit: 2 })).map((event) => event.seq), [1, 2]);
+        assert.deepEqual((await store.events("s", { afterSeq: 101 })).map((event) => event.seq), [102]);
+        assert.deepEqual(await store.events("s", { afterSeq: 102 }), []);
+      });
+    });
+
+    it("reads event timestamps given as a Date or any ISO form as UTC ISO text, and stamps the others with the time of the append", async () => {
+      await withStore(factory, undefined, async (store) => {
+        const before = Date.now();
+        const [offset, date, stamped] = await store.append("s", [
+          { event_type: "x", timestamp: "2030-01-02T03:04:05+02:00" },
+          { event_type: "x", timestamp: new Date(Date.UTC(2031, 5, 6, 7, 8, 9, 10)) },
+          { event_type: "x" },
+        ]);
+        assert.equal(offset.timestamp, "2030-01-02T01:04:05.000Z");
+        assert.equal(date.timestamp, "2031-06-06T07:08:09.010Z");
+        const at = Date.parse(stamped.timestamp);
+        assert.ok(at >= before - 1000 && at <= Date.now() + 1000, `${stamped.timestamp} is the time of the append`);
+        await rejectsWith(store.append("s", [{ event_type: "x", timestamp: new Date(Number.NaN) }]), "invalid_request", /invalid event timestamp/);
+        assert.deepEqual((await store.events("s")).map((event) => event.timestamp), [offset.timestamp, date.timestamp, stamped.timestamp]);
+      });
+    });
+
+    it("makes event ids and deeply nested text storable too (NUL and lone surrogates as U+FFFD, pairs kept), and writes -0 as 0", async () => {
+      const deep = (inner: unknown) => Array.from({ length: 40 }).reduce<unknown>((value) => ({ value }), inner);
+      await withStore(factory, undefined, async (store) => {
+        await store.append("s", [
+          { event_type: "x", event_id: "id\u0000\ud800", content: deep(["a\u0000b", "c\ud800d", "\udc00e", "f\ud83d\ude00g", "h\ud800\ud800\udc00"]) },
+          { event_type: "x", content: JSON.parse('{"__proto__": "p\\u0000", "k\\ud800": "v"}'), metadata: { zero: -0, list: [-0] } },
+          { event_type: "x", content: -0 },
+        ]);
+        const [nested, own, zero] = await store.events("s");
+        assert.equal(nested.event_id, "id\uFFFD\uFFFD");
+        assert.deepEqual(nested.content, deep(["a\uFFFDb", "c\uFFFDd", "\uFFFDe", "f\ud83d\ude00g", "h\uFFFD\ud800\udc00"]));
+        assert.deepEqual(own.content, JSON.parse('{"__proto__": "p\\ufffd", "k\\ufffd": "v"}'));
+        assert.equal(Object.getPrototypeOf(own.content), Object.prototype);
+        assert.ok(Object.is(zero.content, 0), "-0 is stored as 0, as JSON writes it");
+        assert.ok(Object.is(own.metadata.zero, 0) && Object.is((own.metadata.list as number[])[0], 0));
+      });
+    });
+
+    it("treats an infinite limit as no limit, and refuses a retention that is not a positive finite number", async () => {
+      await withStore(factory, { maxEventsPerSession: Number.POSITIVE_INFINITY, maxSessions: Number.POSITIVE_INFINITY }, async (store) => {
+        await store.append("s", Array.from({ length: 520 }, (_, index) => ({ event_type: "x", content: index })));
+        assert.equal((await store.getSession("s"))?.event_count, 520, "more than the default 500 are kept");
+      });
+      await withStore(factory, { maxEventsPerSession: 1, maxSessions: 1 }, async (store) => {
+        await store.append("a", [{ event_type: "x", content: 1 }, { event_type: "x", content: 2 }]);
+        assert.deepEqual((await store.events("a")).map((event) => event.content), [2]);
+        await store.append("b", [{ event_type: "x" }]);
+        assert.deepEqual((await store.listSessions()).map((session) => session.session_id), ["b"]);
+      });
+      await rejectsWith(factory({ retentionMs: 0 }), "configuration", /retentionMs must be a positive number of milliseconds, got 0/);
+      await rejectsWith(factory({ retentionMs: Number.NaN }), "configuration", /retentionMs.*got NaN/);
+      await rejectsWith(factory({ retentionMs: Number.POSITIVE_INFINITY }), "configuration", /retentionMs.*got Infinity/);
+      await rejectsWith(factory({ maxSessions: -3 }), "configuration", /memory: maxSessions must be a positive integer, got -3/);
+      await rejectsWith(factory({ maxEventsPerSession: Number.NaN }), "configuration", /maxEventsPerSession must be a positive integer, got NaN/);
+    });
+
     it("rejects calls after close; close is idempotent", async () => {
       const store = await factory();
       await store.close();
       await store.close();
       await rejectsWith(store.append("s", [{ event_type: "x" }]), "invalid_request", /closed/);
       await rejectsWith(store.events("s"), "invalid_request", /closed/);
+      const closed = new RegExp(`the ${store.kind} store is closed`);
+      await rejectsWith(store.createSession("s"), "invalid_request", closed);
+      await rejectsWith(store.getSession("s"), "invalid_request", closed);
+      await rejectsWith(store.latestEvents(), "invalid_request", closed);
+      await rejectsWith(store.listSessions(), "invalid_request", closed);
+      await rejectsWith(store.deleteSession("s"), "invalid_request", closed);
     });
   });
 }

@@ -154,6 +154,78 @@ describe("historyFromEvents", () => {
     ]);
   });
 
+  it("rebuilds a log written without agentloop's metadata (another KAOS writer): ids, names and arguments from the content", () => {
+    const bare = (event_type: string, content: unknown, metadata: Record<string, unknown> = {}) => event(event_type, content, metadata);
+    const first = bare("tool_call", { tool: "lookup", arguments: { q: "x" } });
+    const second = bare("tool_call", { tool: "raw", arguments: '{"a":1}' }, { tool_call_id: "" });
+    const third = bare("tool_call", { agent: "helper" });
+    const fourth = bare("delegation_request", { agent: "writer", task: "draft" }, { tool_call_id: "d1" });
+    const fifth = bare("tool_call", "not an object", { tool_call_id: "c5", tool_name: "" });
+    const sixth = bare("tool_call", { tool: 42, arguments: null }, { tool_call_id: "c6" });
+    const events = [
+      bare("user_message", { text: "structured" }),
+      first,
+      bare("tool_result", { result: { rows: [1] } }, { tool_call_id: first.event_id }),
+      second,
+      bare("tool_result", "plain text", { tool_call_id: second.event_id, is_error: "true" }),
+      third,
+      bare("tool_result", null, { tool_call_id: third.event_id, is_error: 1 }),
+      fourth,
+      bare("delegation_response", { other: "shape" }, { tool_call_id: "d1", model_result: 7 }),
+      fifth,
+      bare("tool_result", { response: null }, { tool_call_id: "c5" }),
+      sixth,
+      bare("agent_response", null),
+      bare("agent_response", ""),
+      bare("agent_response", ["a", 1]),
+    ];
+    assert.deepEqual(historyFromEvents(events), [
+      { role: "user", content: '{"text":"structured"}' },
+      assistantCalls([first.event_id, "lookup", '{"q":"x"}']),
+      toolResult(first.event_id, "lookup", '{"rows":[1]}'),
+      assistantCalls([second.event_id, "raw", '{"a":1}']),
+      toolResult(second.event_id, "raw", "plain text"),
+      assistantCalls([third.event_id, "delegate_to_helper", "{}"]),
+      toolResult(third.event_id, "delegate_to_helper", ""),
+      assistantCalls(["d1", "delegate_to_writer", '{"task":"draft"}']),
+      toolResult("d1", "delegate_to_writer", '{"other":"shape"}'),
+      assistantCalls(["c5", "unknown_tool", "{}"]),
+      toolResult("c5", "unknown_tool", ""),
+      assistantCalls(["c6", "unknown_tool", "{}"]),
+      toolResult("c6", "unknown_tool", INTERRUPTED_TOOL_RESULT, true),
+      { role: "assistant", content: [{ type: "text", text: '["a",1]' }] },
+    ]);
+  });
+
+  it("groups calls only of the same run and turn with nothing between; a repeated call counts once", () => {
+    const events = [
+      user("go"),
+      call("c1", "t", "{}", 1, "r1"),
+      call("c2", "t", "{}", 1, "r2"),
+      call("c3", "t", "{}", 1, "r2"),
+      call("c3", "other", '{"again":true}', 1, "r2"),
+      event("steering", "wait", { run_id: "r2" }),
+      call("c4", "t", "{}", 1, "r2"),
+      event("tool_call", { tool: "t", arguments: {} }, { run_id: "r2", tool_call_id: "c5", tool_name: "t" }),
+      event("tool_call", { tool: "t", arguments: {} }, { run_id: "r2", tool_call_id: "c6", tool_name: "t" }),
+    ];
+    const history = historyFromEvents(events);
+    const assistants = history.filter((message) => message.role === "assistant").map((message) => (message.content as Array<{ id: string }>).map((part) => part.id));
+    assert.deepEqual(assistants, [["c1"], ["c2", "c3"], ["c4"], ["c5"], ["c6"]]);
+    assert.equal(history.filter((message) => message.role === "tool").length, 6, "c3 has one interrupted result, not two");
+    assert.deepEqual(history[4], toolResult("c2", "t", INTERRUPTED_TOOL_RESULT, true));
+  });
+
+  it("counts exchanges from user messages only (steering continues one), and takes a fractional or too large limit as whole", () => {
+    const events = [event("steering", "before anything", {}), user("q1"), answer("a1"), user("q2"), event("steering", "more", {}), answer("a2"), user("q3")];
+    const texts = (history: Message[]) => history.map((message) => (typeof message.content === "string" ? message.content : (message.content[0] as { text: string }).text));
+    assert.deepEqual(texts(historyFromEvents(events, { contextLimit: 2 })), ["q2", "more", "a2", "q3"]);
+    assert.deepEqual(texts(historyFromEvents(events, { contextLimit: 1.9 })), ["q3"]);
+    assert.deepEqual(texts(historyFromEvents(events, { contextLimit: 0.5 })), []);
+    assert.deepEqual(texts(historyFromEvents(events, { contextLimit: 50 })), ["q1", "a1", "q2", "more", "a2", "q3"]);
+    assert.throws(() => historyFromEvents(events, { contextLimit: Number.NaN }), /contextLimit must be a non-negative number, got NaN/);
+  });
+
   it("returns nothing for an empty log or one without user messages", () => {
     assert.deepEqual(historyFromEvents([]), []);
     assert.deepEqual(historyFromEvents([answer("orphan answer")]), []);

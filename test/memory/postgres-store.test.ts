@@ -1,7 +1,8 @@
 import assert from "node:assert/strict";
 import { after, describe, it } from "node:test";
 import { AgentLoopError } from "../../src/errors.js";
-import { openPostgresStore } from "../../src/memory/postgres.js";
+import pg from "pg";
+import { defaultWriteLanes, openPostgresStore } from "../../src/memory/postgres.js";
 import { memoryStoreConformance } from "./conformance.js";
 import { dropSchemas, postgresUrl, uniqueSchema } from "./postgres-server.js";
 
@@ -154,6 +155,57 @@ describe("postgres store: errors", () => {
       assert.doesNotMatch(error.message, /secret/);
       return true;
     });
+  });
+
+  it("refuses a bad pool size, and names a malformed URL by its host and database only", async () => {
+    for (const poolSize of [0, 1.5, -1]) {
+      await assert.rejects(openPostgresStore({ url: postgresUrl(), poolSize }), (error: unknown) => AgentLoopError.isInstance(error) && error.kind === "configuration" && /poolSize must be a positive integer/.test(error.message));
+    }
+    await assert.rejects(openPostgresStore({ url: "" }), (error: unknown) => AgentLoopError.isInstance(error) && error.kind === "configuration" && /needs a connection URL/.test(error.message));
+    await assert.rejects(openPostgresStore({ url: "mysql://user:secret@db.example:3306/app" }), (error: unknown) => {
+      assert.ok(AgentLoopError.isInstance(error));
+      assert.equal(error.kind, "configuration");
+      assert.match(error.message, /must start with postgres:\/\/ or postgresql:\/\/, got db\.example:3306\/app$/);
+      return true;
+    });
+    await assert.rejects(openPostgresStore({ url: "not a url" }), /got \(unparsable URL\)$/);
+    await assert.rejects(openPostgresStore({ url: "mysql://db.example/app" }), /got db\.example\/app$/);
+    const store = await openPostgresStore({ url: postgresUrl().replace(/^postgres:/, "postgresql:"), schema: uniqueSchema("scheme"), poolSize: 1 });
+    assert.equal((await store.append("s", [{ event_type: "x" }]))[0].seq, 1, "postgresql:// works, on one connection");
+    await store.close();
+  });
+
+  it("reports an unknown role as an authentication error, without the password", async () => {
+    const url = new URL(postgresUrl());
+    url.username = "agentloop_no_such_role";
+    url.password = "secret";
+    await assert.rejects(openPostgresStore({ url: url.toString() }), (error: unknown) => {
+      assert.ok(AgentLoopError.isInstance(error));
+      assert.equal(error.kind, "authentication");
+      assert.match(error.message, /refused the credentials/);
+      assert.doesNotMatch(error.message, /secret/);
+      return true;
+    });
+  });
+
+  it("a store on a pool it was given leaves the pool open when it closes", async () => {
+    const pool = new pg.Pool({ connectionString: postgresUrl(), max: 2 });
+    try {
+      const store = await openPostgresStore({ pool, schema: uniqueSchema("pool") });
+      assert.equal((await store.append("s", [{ event_type: "x" }]))[0].seq, 1);
+      await store.close();
+      assert.deepEqual((await pool.query("SELECT 1 AS one")).rows, [{ one: 1 }]);
+    } finally {
+      await pool.end();
+    }
+  });
+
+  it("writes through one lane to a server on this machine, four to one elsewhere", () => {
+    for (const local of ["postgres://u@localhost/db", "postgres://127.0.0.1:5432/db", "postgres://[::1]/db", "postgres:///db?host=/var/run/postgresql", "postgres://db.example/db?host=/tmp", "localhost", "/tmp", "::1", "127.0.0.2"]) {
+      assert.equal(defaultWriteLanes(local), 1, local);
+    }
+    for (const remote of ["postgres://db.example/db", "postgres://10.0.0.5/db", "db.example", "postgres://localhost.example/db"]) assert.equal(defaultWriteLanes(remote), 4, remote);
+    assert.equal(defaultWriteLanes(undefined), 4);
   });
 
   it("reports a missing database as a configuration error", async () => {

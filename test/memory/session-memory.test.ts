@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { Agent, defineTool, type LoopEvent, ScriptedModel } from "../../src/index.js";
+import { AgentLoopError } from "../../src/errors.js";
+import { Agent, defineTool, type LoopEvent, type Model, ScriptedModel } from "../../src/index.js";
 import {
   type EventQuery,
   InMemoryStore,
@@ -325,6 +326,121 @@ describe("sessionMemory with the agent loop", () => {
       (await inner.events("s")).map((event) => event.event_type),
       ["run_started", "agent_response", "run_ended"],
     );
+  });
+});
+
+describe("what sessionMemory writes, in full", () => {
+  it("every event of a run that stops for an approval and its resume: type, content and metadata (trace ids, turns, steps, the model call, the checkpoint, the decisions)", async () => {
+    const store = new InMemoryStore();
+    const memory = sessionMemory(store, { traceIds: () => ({ traceId: "t".repeat(32), spanId: "s".repeat(16) }), startWriteDelayMs: 0 });
+    const pay = defineTool({ name: "pay", description: "pays", parameters: { type: "object" }, needsApproval: true, execute: () => "paid" });
+    const model = new ScriptedModel([
+      JSON.stringify({ content: "Checking.", tool_calls: [{ id: "c1", name: "echo", arguments: { text: "hi" } }] }),
+      JSON.stringify({ tool_calls: [{ id: "c2", name: "pay", arguments: {} }] }),
+      "Done.",
+    ]);
+    const agent = new Agent({ name: "helper", model, tools: [echo, pay], memory });
+    const first = await agent.run("go", { sessionId: "s", onApproval: "interrupt" });
+    assert.equal(first.state, "INTERRUPTED");
+    const checkpoint = first.checkpoint!;
+    const second = await agent.resume(checkpoint, { decisions: { c2: { approve: false, reason: "no" } }, sessionId: "s" });
+    assert.equal(second.text, "Done.");
+    const events = await store.events("s");
+    // The times of a model call vary: checked apart, then left out.
+    const calls: Array<Record<string, unknown>> = [];
+    const shown = events.map((event) => {
+      const { model_call: call, duration_ms: duration, ...metadata } = event.metadata as Record<string, unknown>;
+      if (duration !== undefined) assert.ok(Number.isInteger(duration) && (duration as number) >= 0);
+      if (call) {
+        const { started_at: startedAt, duration_ms: callDuration, ...rest } = call as Record<string, unknown>;
+        assert.ok(Date.parse(startedAt as string) <= Date.parse(event.timestamp), "the call started before its event");
+        assert.ok(Number.isFinite(callDuration) && (callDuration as number) >= 0);
+        calls.push(rest);
+      }
+      const content = event.event_type === "approval_requested" && (event.content as { checkpoint?: unknown }).checkpoint ? { ...(event.content as object), checkpoint: "…" } : event.content;
+      return [event.event_type, content, metadata];
+    });
+    const base = (runId: string) => ({ run_id: runId, agent: "helper", trace_id: "t".repeat(32), span_id: "s".repeat(16) });
+    const one = base(first.runId);
+    const two = base(second.runId);
+    assert.deepEqual(shown, [
+      ["run_started", { agent: "helper", model: "scripted:scripted" }, { ...one, depth: 0 }],
+      ["user_message", "go", one],
+      ["tool_call", { tool: "echo", arguments: { text: "hi" } }, { ...one, tool_call_id: "c1", tool_name: "echo", raw_arguments: '{"text":"hi"}', turn: 1, step: 1, assistant_text: "Checking." }],
+      ["tool_result", { tool: "echo", result: "echo: hi" }, { ...one, tool_call_id: "c1", tool_name: "echo", is_error: false }],
+      ["approval_requested", { tool_call_id: "c2", tool: "pay", arguments: {}, arguments_hash: checkpoint.pending[0].argumentsHash }, { ...one, tool_call_id: "c2", tool_name: "pay" }],
+      ["approval_requested", { checkpoint_id: checkpoint.id, pending: JSON.parse(JSON.stringify(checkpoint.pending)), checkpoint: "…" }, { ...one, checkpoint_id: checkpoint.id }],
+      ["run_ended", { state: "INTERRUPTED", reason: first.reason }, { ...one, turns: 2, tool_calls: 2, usage: JSON.parse(JSON.stringify(first.usage)) }],
+      ["run_started", { agent: "helper", model: "scripted:scripted" }, { ...two, depth: 0 }],
+      ["approval_decided", { checkpoint_id: checkpoint.id, decisions: { c2: { approve: false, reason: "no" } } }, { ...two, checkpoint_id: checkpoint.id }],
+      // A call rejected before it was prepared: its tool-start carries the raw arguments' text.
+      ["tool_call", { tool: "pay", arguments: "{}" }, { ...two, tool_call_id: "c2", tool_name: "pay", raw_arguments: "{}", turn: 0, step: 2 }],
+      ["tool_result", { tool: "pay", result: "Rejected: no" }, { ...two, tool_call_id: "c2", tool_name: "pay", is_error: true, error_kind: "rejected" }],
+      ["agent_response", "Done.", { ...two, turn: 3 }],
+      ["run_ended", { state: "COMPLETED", reason: second.reason }, { ...two, turns: 3, tool_calls: 2, usage: JSON.parse(JSON.stringify(second.usage)) }],
+    ]);
+    // The model calls: on the first turn's tool call, on the checkpoint (the call that asked for the waiting one), on the answer.
+    assert.deepEqual(
+      calls.map((call) => [call.turn, call.finish_reason, Object.keys(call.usage as object)]),
+      [
+        [1, "tool-calls", ["input_tokens", "output_tokens", "total_tokens"]],
+        [2, "tool-calls", ["input_tokens", "output_tokens", "total_tokens"]],
+        [3, "stop", ["input_tokens", "output_tokens", "total_tokens"]],
+      ],
+    );
+    const usage = calls[2].usage as { input_tokens: number; output_tokens: number; total_tokens: number };
+    assert.equal(usage.total_tokens, usage.input_tokens + usage.output_tokens);
+    assert.ok(usage.output_tokens > 0);
+  });
+});
+
+describe("what sessionMemory writes for delegations, truncated results, loop warnings and model errors", () => {
+  it("a delegation's kind, a truncated result's text as the model saw it, a loop warning's pattern and count", async () => {
+    const store = new InMemoryStore();
+    const memory = sessionMemory(store, { startWriteDelayMs: 0 });
+    const worker = new Agent({ name: "worker", description: "does work", model: new ScriptedModel(["work done"]), memory });
+    const big = defineTool({ name: "big", description: "big output", parameters: { type: "object" }, truncation: { maxChars: 10 }, execute: () => "x".repeat(100) });
+    const same = toolCall("big", {}, "b");
+    const model = new ScriptedModel([toolCall("delegate_to_worker", { task: "t" }, "d1"), same, same, same, same, "ok"]);
+    await new Agent({ name: "boss", model, tools: [big], subAgents: [worker], memory, loopDetection: { window: 4 } }).run("go", { sessionId: "s" });
+    const events = await store.events("s");
+    const [request] = events.filter((event) => event.event_type === "delegation_request");
+    assert.equal(request.metadata.kind, "agent");
+    assert.deepEqual(request.content, { agent: "worker", task: "t" });
+    const results = events.filter((event) => event.event_type === "tool_result");
+    assert.equal(results.length, 4);
+    for (const result of results) {
+      assert.deepEqual(result.content, { tool: "big", result: "x".repeat(100) }, "the full output is kept");
+      assert.equal(result.metadata.truncated, true);
+      assert.match(String(result.metadata.model_result), /^xxxxx[\s\S]*90 characters removed/);
+    }
+    const [warning] = events.filter((event) => event.event_type === "loop_warning");
+    assert.match(String(warning.content), /Loop detected: the last 4 tool calls repeat the pattern big/);
+    assert.deepEqual([warning.metadata.pattern, warning.metadata.warnings], [["big"], 1]);
+    // What the model saw is what the next run's history gives it.
+    const history = await memory.loadHistory("s");
+    const tool = history.find((message) => message.role === "tool" && message.toolName === "big");
+    assert.equal(tool?.role === "tool" ? tool.content : undefined, results[0].metadata.model_result);
+  });
+
+  it("a model error: its kind, whether it was fatal, and its status and provider only when it has them", async () => {
+    const failing = (error: AgentLoopError): Model => ({
+      provider: "p",
+      modelId: "m",
+      async *stream() {
+        yield { type: "error", error };
+      },
+    });
+    const store = new InMemoryStore();
+    const memory = sessionMemory(store, { startWriteDelayMs: 0 });
+    await new Agent({ name: "f", model: failing(new AgentLoopError("rate_limit", "slow down", { status: 429, provider: "acme" })), memory }).run("x", { sessionId: "rate" });
+    await new Agent({ name: "f", model: failing(new AgentLoopError("invalid_request", "bad")), memory }).run("x", { sessionId: "bare" });
+    const errorOf = async (sessionId: string) => (await store.events(sessionId, { types: ["error"] })).map((event) => [event.content, event.metadata.kind, event.metadata.fatal, event.metadata.status, event.metadata.provider, "model_call" in event.metadata]);
+    assert.deepEqual(await errorOf("rate"), [["slow down", "rate_limit", true, 429, "acme", false]]);
+    assert.deepEqual(await errorOf("bare"), [["bad", "invalid_request", true, undefined, undefined, false]]);
+    const [bare] = await store.events("bare", { types: ["error"] });
+    assert.ok(!("status" in bare.metadata) && !("provider" in bare.metadata));
+    assert.deepEqual((await store.events("rate", { types: ["run_ended"] }))[0].content, { state: "FAILED", reason: "model error (rate_limit): slow down" });
   });
 });
 
