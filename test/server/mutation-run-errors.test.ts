@@ -10,7 +10,6 @@ import { postJson, startTestServer, type TestServer } from "./helpers.js";
 const failing = {
   provider: "test",
   modelId: "failing",
-  // biome-ignore lint/correctness/useYield: it fails before it answers anything
   async *stream(request: { messages: Array<{ role: string; content: unknown }> }) {
     const text = JSON.stringify(request.messages.at(-1)?.content);
     const kind = /kind:(\w+)/.exec(text)?.[1] as ErrorKind;
