@@ -170,3 +170,42 @@ describe("POST /v1/approvals: the answer's shape", () => {
     assert.deepEqual(await (await fetch(`${test.url}/v1/approvals`)).json(), { pending: [], total: 0 });
   });
 });
+
+describe("GET /v1/approvals reads the log as it is", () => {
+  const pending = (id: string, extra: object = {}) => ({ toolCallId: id, toolName: "write_file", arguments: { path: `${id}.txt` }, argumentsHash: `hash-${id}`, ...extra });
+  let store: InMemoryStore;
+  let test: TestServer;
+  before(async () => {
+    store = new InMemoryStore();
+    const at = (second: number) => new Date(Date.UTC(2026, 0, 1, 0, 0, second));
+    // Two sessions whose checkpoints have the same id: deciding one leaves the other waiting.
+    await store.append("older", [{ event_type: "approval_requested", content: { checkpoint_id: "cp-1", pending: [pending("o1")] }, metadata: { run_id: "run-older" }, timestamp: at(1) }]);
+    await store.append("decided", [
+      { event_type: "approval_requested", content: { checkpoint_id: "cp-1", pending: [pending("d1")] }, timestamp: at(2) },
+      { event_type: "approval_decided", content: { checkpoint_id: "cp-1" }, timestamp: at(3) },
+    ]);
+    // Not a checkpoint the server could resume: no id, no list of calls, or a decision without an id.
+    await store.append("malformed", [
+      { event_type: "approval_requested", content: { pending: [pending("m1")] }, timestamp: at(4) },
+      { event_type: "approval_requested", content: { checkpoint_id: "cp-2", pending: "m2" }, timestamp: at(5) },
+      { event_type: "approval_requested", content: null, timestamp: at(6) },
+      { event_type: "approval_requested", content: { checkpoint_id: "cp-3", pending: [pending("m3")] }, timestamp: at(7) },
+      { event_type: "approval_decided", content: { checkpoint_id: 3 }, timestamp: at(8) },
+      { event_type: "approval_decided", content: null, timestamp: at(8) },
+    ]);
+    await store.append("newer", [{ event_type: "approval_requested", content: { checkpoint_id: "cp-4", pending: [pending("n1", { agentPath: ["boss", "helper"] }), pending("n2")] }, timestamp: at(9) }]);
+    test = await startTestServer({ AGENT_NAME: "inbox", DEBUG_MOCK_RESPONSES: "[\"unused\"]" }, { memory: store });
+  });
+  after(() => test.close());
+
+  it("lists every waiting call newest first, with the run when the log names it and the agent's own path by default", async () => {
+    const listing = (await (await fetch(`${test.url}/v1/approvals`)).json()) as { pending: Array<Record<string, unknown>>; total: number };
+    assert.deepEqual(listing.pending, [
+      { session_id: "newer", checkpoint_id: "cp-4", requested_at: "2026-01-01T00:00:09.000Z", tool_call_id: "n1", tool: "write_file", arguments: { path: "n1.txt" }, arguments_hash: "hash-n1", agent_path: ["boss", "helper"] },
+      { session_id: "newer", checkpoint_id: "cp-4", requested_at: "2026-01-01T00:00:09.000Z", tool_call_id: "n2", tool: "write_file", arguments: { path: "n2.txt" }, arguments_hash: "hash-n2", agent_path: ["inbox"] },
+      { session_id: "malformed", checkpoint_id: "cp-3", requested_at: "2026-01-01T00:00:07.000Z", tool_call_id: "m3", tool: "write_file", arguments: { path: "m3.txt" }, arguments_hash: "hash-m3", agent_path: ["inbox"] },
+      { session_id: "older", checkpoint_id: "cp-1", run_id: "run-older", requested_at: "2026-01-01T00:00:01.000Z", tool_call_id: "o1", tool: "write_file", arguments: { path: "o1.txt" }, arguments_hash: "hash-o1", agent_path: ["inbox"] },
+    ]);
+    assert.equal(listing.total, 4);
+  });
+});
