@@ -38,7 +38,8 @@ const FOLDERS = {
   "src/contracts": ["test/loop/**/*.test.ts"],
   "src/durable": ["test/durable/**/*.test.ts"],
   "src/memory": ["test/memory/**/*.test.ts"],
-  "src/server": ["test/server/**/*.test.ts"],
+  // The UI protocols' and the studio's routes are tested beside their clients (the browser test excepted: slow, and a page's view of the same routes).
+  "src/server": ["test/server/**/*.test.ts", "test/ui/server.test.ts", "test/ui/client-tools.test.ts", "test/ui/endings.test.ts", "test/ui/wire-paths.test.ts", "test/studio/routes.test.ts"],
 };
 /** Files of those folders with nothing to mutate (re-exports only). */
 const NOT_MUTATED = ["src/coding/index.ts", "src/mcp/index.ts", "src/memory/index.ts", "src/server/index.ts"];

@@ -1,0 +1,86 @@
+// The checks in front of every route (src/server/routes/guards.ts), at their edges: what a bearer
+// header must look like to pass, and what a server that is draining answers while a run finishes.
+import assert from "node:assert/strict";
+import { after, before, describe, it } from "node:test";
+import { defineTool, ScriptedModel } from "../../src/index.js";
+import { postJson, script, startTestServer, type TestServer } from "./helpers.js";
+
+describe("bearer auth at its edges", () => {
+  let test: TestServer;
+  before(async () => {
+    test = await startTestServer({ AGENT_API_KEY: "s3cret-key", DEBUG_MOCK_RESPONSES: script("ok") });
+  });
+  after(() => test.close());
+
+  const models = (authorization: string) => fetch(`${test.url}/v1/models`, { headers: { authorization } });
+
+  it("takes the scheme in any case and any whitespace after it", async () => {
+    for (const header of ["Bearer s3cret-key", "bearer s3cret-key", "BEARER s3cret-key", "Bearer   s3cret-key", "Bearer\ts3cret-key"]) {
+      assert.equal((await models(header)).status, 200, header);
+    }
+  });
+
+  it("refuses a header that only contains the token, a scheme not at the start, or a token with more after it", async () => {
+    for (const header of ["s3cret-key", "Token Bearer s3cret-key", "xBearer s3cret-key", "Bearers3cret-key", "Bearer s3cret-key extra", "Bearer ", "Bearer"]) {
+      const response = await models(header);
+      assert.equal(response.status, 401, header);
+      assert.equal(response.headers.get("www-authenticate"), 'Bearer realm="agentloop"');
+      const body = (await response.json()) as { error: { type: string; code: string; message: string } };
+      assert.deepEqual([body.error.type, body.error.code], ["authentication_error", "invalid_api_key"]);
+      assert.match(body.error.message, /Authorization: Bearer <AGENT_API_KEY>/);
+    }
+  });
+});
+
+describe("a server that is draining", () => {
+  let release: () => void = () => undefined;
+  const held = new Promise<void>((resolve) => {
+    release = resolve;
+  });
+  let entered: () => void = () => undefined;
+  const running = new Promise<void>((resolve) => {
+    entered = resolve;
+  });
+  const hold = defineTool({
+    name: "hold",
+    description: "Waits until the test lets it go",
+    parameters: { type: "object" },
+    execute: async () => {
+      entered();
+      await held;
+      return "released";
+    },
+  });
+
+  it("answers every route but /health with 503 shutting_down and Connection: close, until the run in flight ends", async () => {
+    const model = new ScriptedModel([JSON.stringify({ tool_calls: [{ id: "h1", name: "hold", arguments: {} }] }), "finished after the drain"]);
+    const test = await startTestServer({ AGENT_NAME: "drainer" }, { build: { model, tools: [hold] } });
+    const answer = postJson(`${test.url}/v1/chat/completions`, { session_id: "drain-1", messages: [{ role: "user", content: "go" }] });
+    await running;
+    const closed = test.server.close({ graceMs: 10_000 });
+    try {
+      for (const [method, path] of [
+        ["GET", "/v1/models"],
+        ["GET", "/ready"],
+        ["GET", "/memory/sessions"],
+        ["POST", "/v1/chat/completions"],
+      ]) {
+        const init = method === "POST" ? { method, headers: { "content-type": "application/json" }, body: JSON.stringify({ messages: [{ role: "user", content: "hi" }] }) } : { method };
+        const response = await test.server.fetch(new Request(`http://agent${path}`, init));
+        assert.equal(response.status, 503, path);
+        assert.equal(response.headers.get("connection"), "close", path);
+        const body = (await response.json()) as { error: { code: string; message: string } };
+        assert.equal(body.error.code, "shutting_down", path);
+        assert.match(body.error.message, /shutting down/);
+      }
+      const health = await test.server.fetch(new Request("http://agent/health"));
+      assert.equal(health.status, 200);
+      assert.equal(((await health.json()) as { status: string }).status, "healthy");
+    } finally {
+      release();
+    }
+    const completion = (await (await answer).json()) as { choices: Array<{ message: { content: string } }> };
+    assert.equal(completion.choices[0].message.content, "finished after the drain");
+    await closed;
+  });
+});
