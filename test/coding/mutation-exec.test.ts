@@ -92,4 +92,20 @@ describe("exec, mutation cases", () => {
     assert.equal(result.stdout.indexOf("[exec:"), kept + 1);
     assert.equal(result.stderr, "done\n");
   });
+
+  it("output that reaches the limit exactly says the capture stopped, and what comes after is not kept", async () => {
+    // The command writes exactly MAX_CAPTURED_CHARS, then waits until the handler has seen all of
+    // them (it creates the file the command waits for) before writing more: a chunk ends at the limit.
+    const go = join(folder, "limit-go");
+    let streamed = 0;
+    const result = await exec(`head -c ${MAX_CAPTURED_CHARS} /dev/zero | tr '\\0' b; while [ ! -e ${JSON.stringify(go)} ]; do sleep 0.01; done; echo after`, {
+      timeoutMs: 60_000,
+      onOutput: (stream, text) => {
+        streamed += text.length;
+        if (streamed === MAX_CAPTURED_CHARS) writeFileSync(go, "");
+      },
+    });
+    assert.equal(result.exitCode, 0);
+    assert.equal(result.stdout, `${"b".repeat(MAX_CAPTURED_CHARS)}\n[exec: stdout capture stopped at ${MAX_CAPTURED_CHARS} characters]`);
+  });
 });
