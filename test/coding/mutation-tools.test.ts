@@ -92,6 +92,20 @@ describe("what the model is told", () => {
     assert.equal(readFileSync(join(root, "a.txt"), "utf8"), "two\n");
   });
 
+  it("each tool's own line limit: read_file's 2,000 lines whole, glob cut at 500 lines, grep at 200, both keeping the end", async () => {
+    const files: Record<string, string> = { "long.txt": `${Array.from({ length: 2000 }, (_, index) => `l${index}`).join("\n")}\n` };
+    for (let index = 0; index < 600; index++) files[`many/f${String(index).padStart(3, "0")}.txt`] = "hit\n";
+    const root = freshRoot(files);
+    const ends = await wave(root, ["read_file", { file_path: "long.txt" }, "r"], ["glob", { pattern: "many/*.txt" }, "g"], ["grep", { pattern: "hit", max_results: 300 }, "s"]);
+    assert.equal(ends.r.truncated, false);
+    assert.equal((ends.r.result.content as string).split("\n").length, 2000);
+    assert.equal(ends.g.truncated, true);
+    assert.match(ends.g.result.content as string, /^\[agentloop: 100 lines removed from the output of "glob" \(limit 500 lines, mode tail\)/);
+    assert.equal(ends.s.truncated, true);
+    assert.match(ends.s.result.content as string, /^\[agentloop: 101 lines removed from the output of "grep" \(limit 200 lines, mode tail\)[^\n]*\n/);
+    assert.ok((ends.s.result.content as string).endsWith("[more matches; stopped at max_results 300]"));
+  });
+
   it("read_file's answer is cut at 50,000 characters, head and tail", async () => {
     const root = freshRoot({ "wide.txt": `${"a".repeat(30_000)}\n${"b".repeat(30_000)}\n` });
     const ends = await wave(root, ["read_file", { file_path: "wide.txt" }, "r"]);
