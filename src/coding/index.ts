@@ -8,6 +8,7 @@ export {
   type ExecResult,
   exec,
   KILL_GRACE_MS,
+  MAX_CAPTURED_CHARS,
   looksLikeSecret,
   MAX_EXEC_TIMEOUT_MS,
   PIPE_DRAIN_MS,

@@ -161,7 +161,6 @@ const COMPARISONS: Array<(a: string, b: string) => boolean> = [
 
 /** Where `wanted` occurs in `lines` at or after `from` (at the end when `atEnd`), at the strictest comparison that finds it. */
 function findSequence(lines: readonly string[], wanted: readonly string[], from: number, atEnd: boolean): number {
-  if (wanted.length === 0) return -1;
   for (const same of COMPARISONS) {
     const matches = (start: number) => wanted.every((line, offset) => same(lines[start + offset], line));
     if (atEnd) {
@@ -197,11 +196,12 @@ export function applyHunks(text: string, hunks: readonly PatchHunk[], path: stri
       return;
     }
     let start = findSequence(lines, old, cursor, hunk.endOfFile);
-    // A blank last context line stands for the file's final newline.
+    // A blank last context line stands for the file's final newline (with only added lines before
+    // it, they go where added lines alone go).
     if (start === -1 && old.at(-1) === "" && fresh.at(-1) === "") {
       old = old.slice(0, -1);
       fresh = fresh.slice(0, -1);
-      start = findSequence(lines, old, cursor, true);
+      start = old.length === 0 ? (hunk.hint ? cursor + 1 : lines.length) : findSequence(lines, old, cursor, true);
     }
     if (start === -1) {
       const expected = old.slice(0, 3).join("\n");
