@@ -26,6 +26,9 @@ const OFF = "agentloop serve, memory off";
 const EMBEDDED = "agentloop serve, embedded memory (the default store)";
 const POSTGRES = "agentloop serve, PostgreSQL memory";
 const POSTGRES_URL = process.env.AGENTLOOP_TEST_PG_URL;
+/** `BENCH_INSTRUCTIONS_SERVERS=embedded,postgres` (of `off`, `embedded`, `postgres`): the floor and those only. */
+const ONLY = process.env.BENCH_INSTRUCTIONS_SERVERS?.split(",").map((name) => name.trim());
+const SHORT: Record<string, string> = { [OFF]: "off", [EMBEDDED]: "embedded", [POSTGRES]: "postgres" };
 const TARGETS: Record<string, number> = { [OFF]: 1.3, [EMBEDDED]: 1.5, [POSTGRES]: 1.5 };
 /** Chats before counting (not instrumented, so cheap): after 50, V8's optimizing compiler still took ~15 % of the counted instructions and the count moved ~5 % run to run. */
 const WARM_UP = Number(process.env.BENCH_INSTRUCTIONS_WARM_UP ?? 200);
@@ -176,7 +179,7 @@ export async function runInstructionsScenario(options: BenchOptions): Promise<Sc
   const valgrind = spawnSync("valgrind", ["--version"], { encoding: "utf8" });
   if (valgrind.status !== 0) throw new Error("scenario 10 needs valgrind (Debian: apt-get install valgrind)");
   const directory = mkdtempSync(join(tmpdir(), "agentloop-callgrind-"));
-  const servers = [FLOOR, OFF, EMBEDDED, ...(POSTGRES_URL ? [POSTGRES] : [])];
+  const servers = [FLOOR, OFF, EMBEDDED, ...(POSTGRES_URL ? [POSTGRES] : [])].filter((server) => server === FLOOR || !ONLY || ONLY.includes(SHORT[server]));
   const counts: Count[] = [];
   try {
     for (const server of servers) counts.push(await countServer(server, directory));

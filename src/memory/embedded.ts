@@ -229,6 +229,25 @@ const TRUNCATE_PAGES = 4096;
 /** How long the emptying waits for other processes' writers and readers before trying again later. */
 const TRUNCATE_WAIT_MS = 100;
 
+/**
+ * The first statement of a one-call group (see `oneCallGroup`): fails, naming `agentloop_guard`,
+ * unless every session of the group has the last seq this process expects (0: none, or a session
+ * not in the file) and no one holds the locks the group asks for. Literals only: SQLite parses
+ * no JSON for it, and a group with neither appends nor lock attempts (a release) needs none.
+ */
+function guardStep(expected: ReadonlyArray<readonly [string, number]>, locks: ReadonlyArray<{ sessionId: string }>): string {
+  const checks: string[] = [];
+  const fresh = expected.filter(([, last]) => last === 0).map(([sessionId]) => sqlText(sessionId));
+  const known = expected.filter(([, last]) => last !== 0);
+  if (fresh.length > 0) checks.push(`NOT EXISTS (SELECT 1 FROM agentloop_sessions WHERE session_id IN (${fresh.join(",")}) AND last_seq <> 0)`);
+  if (known.length > 0) {
+    const pairs = known.map(([sessionId, last]) => `(${sqlText(sessionId)},${last})`).join(",");
+    checks.push(`(SELECT count(*) FROM agentloop_sessions WHERE (session_id, last_seq) IN (VALUES ${pairs})) = ${known.length}`);
+  }
+  if (locks.length > 0) checks.push(`NOT EXISTS (SELECT 1 FROM agentloop_session_locks WHERE session_id IN (${locks.map((attempt) => sqlText(attempt.sessionId)).join(",")}))`);
+  return checks.length === 0 ? "" : `INSERT OR REPLACE INTO temp.agentloop_guard (id, ok) VALUES (1, ${checks.join(" AND ")});`;
+}
+
 /** A session's entry in a group's steps: its first seq in the group and its last seq after it (set by the group's read). */
 const newStepEntry = () => ({ nextSeq: 0, newLast: 0 });
 
@@ -526,11 +545,7 @@ export class EmbeddedMemoryStore implements MemoryStore {
     // Counted once: the group's steps below use the same entries.
     const sessions = sessionsOfGroup(group.appends, newStepEntry);
     const expected = [...sessions.keys()].map((sessionId) => [sessionId, this.lastSeqs.get(sessionId) ?? 0] as const);
-    const guard = `INSERT INTO temp.agentloop_guard (ok) SELECT
-        (SELECT count(*) FROM json_each(${sqlText(JSON.stringify(expected))}) AS j LEFT JOIN agentloop_sessions s ON s.session_id = j.value ->> 0
-          WHERE coalesce(s.last_seq, 0) <> j.value ->> 1) = 0
-        AND NOT EXISTS (SELECT 1 FROM agentloop_session_locks WHERE session_id IN (SELECT value FROM json_each(${sqlText(JSON.stringify(group.locks.map((attempt) => attempt.sessionId)))})));
-      DELETE FROM temp.agentloop_guard;`;
+    const guard = guardStep(expected, group.locks);
     // What the group's read inside the transaction would answer once the upsert ran.
     const after: unknown[][] = expected.map(([sessionId, last]) => [0, sessionId, last + sessions.get(sessionId)!.count, null]);
     let script = "";
@@ -633,20 +648,23 @@ export class EmbeddedMemoryStore implements MemoryStore {
     if (this.limits.retentionMs !== undefined && Date.now() - this.lastPrune >= PRUNE_INTERVAL_MS) yield* this.pruneSteps();
     const { appends, locks, releases } = group;
     if (releases.length > 0) {
-      const pairs = sqlText(JSON.stringify(releases.map((release) => [release.sessionId, release.token])));
-      yield { sql: `DELETE FROM agentloop_session_locks WHERE (session_id, token) IN (SELECT value ->> 0, value ->> 1 FROM json_each(${pairs}));` };
+      const pairs = releases.map((release) => `(${sqlText(release.sessionId)},${sqlText(release.token)})`).join(",");
+      yield { sql: `DELETE FROM agentloop_session_locks WHERE (session_id, token) IN (VALUES ${pairs});` };
     }
     // `sessions`: per session, its events in the group and the index of its last append (sessions
     // are updated in that order, so "least recently updated" follows the appends).
     if (sessions.size > 0) {
       const now = Date.now();
       const ordered = sessions.size === 1 ? [...sessions] : [...sessions].sort((a, b) => a[1].last - b[1].last);
-      // One upsert of every session; each one's activity is the next value in that order.
+      // One upsert of every session; each one's activity is the next value in that order. Values
+      // as literals (no JSON for SQLite to parse).
+      const time = sqlText(isoOf(now));
+      const values = ordered.map(([sessionId, entry], rank) => `(${sqlText(sessionId)},${rank + 1},${entry.count})`).join(",");
       yield {
         sql: `WITH base AS MATERIALIZED (SELECT coalesce(max(activity), 0) AS activity FROM agentloop_sessions)
           INSERT INTO agentloop_sessions (session_id, created_at, updated_at, updated_ms, activity, last_seq, metadata)
-          SELECT j.value ->> 0, ${sqlText(isoOf(now))}, ${sqlText(isoOf(now))}, ${now}, base.activity + j.key + 1, j.value ->> 1, '{}'
-          FROM json_each(${sqlText(JSON.stringify(ordered.map(([sessionId, entry]) => [sessionId, entry.count])))}) AS j, base WHERE true
+          SELECT v.column1, ${time}, ${time}, ${now}, base.activity + v.column2, v.column3, '{}'
+          FROM (VALUES ${values}) AS v, base WHERE true
           ON CONFLICT (session_id) DO UPDATE SET last_seq = last_seq + excluded.last_seq, updated_at = excluded.updated_at,
             updated_ms = excluded.updated_ms, activity = excluded.activity;`,
       };
@@ -715,10 +733,8 @@ export class EmbeddedMemoryStore implements MemoryStore {
       lockRows.push([attempt.sessionId, process.pid, thisHost, attempt.token]);
     }
     if (lockRows.length > 0) {
-      yield {
-        sql: `INSERT OR REPLACE INTO agentloop_session_locks (session_id, owner_pid, owner_host, token)
-          SELECT value ->> 0, value ->> 1, value ->> 2, value ->> 3 FROM json_each(${sqlText(JSON.stringify(lockRows))});`,
-      };
+      const values = lockRows.map(([sessionId, pid, host, token]) => `(${sqlText(sessionId)},${pid},${sqlText(host)},${sqlText(token)})`).join(",");
+      yield { sql: `INSERT OR REPLACE INTO agentloop_session_locks (session_id, owner_pid, owner_host, token) VALUES ${values};` };
     }
     return [stored, taken];
   }
@@ -1086,7 +1102,7 @@ export async function openEmbeddedStore(options: EmbeddedStoreOptions = {}): Pro
       offThread = new AsyncDriver(file, { timeout: busyTimeoutMs });
       await offThread.exec(
         `PRAGMA busy_timeout = ${busyTimeoutMs}; PRAGMA synchronous = ${synchronous === "full" ? "FULL" : "NORMAL"}; PRAGMA wal_autocheckpoint = ${background === false ? 1000 : 2 * truncatePages};
-         CREATE TEMP TABLE agentloop_guard (ok INTEGER CONSTRAINT agentloop_guard CHECK (ok))`,
+         CREATE TEMP TABLE agentloop_guard (id INTEGER PRIMARY KEY, ok INTEGER CONSTRAINT agentloop_guard CHECK (ok))`,
       );
     } catch (error) {
       try {
