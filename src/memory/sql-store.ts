@@ -63,6 +63,18 @@ interface PendingAppend {
   reject(error: unknown): void;
 }
 
+/** An event as the group statement reads it (`jsonb_to_recordset`). */
+interface EventRow {
+  ordinal: number;
+  session_id: string;
+  back: number;
+  event_id: string;
+  timestamp: string;
+  event_type: string;
+  content: unknown;
+  metadata: unknown;
+}
+
 /** One write pipeline: a queue of appends and whether a transaction is running for it. */
 interface WriteLane {
   pending: PendingAppend[];
@@ -365,16 +377,35 @@ export class SqlMemoryStore implements MemoryStore {
     // Per session: events in the group, and the index of its last append (its place in "least recently updated").
     const sessions = sessionsOfGroup(group, () => ({ lastSeq: 0, inserted: false }));
     // Each event's distance from its session's last event in the group: its seq is last_seq - back.
-    const rows: Array<Record<string, unknown>> = [];
+    // (Counted from the end; each row one object literal of one shape: no spread copies.)
+    let total = 0;
+    for (const member of group) total += member.events.length;
+    const backs: number[] = new Array(total);
     const after = new Map<string, number>();
-    for (let index = group.length - 1; index >= 0; index--) {
+    for (let index = group.length - 1, position = total - 1; index >= 0; index--) {
       const { sessionId, events } = group[index];
       let back = after.get(sessionId) ?? 0;
-      for (let position = events.length - 1; position >= 0; position--) rows.push({ ...events[position], back: back++ });
+      for (let inner = events.length - 1; inner >= 0; inner--) backs[position--] = back++;
       after.set(sessionId, back);
     }
-    rows.reverse();
-    const eventsJson = JSON.stringify(rows.map((row, ordinal) => ({ ordinal, ...row })));
+    const rows: EventRow[] = new Array(total);
+    let ordinal = 0;
+    for (const { events } of group) {
+      for (const event of events) {
+        rows[ordinal] = {
+          ordinal,
+          session_id: event.session_id,
+          back: backs[ordinal],
+          event_id: event.event_id,
+          timestamp: event.timestamp,
+          event_type: event.event_type,
+          content: event.content,
+          metadata: event.metadata,
+        };
+        ordinal++;
+      }
+    }
+    const eventsJson = JSON.stringify(rows);
     let upsert: string;
     let params: unknown[];
     if (sessions.size === 1) {
