@@ -26,11 +26,21 @@ const OFF = "agentloop serve, memory off";
 const EMBEDDED = "agentloop serve, embedded memory (the default store)";
 const POSTGRES = "agentloop serve, PostgreSQL memory";
 const POSTGRES_URL = process.env.AGENTLOOP_TEST_PG_URL;
+/** `BENCH_INSTRUCTIONS_SERVERS=embedded,postgres` (of `off`, `embedded`, `postgres`): the floor and those only. */
+const ONLY = process.env.BENCH_INSTRUCTIONS_SERVERS?.split(",").map((name) => name.trim());
+const SHORT: Record<string, string> = { [OFF]: "off", [EMBEDDED]: "embedded", [POSTGRES]: "postgres" };
 const TARGETS: Record<string, number> = { [OFF]: 1.3, [EMBEDDED]: 1.5, [POSTGRES]: 1.5 };
 /** Chats before counting (not instrumented, so cheap): after 50, V8's optimizing compiler still took ~15 % of the counted instructions and the count moved ~5 % run to run. */
 const WARM_UP = Number(process.env.BENCH_INSTRUCTIONS_WARM_UP ?? 200);
 /** Chats counted. */
 const MEASURED = Number(process.env.BENCH_INSTRUCTIONS_CHATS ?? 40);
+/**
+ * A pause after each counted chat, so the work a chat leaves behind (the embedded store's WAL
+ * checkpoint 100 ms after a commit, PostgreSQL's lock release still on the wire) is done before the
+ * next chat starts, in every run: back to back, how many checkpoints fell in the counted chats and
+ * which path the next chat's lock attempt took depended on the clock (±5–7 % run to run).
+ */
+const PAUSE_MS = Number(process.env.BENCH_INSTRUCTIONS_PAUSE_MS ?? 300);
 const CHAT_BODY = JSON.stringify({ model: "bench", stream: true, messages: [{ role: "user", content: "Is anything free next weekend?" }] });
 
 /** One streaming chat on `agent`'s socket; checks the streamed answer. */
@@ -70,7 +80,7 @@ let retried = 0;
  * keep-alive timeout (5 s) with our next request already sent: its timer closes the connection
  * first and the request fails with ECONNRESET. Such a chat is sent once more (counted in the notes).
  */
-async function chats(port: number, count: number): Promise<void> {
+async function chats(port: number, count: number, pauseMs = 0): Promise<void> {
   const agent = new HttpAgent({ keepAlive: true, maxSockets: 1 });
   try {
     for (let index = 0; index < count; index++) {
@@ -81,6 +91,7 @@ async function chats(port: number, count: number): Promise<void> {
         retried++;
         await chat(port, agent);
       }
+      if (pauseMs > 0) await new Promise((resolve) => setTimeout(resolve, pauseMs));
     }
   } finally {
     agent.destroy();
@@ -144,7 +155,7 @@ async function countServer(server: string, directory: string): Promise<Count> {
     await chats(child.port, WARM_UP);
     callgrindControl("--instr=on", child.ownPid);
     callgrindControl("--zero", child.ownPid);
-    await chats(child.port, MEASURED);
+    await chats(child.port, MEASURED, PAUSE_MS);
     callgrindControl("--dump", child.ownPid);
   } finally {
     await child.close();
@@ -176,7 +187,7 @@ export async function runInstructionsScenario(options: BenchOptions): Promise<Sc
   const valgrind = spawnSync("valgrind", ["--version"], { encoding: "utf8" });
   if (valgrind.status !== 0) throw new Error("scenario 10 needs valgrind (Debian: apt-get install valgrind)");
   const directory = mkdtempSync(join(tmpdir(), "agentloop-callgrind-"));
-  const servers = [FLOOR, OFF, EMBEDDED, ...(POSTGRES_URL ? [POSTGRES] : [])];
+  const servers = [FLOOR, OFF, EMBEDDED, ...(POSTGRES_URL ? [POSTGRES] : [])].filter((server) => server === FLOOR || !ONLY || ONLY.includes(SHORT[server]));
   const counts: Count[] = [];
   try {
     for (const server of servers) counts.push(await countServer(server, directory));
@@ -219,7 +230,7 @@ export async function runInstructionsScenario(options: BenchOptions): Promise<Sc
         met: row.met,
       })),
     notes: [
-      `Each server under \`valgrind --tool=callgrind --instr-atstart=no\`, unpaced (BENCH_CHUNK_DELAY_MS=0): ${WARM_UP} streaming chats one after another on one keep-alive connection (not counted), then counting on and zeroed (\`callgrind_control\`), ${MEASURED} chats the same way, the count dumped: instructions per chat = the dump's total, less V8's optimizing compiler (\`v8::internal::compiler::\` functions in \`callgrind_annotate\`: when it runs depends on timing), ÷ ${MEASURED}. Every thread of the server's process counts (event loop, GC and compiler threads, libuv's pool, the embedded store's writer); PostgreSQL runs in its own process and is not counted. The client runs outside valgrind.`,
+      `Each server under \`valgrind --tool=callgrind --instr-atstart=no\`, unpaced (BENCH_CHUNK_DELAY_MS=0): ${WARM_UP} streaming chats one after another on one keep-alive connection (not counted), then counting on and zeroed (\`callgrind_control\`), ${MEASURED} chats the same way, each followed by a pause of ${PAUSE_MS} ms (the work a chat leaves behind, a WAL checkpoint or a lock release, done before the next), the count dumped: instructions per chat = the dump's total, less V8's optimizing compiler (\`v8::internal::compiler::\` functions in \`callgrind_annotate\`: when it runs depends on timing), ÷ ${MEASURED}. Every thread of the server's process counts (event loop, GC and compiler threads, libuv's pool, the embedded store's writer); PostgreSQL runs in its own process and is not counted. The client runs outside valgrind.`,
       "One chat at a time, so each store's group commit holds one chat's appends (the worst case for grouping, and the same groups every run).",
       `Chats sent again after a connection reset by a descheduled server's keep-alive timer: ${retried}.`,
     ],

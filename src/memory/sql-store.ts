@@ -63,6 +63,18 @@ interface PendingAppend {
   reject(error: unknown): void;
 }
 
+/** An event as the group statement reads it (`jsonb_to_recordset`). */
+interface EventRow {
+  ordinal: number;
+  session_id: string;
+  back: number;
+  event_id: string;
+  timestamp: string;
+  event_type: string;
+  content: unknown;
+  metadata: unknown;
+}
+
 /** One write pipeline: a queue of appends and whether a transaction is running for it. */
 interface WriteLane {
   pending: PendingAppend[];
@@ -74,6 +86,13 @@ interface WriteLane {
  * stream of new sessions one eviction catches up with every group written since the last.
  */
 const EVICT_GAP_MS = 100;
+
+/**
+ * Sessions made by this store between two counts of the sessions (an eviction check) at most:
+ * with other replicas making sessions too, the table can pass maxSessions by about this many per
+ * replica until one of them counts (a tenth of maxSessions when that is smaller).
+ */
+const RECOUNT_EVERY = 100;
 
 /** A group stops growing at this many events (one statement carries them all as one JSON parameter). */
 const MAX_GROUP_EVENTS = 2000;
@@ -152,6 +171,10 @@ export class SqlMemoryStore implements MemoryStore {
   private evictDue = false;
   private evictTimer: NodeJS.Timeout | undefined;
   private lastEviction = 0;
+  /** The number of sessions as the last eviction counted them (after it), undefined before the first. */
+  private countedSessions: number | undefined;
+  /** Sessions this store made since that count (see `madeSessions`). */
+  private madeSince = 0;
 
   private constructor(
     readonly kind: string,
@@ -354,16 +377,35 @@ export class SqlMemoryStore implements MemoryStore {
     // Per session: events in the group, and the index of its last append (its place in "least recently updated").
     const sessions = sessionsOfGroup(group, () => ({ lastSeq: 0, inserted: false }));
     // Each event's distance from its session's last event in the group: its seq is last_seq - back.
-    const rows: Array<Record<string, unknown>> = [];
+    // (Counted from the end; each row one object literal of one shape: no spread copies.)
+    let total = 0;
+    for (const member of group) total += member.events.length;
+    const backs: number[] = new Array(total);
     const after = new Map<string, number>();
-    for (let index = group.length - 1; index >= 0; index--) {
+    for (let index = group.length - 1, position = total - 1; index >= 0; index--) {
       const { sessionId, events } = group[index];
       let back = after.get(sessionId) ?? 0;
-      for (let position = events.length - 1; position >= 0; position--) rows.push({ ...events[position], back: back++ });
+      for (let inner = events.length - 1; inner >= 0; inner--) backs[position--] = back++;
       after.set(sessionId, back);
     }
-    rows.reverse();
-    const eventsJson = JSON.stringify(rows.map((row, ordinal) => ({ ordinal, ...row })));
+    const rows: EventRow[] = new Array(total);
+    let ordinal = 0;
+    for (const { events } of group) {
+      for (const event of events) {
+        rows[ordinal] = {
+          ordinal,
+          session_id: event.session_id,
+          back: backs[ordinal],
+          event_id: event.event_id,
+          timestamp: event.timestamp,
+          event_type: event.event_type,
+          content: event.content,
+          metadata: event.metadata,
+        };
+        ordinal++;
+      }
+    }
+    const eventsJson = JSON.stringify(rows);
     let upsert: string;
     let params: unknown[];
     if (sessions.size === 1) {
@@ -413,14 +455,9 @@ export class SqlMemoryStore implements MemoryStore {
       nextSeq.set(member.sessionId, seq);
       return events;
     });
-    if ([...sessions.values()].some((entry) => entry.inserted)) {
-      // A new session may push the count over maxSessions. Done after the events are committed,
-      // at most every EVICT_GAP_MS, and the appends do not wait for it (two more round trips):
-      // reads do (see `evicted`). If it fails (or the process dies first), the events stand and
-      // the next new session evicts.
-      // It never evicts the most recently updated session (see `evict`).
-      this.evictSoon();
-    }
+    let made = 0;
+    for (const entry of sessions.values()) if (entry.inserted) made++;
+    if (made > 0) this.madeSessions(made);
     return stored;
   }
 
@@ -540,6 +577,22 @@ export class SqlMemoryStore implements MemoryStore {
     await this.database.query(`DELETE FROM ${this.events_} WHERE timestamp < $1`, [cutoff]);
   }
 
+  /**
+   * A group made new sessions, which may push the count over maxSessions. The eviction (two round
+   * trips) runs after the events are committed, and the appends do not wait for it: reads do (see
+   * `evicted`). If it fails (or the process dies first), the events stand and a later one evicts.
+   * It runs when the sessions counted by the last eviction plus those this store made since pass
+   * maxSessions, and after every `recountEvery` sessions made here (other replicas make sessions
+   * too: they count in the next count), not by the clock: below the limit a new session costs no
+   * query (before: a count every 100 ms while sessions were being made). It never evicts the most
+   * recently updated session (see `evict`).
+   */
+  private madeSessions(made: number): void {
+    this.madeSince += made;
+    const recountEvery = Math.min(RECOUNT_EVERY, Math.max(1, Math.ceil(this.limits.maxSessions / 10)));
+    if (this.countedSessions === undefined || this.countedSessions + this.madeSince > this.limits.maxSessions || this.madeSince >= recountEvery) this.evictSoon();
+  }
+
   /** Evicts after a group that made new sessions: one eviction at a time, one more after it when groups made new sessions meanwhile. */
   private evictSoon(): void {
     this.evictDue = true;
@@ -557,6 +610,8 @@ export class SqlMemoryStore implements MemoryStore {
     if (!this.evictDue) return;
     this.evictDue = false;
     this.lastEviction = Date.now();
+    // Sessions made from now on are not in the count this eviction makes (or may be: counted twice, an early check).
+    this.madeSince = 0;
     this.evicting = this.run(() => this.evict(this.database))
       .catch(() => {})
       .finally(() => {
@@ -587,6 +642,8 @@ export class SqlMemoryStore implements MemoryStore {
   private async evict(tx: SqlExecutor, keep?: string): Promise<void> {
     const [{ count }] = await tx.query(`SELECT count(*) AS count FROM ${this.sessions}`);
     const excess = Number(count) - this.limits.maxSessions;
+    // After the delete (if it skipped a locked session, the next new session checks again).
+    this.countedSessions = Math.min(Number(count), this.limits.maxSessions);
     if (excess <= 0) return;
     // SKIP LOCKED: a session another replica is appending to right now is not waited for (no deadlock).
     await tx.query(

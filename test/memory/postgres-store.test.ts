@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { after, describe, it } from "node:test";
+import pg from "pg";
 import { AgentLoopError } from "../../src/errors.js";
 import pg from "pg";
 import { defaultWriteLanes, openPostgresStore } from "../../src/memory/postgres.js";
@@ -138,6 +139,35 @@ describe("postgres store: errors", () => {
       );
     } finally {
       await reopened.close();
+    }
+  });
+
+  it("below maxSessions, new sessions cost one count of the sessions, not one per 100 ms; over it, the next new session evicts", async () => {
+    const pool = new pg.Pool({ connectionString: postgresUrl(), max: 2 });
+    let counts = 0;
+    const query = pool.query.bind(pool) as (text: unknown, params?: unknown) => Promise<unknown>;
+    pool.query = ((text: unknown, params?: unknown) => {
+      const sql = typeof text === "string" ? text : (text as { text?: unknown } | null)?.text;
+      if (typeof sql === "string" && /SELECT count\(\*\) AS count FROM "\w+"\.agentloop_sessions/.test(sql)) counts++;
+      return query(text, params);
+    }) as typeof pool.query;
+    const store = await openPostgresStore({ pool, schema: uniqueSchema("recount"), maxSessions: 50 });
+    try {
+      // Slower than the old 100 ms gap between evictions: each new session would have counted.
+      for (let index = 0; index < 5; index++) {
+        await store.append(`s${index}`, [{ event_type: "x", content: index }]);
+        await store.listSessions();
+        await new Promise((resolve) => setTimeout(resolve, 110));
+      }
+      assert.equal(counts, 1, "the first new session counts; the next four are known to be below the limit (a count every 5 at most)");
+      for (let index = 5; index < 60; index++) await store.append(`s${index}`, [{ event_type: "x", content: index }]);
+      assert.deepEqual(
+        (await store.listSessions()).map((session) => session.session_id),
+        Array.from({ length: 50 }, (_, index) => `s${index + 10}`),
+      );
+    } finally {
+      await store.close();
+      await pool.end();
     }
   });
 

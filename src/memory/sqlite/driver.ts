@@ -1,0 +1,93 @@
+/**
+ * The embedded store's SQLite driver (`libsql`: the synchronous connection, and `libsql/promise`
+ * whose statements run on the driver's threads), and the SQL steps both connections run.
+ */
+import { createRequire } from "node:module";
+import { AgentLoopError } from "../../errors.js";
+
+/** The part of a SQLite driver the store uses (libsql's better-sqlite3-style API). */
+export interface Statement {
+  run(params: unknown[]): unknown;
+  all(params: unknown[]): unknown[];
+  raw(toggle?: boolean): Statement;
+}
+export interface Database {
+  prepare(sql: string): Statement;
+  exec(sql: string): unknown;
+  close(): void;
+}
+export type DatabaseConstructor = new (path: string, options?: { timeout?: number }) => Database;
+/** The part of `libsql/promise` the writer connection uses: statements run on the driver's threads. */
+export interface AsyncStatement {
+  iterate(params: unknown[]): Promise<Iterable<unknown>>;
+  raw(toggle?: boolean): AsyncStatement;
+}
+export interface AsyncDatabase {
+  exec(sql: string): Promise<unknown>;
+  prepare(sql: string): Promise<AsyncStatement>;
+  close(): void;
+}
+export type AsyncDatabaseConstructor = new (path: string, options?: { timeout?: number }) => AsyncDatabase;
+
+/**
+ * One step of a write transaction, run on either connection: a read (a statement with `params`,
+ * returning rows as arrays), or statements that return nothing, with their values written in as
+ * literals (`sqlText`), so consecutive ones go to the driver in one `exec`.
+ */
+export interface SqlStep {
+  sql: string;
+  params?: unknown[];
+}
+
+/** Walks SQL steps: each write (no params) goes to `write`, each read to `read`, whose rows go back to the steps. */
+export function walkSteps<T>(steps: Generator<SqlStep, T, unknown[][]>, read: (sql: string, params: unknown[]) => unknown[][], write: (sql: string) => void): T {
+  let step = steps.next();
+  while (!step.done) {
+    const { sql, params } = step.value;
+    if (params) step = steps.next(read(sql, params));
+    else {
+      write(sql);
+      step = steps.next([]);
+    }
+  }
+  return step.value;
+}
+
+/** `walkSteps` with a read that goes to another thread. */
+export async function walkStepsAsync<T>(steps: Generator<SqlStep, T, unknown[][]>, read: (sql: string, params: unknown[]) => Promise<unknown[][]>, write: (sql: string) => void): Promise<T> {
+  let step = steps.next();
+  while (!step.done) {
+    const { sql, params } = step.value;
+    if (params) step = steps.next(await read(sql, params));
+    else {
+      write(sql);
+      step = steps.next([]);
+    }
+  }
+  return step.value;
+}
+
+/** A SQL string literal. */
+export function sqlText(text: string): string {
+  return text.includes("'") ? `'${text.replaceAll("'", "''")}'` : `'${text}'`;
+}
+
+
+let driver: DatabaseConstructor | undefined;
+export function loadDriver(): DatabaseConstructor {
+  if (!driver) {
+    try {
+      driver = createRequire(import.meta.url)("libsql") as DatabaseConstructor;
+    } catch (error) {
+      throw new AgentLoopError("configuration", `memory: the embedded store needs the "libsql" package and its binary for ${process.platform}-${process.arch}: ${(error as Error).message}`, {
+        cause: error,
+      });
+    }
+  }
+  return driver;
+}
+
+/** The promise API of the same driver (for the writer connection). */
+export function loadAsyncDriver(): AsyncDatabaseConstructor {
+  return createRequire(import.meta.url)("libsql/promise") as AsyncDatabaseConstructor;
+}
