@@ -22,6 +22,14 @@ export const agUiSse = (event: AgUiEvent): string =>
     ? `data: {"type":"TEXT_MESSAGE_CONTENT","messageId":${JSON.stringify(event.messageId)},"delta":${JSON.stringify(event.delta)}}\n\n`
     : `data: ${JSON.stringify(event)}\n\n`;
 
+/** The SSE text of a list of events ("" for none). */
+export function agUiEventsSse(events: readonly AgUiEvent[]): string {
+  if (events.length === 1) return agUiSse(events[0]);
+  let text = "";
+  for (const event of events) text += agUiSse(event);
+  return text;
+}
+
 export interface AgUiEncoderOptions {
   threadId: string;
   /** The client's `RunAgentInput.runId`. */
@@ -44,6 +52,8 @@ export interface AgUiEncoderOptions {
 interface Scope {
   subagentRunId?: string;
   text?: string;
+  /** The open text message's `TEXT_MESSAGE_CONTENT` SSE text up to its delta (the run's own scope). */
+  textContentHead?: string;
   reasoning?: string;
   /** Calls of the scope's current wave not finished yet, and the wave's step name. */
   waveCalls: Set<string>;
@@ -67,6 +77,19 @@ export class AgUiEncoder {
     this.started = true;
     const { threadId, runId, input } = this.options;
     return [{ type: "RUN_STARTED", threadId, runId, protocolVersion: AG_UI_PROTOCOL_VERSION, ...(input !== undefined ? { input } : {}) }];
+  }
+
+  /**
+   * The SSE text of one loop event: its AG-UI events (`event`), "" for none. A text delta of the
+   * run's own open message, most of a stream's events, is written without building its event (the
+   * same bytes).
+   */
+  eventSse(event: LoopEvent): string {
+    const root = this.root;
+    if ((event.type === "text-delta" || event.type === "commentary-delta") && root.textContentHead !== undefined && root.reasoning === undefined && event.delta !== "") {
+      return `${root.textContentHead}${JSON.stringify(event.delta)}}\n\n`;
+    }
+    return agUiEventsSse(this.event(event));
   }
 
   event(event: LoopEvent): AgUiEvent[] {
@@ -155,6 +178,7 @@ export class AgUiEncoder {
         const out = this.endReasoning(scope);
         if (scope.text === undefined) {
           scope.text = `msg-${event.runId}-${event.turn}`;
+          if (scope === this.root) scope.textContentHead = `data: {"type":"TEXT_MESSAGE_CONTENT","messageId":${JSON.stringify(scope.text)},"delta":`;
           out.push({ type: "TEXT_MESSAGE_START", messageId: scope.text, role: "assistant", ...attribution });
         }
         out.push({ type: "TEXT_MESSAGE_CONTENT", messageId: scope.text, delta: event.delta, ...attribution });
@@ -280,6 +304,7 @@ export class AgUiEncoder {
     const out = this.endReasoning(scope);
     if (scope.text !== undefined) out.push({ type: "TEXT_MESSAGE_END", messageId: scope.text, ...(scope.subagentRunId ? { subagentRunId: scope.subagentRunId } : {}) });
     scope.text = undefined;
+    scope.textContentHead = undefined;
     return out;
   }
 
