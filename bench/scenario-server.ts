@@ -301,8 +301,9 @@ async function runProtocolRows(options: BenchOptions, filter: string): Promise<S
           scenario: "5 server",
           metric: `event-loop CPU µs / request, unpaced, ${protocol.name} (${name.replace("agentloop serve, ", "")})`,
           values: { "chat-completions": spread(base).median, agentloop: spread(list).median },
-          target: "within 10 % of chat completions",
-          met: ratio.median <= 1.1,
+          // Reported: the target (≤ 1.1× chat completions) is counted in instructions, scenario 10.
+          target: "reported (target: scenario 10)",
+          met: undefined,
         });
       }
     }

@@ -48,6 +48,9 @@ export interface AgUiEncoderOptions {
   inputMessages?: ReadonlyArray<Record<string, unknown>>;
 }
 
+/** The run's own events carry no `subagentRunId`. */
+const NO_ATTRIBUTION: Readonly<Record<string, string>> = Object.freeze({});
+
 /** What one scope (the run itself, or one sub-agent run inside it) has open. */
 interface Scope {
   subagentRunId?: string;
@@ -85,9 +88,22 @@ export class AgUiEncoder {
    * same bytes).
    */
   eventSse(event: LoopEvent): string {
-    const root = this.root;
-    if ((event.type === "text-delta" || event.type === "commentary-delta") && root.textContentHead !== undefined && root.reasoning === undefined && event.delta !== "") {
-      return `${root.textContentHead}${JSON.stringify(event.delta)}}\n\n`;
+    switch (event.type) {
+      case "text-delta":
+      case "commentary-delta": {
+        const root = this.root;
+        if (root.textContentHead !== undefined && root.reasoning === undefined && event.delta !== "") return `${root.textContentHead}${JSON.stringify(event.delta)}}\n\n`;
+        break;
+      }
+      // The run's own events AG-UI has nothing for (`inScope`), answered without going through it.
+      case "turn-start":
+      case "usage":
+      case "progress":
+      case "tool-error":
+      case "user-message":
+      case "messages-updated":
+      case "run-end":
+        return "";
     }
     return agUiEventsSse(this.event(event));
   }
@@ -103,7 +119,8 @@ export class AgUiEncoder {
    * or `RUN_ERROR` for a failed one.
    */
   closing(result: Pick<RunResult, "runId" | "state" | "reason" | "text" | "error" | "messages" | "newMessages" | "usage" | "checkpoint">): AgUiEvent[] {
-    const out: AgUiEvent[] = [...this.start(), ...this.closeScope(this.root)];
+    const out = this.start();
+    for (const event of this.closeScope(this.root)) out.push(event);
     for (const [key, scope] of this.scopes) {
       out.push(...this.closeScope(scope), { type: "SUBAGENT_ERROR", subagentRunId: scope.subagentRunId!, message: "the run ended before the sub-agent did" });
       this.scopes.delete(key);
@@ -116,10 +133,11 @@ export class AgUiEncoder {
     const snapshot = this.snapshot(result);
     if (snapshot.length > 0) out.push({ type: "MESSAGES_SNAPSHOT", messages: snapshot });
     if (LIMIT_STATES.has(result.state) || result.state === "GUARDRAIL") out.push({ type: "CUSTOM", name: "agentloop.outcome", value: { state: result.state, reason: result.reason } });
-    const usage = [{ ...(model ? { model } : {}), inputTokens: result.usage.inputTokens, outputTokens: result.usage.outputTokens, totalTokens: result.usage.totalTokens }];
-    const finished = { type: "RUN_FINISHED", threadId, runId, usage };
+    // The objects are written out field by field (no spreads): this runs once per request on the server.
+    const { inputTokens, outputTokens, totalTokens } = result.usage;
+    const usage = [model ? { model, inputTokens, outputTokens, totalTokens } : { inputTokens, outputTokens, totalTokens }];
     if (result.state === "ABORTED") {
-      out.push({ ...finished, outcome: { type: "cancelled" } });
+      out.push({ type: "RUN_FINISHED", threadId, runId, usage, outcome: { type: "cancelled" } });
       return out;
     }
     const pending = result.state === "INTERRUPTED" ? (result.checkpoint?.pending ?? []) : [];
@@ -133,13 +151,15 @@ export class AgUiEncoder {
         responseSchema: APPROVAL_RESPONSE_SCHEMA,
         metadata: { toolName: entry.toolName, arguments: entry.arguments, argumentsHash: entry.argumentsHash, agentPath: entry.agentPath },
       }));
-      out.push({ ...finished, outcome: { type: "interrupt", interrupts } });
+      out.push({ type: "RUN_FINISHED", threadId, runId, usage, outcome: { type: "interrupt", interrupts } });
       return out;
     }
     // Calls of the client's tools: the run completed its part; the client answers them in the next input's messages.
-    const clientCalls = pending.map((entry) => entry.toolCallId);
-    const outcome = clientCalls.length > 0 ? { type: "success", pendingToolCallIds: clientCalls } : { type: "success" };
-    out.push({ ...finished, ...(clientCalls.length > 0 ? {} : { result: result.text !== "" ? result.text : result.reason }), outcome });
+    if (pending.length > 0) {
+      out.push({ type: "RUN_FINISHED", threadId, runId, usage, outcome: { type: "success", pendingToolCallIds: pending.map((entry) => entry.toolCallId) } });
+      return out;
+    }
+    out.push({ type: "RUN_FINISHED", threadId, runId, usage, result: result.text !== "" ? result.text : result.reason, outcome: { type: "success" } });
     return out;
   }
 
@@ -170,7 +190,7 @@ export class AgUiEncoder {
   }
 
   private inScope(scope: Scope, event: LoopEvent, path: string[]): AgUiEvent[] {
-    const attribution: Record<string, string> = scope.subagentRunId ? { subagentRunId: scope.subagentRunId } : {};
+    const attribution: Readonly<Record<string, string>> = scope.subagentRunId ? { subagentRunId: scope.subagentRunId } : NO_ATTRIBUTION;
     switch (event.type) {
       case "text-delta":
       case "commentary-delta": {
@@ -324,7 +344,7 @@ export const APPROVAL_RESPONSE_SCHEMA = {
   required: ["approve"],
 } as const;
 
-function toolCall(toolCallId: string, toolCallName: string, argumentsText: string, parentMessageId: string | undefined, attribution: Record<string, string>): AgUiEvent[] {
+function toolCall(toolCallId: string, toolCallName: string, argumentsText: string, parentMessageId: string | undefined, attribution: Readonly<Record<string, string>>): AgUiEvent[] {
   return [
     { type: "TOOL_CALL_START", toolCallId, toolCallName, ...(parentMessageId ? { parentMessageId } : {}), ...attribution },
     { type: "TOOL_CALL_ARGS", toolCallId, delta: argumentsText, ...attribution },

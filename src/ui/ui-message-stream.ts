@@ -92,8 +92,19 @@ export class UiMessageStreamEncoder {
    * text part, most of a stream's events, is written without building its chunk (the same bytes).
    */
   eventSse(event: LoopEvent): string {
-    if ((event.type === "text-delta" || event.type === "commentary-delta") && this.textDeltaHead !== undefined && this.reasoning === undefined && event.delta !== "") {
-      return `${this.textDeltaHead}${JSON.stringify(event.delta)}}\n\n`;
+    switch (event.type) {
+      case "text-delta":
+      case "commentary-delta":
+        if (this.textDeltaHead !== undefined && this.reasoning === undefined && event.delta !== "") return `${this.textDeltaHead}${JSON.stringify(event.delta)}}\n\n`;
+        break;
+      // The events the stream has no part for (`event`), answered without going through it.
+      case "approval-decision":
+      case "progress":
+      case "tool-error":
+      case "user-message":
+      case "messages-updated":
+      case "run-end":
+        return "";
     }
     return uiChunksSse(this.event(event));
   }
