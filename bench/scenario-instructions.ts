@@ -19,21 +19,21 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { startChild } from "./child-process.js";
 import { type BenchOptions, type ScenarioReport, format, isMain, machineInfo, markdownTable, parseBenchOptions, publish } from "./harness.js";
-import { SERVER_ANSWER } from "./server-answer.js";
+import { CHAT_COMPLETIONS, PROTOCOLS, type Protocol, checkAnswer } from "./protocols.js";
 
 const FLOOR = "node:http floor";
 const OFF = "agentloop serve, memory off";
 const EMBEDDED = "agentloop serve, embedded memory (the default store)";
 const POSTGRES = "agentloop serve, PostgreSQL memory";
 const POSTGRES_URL = process.env.AGENTLOOP_TEST_PG_URL;
-/** `BENCH_INSTRUCTIONS_SERVERS=embedded,postgres` (of `off`, `embedded`, `postgres`): the floor and those only. */
-const ONLY = process.env.BENCH_INSTRUCTIONS_SERVERS?.split(",").map((name) => name.trim());
-const SHORT: Record<string, string> = { [OFF]: "off", [EMBEDDED]: "embedded", [POSTGRES]: "postgres" };
+/** Chat completions per chat, ÷ the floor's. */
 const TARGETS: Record<string, number> = { [OFF]: 1.3, [EMBEDDED]: 1.5, [POSTGRES]: 1.5 };
+/** A UI protocol's chat ÷ a chat completions chat on the same store (issue 29). */
+const PROTOCOL_TARGET = 1.1;
 /** Chats before counting (not instrumented, so cheap): after 50, V8's optimizing compiler still took ~15 % of the counted instructions and the count moved ~5 % run to run. */
 const WARM_UP = Number(process.env.BENCH_INSTRUCTIONS_WARM_UP ?? 200);
-/** Chats counted. */
-const MEASURED = Number(process.env.BENCH_INSTRUCTIONS_CHATS ?? 40);
+/** Chats counted: 100 rather than 40 (session 15): a young collection every few chats, and the window holds more of them, so where they fall moves the count less. */
+const MEASURED = Number(process.env.BENCH_INSTRUCTIONS_CHATS ?? 100);
 /**
  * A pause after each counted chat, so the work a chat leaves behind (the embedded store's WAL
  * checkpoint 100 ms after a commit, PostgreSQL's lock release still on the wire) is done before the
@@ -41,13 +41,34 @@ const MEASURED = Number(process.env.BENCH_INSTRUCTIONS_CHATS ?? 40);
  * which path the next chat's lock attempt took depended on the clock (±5–7 % run to run).
  */
 const PAUSE_MS = Number(process.env.BENCH_INSTRUCTIONS_PAUSE_MS ?? 300);
-const CHAT_BODY = JSON.stringify({ model: "bench", stream: true, messages: [{ role: "user", content: "Is anything free next weekend?" }] });
+
+/** One row: a server (its own process) and the protocol its chats go through. */
+interface Row {
+  server: string;
+  protocol: Protocol;
+  /** What `BENCH_INSTRUCTIONS_ROWS` names it by. */
+  key: string;
+}
+
+function rows(): Row[] {
+  const storeKey: Record<string, string> = { [FLOOR]: "floor", [OFF]: "off", [EMBEDDED]: "embedded", [POSTGRES]: "postgres" };
+  const all: Row[] = [];
+  for (const server of [FLOOR, OFF, EMBEDDED, ...(POSTGRES_URL ? [POSTGRES] : [])]) {
+    // The UI protocols on memory off and the default store (issue 29's rows).
+    const protocols = server === OFF || server === EMBEDDED ? PROTOCOLS : [CHAT_COMPLETIONS];
+    for (const protocol of protocols) all.push({ server, protocol, key: storeKey[server] + (protocol === CHAT_COMPLETIONS ? "" : protocol.path) });
+  }
+  // BENCH_INSTRUCTIONS_ROWS=floor,off,off/api/chat,off/ag-ui,embedded,embedded/api/chat,embedded/ag-ui,postgres (a subset; the floor always runs).
+  const filter = process.env.BENCH_INSTRUCTIONS_ROWS?.split(",").map((word) => word.trim());
+  return filter ? all.filter((row) => row.server === FLOOR || filter.includes(row.key)) : all;
+}
 
 /** One streaming chat on `agent`'s socket; checks the streamed answer. */
-function chat(port: number, agent: HttpAgent): Promise<void> {
+function chat(port: number, agent: HttpAgent, protocol: Protocol, index: number): Promise<void> {
+  const chatBody = protocol.body(index);
   return new Promise<void>((resolve, reject) => {
     const request = httpRequest(
-      { host: "127.0.0.1", port, path: "/v1/chat/completions", method: "POST", agent, headers: { "content-type": "application/json", "content-length": Buffer.byteLength(CHAT_BODY) } },
+      { host: "127.0.0.1", port, path: protocol.path, method: "POST", agent, headers: { "content-type": "application/json", "content-length": Buffer.byteLength(chatBody) } },
       (response) => {
         response.setEncoding("utf8");
         let body = "";
@@ -56,23 +77,24 @@ function chat(port: number, agent: HttpAgent): Promise<void> {
         });
         response.on("error", reject);
         response.on("end", () => {
-          let text = "";
-          for (const event of body.split("\n\n")) {
-            if (!event.startsWith("data: ") || event === "data: [DONE]") continue;
-            text += (JSON.parse(event.slice(6)) as { choices: Array<{ delta: { content?: string } }> }).choices[0]?.delta.content ?? "";
+          try {
+            checkAnswer(protocol, response.statusCode, body, protocol.path);
+            resolve();
+          } catch (error) {
+            reject(error);
           }
-          if (response.statusCode !== 200 || text !== SERVER_ANSWER) reject(new Error(`HTTP ${response.statusCode}: wrong answer ${JSON.stringify(body.slice(0, 300))}`));
-          else resolve();
         });
       },
     );
     request.on("error", reject);
-    request.end(CHAT_BODY);
+    request.end(chatBody);
   });
 }
 
 /** Chats sent again on a new connection (see `chats`). */
 let retried = 0;
+/** Numbers the chats, so each UI chat is a session of its own. */
+let chatCount = 0;
 
 /**
  * Sends `count` chats one after another (one keep-alive connection: the same work, in the same
@@ -80,16 +102,17 @@ let retried = 0;
  * keep-alive timeout (5 s) with our next request already sent: its timer closes the connection
  * first and the request fails with ECONNRESET. Such a chat is sent once more (counted in the notes).
  */
-async function chats(port: number, count: number, pauseMs = 0): Promise<void> {
+async function chats(port: number, count: number, protocol: Protocol, pauseMs = 0): Promise<void> {
   const agent = new HttpAgent({ keepAlive: true, maxSockets: 1 });
   try {
     for (let index = 0; index < count; index++) {
+      const number = chatCount++;
       try {
-        await chat(port, agent);
+        await chat(port, agent, protocol, number);
       } catch (error) {
         if ((error as NodeJS.ErrnoException).code !== "ECONNRESET") throw error;
         retried++;
-        await chat(port, agent);
+        await chat(port, agent, protocol, number);
       }
       if (pauseMs > 0) await new Promise((resolve) => setTimeout(resolve, pauseMs));
     }
@@ -104,7 +127,7 @@ function callgrindControl(option: string, pid: number): void {
 }
 
 interface Count {
-  server: string;
+  row: Row;
   instructionsPerChat: number;
   /** Of those, V8's optimizing compiler (TurboFan, `v8::internal::compiler::`), per chat. */
   compilerPerChat: number;
@@ -128,7 +151,8 @@ export function compilerInstructions(dump: string): number {
 }
 
 /** Starts one server under callgrind, warms it, counts MEASURED chats; returns instructions per chat. */
-async function countServer(server: string, directory: string): Promise<Count> {
+async function countServer(row: Row, directory: string): Promise<Count> {
+  const { server, protocol } = row;
   const env: Record<string, string> = { BENCH_CHUNK_DELAY_MS: "0" };
   let schema: string | undefined;
   let storeDirectory: string | undefined;
@@ -141,7 +165,7 @@ async function countServer(server: string, directory: string): Promise<Count> {
     schema = `bench_instr_${process.pid}_${Date.now()}`;
     Object.assign(env, { BENCH_SERVER_MEMORY: "postgres", BENCH_SERVER_POSTGRES_URL: POSTGRES_URL!, BENCH_SERVER_POSTGRES_SCHEMA: schema });
   }
-  const outFile = join(directory, `${server === FLOOR ? "floor" : (env.BENCH_SERVER_MEMORY ?? "memory")}.%p.out`);
+  const outFile = join(directory, `${row.key.replaceAll("/", "-")}.%p.out`);
   const child = await startChild(server === FLOOR ? "./server-floor.ts" : "./server-agentloop.ts", [], env, {
     prefix: ["valgrind", "-q", "--tool=callgrind", "--instr-atstart=no", `--callgrind-out-file=${outFile}`],
     // One thread for V8 (its compiler and GC on the main thread): code is optimized at the same
@@ -152,10 +176,10 @@ async function countServer(server: string, directory: string): Promise<Count> {
     nodeArgs: ["--single-threaded", "--min-semi-space-size=1", "--max-semi-space-size=1"],
   });
   try {
-    await chats(child.port, WARM_UP);
+    await chats(child.port, WARM_UP, protocol);
     callgrindControl("--instr=on", child.ownPid);
     callgrindControl("--zero", child.ownPid);
-    await chats(child.port, MEASURED, PAUSE_MS);
+    await chats(child.port, MEASURED, protocol, PAUSE_MS);
     callgrindControl("--dump", child.ownPid);
   } finally {
     await child.close();
@@ -168,7 +192,8 @@ async function countServer(server: string, directory: string): Promise<Count> {
   const totals = /^summary:\s+(\d+)/m.exec(readFileSync(join(directory, dump), "utf8"));
   if (!totals) throw new Error(`no summary line in ${dump}`);
   const compiler = compilerInstructions(join(directory, dump));
-  return { server, instructionsPerChat: (Number(totals[1]) - compiler) / MEASURED, compilerPerChat: compiler / MEASURED };
+  if (process.env.BENCH_INSTRUCTIONS_KEEP) console.log(`${row.key}: ${join(directory, dump)}`);
+  return { row, instructionsPerChat: (Number(totals[1]) - compiler) / MEASURED, compilerPerChat: compiler / MEASURED };
 }
 
 async function dropSchema(schema: string): Promise<void> {
@@ -187,21 +212,28 @@ export async function runInstructionsScenario(options: BenchOptions): Promise<Sc
   const valgrind = spawnSync("valgrind", ["--version"], { encoding: "utf8" });
   if (valgrind.status !== 0) throw new Error("scenario 10 needs valgrind (Debian: apt-get install valgrind)");
   const directory = mkdtempSync(join(tmpdir(), "agentloop-callgrind-"));
-  const servers = [FLOOR, OFF, EMBEDDED, ...(POSTGRES_URL ? [POSTGRES] : [])].filter((server) => server === FLOOR || !ONLY || ONLY.includes(SHORT[server]));
   const counts: Count[] = [];
   try {
-    for (const server of servers) counts.push(await countServer(server, directory));
+    for (const row of rows()) counts.push(await countServer(row, directory));
   } finally {
     if (process.env.BENCH_INSTRUCTIONS_KEEP) console.log(`callgrind files kept in ${directory}`);
     else rmSync(directory, { recursive: true, force: true });
   }
   const floor = counts[0].instructionsPerChat;
-  const rows = counts.map((count) => {
+  const chatCompletions = (server: string) => counts.find((count) => count.row.server === server && count.row.protocol === CHAT_COMPLETIONS);
+  const results = counts.map((count) => {
+    const { server, protocol } = count.row;
     const ratio = count.instructionsPerChat / floor;
-    const target = TARGETS[count.server];
-    return { ...count, ratio, target, met: target === undefined ? undefined : ratio <= target };
+    if (protocol === CHAT_COMPLETIONS) {
+      const target = TARGETS[server];
+      return { ...count, ratio, target: target === undefined ? "" : `≤ ${target}× floor`, met: target === undefined ? undefined : ratio <= target };
+    }
+    const base = chatCompletions(server);
+    const ofBase = base ? count.instructionsPerChat / base.instructionsPerChat : undefined;
+    return { ...count, ratio, ofBase, target: `≤ ${PROTOCOL_TARGET}× chat completions`, met: ofBase === undefined ? undefined : ofBase <= PROTOCOL_TARGET };
   });
   const millions = (value: number) => format(value / 1e6, 3);
+  const storeName = (server: string) => server.replace("agentloop serve, ", "");
   return {
     id: "instructions",
     title: "10. Server: instructions per chat (callgrind)",
@@ -209,28 +241,35 @@ export async function runInstructionsScenario(options: BenchOptions): Promise<Sc
     quick: options.quick,
     details: [
       markdownTable(
-        ["server", "instructions / chat (M)", "÷ floor", "target", "met", "+ optimizing compiler / chat (M, not counted)"],
-        rows.map((row) => [
-          row.server,
-          millions(row.instructionsPerChat),
-          format(row.ratio, 3),
-          row.target === undefined ? "" : `≤ ${row.target}× floor`,
-          row.met === undefined ? "" : row.met ? "yes" : "**no**",
-          millions(row.compilerPerChat),
+        ["server", "protocol", "instructions / chat (M)", "÷ floor", "÷ chat completions", "target", "met", "+ optimizing compiler / chat (M, not counted)"],
+        results.map((result) => [
+          result.row.server,
+          result.row.protocol.name,
+          millions(result.instructionsPerChat),
+          format(result.ratio, 3),
+          "ofBase" in result && result.ofBase !== undefined ? format(result.ofBase, 3) : "",
+          result.target,
+          result.met === undefined ? "" : result.met ? "yes" : "**no**",
+          millions(result.compilerPerChat),
         ]),
       ),
     ],
-    summary: rows
-      .filter((row) => row.server !== FLOOR)
-      .map((row) => ({
-        scenario: "10 instructions",
-        metric: `instructions / chat (M), ${row.server.replace("agentloop serve, ", "")}`,
-        values: { "raw-fetch": floor / 1e6, agentloop: row.instructionsPerChat / 1e6 },
-        target: `≤ ${row.target}× floor`,
-        met: row.met,
-      })),
+    summary: results
+      .filter((result) => result.row.server !== FLOOR)
+      .map((result) => {
+        const base = result.row.protocol === CHAT_COMPLETIONS ? floor : (chatCompletions(result.row.server)?.instructionsPerChat ?? Number.NaN);
+        const label = result.row.protocol === CHAT_COMPLETIONS ? "" : ` ${result.row.protocol.name}`;
+        return {
+          scenario: "10 instructions",
+          metric: `instructions / chat (M), ${storeName(result.row.server)}${label}`,
+          values: { [result.row.protocol === CHAT_COMPLETIONS ? "raw-fetch" : "chat-completions"]: base / 1e6, agentloop: result.instructionsPerChat / 1e6 },
+          target: result.target,
+          met: result.met,
+        };
+      }),
     notes: [
       `Each server under \`valgrind --tool=callgrind --instr-atstart=no\`, unpaced (BENCH_CHUNK_DELAY_MS=0): ${WARM_UP} streaming chats one after another on one keep-alive connection (not counted), then counting on and zeroed (\`callgrind_control\`), ${MEASURED} chats the same way, each followed by a pause of ${PAUSE_MS} ms (the work a chat leaves behind, a WAL checkpoint or a lock release, done before the next), the count dumped: instructions per chat = the dump's total, less V8's optimizing compiler (\`v8::internal::compiler::\` functions in \`callgrind_annotate\`: when it runs depends on timing), ÷ ${MEASURED}. Every thread of the server's process counts (event loop, GC and compiler threads, libuv's pool, the embedded store's writer); PostgreSQL runs in its own process and is not counted. The client runs outside valgrind.`,
+      "Each row is a server process of its own, whose chats all go through the row's protocol: `/api/chat` gets the body `useChat` sends for a new chat, `/ag-ui` a RunAgentInput, each chat a new session. The UI protocols' target is their cost beside chat completions on the same store (issue 29).",
       "One chat at a time, so each store's group commit holds one chat's appends (the worst case for grouping, and the same groups every run).",
       `Chats sent again after a connection reset by a descheduled server's keep-alive timer: ${retried}.`,
     ],

@@ -19,7 +19,7 @@ import {
   publish,
   spread,
 } from "./harness.js";
-import { SERVER_ANSWER } from "./server-answer.js";
+import { CHAT_COMPLETIONS, PROTOCOLS, type Protocol, checkAnswer } from "./protocols.js";
 
 const CONCURRENCY = 200;
 /**
@@ -108,50 +108,6 @@ function serverNames(): string[] {
   return [...all, AGENTLOOP_EMBEDDED_IN_COMMIT, AGENTLOOP_EMBEDDED_ON_THREAD].filter((name) => name === FLOOR || name === AGENTLOOP || words.some((word) => name.includes(word)));
 }
 
-const QUESTION = "Is anything free next weekend?";
-const CHAT_BODY = JSON.stringify({ model: "bench", stream: true, messages: [{ role: "user", content: QUESTION }] });
-
-/**
- * A protocol a chat goes through: its path, the body of chat number `index` (a session of its own
- * where the protocol names one), and the answer text read back from its SSE events' data.
- */
-interface Protocol {
-  name: string;
-  path: string;
-  body(index: number): string;
-  textOf(data: unknown): string;
-}
-
-const CHAT_COMPLETIONS: Protocol = {
-  name: "/v1/chat/completions",
-  path: "/v1/chat/completions",
-  body: () => CHAT_BODY,
-  textOf: (data) => (data as { choices: Array<{ delta: { content?: string } }> }).choices[0]?.delta.content ?? "",
-};
-
-/** The body `useChat`'s `DefaultChatTransport` sends for a new chat. */
-const UI_CHAT: Protocol = {
-  name: "/api/chat",
-  path: "/api/chat",
-  body: (index) => JSON.stringify({ id: `bench-${index}`, messages: [{ id: `u-${index}`, role: "user", parts: [{ type: "text", text: QUESTION }] }], trigger: "submit-message" }),
-  textOf: (data) => {
-    const chunk = data as { type: string; delta?: string };
-    return chunk.type === "text-delta" ? (chunk.delta ?? "") : "";
-  },
-};
-
-/** A `RunAgentInput` as `@ag-ui/client`'s `HttpAgent` sends it. */
-const AG_UI: Protocol = {
-  name: "/ag-ui",
-  path: "/ag-ui",
-  body: (index) =>
-    JSON.stringify({ threadId: `bench-${index}`, runId: `run-${index}`, state: {}, messages: [{ id: `u-${index}`, role: "user", content: QUESTION }], tools: [], context: [], forwardedProps: {} }),
-  textOf: (data) => {
-    const event = data as { type: string; delta?: string };
-    return event.type === "TEXT_MESSAGE_CONTENT" ? (event.delta ?? "") : "";
-  },
-};
-
 let chatCount = 0;
 
 /**
@@ -197,13 +153,7 @@ function chat(url: URL, agent: HttpAgent, protocol: Protocol = CHAT_COMPLETIONS)
           const ended = performance.now();
           const latency = ended - started;
           try {
-            if (response.statusCode !== 200) throw new Error(`${url}: HTTP ${response.statusCode}: ${body.slice(0, 300)}`);
-            let text = "";
-            for (const event of body.split("\n\n")) {
-              if (!event.startsWith("data: ") || event === "data: [DONE]") continue;
-              text += protocol.textOf(JSON.parse(event.slice(6)));
-            }
-            if (text !== SERVER_ANSWER) throw new Error(`${url}: wrong streamed answer ${JSON.stringify(text.slice(0, 200))}`);
+            checkAnswer(protocol, response.statusCode, body, String(url));
             resolve({ latency, tail: ended - lastContent });
           } catch (error) {
             reject(error);
@@ -312,8 +262,6 @@ async function eventLoopCost(options: BenchOptions): Promise<Map<string, ReturnT
   return new Map([...samples].map(([name, list]) => [name, spread(list)]));
 }
 
-const PROTOCOLS = [CHAT_COMPLETIONS, UI_CHAT, AG_UI];
-
 /**
  * The protocol rows (issue 29): the same chats through chat completions, the AI SDK UI message
  * stream (`/api/chat`) and AG-UI (`/ag-ui`) to one agent server each of the variants that
@@ -353,8 +301,9 @@ async function runProtocolRows(options: BenchOptions, filter: string): Promise<S
           scenario: "5 server",
           metric: `event-loop CPU µs / request, unpaced, ${protocol.name} (${name.replace("agentloop serve, ", "")})`,
           values: { "chat-completions": spread(base).median, agentloop: spread(list).median },
-          target: "within 10 % of chat completions",
-          met: ratio.median <= 1.1,
+          // Reported: the target (≤ 1.1× chat completions) is counted in instructions, scenario 10.
+          target: "reported (target: scenario 10)",
+          met: undefined,
         });
       }
     }

@@ -10,13 +10,13 @@ import type { ServerContext } from "./context.js";
 import { UiRequestError } from "../ui/requests.js";
 import { badRequest, HttpError, httpErrorOfRun } from "./http-errors.js";
 
-/** What a route hands `streamProtocolRun`: the SSE text of each step of its protocol. */
+/** What a route hands `streamProtocolRun`: the SSE text of each step of its protocol ("" for none). */
 export interface ProtocolEncoder {
-  opening(): string[];
-  event(event: LoopEvent): string[];
-  closing(result: RunResult): string[];
+  opening(): string;
+  event(event: LoopEvent): string;
+  closing(result: RunResult): string;
   /** The end of a request that failed outside the run (a refused resume, a store failure). */
-  failure(error: HttpError): string[];
+  failure(error: HttpError): string;
 }
 
 /**
@@ -24,27 +24,26 @@ export interface ProtocolEncoder {
  * event listener. Tracked for shutdown; never rejects.
  */
 export function streamProtocolRun(server: ServerContext, sink: SseSink, encoder: ProtocolEncoder, start: (onEvent: (event: LoopEvent) => void) => Promise<RunResult>): Promise<void> {
-  async function write(): Promise<void> {
-    writeAll(sink, encoder.opening());
-    let closing: string[];
+  async function stream(): Promise<void> {
+    write(sink, encoder.opening());
+    let closing: string;
     try {
       const result = await start((event) => {
-        writeAll(sink, encoder.event(event));
+        write(sink, encoder.event(event));
       });
       closing = encoder.closing(result);
     } catch (error) {
       closing = encoder.failure(error instanceof HttpError ? error : httpErrorOfRun(error));
     }
-    writeAll(sink, closing);
+    write(sink, closing);
     sink.end();
   }
-  return server.runs.track(write());
+  return server.runs.track(stream());
 }
 
 /** One write for a step's events (one socket write on node:http, not one per event). */
-function writeAll(sink: SseSink, texts: readonly string[]): void {
-  if (texts.length === 1) sink.write(texts[0]);
-  else if (texts.length > 1) sink.write(texts.join(""));
+function write(sink: SseSink, text: string): void {
+  if (text !== "") sink.write(text);
 }
 
 /** One stream's text so far, and who follows it. */

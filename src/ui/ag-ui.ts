@@ -22,6 +22,14 @@ export const agUiSse = (event: AgUiEvent): string =>
     ? `data: {"type":"TEXT_MESSAGE_CONTENT","messageId":${JSON.stringify(event.messageId)},"delta":${JSON.stringify(event.delta)}}\n\n`
     : `data: ${JSON.stringify(event)}\n\n`;
 
+/** The SSE text of a list of events ("" for none). */
+export function agUiEventsSse(events: readonly AgUiEvent[]): string {
+  if (events.length === 1) return agUiSse(events[0]);
+  let text = "";
+  for (const event of events) text += agUiSse(event);
+  return text;
+}
+
 export interface AgUiEncoderOptions {
   threadId: string;
   /** The client's `RunAgentInput.runId`. */
@@ -40,10 +48,15 @@ export interface AgUiEncoderOptions {
   inputMessages?: ReadonlyArray<Record<string, unknown>>;
 }
 
+/** The run's own events carry no `subagentRunId`. */
+const NO_ATTRIBUTION: Readonly<Record<string, string>> = Object.freeze({});
+
 /** What one scope (the run itself, or one sub-agent run inside it) has open. */
 interface Scope {
   subagentRunId?: string;
   text?: string;
+  /** The open text message's `TEXT_MESSAGE_CONTENT` SSE text up to its delta (the run's own scope). */
+  textContentHead?: string;
   reasoning?: string;
   /** Calls of the scope's current wave not finished yet, and the wave's step name. */
   waveCalls: Set<string>;
@@ -69,6 +82,32 @@ export class AgUiEncoder {
     return [{ type: "RUN_STARTED", threadId, runId, protocolVersion: AG_UI_PROTOCOL_VERSION, ...(input !== undefined ? { input } : {}) }];
   }
 
+  /**
+   * The SSE text of one loop event: its AG-UI events (`event`), "" for none. A text delta of the
+   * run's own open message, most of a stream's events, is written without building its event (the
+   * same bytes).
+   */
+  eventSse(event: LoopEvent): string {
+    switch (event.type) {
+      case "text-delta":
+      case "commentary-delta": {
+        const root = this.root;
+        if (root.textContentHead !== undefined && root.reasoning === undefined && event.delta !== "") return `${root.textContentHead}${JSON.stringify(event.delta)}}\n\n`;
+        break;
+      }
+      // The run's own events AG-UI has nothing for (`inScope`), answered without going through it.
+      case "turn-start":
+      case "usage":
+      case "progress":
+      case "tool-error":
+      case "user-message":
+      case "messages-updated":
+      case "run-end":
+        return "";
+    }
+    return agUiEventsSse(this.event(event));
+  }
+
   event(event: LoopEvent): AgUiEvent[] {
     if (event.type === "run-start") return this.start();
     return this.inScope(this.root, event, []);
@@ -80,7 +119,8 @@ export class AgUiEncoder {
    * or `RUN_ERROR` for a failed one.
    */
   closing(result: Pick<RunResult, "runId" | "state" | "reason" | "text" | "error" | "messages" | "newMessages" | "usage" | "checkpoint">): AgUiEvent[] {
-    const out: AgUiEvent[] = [...this.start(), ...this.closeScope(this.root)];
+    const out = this.start();
+    for (const event of this.closeScope(this.root)) out.push(event);
     for (const [key, scope] of this.scopes) {
       out.push(...this.closeScope(scope), { type: "SUBAGENT_ERROR", subagentRunId: scope.subagentRunId!, message: "the run ended before the sub-agent did" });
       this.scopes.delete(key);
@@ -93,10 +133,11 @@ export class AgUiEncoder {
     const snapshot = this.snapshot(result);
     if (snapshot.length > 0) out.push({ type: "MESSAGES_SNAPSHOT", messages: snapshot });
     if (LIMIT_STATES.has(result.state) || result.state === "GUARDRAIL") out.push({ type: "CUSTOM", name: "agentloop.outcome", value: { state: result.state, reason: result.reason } });
-    const usage = [{ ...(model ? { model } : {}), inputTokens: result.usage.inputTokens, outputTokens: result.usage.outputTokens, totalTokens: result.usage.totalTokens }];
-    const finished = { type: "RUN_FINISHED", threadId, runId, usage };
+    // The objects are written out field by field (no spreads): this runs once per request on the server.
+    const { inputTokens, outputTokens, totalTokens } = result.usage;
+    const usage = [model ? { model, inputTokens, outputTokens, totalTokens } : { inputTokens, outputTokens, totalTokens }];
     if (result.state === "ABORTED") {
-      out.push({ ...finished, outcome: { type: "cancelled" } });
+      out.push({ type: "RUN_FINISHED", threadId, runId, usage, outcome: { type: "cancelled" } });
       return out;
     }
     const pending = result.state === "INTERRUPTED" ? (result.checkpoint?.pending ?? []) : [];
@@ -110,13 +151,15 @@ export class AgUiEncoder {
         responseSchema: APPROVAL_RESPONSE_SCHEMA,
         metadata: { toolName: entry.toolName, arguments: entry.arguments, argumentsHash: entry.argumentsHash, agentPath: entry.agentPath },
       }));
-      out.push({ ...finished, outcome: { type: "interrupt", interrupts } });
+      out.push({ type: "RUN_FINISHED", threadId, runId, usage, outcome: { type: "interrupt", interrupts } });
       return out;
     }
     // Calls of the client's tools: the run completed its part; the client answers them in the next input's messages.
-    const clientCalls = pending.map((entry) => entry.toolCallId);
-    const outcome = clientCalls.length > 0 ? { type: "success", pendingToolCallIds: clientCalls } : { type: "success" };
-    out.push({ ...finished, ...(clientCalls.length > 0 ? {} : { result: result.text !== "" ? result.text : result.reason }), outcome });
+    if (pending.length > 0) {
+      out.push({ type: "RUN_FINISHED", threadId, runId, usage, outcome: { type: "success", pendingToolCallIds: pending.map((entry) => entry.toolCallId) } });
+      return out;
+    }
+    out.push({ type: "RUN_FINISHED", threadId, runId, usage, result: result.text !== "" ? result.text : result.reason, outcome: { type: "success" } });
     return out;
   }
 
@@ -147,7 +190,7 @@ export class AgUiEncoder {
   }
 
   private inScope(scope: Scope, event: LoopEvent, path: string[]): AgUiEvent[] {
-    const attribution: Record<string, string> = scope.subagentRunId ? { subagentRunId: scope.subagentRunId } : {};
+    const attribution: Readonly<Record<string, string>> = scope.subagentRunId ? { subagentRunId: scope.subagentRunId } : NO_ATTRIBUTION;
     switch (event.type) {
       case "text-delta":
       case "commentary-delta": {
@@ -155,6 +198,7 @@ export class AgUiEncoder {
         const out = this.endReasoning(scope);
         if (scope.text === undefined) {
           scope.text = `msg-${event.runId}-${event.turn}`;
+          if (scope === this.root) scope.textContentHead = `data: {"type":"TEXT_MESSAGE_CONTENT","messageId":${JSON.stringify(scope.text)},"delta":`;
           out.push({ type: "TEXT_MESSAGE_START", messageId: scope.text, role: "assistant", ...attribution });
         }
         out.push({ type: "TEXT_MESSAGE_CONTENT", messageId: scope.text, delta: event.delta, ...attribution });
@@ -280,6 +324,7 @@ export class AgUiEncoder {
     const out = this.endReasoning(scope);
     if (scope.text !== undefined) out.push({ type: "TEXT_MESSAGE_END", messageId: scope.text, ...(scope.subagentRunId ? { subagentRunId: scope.subagentRunId } : {}) });
     scope.text = undefined;
+    scope.textContentHead = undefined;
     return out;
   }
 
@@ -299,7 +344,7 @@ export const APPROVAL_RESPONSE_SCHEMA = {
   required: ["approve"],
 } as const;
 
-function toolCall(toolCallId: string, toolCallName: string, argumentsText: string, parentMessageId: string | undefined, attribution: Record<string, string>): AgUiEvent[] {
+function toolCall(toolCallId: string, toolCallName: string, argumentsText: string, parentMessageId: string | undefined, attribution: Readonly<Record<string, string>>): AgUiEvent[] {
   return [
     { type: "TOOL_CALL_START", toolCallId, toolCallName, ...(parentMessageId ? { parentMessageId } : {}), ...attribution },
     { type: "TOOL_CALL_ARGS", toolCallId, delta: argumentsText, ...attribution },

@@ -13,8 +13,8 @@
  * ```
  */
 import type { LoopEvent, RunResult } from "../loop/events.js";
-import { AG_UI_HEADERS, type AgUiEncoderOptions, AgUiEncoder, agUiSse } from "./ag-ui.js";
-import { UI_MESSAGE_STREAM_HEADERS, UI_STREAM_DONE, type UiMessageStreamOptions, UiMessageStreamEncoder, uiChunkSse } from "./ui-message-stream.js";
+import { AG_UI_HEADERS, type AgUiEncoderOptions, AgUiEncoder, agUiEventsSse } from "./ag-ui.js";
+import { UI_MESSAGE_STREAM_HEADERS, UI_STREAM_DONE, type UiMessageStreamOptions, UiMessageStreamEncoder, uiChunksSse } from "./ui-message-stream.js";
 
 export * from "./ag-ui.js";
 export * from "./client-tools.js";
@@ -58,9 +58,11 @@ export function uiMessageStream(run: EventSource & { abort?: (reason?: unknown) 
   return sseStream(
     async (write) => {
       const encoder = new UiMessageStreamEncoder(options);
-      for await (const event of run) for (const chunk of encoder.event(event)) write(uiChunkSse(chunk));
-      for (const chunk of encoder.closing(await run)) write(uiChunkSse(chunk));
-      write(UI_STREAM_DONE);
+      for await (const event of run) {
+        const text = encoder.eventSse(event);
+        if (text !== "") write(text);
+      }
+      write(uiChunksSse(encoder.closing(await run)) + UI_STREAM_DONE);
     },
     () => run.abort?.("client disconnected"),
   );
@@ -76,8 +78,12 @@ export function agUiEventStream(run: EventSource & { abort?: (reason?: unknown) 
   return sseStream(
     async (write) => {
       const encoder = new AgUiEncoder(options);
-      for await (const event of run) for (const out of encoder.event(event)) write(agUiSse(out));
-      for (const out of encoder.closing(await run)) write(agUiSse(out));
+      for await (const event of run) {
+        const text = encoder.eventSse(event);
+        if (text !== "") write(text);
+      }
+      const closing = agUiEventsSse(encoder.closing(await run));
+      if (closing !== "") write(closing);
     },
     () => run.abort?.("client disconnected"),
   );

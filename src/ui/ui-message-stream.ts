@@ -38,6 +38,14 @@ export const uiChunkSse = (chunk: UiMessageChunk): string =>
     : `data: ${JSON.stringify(chunk)}\n\n`;
 export const UI_STREAM_DONE = "data: [DONE]\n\n";
 
+/** The SSE text of a list of chunks ("" for none). */
+export function uiChunksSse(chunks: readonly UiMessageChunk[]): string {
+  if (chunks.length === 1) return uiChunkSse(chunks[0]);
+  let text = "";
+  for (const chunk of chunks) text += uiChunkSse(chunk);
+  return text;
+}
+
 export interface UiMessageStreamOptions {
   /** The assistant message's id (`start.messageId`); a resumed run continues the message it names. */
   messageId?: string;
@@ -55,6 +63,8 @@ function inputOf(text: string): unknown {
 
 export class UiMessageStreamEncoder {
   private text?: string;
+  /** The open text part's `text-delta` SSE text up to its delta (`data: {"type":"text-delta","id":…,"delta":`). */
+  private textDeltaHead?: string;
   private reasoning?: string;
   private stepOpen = false;
   /** Calls of the current wave not finished yet; the wave's `data-wave` end goes out when it empties. */
@@ -75,6 +85,28 @@ export class UiMessageStreamEncoder {
     if (this.started) return [];
     this.started = true;
     return [this.options.messageId ? { type: "start", messageId: this.options.messageId } : { type: "start" }];
+  }
+
+  /**
+   * The SSE text of one loop event: its chunks (`event`), "" for none. A text delta inside the open
+   * text part, most of a stream's events, is written without building its chunk (the same bytes).
+   */
+  eventSse(event: LoopEvent): string {
+    switch (event.type) {
+      case "text-delta":
+      case "commentary-delta":
+        if (this.textDeltaHead !== undefined && this.reasoning === undefined && event.delta !== "") return `${this.textDeltaHead}${JSON.stringify(event.delta)}}\n\n`;
+        break;
+      // The events the stream has no part for (`event`), answered without going through it.
+      case "approval-decision":
+      case "progress":
+      case "tool-error":
+      case "user-message":
+      case "messages-updated":
+      case "run-end":
+        return "";
+    }
+    return uiChunksSse(this.event(event));
   }
 
   /** The chunks of one loop event (none for the events the UI does not show). `run-end` is `closing`'s. */
@@ -213,6 +245,7 @@ export class UiMessageStreamEncoder {
     }
     if (this.text === undefined) {
       this.text = `text-${runId}-${turn}`;
+      this.textDeltaHead = `data: {"type":"text-delta","id":${JSON.stringify(this.text)},"delta":`;
       out.push({ type: "text-start", id: this.text });
     }
     out.push({ type: "text-delta", id: this.text, delta });
@@ -225,6 +258,7 @@ export class UiMessageStreamEncoder {
     if (this.text !== undefined) out.push({ type: "text-end", id: this.text });
     this.reasoning = undefined;
     this.text = undefined;
+    this.textDeltaHead = undefined;
     return out;
   }
 

@@ -61,7 +61,7 @@ export interface RecordedRun {
   result: RunResult;
 }
 
-async function record(run: ReturnType<Agent["run"]>, onEvent?: (event: LoopEvent, abort: () => void) => void): Promise<RecordedRun> {
+export async function record(run: ReturnType<Agent["run"]>, onEvent?: (event: LoopEvent, abort: () => void) => void): Promise<RecordedRun> {
   const events: LoopEvent[] = [];
   for await (const event of run) {
     events.push(event);

@@ -8,7 +8,7 @@
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { Hono } from "hono";
-import { AG_UI_HEADERS, AgUiEncoder, agUiSse } from "../../ui/ag-ui.js";
+import { AG_UI_HEADERS, AgUiEncoder, agUiEventsSse } from "../../ui/ag-ui.js";
 import { clientToolClash } from "../../ui/client-tools.js";
 import { parseRunAgentInput } from "../../ui/requests.js";
 import type { ServerContext } from "../context.js";
@@ -40,10 +40,10 @@ export function agUiRoutes(server: ServerContext): AgUiRoutes {
       headers: { ...AG_UI_HEADERS, "x-session-id": sessionId },
       abortOnLeave: true,
       encoder: {
-        opening: () => agUi.start().map(agUiSse),
-        event: (event) => agUi.event(event).map(agUiSse),
-        closing: (result) => agUi.closing(result).map(agUiSse),
-        failure: (error) => agUi.failure(error.message, error.code ?? error.type).map(agUiSse),
+        opening: () => agUiEventsSse(agUi.start()),
+        event: (event) => agUi.eventSse(event),
+        closing: (result) => agUiEventsSse(agUi.closing(result)),
+        failure: (error) => agUiEventsSse(agUi.failure(error.message, error.code ?? error.type)),
       },
       launch(controller, onEvent, accepted) {
         // Resume entries refused before the run went on (nothing pending, answered already, an unknown call): a JSON error.

@@ -12,7 +12,7 @@ import { randomUUID } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { Hono } from "hono";
 import { parseUiChatRequest } from "../../ui/requests.js";
-import { UI_MESSAGE_STREAM_HEADERS, UI_STREAM_DONE, type UiMessageStreamOptions, UiMessageStreamEncoder, uiChunkSse } from "../../ui/ui-message-stream.js";
+import { UI_MESSAGE_STREAM_HEADERS, UI_STREAM_DONE, type UiMessageStreamOptions, UiMessageStreamEncoder, uiChunksSse } from "../../ui/ui-message-stream.js";
 import { webSseSink } from "../chat-stream.js";
 import type { ServerContext } from "../context.js";
 import { clientToolClash } from "../../ui/client-tools.js";
@@ -26,10 +26,10 @@ export const UI_CHAT_PATH = "/api/chat";
 function uiEncoder(options: UiMessageStreamOptions): ProtocolEncoder {
   const encoder = new UiMessageStreamEncoder(options);
   return {
-    opening: () => encoder.start().map(uiChunkSse),
-    event: (event) => encoder.event(event).map(uiChunkSse),
-    closing: (result) => [...encoder.closing(result).map(uiChunkSse), UI_STREAM_DONE],
-    failure: (error) => [...encoder.failure(error.message).map(uiChunkSse), UI_STREAM_DONE],
+    opening: () => uiChunksSse(encoder.start()),
+    event: (event) => encoder.eventSse(event),
+    closing: (result) => uiChunksSse(encoder.closing(result)) + UI_STREAM_DONE,
+    failure: (error) => uiChunksSse(encoder.failure(error.message)) + UI_STREAM_DONE,
   };
 }
 
