@@ -7,7 +7,9 @@
 import { createOpenAICompatible } from "@ai-sdk/openai-compatible";
 import { generateText, jsonSchema, stepCountIs, streamText, tool as aiTool } from "ai";
 import { Agent as HttpAgent, type IncomingMessage, request as httpRequest } from "node:http";
+import { existsSync, readFileSync } from "node:fs";
 import { createRequire } from "node:module";
+import { dirname, join } from "node:path";
 import type OpenAI from "openai";
 import type { ChatCompletionMessageParam, ChatCompletionTool } from "openai/resources/chat/completions";
 import { Agent, defineTool } from "../src/index.js";
@@ -34,7 +36,16 @@ function openaiAgentsModule(): Promise<typeof import("@openai/agents")> {
 /** The versions of the peers this process measures (`CURRENT_PEERS`), for the report. */
 export function peerVersions(): string {
   const require = createRequire(import.meta.url);
-  const version = (name: string) => (require(`${name}/package.json`) as { version: string }).version;
+  // Not every package exports its package.json: the folder above its entry point that has one.
+  const version = (name: string) => {
+    for (let folder = dirname(require.resolve(name)); folder !== dirname(folder); folder = dirname(folder)) {
+      const file = join(folder, "package.json");
+      if (!existsSync(file)) continue;
+      const manifest = JSON.parse(readFileSync(file, "utf8")) as { name?: string; version: string };
+      if (manifest.name !== undefined && manifest.version) return manifest.version;
+    }
+    return "?";
+  };
   const [openai, agents] = CURRENT_PEERS ? ["openai7", "openai-agents20"] : ["openai", "@openai/agents"];
   return `openai ${version(openai)}, @openai/agents ${version(agents)}, ai ${version("ai")}, @ai-sdk/openai-compatible ${version("@ai-sdk/openai-compatible")}`;
 }
