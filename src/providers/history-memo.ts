@@ -49,6 +49,7 @@ export class HistoryMemo<State> {
   /** Keeps `state` as made for `messages` (the array is copied). */
   keep(messages: readonly Message[], state: State): void {
     const first = messages[0];
-    if (first !== undefined) this.entries.set(first, { messages: messages.slice(), state });
+    // Not an object: not a message either, and the conversion reports it (a WeakMap would throw its own error).
+    if (typeof first === "object" && first !== null) this.entries.set(first, { messages: messages.slice(), state });
   }
 }

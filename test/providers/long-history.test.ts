@@ -136,4 +136,14 @@ describe("a conversation's history on the Chat Completions direct path", () => {
     }
     assert.equal(reads, afterFirst, `the first round's messages were read ${reads - afterFirst} more times over 20 more turns`);
   });
+
+  test("a history item that is not a message is named in the error, first or later", async () => {
+    const model = openaiChat("m", { baseURL: `${server.url}/v1`, apiKey: "k" });
+    const before = server.requests.length;
+    for (const messages of [["hello"], [{ role: "user", content: "go" }, 42]] as unknown as Message[][]) {
+      const response = await generate(model, { messages });
+      assert.match(response.error?.message ?? "", /unknown message role in (\"hello\"|42)/);
+    }
+    assert.equal(server.requests.length, before, "nothing was sent");
+  });
 });
