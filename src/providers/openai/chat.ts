@@ -363,7 +363,8 @@ class MessagesJson {
 
   constructor(private readonly systemRole: "system" | "developer") {}
 
-  text(messages: readonly Message[], names: ToolNameMap): string {
+  /** Each message's JSON text, in order (kept: read-only for the caller). */
+  texts(messages: readonly Message[], names: ToolNameMap): readonly string[] {
     const match = this.memo.match(messages);
     let sent: SentMessages;
     if (match !== undefined && keepsNames(match.state.renamed, names)) {
@@ -375,7 +376,7 @@ class MessagesJson {
       sent.json.push(JSON.stringify(wireMessage(messages[index]!, names, this.systemRole, sent.renamed)));
     }
     this.memo.keep(messages, sent);
-    return `[${sent.json.join(",")}]`;
+    return sent.json;
   }
 }
 
@@ -435,8 +436,16 @@ export class OpenAIChatModel extends AdapterModel<OpenAI | ChatEndpoint, OpenAIC
     if (Object.hasOwn(fields, "model") || Object.hasOwn(fields, "messages")) return JSON.stringify(this.body(request, names));
     const rest = JSON.stringify(fields);
     this.messagesJson ??= new MessagesJson(this.options.systemRole ?? "system");
-    const head = `{"model":${JSON.stringify(this.modelId)},"messages":${this.messagesJson.text(request.messages, names)}`;
-    return rest === "{}" ? `${head}}` : `${head},${rest.slice(1)}`;
+    const texts = this.messagesJson.texts(request.messages, names);
+    const head = `{"model":${JSON.stringify(this.modelId)},"messages":[`;
+    const tail = rest === "{}" ? "]}" : `],${rest.slice(1)}`;
+    if (texts.length === 0) return `${head}${tail}`;
+    // One join: the body is made as one flat string (a long history's body is a large object;
+    // concatenating around a joined text would copy it once more when it is written).
+    const parts = texts.slice();
+    parts[0] = head + parts[0];
+    parts[parts.length - 1] += tail;
+    return parts.join(",");
   }
 
   protected override needsOwnSignal(): boolean {
