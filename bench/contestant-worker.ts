@@ -1,7 +1,7 @@
 // One contestant in a process of its own (see isolated.ts). Reads one JSON request per line on
 // stdin and answers one JSON line: `{"prepare": WorkerSetup}` → `{}`; `{"run": true}` → one measured
-// sample `{ wallMs, cpuMs }`: `setup.batch` conversations back to back, or `{ error }`. Exits when
-// stdin closes.
+// sample `{ wallMs, cpuMs }`: `setup.batch` conversations back to back, or `{ error }`;
+// `{"describe": true}` → `{ described }`, its node and peer versions. Exits when stdin closes.
 //
 // No forced GC before a sample: the process holds this contestant's garbage only, so the
 // collections its own allocations cause are its cost, and a batch of conversations takes its share
@@ -9,7 +9,7 @@
 // cold for the run that follows: that penalty, not the contestant's work, was up to 40% of a
 // small framework's figure.)
 import { createInterface } from "node:readline";
-import { type Conversation, loopContestants, lookupTool } from "./contestants.js";
+import { type Conversation, loopContestants, lookupTool, peerVersions } from "./contestants.js";
 import { collectGarbage, measure } from "./harness.js";
 import type { WorkerSetup } from "./isolated.js";
 
@@ -17,7 +17,8 @@ let conversation: Conversation | undefined;
 let setup: WorkerSetup | undefined;
 let toolCalls = 0;
 
-async function handle(request: { prepare?: WorkerSetup; run?: boolean }): Promise<unknown> {
+async function handle(request: { prepare?: WorkerSetup; run?: boolean; describe?: boolean }): Promise<unknown> {
+  if (request.describe) return { described: `node ${process.version}, ${peerVersions()}` };
   if (request.prepare) {
     setup = request.prepare;
     const contestant = loopContestants.find((entry) => entry.name === setup!.contestant);

@@ -5,14 +5,50 @@
 // calls itself; the final text is returned for checking. A contestant that skips a tool result
 // gets an error from the mock provider, so a broken contestant cannot look fast.
 import { createOpenAICompatible } from "@ai-sdk/openai-compatible";
-import { OpenAIProvider, Agent as OpenAIAgent, run as openaiAgentsRun, setTracingDisabled, tool as openaiAgentsTool } from "@openai/agents";
 import { generateText, jsonSchema, stepCountIs, streamText, tool as aiTool } from "ai";
 import { Agent as HttpAgent, type IncomingMessage, request as httpRequest } from "node:http";
-import OpenAI from "openai";
+import { existsSync, readFileSync } from "node:fs";
+import { createRequire } from "node:module";
+import { dirname, join } from "node:path";
+import type OpenAI from "openai";
 import type { ChatCompletionMessageParam, ChatCompletionTool } from "openai/resources/chat/completions";
 import { Agent, defineTool } from "../src/index.js";
 import { google } from "../src/providers/google/index.js";
 import { openaiChat } from "../src/providers/openai/index.js";
+
+/**
+ * The peers' releases for the Node this process runs on: their current ones (`openai` 7 and
+ * `@openai/agents` 0.20, which need Node 22, installed under the aliases `openai7` and
+ * `openai-agents20`) on Node 22 and later, else the last releases that run on Node 20 (`openai` 6,
+ * `@openai/agents` 0.14). `ai` 7 runs on both. Loaded on first use, so a worker loads one set.
+ */
+export const CURRENT_PEERS = Number(process.versions.node.split(".")[0]) >= 22;
+
+async function openaiClient(baseURL: string): Promise<OpenAI> {
+  const { default: Client } = CURRENT_PEERS ? ((await import("openai7")) as unknown as typeof import("openai")) : await import("openai");
+  return new Client({ baseURL, apiKey: API_KEY, maxRetries: 0 });
+}
+
+function openaiAgentsModule(): Promise<typeof import("@openai/agents")> {
+  return CURRENT_PEERS ? (import("openai-agents20") as unknown as Promise<typeof import("@openai/agents")>) : import("@openai/agents");
+}
+
+/** The versions of the peers this process measures (`CURRENT_PEERS`), for the report. */
+export function peerVersions(): string {
+  const require = createRequire(import.meta.url);
+  // Not every package exports its package.json: the folder above its entry point that has one.
+  const version = (name: string) => {
+    for (let folder = dirname(require.resolve(name)); folder !== dirname(folder); folder = dirname(folder)) {
+      const file = join(folder, "package.json");
+      if (!existsSync(file)) continue;
+      const manifest = JSON.parse(readFileSync(file, "utf8")) as { name?: string; version: string };
+      if (manifest.name !== undefined && manifest.version) return manifest.version;
+    }
+    return "?";
+  };
+  const [openai, agents] = CURRENT_PEERS ? ["openai7", "openai-agents20"] : ["openai", "@openai/agents"];
+  return `openai ${version(openai)}, @openai/agents ${version(agents)}, ai ${version("ai")}, @ai-sdk/openai-compatible ${version("@ai-sdk/openai-compatible")}`;
+}
 
 export const SYSTEM_PROMPT = "You are a benchmark agent. Use the lookup tool until you know the answer.";
 export const USER_INPUT = "Look up the values, then answer.";
@@ -221,7 +257,7 @@ export const openaiSdk: Contestant = {
   name: "openai-sdk",
   role: "baseline",
   async prepare(setup) {
-    const client = new OpenAI({ baseURL: setup.baseURL, apiKey: API_KEY, maxRetries: 0 });
+    const client = await openaiClient(setup.baseURL);
     const tools = openaiTools(setup.tool);
     return async (hooks) => {
       const messages: ChatCompletionMessageParam[] = [
@@ -300,7 +336,7 @@ export const agentloopSdk: Contestant = {
   name: "agentloop-sdk",
   role: "agentloop-variant",
   async prepare(setup) {
-    const client = new OpenAI({ baseURL: setup.baseURL, apiKey: API_KEY, maxRetries: 0 });
+    const client = await openaiClient(setup.baseURL);
     const agent = new Agent({
       name: "bench",
       instructions: SYSTEM_PROMPT,
@@ -363,6 +399,7 @@ export const openaiAgents: Contestant = {
   name: "openai-agents",
   role: "peer",
   async prepare(setup) {
+    const { OpenAIProvider, Agent: OpenAIAgent, run: openaiAgentsRun, setTracingDisabled, tool: openaiAgentsTool } = await openaiAgentsModule();
     setTracingDisabled(true);
     // The provider builds an `OpenAIChatCompletionsModel` on its own `OpenAI` client (the SDK
     // pins a different `openai` major than ours) with our base URL.

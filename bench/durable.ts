@@ -1,10 +1,13 @@
 // Added cost of durability (agentloop/durable) per step: the same scripted run (5 model calls, 4 tool
-// calls) with and without DBOS checkpoints in a real PostgreSQL, median of rounds. Standalone:
+// calls) with and without DBOS checkpoints in a real PostgreSQL, median of rounds; beside it DBOS's
+// own floor in the same rounds: a bare workflow of as many `DBOS.runStep` steps that do nothing,
+// against the same workflow with none (what DBOS's checkpoint protocol costs a step). Standalone:
 //
 //   AGENTLOOP_TEST_PG_URL=postgres://... node --import tsx bench/durable.ts [rounds]
 //
 // Uses (and drops) its own schema. Not part of `npm run bench` yet.
 import { loadavg } from "node:os";
+import { DBOS } from "@dbos-inc/dbos-sdk";
 import pg from "pg";
 import { durableAgent } from "../src/durable/index.js";
 import { Agent, defineTool, type Model, type ModelEvent, type ModelRequest } from "../src/index.js";
@@ -47,7 +50,22 @@ const agent = new Agent({ name: "bench", model, tools: [toolOf(false)] });
 const idempotentAgent = new Agent({ name: "bench-idempotent", model, tools: [toolOf(true)] });
 const durable = durableAgent(agent, { databaseUrl: url, schema, logLevel: "error" });
 const durableIdempotent = durableAgent(idempotentAgent, { databaseUrl: url, schema, logLevel: "error" });
+// DBOS's own floor: the same number of steps, each doing nothing, and the workflow alone.
+const bareSteps = DBOS.registerWorkflow(
+  async (steps: number): Promise<number> => {
+    let done = 0;
+    for (let step = 0; step < steps; step++) done += await DBOS.runStep(async () => 1, { name: "bare" });
+    return done;
+  },
+  { name: "bench-bare-steps" },
+);
 await durable.launch();
+
+async function timedBare(steps: number): Promise<number> {
+  const start = performance.now();
+  if ((await bareSteps(steps)) !== steps) throw new Error("bare workflow: wrong step count");
+  return performance.now() - start;
+}
 
 function median(values: number[]): number {
   const sorted = [...values].sort((a, b) => a - b);
@@ -72,16 +90,22 @@ async function timedRun(target: typeof durable): Promise<number> {
 const plain: number[] = [];
 const checkpointed: number[] = [];
 const checkpointedIdempotent: number[] = [];
+const bareEmpty: number[] = [];
+const bareFull: number[] = [];
 for (let round = 0; round < rounds + 3; round++) {
   const start = performance.now();
   await agent.run("go");
   const plainMs = performance.now() - start;
   const durableMs = await timedRun(durable);
   const idempotentMs = await timedRun(durableIdempotent);
+  const emptyMs = await timedBare(0);
+  const fullMs = await timedBare(STEPS);
   if (round >= 3) {
     plain.push(plainMs);
     checkpointed.push(durableMs);
     checkpointedIdempotent.push(idempotentMs);
+    bareEmpty.push(emptyMs);
+    bareFull.push(fullMs);
   }
 }
 await durable.shutdown();
@@ -96,4 +120,10 @@ const idempotentMedian = median(checkpointedIdempotent);
 console.log(`rounds: ${rounds}; run of ${STEPS} steps (5 model calls, 4 tool calls); load average ${loadavg().map((value) => value.toFixed(1)).join(" ")}`);
 console.log(`plain run median: ${plainMedian.toFixed(2)} ms; durable run median: ${durableMedian.toFixed(2)} ms; with an idempotent tool: ${idempotentMedian.toFixed(2)} ms`);
 console.log(`added per step: ${((durableMedian - plainMedian) / STEPS).toFixed(2)} ms (target <= 2 ms); idempotent tool: ${((idempotentMedian - plainMedian) / STEPS).toFixed(2)} ms`);
+const emptyMedian = median(bareEmpty);
+const fullMedian = median(bareFull);
+console.log(
+  `DBOS alone: a workflow of no steps ${emptyMedian.toFixed(2)} ms, of ${STEPS} empty steps ${fullMedian.toFixed(2)} ms: ` +
+    `${((fullMedian - emptyMedian) / STEPS).toFixed(2)} ms per bare step, ${(fullMedian / STEPS).toFixed(2)} ms per step with the workflow's start and end (agentloop's added per step above includes them)`,
+);
 process.exit(0);

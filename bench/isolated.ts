@@ -24,9 +24,13 @@ export interface WorkerSetup {
   batch: number;
   /** The earlier method instead: a forced full GC (and a 5 ms pause) before each sample. */
   forcedGc?: boolean;
+  /** The node binary to run the worker with (default: this process's). */
+  node?: string;
 }
 
 export interface IsolatedEntrant extends Entrant {
+  /** The worker's node version and the peers' versions it loads. */
+  describe(): Promise<string>;
   close(): Promise<void>;
 }
 
@@ -35,7 +39,7 @@ export async function isolatedEntrant(setup: WorkerSetup): Promise<IsolatedEntra
   // Plain JavaScript, as a user runs the compiled package: under tsx, our TypeScript (not the
   // peers' JavaScript) would also carry its loader's helpers (`__name` on every function made).
   const worker = await bundle(benchFile("contestant-worker.ts"));
-  const child: ChildProcess = spawn(process.execPath, ["--expose-gc", worker], { stdio: ["pipe", "pipe", "inherit"] });
+  const child: ChildProcess = spawn(setup.node ?? process.execPath, ["--expose-gc", worker], { stdio: ["pipe", "pipe", "inherit"] });
   const lines = createInterface({ input: child.stdout! })[Symbol.asyncIterator]();
   const exited = new Promise<never>((_resolve, reject) => child.once("exit", (code) => reject(new Error(`${setup.contestant}: worker exited (${code})`))));
   exited.catch(() => undefined);
@@ -54,6 +58,7 @@ export async function isolatedEntrant(setup: WorkerSetup): Promise<IsolatedEntra
       await ask({ run: true });
     },
     measured: async () => (await ask({ run: true })) as Sample,
+    describe: async () => ((await ask({ describe: true })) as { described: string }).described,
     close: () =>
       new Promise<void>((resolve) => {
         if (child.exitCode !== null || child.signalCode !== null) return resolve();

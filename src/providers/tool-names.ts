@@ -5,6 +5,7 @@
  */
 import type { Message } from "../messages.js";
 import type { ToolDefinition } from "../model/model.js";
+import { HistoryMemo } from "./history-memo.js";
 
 const maxLength = 64;
 const legalName = /^[a-zA-Z0-9_-]{1,64}$/;
@@ -14,6 +15,9 @@ export function sanitizeToolName(name: string): string {
   const replaced = name.replace(/[^a-zA-Z0-9_-]/g, "_").slice(0, maxLength);
   return replaced.length > 0 ? replaced : "tool";
 }
+
+/** The tool-call names of each conversation's last request (see `HistoryMemo`). */
+const historyNames = new HistoryMemo<Set<string>>();
 
 export class ToolNameMap {
   private readonly toProvider = new Map<string, string>();
@@ -40,14 +44,21 @@ export class ToolNameMap {
 
   /** The names of the request's tools and of every tool call in its history. */
   static forRequest(tools: readonly ToolDefinition[] | undefined, messages: readonly Message[]): ToolNameMap {
-    // A set, not a list: a long session's history calls the same few tools a thousand times, and
-    // this runs before every model call (a list of every call's name was O(history) garbage per turn).
+    // The history's names in order of first appearance, kept per conversation: a long session's
+    // next request only adds the turn's messages to the last one, so only those are read.
+    const match = historyNames.match(messages);
+    const reuse = match !== undefined && match.shared === match.length;
+    const called = reuse ? match.state : new Set<string>();
+    for (let index = reuse ? match.shared : 0; index < messages.length; index++) {
+      const message = messages[index]!;
+      if (message.role !== "assistant") continue;
+      for (const part of message.content) if (part.type === "tool-call") called.add(part.name);
+    }
+    historyNames.keep(messages, called);
+    // The request's tools first, as always: the order decides which of two colliding names keeps its form.
     const names = new Set<string>();
     if (tools) for (const tool of tools) names.add(tool.name);
-    for (const message of messages) {
-      if (message.role !== "assistant") continue;
-      for (const part of message.content) if (part.type === "tool-call") names.add(part.name);
-    }
+    for (const name of called) names.add(name);
     return new ToolNameMap(names);
   }
 

@@ -33,6 +33,7 @@ import {
   promptCacheKey,
   providerOptionsFor,
 } from "../shared.js";
+import { HistoryMemo } from "../history-memo.js";
 import type { ToolNameMap } from "../tool-names.js";
 
 export interface OpenAIChatOptions extends AdapterOptions {
@@ -275,99 +276,135 @@ function toolChoiceParam(choice: ToolChoice, names: ToolNameMap): unknown {
 }
 
 /**
- * Wire forms of assistant and tool messages, by message object. A session sends its whole history
- * before every model call; a message in a transcript is never changed in place (the loop builds a
- * new one), so each is converted once instead of once per turn (O(history) objects per turn, and
- * their garbage, in a long session). Read-only for the caller: the body is serialized, not kept.
+ * Wire forms of assistant and tool messages, by message object (the SDK path, which wants the
+ * objects): a message in a transcript is never changed in place (the loop builds a new one), so
+ * each is converted once instead of once per turn. Read-only for the caller.
  */
 const wireMessages = new WeakMap<Message, unknown>();
+
+/**
+ * One message in Chat Completions wire format. `renamed` collects the tool names the request's map
+ * changed (a legal name is its own provider name in every request's map, an illegal one may not be).
+ */
+function wireMessage(message: Message, names: ToolNameMap, systemRole: "system" | "developer", renamed?: Map<string, string>): unknown {
+  switch (message.role) {
+    case "system":
+      return { role: systemRole, content: message.content };
+    case "user":
+      if (typeof message.content === "string") return { role: "user", content: message.content };
+      return {
+        role: "user",
+        content: message.content.map((part) => (part.type === "text" ? { type: "text", text: part.text } : { type: "image_url", image_url: { url: imageUrl(part) ?? "" } })),
+      };
+    case "assistant": {
+      // One pass over the parts.
+      let text = "";
+      let calls: unknown[] | undefined;
+      for (const part of message.content) {
+        if (part.type === "text") text += part.text;
+        else if (part.type === "tool-call") {
+          const name = names.toProviderName(part.name);
+          if (name !== part.name) (renamed ??= new Map()).set(part.name, name);
+          (calls ??= []).push({ id: part.id, type: "function", function: { name, arguments: part.arguments } });
+        }
+      }
+      const wire: Record<string, unknown> = { role: "assistant" };
+      if (text || !calls) wire.content = text;
+      if (calls) {
+        const reasoning = reasoningBack(message.content);
+        if (reasoning) wire[reasoning.field] = reasoning.text;
+        wire.tool_calls = calls;
+      }
+      return wire;
+    }
+    case "tool":
+      return { role: "tool", tool_call_id: message.toolCallId, content: contentText(message.content) };
+    default: {
+      const unreachable: never = message;
+      throw new TypeError(`unknown message role in ${JSON.stringify(unreachable)}`);
+    }
+  }
+}
 
 /** The unified conversation in Chat Completions wire format. */
 export function chatMessages(messages: readonly Message[], names: ToolNameMap, systemRole: "system" | "developer" = "system"): unknown[] {
   const out: unknown[] = [];
   for (const message of messages) {
-    switch (message.role) {
-      case "system":
-        out.push({ role: systemRole, content: message.content });
-        break;
-      case "user":
-        if (typeof message.content === "string") out.push({ role: "user", content: message.content });
-        else {
-          out.push({
-            role: "user",
-            content: message.content.map((part) =>
-              part.type === "text" ? { type: "text", text: part.text } : { type: "image_url", image_url: { url: imageUrl(part) ?? "" } },
-            ),
-          });
-        }
-        break;
-      case "assistant": {
-        const cached = wireMessages.get(message);
-        if (cached) {
-          out.push(cached);
-          break;
-        }
-        // One pass over the parts: this runs for every message of the history before each call.
-        let legalNames = true;
-        let text = "";
-        let calls: unknown[] | undefined;
-        for (const part of message.content) {
-          if (part.type === "text") text += part.text;
-          else if (part.type === "tool-call") {
-            const name = names.toProviderName(part.name);
-            if (name !== part.name) legalNames = false;
-            (calls ??= []).push({ id: part.id, type: "function", function: { name, arguments: part.arguments } });
-          }
-        }
-        const wire: Record<string, unknown> = { role: "assistant" };
-        if (text || !calls) wire.content = text;
-        if (calls) {
-          const reasoning = reasoningBack(message.content);
-          if (reasoning) wire[reasoning.field] = reasoning.text;
-          wire.tool_calls = calls;
-        }
-        // A legal name is its own provider name in every request's map: the wire form cannot change.
-        if (legalNames) wireMessages.set(message, wire);
-        out.push(wire);
-        break;
-      }
-      case "tool": {
-        let wire = wireMessages.get(message);
-        if (!wire) {
-          wire = { role: "tool", tool_call_id: message.toolCallId, content: contentText(message.content) };
-          wireMessages.set(message, wire);
-        }
-        out.push(wire);
-        break;
-      }
-      default: {
-        const unreachable: never = message;
-        throw new TypeError(`unknown message role in ${JSON.stringify(unreachable)}`);
-      }
+    if (message.role !== "assistant" && message.role !== "tool") {
+      out.push(wireMessage(message, names, systemRole));
+      continue;
     }
+    let wire = wireMessages.get(message);
+    if (wire === undefined) {
+      const renamed = new Map<string, string>();
+      wire = wireMessage(message, names, systemRole, renamed);
+      // A message whose names all kept their form cannot change with a later request's map.
+      if (renamed.size === 0) wireMessages.set(message, wire);
+    }
+    out.push(wire);
   }
   return out;
 }
 
+/** A conversation's messages as last sent: each one's JSON, and the names renamed in them. */
+interface SentMessages {
+  json: string[];
+  renamed: Map<string, string>;
+}
+
+/**
+ * The `messages` array of the direct path's body as JSON text (byte for byte `JSON.stringify` of
+ * `chatMessages`), per conversation: only the messages the conversation's last request did not
+ * have are converted and serialized (see `HistoryMemo`). What is left per turn is joining the
+ * texts, a copy, where every client serializes the whole history again.
+ */
+class MessagesJson {
+  private readonly memo = new HistoryMemo<SentMessages>();
+
+  constructor(private readonly systemRole: "system" | "developer") {}
+
+  /** Each message's JSON text, in order (kept: read-only for the caller). */
+  texts(messages: readonly Message[], names: ToolNameMap): readonly string[] {
+    const match = this.memo.match(messages);
+    let sent: SentMessages;
+    if (match !== undefined && keepsNames(match.state.renamed, names)) {
+      sent = match.state;
+      // Messages after the shared part were another request's (a retry, a trimmed context).
+      if (sent.json.length > match.shared) sent.json.length = match.shared;
+    } else sent = { json: [], renamed: new Map() };
+    for (let index = sent.json.length; index < messages.length; index++) {
+      sent.json.push(JSON.stringify(wireMessage(messages[index]!, names, this.systemRole, sent.renamed)));
+    }
+    this.memo.keep(messages, sent);
+    return sent.json;
+  }
+}
+
+/** True when `names` gives every renamed tool name of a sent text the same provider name. */
+function keepsNames(renamed: ReadonlyMap<string, string>, names: ToolNameMap): boolean {
+  for (const [name, providerName] of renamed) if (names.toProviderName(name) !== providerName) return false;
+  return true;
+}
+
 export class OpenAIChatModel extends AdapterModel<OpenAI | ChatEndpoint, OpenAIChatOptions> {
+  /** The direct path's messages as JSON, per conversation (made on the first call). */
+  private messagesJson?: MessagesJson;
+
   constructor(modelId: string, options: OpenAIChatOptions = {}) {
     super(modelId, options, openaiConnection("openai"), (settings) => new ChatEndpoint(settings, options.env ?? process.env, options.fetch));
   }
 
-  private body(request: ModelRequest, names: ToolNameMap): Record<string, unknown> {
+  /** The request's fields other than `model` and `messages`, in the order they are sent. */
+  private fields(request: ModelRequest, names: ToolNameMap): Record<string, unknown> {
     const options = request.options ?? {};
-    const body: Record<string, unknown> = {
-      model: this.modelId,
-      messages: chatMessages(request.messages, names, this.options.systemRole),
-      ...commonRequestFields(
-        request,
-        (tool) => ({
-          type: "function",
-          function: { name: names.toProviderName(tool.name), description: tool.description, parameters: objectSchema(tool.parameters) },
-        }),
-        (choice) => toolChoiceParam(choice, names),
-      ),
-    };
+    const body = commonRequestFields(
+      request,
+      (tool) => ({
+        type: "function",
+        function: { name: names.toProviderName(tool.name), description: tool.description, parameters: objectSchema(tool.parameters) },
+      }),
+      (choice) => toolChoiceParam(choice, names),
+    );
     if (options.maxOutputTokens !== undefined) {
       body[this.options.maxTokensField ?? (this.connection.official ? "max_completion_tokens" : "max_tokens")] = options.maxOutputTokens;
     }
@@ -380,7 +417,35 @@ export class OpenAIChatModel extends AdapterModel<OpenAI | ChatEndpoint, OpenAIC
     // Only OpenAI's own API knows the field (a compatible server might refuse it).
     const cacheKey = this.connection.official ? promptCacheKey(request) : undefined;
     if (cacheKey) body.prompt_cache_key = cacheKey;
-    return Object.assign(body, providerOptionsFor(request, ["openai", this.provider]));
+    Object.assign(body, providerOptionsFor(request, ["openai", this.provider]));
+    const streaming = this.options.stream !== false;
+    body.stream = streaming;
+    if (streaming && this.options.includeUsage !== false) body.stream_options = { include_usage: true };
+    return body;
+  }
+
+  /** The whole body as an object (for an SDK client). */
+  private body(request: ModelRequest, names: ToolNameMap): Record<string, unknown> {
+    return { model: this.modelId, messages: chatMessages(request.messages, names, this.options.systemRole), ...this.fields(request, names) };
+  }
+
+  /** The whole body as JSON (the direct path): the messages' text comes from `MessagesJson`. */
+  private bodyText(request: ModelRequest, names: ToolNameMap): string {
+    const fields = this.fields(request, names);
+    // Provider options that name `model` or `messages` replace them: the plain way then.
+    if (Object.hasOwn(fields, "model") || Object.hasOwn(fields, "messages")) return JSON.stringify(this.body(request, names));
+    const rest = JSON.stringify(fields);
+    this.messagesJson ??= new MessagesJson(this.options.systemRole ?? "system");
+    const texts = this.messagesJson.texts(request.messages, names);
+    const head = `{"model":${JSON.stringify(this.modelId)},"messages":[`;
+    const tail = rest === "{}" ? "]}" : `],${rest.slice(1)}`;
+    if (texts.length === 0) return `${head}${tail}`;
+    // One join: the body is made as one flat string (a long history's body is a large object;
+    // concatenating around a joined text would copy it once more when it is written).
+    const parts = texts.slice();
+    parts[0] = head + parts[0];
+    parts[parts.length - 1] += tail;
+    return parts.join(",");
   }
 
   protected override needsOwnSignal(): boolean {
@@ -393,14 +458,11 @@ export class OpenAIChatModel extends AdapterModel<OpenAI | ChatEndpoint, OpenAIC
 
   protected async *call(request: ModelRequest, { names, signal, alive }: CallContext): AsyncGenerator<ModelEvent> {
     const mapper = new ChatStreamMapper(this.provider, names);
-    const body = this.body(request, names);
     const streaming = this.options.stream !== false;
-    body.stream = streaming;
-    if (streaming && this.options.includeUsage !== false) body.stream_options = { include_usage: true };
     const client = this.connection.client;
     const out: ModelEvent[] = [];
     if (!(client instanceof ChatEndpoint)) {
-      for await (const chunk of sdkChunks(client, body, streaming, signal)) {
+      for await (const chunk of sdkChunks(client, this.body(request, names), streaming, signal)) {
         alive();
         mapper.chunk(chunk, out);
         yield* drain(out);
@@ -408,7 +470,7 @@ export class OpenAIChatModel extends AdapterModel<OpenAI | ChatEndpoint, OpenAIC
     } else {
       // The direct path, in this one generator: each piece of the body is parsed and mapped here.
       const headers = streaming ? client.streamHeaders : client.headers;
-      const common = { url: client.target, headers, body: JSON.stringify(body), signal, timeoutMs: this.options.timeoutMs ?? defaultTimeoutMs, fetch: client.fetch };
+      const common = { url: client.target, headers, body: this.bodyText(request, names), signal, timeoutMs: this.options.timeoutMs ?? defaultTimeoutMs, fetch: client.fetch };
       if (!streaming) {
         mapper.chunk(completionChunk((await post({ ...common, json: true })).value as CompletionLike), out);
       } else {
