@@ -37,7 +37,9 @@ const FOLDERS = {
   // The loop's shapes and the approval broker, below src/loop and src/tools: the loop's tests cover them.
   "src/contracts": ["test/loop/**/*.test.ts"],
   "src/durable": ["test/durable/**/*.test.ts"],
-  "src/memory": ["test/memory/**/*.test.ts"],
+  // All but start-postgres.test.ts, which tests scripts/start-postgres.sh, not src/memory, and fails in
+  // Stryker's environment (its first run then stops the whole run). Globs here take no "!" exclusions.
+  "src/memory": ["test/memory/[!s]*.test.ts", "test/memory/session-*.test.ts", "test/memory/stored-*.test.ts"],
   "src/server": ["test/server/**/*.test.ts"],
 };
 /** Files of those folders with nothing to mutate (re-exports only). */
