@@ -88,6 +88,8 @@ export function memoryStoreConformance(name: string, factory: StoreFactory): voi
         assert.equal(session?.event_count, 4);
         assert.equal(session?.last_seq, 4);
         assert.deepEqual(await store.append("s", []), []);
+        assert.deepEqual(await store.append("never", []), []);
+        assert.equal(await store.getSession("never"), undefined, "an empty append creates no session");
       });
     });
 

@@ -230,5 +230,6 @@ describe("historyFromEvents", () => {
   it("returns nothing for an empty log or one without user messages", () => {
     assert.deepEqual(historyFromEvents([]), []);
     assert.deepEqual(historyFromEvents([answer("orphan answer")]), []);
+    assert.deepEqual(historyFromEvents([call("c0", "t", "{}"), result("c0", "t", "r"), user("after")]), [{ role: "user", content: "after" }]);
   });
 });
