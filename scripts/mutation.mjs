@@ -37,7 +37,9 @@ const FOLDERS = {
   // The loop's shapes and the approval broker, below src/loop and src/tools: the loop's tests cover them.
   "src/contracts": ["test/loop/**/*.test.ts"],
   "src/durable": ["test/durable/**/*.test.ts"],
-  "src/memory": ["test/memory/**/*.test.ts"],
+  // All but start-postgres.test.ts, which tests scripts/start-postgres.sh, not src/memory, and fails in
+  // Stryker's environment (its first run then stops the whole run). Globs here take no "!" exclusions.
+  "src/memory": ["test/memory/[!s]*.test.ts", "test/memory/session-*.test.ts", "test/memory/stored-*.test.ts"],
   // The UI protocols' and the studio's routes are tested beside their clients (the browser test excepted: slow, and a page's view of the same routes).
   "src/server": ["test/server/**/*.test.ts", "test/ui/server.test.ts", "test/ui/client-tools.test.ts", "test/ui/endings.test.ts", "test/ui/wire-paths.test.ts", "test/studio/routes.test.ts"],
 };

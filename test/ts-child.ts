@@ -4,7 +4,7 @@
 // with esbuild (npm packages stay external, code splitting keeps lazy imports lazy, as in the
 // compiled package) and starts the children as plain node. If esbuild fails, the children run
 // through tsx as before.
-import { mkdirSync, rmSync } from "node:fs";
+import { existsSync, mkdirSync, rmSync } from "node:fs";
 import { basename, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { Plugin } from "esbuild";
@@ -26,9 +26,10 @@ let cleanupRegistered = false;
 const ownSources: Plugin = {
   name: "agentloop-sources",
   setup(build) {
-    build.onResolve({ filter: /^agentloop(\/[a-z-]+)?$/ }, (args) => ({
-      path: join(root, args.path === "agentloop" ? "src/index.ts" : `src/${args.path.slice("agentloop/".length)}/index.ts`),
-    }));
+    build.onResolve({ filter: /^agentloop(\/[a-z-]+)?$/ }, (args) => {
+      const path = join(root, args.path === "agentloop" ? "src/index.ts" : `src/${args.path.slice("agentloop/".length)}/index.ts`);
+      return existsSync(path) ? { path } : undefined;
+    });
   },
 };
 

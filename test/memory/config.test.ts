@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { after, describe, it } from "node:test";
 import { AgentLoopError } from "../../src/errors.js";
 import { Agent, ScriptedModel } from "../../src/index.js";
-import { DEFAULT_MEMORY_CONFIG, memoryConfigFromEnv, memoryFromEnv, openMemoryStore } from "../../src/memory/index.js";
+import { DEFAULT_MEMORY_CONFIG, memoryConfigFromEnv, memoryFromEnv, openMemoryStore, parseDuration } from "../../src/memory/index.js";
 import { dropSchemas, postgresUrl, uniqueSchema } from "./postgres-server.js";
 
 after(dropSchemas);
@@ -87,6 +87,7 @@ describe("memory configuration from the environment", () => {
     for (const [text, milliseconds] of [
       ["500ms", 500],
       ["1.5s", 1500],
+      ["1.25s", 1250],
       ["2 m", 120_000],
       ["12h", 43_200_000],
       ["7D", 7 * 86_400_000],
@@ -94,6 +95,8 @@ describe("memory configuration from the environment", () => {
     ] as const) {
       assert.equal(memoryConfigFromEnv({ MEMORY_RETENTION: text }).retentionMs, milliseconds, text);
     }
+    assert.equal(parseDuration("TTL", " 5m "), 300_000, "parseDuration trims what it is given");
+    assert.throws(() => parseDuration("TTL", "5 weeks"), /^AgentLoopError: TTL must be a positive duration/);
     assert.equal(memoryConfigFromEnv({ MEMORY_MAX_SESSIONS: " 7 " }).maxSessions, 7);
     assert.equal(memoryConfigFromEnv({ MEMORY_MAX_SESSIONS: "1" }).maxSessions, 1, "1 is the least");
     assert.equal(memoryConfigFromEnv({ MEMORY_POSTGRES_SCHEMA: `_${"a".repeat(62)}` }).postgresSchema?.length, 63);
@@ -108,6 +111,8 @@ describe("memory configuration from the environment", () => {
       [{ MEMORY_MAX_SESSIONS: "1.5" }, /^MEMORY_MAX_SESSIONS must be a positive integer/],
       [{ MEMORY_MAX_SESSIONS: "5x" }, /^MEMORY_MAX_SESSIONS must be a positive integer/],
       [{ MEMORY_MAX_SESSIONS: "x5" }, /^MEMORY_MAX_SESSIONS must be a positive integer/],
+      [{ MEMORY_MAX_SESSIONS: "1e3" }, /^MEMORY_MAX_SESSIONS must be a positive integer, got "1e3"$/],
+      [{ MEMORY_MAX_SESSIONS: "0x10" }, /^MEMORY_MAX_SESSIONS must be a positive integer/],
       [{ MEMORY_MAX_SESSION_EVENTS: "99999999999999999999" }, /^MEMORY_MAX_SESSION_EVENTS must be a positive integer, got "99999999999999999999"$/],
       [{ MEMORY_CONTEXT_LIMIT: "two" }, /^MEMORY_CONTEXT_LIMIT must be a non-negative integer, got "two"$/],
       [{ MEMORY_RETENTION: "5 weeks" }, /^MEMORY_RETENTION must be a positive duration like "3600", "30m", "12h" or "7d", got "5 weeks"$/],

@@ -88,6 +88,8 @@ export function memoryStoreConformance(name: string, factory: StoreFactory): voi
         assert.equal(session?.event_count, 4);
         assert.equal(session?.last_seq, 4);
         assert.deepEqual(await store.append("s", []), []);
+        assert.deepEqual(await store.append("never", []), []);
+        assert.equal(await store.getSession("never"), undefined, "an empty append creates no session");
       });
     });
 
@@ -388,10 +390,11 @@ export function memoryStoreConformance(name: string, factory: StoreFactory): voi
         metadata.user = "changed";
         assert.equal((await store.getSession("meta"))?.metadata.user, "ada\uFFFDlovelace");
         // Nor is an object given back: changing it changes nothing stored.
-        const read = await store.getSession("meta");
-        (read?.metadata as Record<string, unknown>).user = "changed too";
-        ((read?.metadata.nested as { list: unknown[] }).list as unknown[]).push("more");
-        ((await store.listSessions())[0]?.metadata as Record<string, unknown>).user = "changed again";
+        const read = (await store.getSession("meta")) ?? assert.fail("the session is there");
+        read.metadata.user = "changed too";
+        (read.metadata.nested as { list: unknown[] }).list.push("more");
+        const listed = (await store.listSessions())[0] ?? assert.fail("the session is listed");
+        listed.metadata.user = "changed again";
         assert.deepEqual((await store.getSession("meta"))?.metadata, expected);
         // No metadata is an empty object.
         assert.deepEqual((await store.createSession("plain")).metadata, {});

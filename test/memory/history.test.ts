@@ -66,6 +66,7 @@ describe("historyFromEvents", () => {
   });
 
   it("closes the calls of an interrupted run with an error result", () => {
+    assert.equal(INTERRUPTED_TOOL_RESULT, "[interrupted: the run stopped before this tool call finished]");
     const events = [user("first"), answer("one"), user("second", "r2"), call("c1", "slow", '{"n":1}', 1, "r2")];
     assert.deepEqual(historyFromEvents(events), [
       { role: "user", content: "first" },
@@ -229,5 +230,6 @@ describe("historyFromEvents", () => {
   it("returns nothing for an empty log or one without user messages", () => {
     assert.deepEqual(historyFromEvents([]), []);
     assert.deepEqual(historyFromEvents([answer("orphan answer")]), []);
+    assert.deepEqual(historyFromEvents([call("c0", "t", "{}"), result("c0", "t", "r"), user("after")]), [{ role: "user", content: "after" }]);
   });
 });

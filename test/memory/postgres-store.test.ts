@@ -2,7 +2,6 @@ import assert from "node:assert/strict";
 import { after, describe, it } from "node:test";
 import pg from "pg";
 import { AgentLoopError } from "../../src/errors.js";
-import pg from "pg";
 import { defaultWriteLanes, openPostgresStore } from "../../src/memory/postgres.js";
 import { memoryStoreConformance } from "./conformance.js";
 import { dropSchemas, postgresUrl, uniqueSchema } from "./postgres-server.js";
