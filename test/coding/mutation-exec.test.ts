@@ -101,7 +101,7 @@ describe("exec, mutation cases", () => {
     const result = await exec(`head -c ${MAX_CAPTURED_CHARS} /dev/zero | tr '\\0' b; while [ ! -e ${JSON.stringify(go)} ]; do sleep 0.01; done; echo after`, {
       timeoutMs: 60_000,
       onOutput: (stream, text) => {
-        streamed += text.length;
+        if (stream === "stdout") streamed += text.length;
         if (streamed === MAX_CAPTURED_CHARS) writeFileSync(go, "");
       },
     });
