@@ -13,7 +13,9 @@ after(() => rmSync(folder, { recursive: true, force: true }));
 
 /** The child's environment as `env` prints it, by name. */
 async function childEnv(options: Parameters<typeof exec>[1]): Promise<Record<string, string>> {
-  const result = await exec("env", options);
+  // A generous timeout (the default is 10 s): a loaded machine must not make `env` time out.
+  const result = await exec("env", { timeoutMs: 60_000, ...options });
+  assert.equal(result.exitCode, 0, result.stderr);
   return Object.fromEntries(result.stdout.trim().split("\n").map((line) => line.split(/=(.*)/s, 2)));
 }
 
