@@ -2,18 +2,20 @@
 // names count as secrets, variables given or removed for the child, each bad timeout, a file as the
 // working directory, bash missing from the PATH, a signal aborted before the start, the capture limit.
 import assert from "node:assert/strict";
-import { mkdtempSync, realpathSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, describe, it } from "node:test";
-import { exec, MAX_CAPTURED_CHARS } from "../../src/coding/index.js";
+import { childEnvironment, exec, MAX_CAPTURED_CHARS } from "../../src/coding/index.js";
 
 const folder = realpathSync(mkdtempSync(join(tmpdir(), "agentloop-exec-mutation-")));
 after(() => rmSync(folder, { recursive: true, force: true }));
 
 /** The child's environment as `env` prints it, by name. */
 async function childEnv(options: Parameters<typeof exec>[1]): Promise<Record<string, string>> {
-  const result = await exec("env", options);
+  // A generous timeout (the default is 10 s): a loaded machine must not make `env` time out.
+  const result = await exec("env", { timeoutMs: 60_000, ...options });
+  assert.equal(result.exitCode, 0, result.stderr);
   return Object.fromEntries(result.stdout.trim().split("\n").map((line) => line.split(/=(.*)/s, 2)));
 }
 
@@ -41,6 +43,28 @@ describe("exec, mutation cases", () => {
     } finally {
       delete process.env.AGENTLOOP_EXEC_MUTATION_PLAIN;
     }
+  });
+
+  it("childEnvironment leaves out a variable given as undefined (not kept with no value)", () => {
+    assert.deepEqual(childEnvironment({ A: "1", B: "2", C: undefined }, { A: undefined, D: "4" }), { B: "2", D: "4" });
+  });
+
+  it("what a finished command left running is killed with SIGKILL: one that ignores SIGTERM goes too", async () => {
+    const result = await exec("(trap '' TERM; sleep 30) > /dev/null & echo $!", { timeoutMs: 10_000 });
+    const pid = Number(result.stdout.trim());
+    let gone = false;
+    for (const deadline = performance.now() + 5_000; performance.now() < deadline && !gone; ) {
+      try {
+        process.kill(pid, 0);
+        const state = readFileSync(`/proc/${pid}/stat`, "utf8");
+        gone = state.slice(state.lastIndexOf(")") + 2, state.lastIndexOf(")") + 3) === "Z";
+      } catch {
+        gone = true;
+      }
+      if (!gone) await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+    if (!gone) process.kill(pid, "SIGKILL");
+    assert.equal(gone, true, "the background process that ignores SIGTERM survived the command");
   });
 
   it("refuses each kind of bad timeout, naming it, and accepts the maximum itself", async () => {
@@ -101,7 +125,7 @@ describe("exec, mutation cases", () => {
     const result = await exec(`head -c ${MAX_CAPTURED_CHARS} /dev/zero | tr '\\0' b; while [ ! -e ${JSON.stringify(go)} ]; do sleep 0.01; done; echo after`, {
       timeoutMs: 60_000,
       onOutput: (stream, text) => {
-        streamed += text.length;
+        if (stream === "stdout") streamed += text.length;
         if (streamed === MAX_CAPTURED_CHARS) writeFileSync(go, "");
       },
     });

@@ -17,6 +17,7 @@ after(() => rmSync(dir, { recursive: true, force: true }));
 let count = 0;
 const loopback = (options: Record<string, unknown> = {}, url = `http://server${++count}.example/mcp`) =>
   authProviderOf({ type: "authorization_code", tokenDir: dir, ...options }, "docs", url) as InteractiveAuthProvider;
+const redirectOf = (provider: InteractiveAuthProvider) => String(provider.redirectUrl);
 const pem = (key: KeyObject) => key.export({ type: "pkcs8", format: "pem" }).toString();
 
 describe("OAuth configuration helpers", () => {
@@ -65,20 +66,20 @@ describe("the loopback redirect", () => {
     await provider.start();
     await provider.start(); // a second start keeps the same listener
     try {
-      const missing = await fetch(provider.redirectUrl.replace("/callback", "/other?code=x"));
+      const missing = await fetch(redirectOf(provider).replace("/callback", "/other?code=x"));
       assert.equal(missing.status, 404);
-      const denied = await fetch(`${provider.redirectUrl}?error=access_denied&error_description=${encodeURIComponent("the user said no")}`);
+      const denied = await fetch(`${redirectOf(provider)}?error=access_denied&error_description=${encodeURIComponent("the user said no")}`);
       assert.equal(denied.status, 400);
       assert.equal(denied.headers.get("content-type"), "text/plain; charset=utf-8");
       assert.equal(await denied.text(), "Authorization failed: access_denied (the user said no)");
       await assert.rejects(provider.waitForAuthorizationCode(), { message: 'MCP server "docs": authorization failed: access_denied (the user said no)' });
 
       const waiting = assert.rejects(provider.waitForAuthorizationCode(), { message: 'MCP server "docs": authorization failed: server_error' });
-      const bare = await fetch(`${provider.redirectUrl}?error=server_error`);
+      const bare = await fetch(`${redirectOf(provider)}?error=server_error`);
       assert.equal(await bare.text(), "Authorization failed: server_error");
       await waiting;
 
-      const noCode = await fetch(provider.redirectUrl);
+      const noCode = await fetch(redirectOf(provider));
       assert.equal(noCode.status, 400);
       assert.equal(await noCode.text(), "Authorization failed: no code");
       await assert.rejects(provider.waitForAuthorizationCode(), /authorization failed: no code/);
@@ -92,7 +93,7 @@ describe("the loopback redirect", () => {
     const provider = loopback();
     await provider.start();
     try {
-      const back = await fetch(`${provider.redirectUrl}?code=early&state=whatever`);
+      const back = await fetch(`${redirectOf(provider)}?code=early&state=whatever`);
       assert.equal(back.status, 200);
       assert.equal(await back.text(), "agentloop is authorized. You can close this tab.");
       assert.equal(await provider.waitForAuthorizationCode(), "early");
@@ -104,7 +105,7 @@ describe("the loopback redirect", () => {
   test("listens on the pinned callback port, and gives up after timeoutMs, saying so in seconds", async () => {
     const probe = loopback();
     await probe.start();
-    const port = Number(new URL(probe.redirectUrl).port);
+    const port = Number(new URL(redirectOf(probe)).port);
     await probe.close();
     const provider = loopback({ callbackPort: port, timeoutMs: 1_400 });
     await provider.start();
@@ -112,7 +113,7 @@ describe("the loopback redirect", () => {
       assert.equal(provider.redirectUrl, `http://127.0.0.1:${port}/callback`);
       await assert.rejects(provider.waitForAuthorizationCode(), { message: 'MCP server "docs": nobody completed the authorization within 1 s' });
       // The waiter is gone: a code arriving now is kept for the next wait.
-      await fetch(`${provider.redirectUrl}?code=late`);
+      await fetch(`${redirectOf(provider)}?code=late`);
       assert.equal(await provider.waitForAuthorizationCode(), "late");
     } finally {
       await provider.close();
@@ -167,7 +168,7 @@ describe("the authorization-code provider's registration and store", () => {
       provider.saveCodeVerifier("v");
       return provider;
     };
-    const state = (provider: InteractiveAuthProvider) => [provider.clientInformation()?.client_id, provider.tokens()?.access_token, (() => { try { return provider.codeVerifier(); } catch { return undefined; } })()];
+    const state = (provider: InteractiveAuthProvider) => [(provider.clientInformation() as { client_id?: string } | undefined)?.client_id, (provider.tokens() as { access_token?: string } | undefined)?.access_token, (() => { try { return provider.codeVerifier(); } catch { return undefined; } })()];
     let provider = fill();
     provider.invalidateCredentials?.("client");
     assert.deepEqual(state(provider), [undefined, "a", "v"]);
