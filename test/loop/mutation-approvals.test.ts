@@ -333,3 +333,41 @@ test("across processes the session's log decides: a checkpoint it records as res
     assert.deepEqual(asked, label === "not recorded" ? [["s2", stopped.id]] : [], label);
   }
 });
+
+test("resume refuses, naming the problem: each way a checkpoint is not one, decisions that are not an object or not a decision, an edited sub-agent call", async () => {
+  const pay = recorded("pay", true);
+  const agent = new Agent({ model: new ScriptedModel([calls(["pay", { amount: 1 }, "p1"]), "done"]), tools: [pay.tool], onApproval: "interrupt" });
+  const text = JSON.stringify((await agent.run("go")).checkpoint);
+  const edited = (edit: (checkpoint: Record<string, any>) => void) => {
+    const checkpoint = JSON.parse(text);
+    edit(checkpoint);
+    return checkpoint as RunCheckpoint;
+  };
+  const notACheckpoint = /^ResumeError: agent\.resume: the checkpoint is not a run checkpoint \(expected the `checkpoint` of an INTERRUPTED run's result, version 1\)$/;
+  for (const checkpoint of [null, "ckpt", edited((c) => (c.version = 2)), edited((c) => (c.id = 7)), edited((c) => (c.pending = {}))]) {
+    assert.throws(() => agent.resume(checkpoint as never, { decisions: { p1: { approve: true } } }), (error: Error) => notACheckpoint.test(`${error.name}: ${error.message}`), JSON.stringify(checkpoint)?.slice(0, 40));
+  }
+  for (const decisions of [null, "approve", undefined]) {
+    assert.throws(() => agent.resume(JSON.parse(text), { decisions } as never), /^ResumeError: agent\.resume: decisions must be an object \{ \[toolCallId\]: \{ approve: true \} \| \{ approve: false, reason\? \} \}$/);
+  }
+  for (const decision of [null, "yes", { approve: "true" }]) {
+    const expected = `agent.resume: the decision for "p1" must be { approve: true } or { approve: false, reason? }, got ${JSON.stringify(decision)}`;
+    assert.throws(() => agent.resume(JSON.parse(text), { decisions: { p1: decision as never } }), (error: Error) => error.message === expected);
+  }
+  assert.throws(() => agent.resume(edited((c) => (c.pending = [])), { decisions: { p1: { approve: true } } }), /no approval is pending for tool call "p1" \(pending: none\)$/);
+  assert.deepEqual(pay.ran, [], "nothing ran on a refused resume");
+
+  // A sub-agent's pending call, edited in the parent's checkpoint, is refused as the parent's own would be.
+  const write = recorded("write_file", true);
+  const child = new Agent({ name: "worker", model: new ScriptedModel([calls(["write_file", { path: "safe" }, "cw"]), "child done"]), tools: [write.tool] });
+  const parent = new Agent({ name: "boss", model: new ScriptedModel([calls(["delegate_to_worker", { task: "write" }, "d1"]), "all done"]), subAgents: [child], onApproval: "interrupt" });
+  const nestedText = JSON.stringify((await parent.run("go")).checkpoint);
+  const editedPending = JSON.parse(nestedText) as RunCheckpoint;
+  editedPending.pending[0]!.arguments = { path: "/etc/passwd" };
+  assert.throws(() => parent.resume(editedPending, { decisions: { cw: { approve: true } } }), /arguments of tool call "cw" \(write_file\) changed since the approval was requested/);
+  const editedCall = JSON.parse(nestedText) as RunCheckpoint;
+  editedCall.wave.nested.d1!.wave.calls[0]!.arguments = '{"path":"/etc/passwd"}';
+  assert.throws(() => parent.resume(editedCall, { decisions: { cw: { approve: true } } }), /arguments of tool call "cw" \(write_file\) changed since the approval was requested/);
+  assert.equal((await parent.resume(JSON.parse(nestedText), { decisions: { cw: { approve: true } } })).state, "COMPLETED");
+  assert.deepEqual(write.ran, [{ path: "safe" }]);
+});
