@@ -371,3 +371,44 @@ test("resume refuses, naming the problem: each way a checkpoint is not one, deci
   assert.equal((await parent.resume(JSON.parse(nestedText), { decisions: { cw: { approve: true } } })).state, "COMPLETED");
   assert.deepEqual(write.ran, [{ path: "safe" }]);
 });
+
+test("wait mode, the broker: pendingApprovals lists the waiting calls, a wrong id is refused naming them, each answer takes one off", async () => {
+  const pay = recorded("pay", true);
+  const agent = new Agent({ model: new ScriptedModel([calls(["pay", { amount: 1 }, "p1"], ["pay", { amount: 2 }, "p2"]), "done"]), tools: [pay.tool] });
+  const run = agent.run("go");
+  const seen: string[][] = [];
+  for await (const event of run) {
+    if (event.type !== "approval-request" || event.toolCallId !== "p2") continue;
+    seen.push(run.pendingApprovals);
+    assert.throws(() => run.approve("p3"), /^Error: no approval is pending for tool call "p3" \(pending: p1, p2\)$/);
+    run.approve("p2");
+    seen.push(run.pendingApprovals);
+    assert.throws(() => run.approve("p2"), /\(pending: p1\)$/, "answered once");
+    run.reject("p1");
+    seen.push(run.pendingApprovals);
+  }
+  const result = await run;
+  assert.deepEqual(seen, [["p1", "p2"], ["p1"], []]);
+  assert.deepEqual(results(result), [
+    ["p1", "Rejected: rejected by the user"],
+    ["p2", "pay done"],
+  ]);
+});
+
+test("an approval timeout and an abort: whichever comes first decides, the other changes nothing", async () => {
+  const pay = recorded("pay", true);
+  // The timeout first: rejected, the run goes on (the abort after it has nothing to cancel).
+  const timedOut = new Agent({ model: new ScriptedModel([calls(["pay", { amount: 1 }, "p1"]), "after the timeout"]), tools: [pay.tool], approvalTimeoutMs: 1 });
+  const first = await timedOut.run("go");
+  assert.equal(first.state, "COMPLETED");
+  assert.deepEqual(results(first), [["p1", "Rejected: approval timed out after 1 ms"]]);
+  // The abort first: cancelled, and the long timeout never fires into the finished run.
+  const aborted = new Agent({ model: new ScriptedModel([calls(["pay", { amount: 1 }, "p1"]), "never"]), tools: [pay.tool], approvalTimeoutMs: 60_000 });
+  const run = aborted.run("go", { onEvent: (event) => event.type === "approval-request" && queueMicrotask(() => run.abort("gone")) });
+  const started = performance.now();
+  const second = await run;
+  assert.equal(second.state, "ABORTED");
+  assert.ok(performance.now() - started < 30_000, "the pending timer does not hold the run");
+  assert.deepEqual(run.pendingApprovals, []);
+  assert.deepEqual(pay.ran, []);
+});
