@@ -344,7 +344,7 @@ test("resume refuses, naming the problem: each way a checkpoint is not one, deci
     return checkpoint as RunCheckpoint;
   };
   const notACheckpoint = /^ResumeError: agent\.resume: the checkpoint is not a run checkpoint \(expected the `checkpoint` of an INTERRUPTED run's result, version 1\)$/;
-  for (const checkpoint of [null, "ckpt", edited((c) => (c.version = 2)), edited((c) => (c.id = 7)), edited((c) => (c.pending = {}))]) {
+  for (const checkpoint of [null, "ckpt", edited((c) => (c.version = 2)), edited((c) => (c.id = 7)), edited((c) => (c.pending = {})), edited((c) => delete c.wave), edited((c) => (c.wave = { calls: "w1" }))]) {
     assert.throws(() => agent.resume(checkpoint as never, { decisions: { p1: { approve: true } } }), (error: Error) => notACheckpoint.test(`${error.name}: ${error.message}`), JSON.stringify(checkpoint)?.slice(0, 40));
   }
   for (const decisions of [null, "approve", undefined]) {
@@ -411,4 +411,52 @@ test("an approval timeout and an abort: whichever comes first decides, the other
   assert.ok(performance.now() - started < 30_000, "the pending timer does not hold the run");
   assert.deepEqual(run.pendingApprovals, []);
   assert.deepEqual(pay.ran, []);
+});
+
+test("an approval covers equal arguments whatever their key order: a guardrail rewriting the same values in another order at the resume is not asked again", async () => {
+  const pay = recorded("pay", true);
+  let leg = 0;
+  const agent = new Agent({
+    model: new ScriptedModel([calls(["pay", { amount: 1 }, "p1"], ["pay", { amount: 2 }, "p2"]), "done"]),
+    tools: [pay.tool],
+    onApproval: "interrupt",
+    guardrails: { tool: ({ arguments: args }) => ({ allow: true, arguments: leg === 0 ? { amount: args.amount, path: "/tmp/x" } : { path: "/tmp/x", amount: args.amount } }) },
+  });
+  const first = await agent.run("go");
+  leg = 1;
+  const second = await agent.resume(roundTrip(first.checkpoint), { decisions: { p1: { approve: true } } });
+  leg = 2;
+  const thirdRun = agent.resume(roundTrip(second.checkpoint), { decisions: { p2: { approve: true } } });
+  const events = await eventsOf(thirdRun);
+  assert.equal((await thirdRun).state, "COMPLETED");
+  assert.deepEqual(ofType(events, "approval-request"), [], "p1's approval still covers its arguments");
+  assert.deepEqual(
+    pay.ran.map((args) => args.amount),
+    [1, 2],
+  );
+});
+
+test("two sub-agents stopped in one wave: one resume decides both, each child's call is found in its own checkpoint", async () => {
+  const writes = recorded("write_file", true);
+  const child = (name: string, path: string) => new Agent({ name, model: new ScriptedModel([calls(["write_file", { path }, `${name}_w`]), `${name} done`]), tools: [writes.tool] });
+  const parent = new Agent({
+    name: "boss",
+    model: new ScriptedModel([calls(["delegate_to_alpha", { task: "a" }, "da"], ["delegate_to_beta", { task: "b" }, "db"]), "both done"]),
+    subAgents: [child("alpha", "a.txt"), child("beta", "b.txt")],
+    onApproval: "interrupt",
+  });
+  const first = await parent.run("go");
+  assert.deepEqual(
+    first.checkpoint?.pending.map((entry) => [entry.toolCallId, entry.agentPath]),
+    [
+      ["alpha_w", ["boss", "alpha"]],
+      ["beta_w", ["boss", "beta"]],
+    ],
+  );
+  const edited = roundTrip(first.checkpoint);
+  edited.wave.nested.db!.wave.calls[0]!.arguments = '{"path":"/etc/passwd"}';
+  assert.throws(() => parent.resume(edited, { decisions: { alpha_w: { approve: true } } }), /arguments of tool call "beta_w" \(write_file\) changed/);
+  const result = await parent.resume(roundTrip(first.checkpoint), { decisions: { alpha_w: { approve: true }, beta_w: { approve: true } } });
+  assert.equal(result.state, "COMPLETED");
+  assert.deepEqual(writes.ran, [{ path: "a.txt" }, { path: "b.txt" }]);
 });
