@@ -103,6 +103,7 @@ test("answers: a fence with or without `json` and spaces around is read; text ar
   assert.deepEqual(await outputOf('```\n{"n":1}\n```'), { n: 1 });
   assert.deepEqual(await outputOf('  ```json\n{"n":2}```  '), { n: 2 });
   assert.deepEqual(await outputOf('\n {"n":3} \n'), { n: 3 });
+  assert.deepEqual(await outputOf('```json  \n{\n  "n": 7\n}\n```'), { n: 7 }, "spaces after the language, a value over several lines");
   assert.equal(await outputOf('```json\n{"n":6}\n``` and some words after'), undefined, "text after a fence: not the answer (asked again, then failed)");
   const model = new ScriptedModel(['Here it is: ```json\n{"n":4}\n```', '{"n":5}']);
   const result = await new Agent({ model, output: schema }).run("go");
