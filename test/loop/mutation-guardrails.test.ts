@@ -148,3 +148,39 @@ test("with an output guardrail, reasoning streams at once while the answer waits
   assert.equal(result.text, "the answer");
   assert.deepEqual(order, ["reasoning-delta", "verdict", "text-delta"]);
 });
+
+test("an MCP tool is matched by any of its names: deniedTools and needsApproval globs on `<server>.<tool>` or the bare tool name", async () => {
+  const mcpTool = (name: string, server: string, tool: string) => {
+    const ran: string[] = [];
+    return {
+      ran,
+      tool: defineTool({ name, description: name, parameters: { type: "object" }, mcp: { server, tool }, execute: () => {
+          ran.push(name);
+          return "ok";
+        },
+      }),
+    };
+  };
+  const remove = mcpTool("fs_delete", "fs", "delete");
+  const write = mcpTool("fs_write", "fs", "write");
+  const read = mcpTool("fs_read", "fs", "read");
+  const wave = calls(["fs_delete", {}, "d"], ["fs_write", {}, "w"], ["fs_read", {}, "r"]);
+  const agent = new Agent({
+    model: new ScriptedModel([wave, "done"]),
+    tools: [remove.tool, write.tool, read.tool],
+    guardrails: { deniedTools: [{ tools: "fs.del*", reason: "no deleting" }] },
+    needsApproval: ["write"],
+  });
+  const run = agent.run("go", { onEvent: (event) => event.type === "approval-request" && run.approve(event.toolCallId) });
+  const events = await eventsOf(run);
+  await run;
+  assert.deepEqual(
+    ofType(events, "tool-error").map((event) => [event.toolCallId, event.message]),
+    [["d", "Tool denied by guardrail: no deleting"]],
+  );
+  assert.deepEqual(
+    ofType(events, "approval-request").map((event) => event.toolCallId),
+    ["w"],
+  );
+  assert.deepEqual([...remove.ran, ...write.ran, ...read.ran], ["fs_write", "fs_read"]);
+});

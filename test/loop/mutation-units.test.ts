@@ -80,3 +80,12 @@ test("loop detection in a run: the pattern names the tools in call order; a new 
   assert.equal(stopped.state, "LOOP_DETECTED");
   assert.equal(stopped.reason, "loop detected 1 time(s): ping → pong");
 });
+
+test("truncation at exactly a limit after the other cut: no empty cut, no `0 removed` marker; one line break in a long text is two lines", () => {
+  // Exactly maxChars characters but too many lines: only the lines are cut.
+  assert.deepEqual(truncateOutput("1\n2\n3", "t", { maxChars: 5, maxLines: 2, mode: "tail" }), { text: `${marker(1, "lines", 2, "tail")}\n2\n3`, truncated: true });
+  // After the character cut the text (marker, blank line, kept part) has exactly maxLines lines: no line cut.
+  assert.deepEqual(truncateOutput("abcdefgh", "t", { maxChars: 4, maxLines: 3, mode: "tail" }), { text: `${marker(4, "characters", 4, "tail")}\n\nefgh`, truncated: true });
+  assert.deepEqual(truncateOutput("abcd\nefg", "t", { maxLines: 3 }), { text: "abcd\nefg", truncated: false });
+  assert.deepEqual(truncateOutput("abcdefghij\nk", "t", { maxLines: 2 }), { text: "abcdefghij\nk", truncated: false });
+});
