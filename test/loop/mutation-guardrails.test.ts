@@ -184,3 +184,44 @@ test("an MCP tool is matched by any of its names: deniedTools and needsApproval 
   );
   assert.deepEqual([...remove.ran, ...write.ran, ...read.ran], ["fs_write", "fs_read"]);
 });
+
+test("with an output guardrail, text streamed before the turn's tool calls is released as commentary, never as answer text", async () => {
+  const look = tool("look");
+  const turns: ModelEvent[][] = [
+    [
+      { type: "text-delta", id: "t", delta: "Let me " },
+      { type: "text-delta", id: "t", delta: "look." },
+      { type: "tool-call-start", id: "c1", name: "look" },
+      { type: "tool-call-end", id: "c1", name: "look", arguments: "{}" },
+      { type: "finish", reason: { unified: "tool-calls" } },
+    ],
+    [
+      { type: "text-delta", id: "t", delta: "Found it." },
+      { type: "finish", reason: { unified: "stop" } },
+    ],
+  ];
+  let turn = 0;
+  const model: Model = {
+    provider: "played",
+    modelId: "events",
+    async *stream() {
+      yield* turns[turn++]!;
+    },
+  };
+  const run = new Agent({ model, tools: [look.tool], guardrails: { output: () => ({ allow: true }) } }).run("go");
+  const events = await eventsOf(run);
+  assert.equal((await run).text, "Found it.");
+  assert.deepEqual(
+    events.filter((event) => event.type === "commentary-delta" || event.type === "text-delta").map((event) => [event.type, "delta" in event ? event.delta : ""]),
+    [
+      ["commentary-delta", "Let me "],
+      ["commentary-delta", "look."],
+      ["text-delta", "Found it."],
+    ],
+  );
+});
+
+test("a verdict that is a function carrying `allow` is still not a verdict", async () => {
+  assert.match(await toolVerdict(() => Object.assign(() => true, { allow: true })), /returned a malformed verdict a function/);
+  assert.match(await toolVerdict(() => Object.assign(() => true, { allow: false, reason: "r" })), /returned a malformed verdict a function/);
+});
