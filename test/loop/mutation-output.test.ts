@@ -42,6 +42,7 @@ test("a native model gets the schema as its response format: named from the titl
   assert.equal((await formatOf(closed)).name, "output");
   assert.equal((await formatOf({ ...closed, title: "" })).name, "output");
   assert.equal((await formatOf({ ...closed, title: 7 })).name, "output");
+  assert.equal((await formatOf({ ...closed, title: "a  b?!c" })).name, "a_b_c", "a run of other characters is one underscore");
   assert.equal((await formatOf({ ...closed, title: `a-b_c ${"x".repeat(100)}` })).name, `a-b_c_${"x".repeat(58)}`);
   const zod = await formatOf(z.object({ a: z.string() }).meta({ title: "Zod one" }));
   assert.equal(zod.name, "Zod_one");
@@ -58,6 +59,7 @@ test("strict only when every object is closed and every property required, howev
   assert.equal(await strict({ type: "object", properties: { a: { type: "string" } }, required: "a", additionalProperties: false }), false, "required not a list");
   assert.equal(await strict({ properties: { a: { type: "string" } }, required: ["a"] }), false, "properties without type object");
   assert.equal(await strict({ type: "object", additionalProperties: false }), true, "a closed object without properties");
+  assert.equal(await strict(object({ a: { type: "object" } })), false, "an open object without properties");
   assert.equal(await strict(object({ a: object({ b: { type: "number" } }) })), true);
   assert.equal(await strict(object({ a: { type: "object", properties: { b: {} }, additionalProperties: false } })), false, "deep");
   assert.equal(await strict(object({ a: { type: "array", items: { type: "object", properties: {} } } })), false, "in items");

@@ -87,5 +87,6 @@ test("truncation at exactly a limit after the other cut: no empty cut, no `0 rem
   // After the character cut the text (marker, blank line, kept part) has exactly maxLines lines: no line cut.
   assert.deepEqual(truncateOutput("abcdefgh", "t", { maxChars: 4, maxLines: 3, mode: "tail" }), { text: `${marker(4, "characters", 4, "tail")}\n\nefgh`, truncated: true });
   assert.deepEqual(truncateOutput("abcd\nefg", "t", { maxLines: 3 }), { text: "abcd\nefg", truncated: false });
+  assert.equal(truncateOutput("1\n2\n3\n4\n5\n6", "t", { maxLines: 4 }).text, `1\n2\n${marker(2, "lines", 4, "head_tail")}\n5\n6`, "two lines kept at each end");
   assert.deepEqual(truncateOutput("abcdefghij\nk", "t", { maxLines: 2 }), { text: "abcdefghij\nk", truncated: false });
 });
