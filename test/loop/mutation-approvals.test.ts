@@ -460,3 +460,12 @@ test("two sub-agents stopped in one wave: one resume decides both, each child's 
   assert.equal(result.state, "COMPLETED");
   assert.deepEqual(writes.ran, [{ path: "a.txt" }, { path: "b.txt" }]);
 });
+
+test("wait mode without approvalTimeoutMs waits as long as the person takes: an approval given later still runs the call", async () => {
+  const pay = recorded("pay", true);
+  const agent = new Agent({ model: new ScriptedModel([calls(["pay", { amount: 1 }, "p1"]), "done"]), tools: [pay.tool] });
+  const run = agent.run("go", { onEvent: (event) => event.type === "approval-request" && setTimeout(() => run.approve("p1"), 30) });
+  const result = await run;
+  assert.equal(result.state, "COMPLETED");
+  assert.deepEqual(results(result), [["p1", "pay done"]]);
+});
