@@ -9,6 +9,7 @@
 import { writeFileSync } from "node:fs";
 import { createRequire, syncBuiltinESMExports } from "node:module";
 import * as real from "node:test";
+import { promisify } from "node:util";
 
 export * from "node:test";
 
@@ -46,10 +47,15 @@ if (recordFile) {
   const childProcess = createRequire(import.meta.url)("node:child_process");
   for (const method of ["spawn", "spawnSync", "execFile", "execFileSync", "fork"]) {
     const original = childProcess[method];
-    childProcess[method] = function (file, ...rest) {
-      if (method === "fork" || file === process.execPath) for (const name of running) spawning.add(name);
-      return original.call(this, file, ...rest);
-    };
+    const noted = (call) =>
+      function (file, ...rest) {
+        if (method === "fork" || file === process.execPath) for (const name of running) spawning.add(name);
+        return call.call(this, file, ...rest);
+      };
+    childProcess[method] = noted(original);
+    // `promisify(execFile)` resolves { stdout, stderr } through execFile's own promisified form: keep it.
+    const custom = original[promisify.custom];
+    if (custom) childProcess[method][promisify.custom] = noted(custom);
   }
   syncBuiltinESMExports();
 }

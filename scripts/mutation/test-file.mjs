@@ -61,6 +61,21 @@ const nodeTestShim = {
   },
 };
 
+/**
+ * `import "agentloop"` / `"agentloop/<x>"` (the examples) as tsconfig.json's `paths` map them, to
+ * src/: the sandbox lies below node_modules, where esbuild applies no tsconfig.json, and the
+ * package's own exports (dist/) are not in the sandbox (nor would they carry the mutants).
+ */
+const selfImport = {
+  name: "agentloop-self-import",
+  setup(build) {
+    build.onResolve({ filter: /^agentloop(\/[\w-]+)?$/ }, (args) => {
+      const path = join(root, "src", args.path === "agentloop" ? "index.ts" : `${args.path.slice("agentloop/".length)}/index.ts`);
+      return exists(path) ? { path } : undefined;
+    });
+  },
+};
+
 /** Bundles `entry` into `.mutation-build/<name>/` once (a second worker finding it built reuses it); returns the bundle's path. */
 async function bundled(entry, name, plugins = []) {
   const outdir = join(builds, name);
@@ -69,7 +84,7 @@ async function bundled(entry, name, plugins = []) {
   const { build } = await import("esbuild");
   const partial = `${outdir}.partial-${process.pid}`;
   mkdirSync(dirname(partial), { recursive: true });
-  await build({ ...nodeBundleOptions, plugins: [...nodeBundleOptions.plugins, ...plugins], entryPoints: [entry], outdir: partial });
+  await build({ ...nodeBundleOptions, plugins: [...nodeBundleOptions.plugins, selfImport, ...plugins], entryPoints: [entry], outdir: partial });
   try {
     renameSync(partial, outdir);
   } catch {

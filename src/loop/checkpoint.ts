@@ -45,7 +45,14 @@ export class ResumeError extends Error {
  * for a call that is not pending, or for other arguments than the ones the approval was asked for.
  */
 export function claimCheckpoint(checkpoint: RunCheckpoint, decisions: Record<string, ApprovalDecision>, agentName: string): void {
-  if (!checkpoint || typeof checkpoint !== "object" || checkpoint.version !== 1 || typeof checkpoint.id !== "string" || !Array.isArray(checkpoint.pending)) {
+  if (
+    !checkpoint ||
+    typeof checkpoint !== "object" ||
+    checkpoint.version !== 1 ||
+    typeof checkpoint.id !== "string" ||
+    !Array.isArray(checkpoint.pending) ||
+    !Array.isArray(checkpoint.wave?.calls)
+  ) {
     throw new ResumeError("agent.resume: the checkpoint is not a run checkpoint (expected the `checkpoint` of an INTERRUPTED run's result, version 1)");
   }
   if (checkpoint.agent !== agentName) {

@@ -79,17 +79,16 @@ export function checkGuardrails(guardrails: unknown): void {
   }
 }
 
-/** Whether `toolName` (or one of a tool's names, see `toolNames`) matches one of the names or globs (`*`, `?`). */
-export function matchesAny(globs: readonly string[] | undefined, toolName: string | readonly string[]): boolean {
-  const names = typeof toolName === "string" ? [toolName] : toolName;
+/** Whether one of a tool's names (see `toolNames`) matches one of the names or globs (`*`, `?`). */
+export function matchesAny(globs: readonly string[] | undefined, names: readonly string[]): boolean {
   return globs?.some((glob) => names.some((name) => globToRegExp(glob).test(name))) === true;
 }
 
-/** The reason a declarative rule denies `toolName` (or one of a tool's names), if one does. */
-export function deniedByRule(rules: readonly ToolDenyRule[] | undefined, toolName: string | readonly string[]): string | undefined {
+/** The reason a declarative rule denies a tool (by one of its names), if one does. */
+export function deniedByRule(rules: readonly ToolDenyRule[] | undefined, names: readonly string[]): string | undefined {
   if (!rules) return undefined;
   for (const rule of rules) {
-    if (matchesAny(typeof rule.tools === "string" ? [rule.tools] : rule.tools, toolName)) return rule.reason;
+    if (matchesAny(typeof rule.tools === "string" ? [rule.tools] : rule.tools, names)) return rule.reason;
   }
   return undefined;
 }

@@ -71,7 +71,8 @@ export function restoreRun(run: ResumableRun, checkpoint: RunCheckpoint): { turn
   const { counters } = checkpoint;
   run.messages.push(...structuredClone(checkpoint.messages));
   run.firstNew = checkpoint.firstNew;
-  run.inputStart = counters.inputStart ?? firstInput(checkpoint);
+  // A checkpoint made before `inputStart` was kept: its run's first input, which is where the run's own messages start.
+  run.inputStart = counters.inputStart ?? checkpoint.firstNew;
   run.usage = { ...counters.usage };
   run.turns = counters.turns;
   run.toolRounds = counters.toolRounds;
@@ -79,12 +80,6 @@ export function restoreRun(run: ResumableRun, checkpoint: RunCheckpoint): { turn
   run.signatures = [...counters.signatures];
   run.loopWarnings = counters.loopWarnings;
   return { turns: counters.inputTurns, rounds: counters.inputRounds };
-}
-
-/** A checkpoint made before `inputStart` was kept: the run's first user message (its first input). */
-function firstInput(checkpoint: RunCheckpoint): number {
-  const index = checkpoint.messages.findIndex((message, at) => at >= checkpoint.firstNew && message.role === "user");
-  return index === -1 ? checkpoint.firstNew : index;
 }
 
 /** The stopped wave with the decisions given now, for the wave gate. */
