@@ -43,17 +43,20 @@ const FOLDERS = {
 /** Files of those folders with nothing to mutate (re-exports only). */
 const NOT_MUTATED = ["src/coding/index.ts", "src/mcp/index.ts", "src/memory/index.ts", "src/server/index.ts"];
 
+/** agentloop: test processes kept alive across mutants (scripts/mutation/stryker-runner.mjs); tap: a process per mutant and test file. */
+const RUNNERS = ["agentloop", "tap"];
+
 const ROOT = resolve(".");
 const TOOLS = join(ROOT, "node_modules/.cache/agentloop-mutation/tools");
 const REPORTS = join(ROOT, "reports/mutation");
 
 function usage(message) {
-  console.error(`npm run mutation: ${message}\nusage: npm run mutation -- [src/<folder>|src/<folder>/<file>.ts ...] [--since <git ref>] [--incremental] [--concurrency N] [--list]\nfolders: ${Object.keys(FOLDERS).join(", ")}`);
+  console.error(`npm run mutation: ${message}\nusage: npm run mutation -- [src/<folder>|src/<folder>/<file>.ts ...] [--since <git ref>] [--incremental] [--concurrency N] [--runner agentloop|tap] [--list]\nfolders: ${Object.keys(FOLDERS).join(", ")}`);
   process.exit(2);
 }
 
 function parseArgs(argv) {
-  const options = { targets: [], since: undefined, incremental: false, concurrency: 1 };
+  const options = { targets: [], since: undefined, incremental: false, concurrency: 1, runner: "agentloop" };
   for (let index = 0; index < argv.length; index++) {
     const arg = argv[index];
     if (arg === "--since") {
@@ -61,6 +64,10 @@ function parseArgs(argv) {
       if (!options.since) usage("--since needs a git ref (a branch, a tag, a commit)");
     } else if (arg === "--incremental") options.incremental = true;
     else if (arg === "--list") options.list = true;
+    else if (arg === "--runner") {
+      options.runner = argv[++index];
+      if (!RUNNERS.includes(options.runner)) usage(`--runner is one of ${RUNNERS.join(", ")}`);
+    }
     else if (arg === "--concurrency") {
       options.concurrency = Number(argv[++index]);
       if (!Number.isInteger(options.concurrency) || options.concurrency < 1) usage("--concurrency needs a whole number ≥ 1");
@@ -133,9 +140,18 @@ function tools() {
 /** The Stryker configuration of one folder's run. */
 function configOf(folder, mutate, options) {
   const name = folder.replaceAll("/", "-");
+  const runner =
+    options.runner === "tap"
+      ? { testRunner: "tap", tap: { testFiles: FOLDERS[folder], nodeArgs: ["--test-reporter=tap", "scripts/mutation/test-file.mjs"], forceBail: true } }
+      : {
+          testRunner: "agentloop",
+          plugins: ["@stryker-mutator/*", join(ROOT, "scripts/mutation/stryker-runner.mjs")],
+          agentloop: { testFiles: FOLDERS[folder] },
+          // The dry run loads every test file twice (to see it can run twice in one process).
+          dryRunTimeoutMinutes: 60,
+        };
   return {
-    testRunner: "tap",
-    tap: { testFiles: FOLDERS[folder], nodeArgs: ["--test-reporter=tap", "scripts/mutation/test-file.mjs"], forceBail: true },
+    ...runner,
     coverageAnalysis: "perTest",
     mutate: [...mutate, "!**/*.test.ts", ...NOT_MUTATED.map((file) => `!${file}`)],
     concurrency: options.concurrency,

@@ -1,0 +1,33 @@
+// Preloaded (NODE_OPTIONS=--require) into every node process a test starts under the mutation runner
+// (scripts/mutation/worker.mjs sets it): a CLI, a child script, a `serve` replica. Such a child runs
+// the active mutant too (it inherits __STRYKER_ACTIVE_MUTANT__), but Stryker's coverage and hit count
+// live in the test's process. This writes the child's into AGENTLOOP_MUTATION_CHILD_DIR/<pid>.json
+// (every 200 ms when it changed, and at exit), which the worker adds to the test that started it:
+// { ids: the mutants the child reached, hits: how often it ran the active mutant }.
+"use strict";
+const dir = process.env.AGENTLOOP_MUTATION_CHILD_DIR;
+if (dir && process.env.AGENTLOOP_MUTATION_WORKER !== "1") {
+  const { renameSync, writeFileSync } = require("node:fs");
+  const { join } = require("node:path");
+  const name = process.env.STRYKER_NAMESPACE || "__stryker__";
+  globalThis[name] ??= {};
+  const ns = globalThis[name];
+  ns.hitCount = 0; // Stryker's instrumentation counts the active mutant's hits only when this is set.
+  let last = "";
+  const flush = () => {
+    const coverage = ns.mutantCoverage;
+    const ids = new Set(Object.keys(coverage?.static ?? {}));
+    for (const perTest of Object.values(coverage?.perTest ?? {})) for (const id of Object.keys(perTest)) ids.add(id);
+    if (ids.size === 0 && !ns.hitCount) return;
+    const text = JSON.stringify({ ids: [...ids], hits: ns.hitCount ?? 0 });
+    if (text === last) return;
+    last = text;
+    const file = join(dir, `${process.pid}.json`);
+    try {
+      writeFileSync(`${file}.partial`, text);
+      renameSync(`${file}.partial`, file);
+    } catch {}
+  };
+  setInterval(flush, 200).unref();
+  process.on("exit", flush);
+}
