@@ -3,7 +3,7 @@
 // the active mutant too (it inherits __STRYKER_ACTIVE_MUTANT__), but Stryker's coverage and hit count
 // live in the test's process. This writes the child's into AGENTLOOP_MUTATION_CHILD_DIR/<pid>.json
 // (every 200 ms when it changed, and at exit), which the worker adds to the test that started it:
-// { ids: the mutants the child reached, hits: how often it ran the active mutant }.
+// { ids: the mutants the child reached (id → times), hits: how often it ran the active mutant }.
 "use strict";
 const dir = process.env.AGENTLOOP_MUTATION_CHILD_DIR;
 if (dir && process.env.AGENTLOOP_MUTATION_WORKER !== "1") {
@@ -14,12 +14,13 @@ if (dir && process.env.AGENTLOOP_MUTATION_WORKER !== "1") {
   const ns = globalThis[name];
   ns.hitCount = 0; // Stryker's instrumentation counts the active mutant's hits only when this is set.
   let last = "";
-  const flush = () => {
+  // At exit always (the worker then knows the child reported, even nothing); before, once there is something.
+  const flush = (exiting) => {
     const coverage = ns.mutantCoverage;
-    const ids = new Set(Object.keys(coverage?.static ?? {}));
-    for (const perTest of Object.values(coverage?.perTest ?? {})) for (const id of Object.keys(perTest)) ids.add(id);
-    if (ids.size === 0 && !ns.hitCount) return;
-    const text = JSON.stringify({ ids: [...ids], hits: ns.hitCount ?? 0 });
+    const ids = { ...coverage?.static };
+    for (const perTest of Object.values(coverage?.perTest ?? {})) for (const [id, count] of Object.entries(perTest)) ids[id] = (ids[id] ?? 0) + count;
+    if (Object.keys(ids).length === 0 && !ns.hitCount && exiting !== true) return;
+    const text = JSON.stringify({ ids, hits: ns.hitCount ?? 0 });
     if (text === last) return;
     last = text;
     const file = join(dir, `${process.pid}.json`);
@@ -29,5 +30,5 @@ if (dir && process.env.AGENTLOOP_MUTATION_WORKER !== "1") {
     } catch {}
   };
   setInterval(flush, 200).unref();
-  process.on("exit", flush);
+  process.on("exit", () => flush(true));
 }

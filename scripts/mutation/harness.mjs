@@ -202,10 +202,11 @@ async function runHooks(hooks, context) {
 }
 
 /**
- * Runs the selected tests (`selection`: a Set of full names, or undefined for all) in file order.
+ * Runs the selected tests (`selection`: a Set of full names, or undefined for all) in file order;
+ * `bail`: none after the first that fails.
  * Resolves with each test's outcome and the errors that happened outside every test.
  */
-export async function run(selection, { record = false, onTestEnd } = {}) {
+export async function run(selection, { record = false, bail = false, onTestEnd } = {}) {
   const results = [];
   const outside = [];
   const stryker = ns();
@@ -223,7 +224,7 @@ export async function run(selection, { record = false, onTestEnd } = {}) {
         root.failed = error;
       }
     }
-    await runSuite(root, selection, { record, onTestEnd }, results, root.failed);
+    await runSuite(root, selection, { record, bail, onTestEnd }, results, root.failed);
     // Let what the last test left behind settle (a late rejection fails the run, as it fails the file).
     await new Promise((resolve) => setImmediate(resolve));
     await new Promise((resolve) => setTimeout(resolve, 5));
@@ -253,6 +254,8 @@ async function runSuite(suite, selection, options, results, inheritedFailure) {
   for (const child of suite.children) {
     if (child.kind === "suite") await runSuite(child, selection, options, results, failure);
     else if (!child.skip && (!selection || selection.has(child.fullName))) {
+      // bail: after a failure, the rest is skipped (the suites' `after` hooks still run, to clean up).
+      if (options.bail && results.some((result) => result.status === "failed")) continue;
       results.push(await runTest(child, record, failure));
       options.onTestEnd?.(child.fullName);
     }

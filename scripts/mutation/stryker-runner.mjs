@@ -236,7 +236,7 @@ export class AgentloopTestRunner {
           const id = idOf(file, result.name);
           const base = { id, name: id, fileName: file, timeSpentMs: Math.round(result.ms) };
           tests.push(result.status === "failed" ? { ...base, status: TestStatus.Failed, failureMessage: result.error } : { ...base, status: result.status === "skipped" ? TestStatus.Skipped : TestStatus.Success });
-          perTest[id] = Object.fromEntries(record.reaches[result.name].map((mutant) => [mutant, 1]));
+          perTest[id] = record.reaches[result.name];
         }
         this.log.info(`dry run: ${file}: ${answer.results.length} tests, loaded in ${Math.round(worker.loadMs)} ms, ran in ${Math.round(answer.ms)} ms`);
       } finally {
@@ -254,22 +254,28 @@ export class AgentloopTestRunner {
     return { status: DryRunStatus.Complete, tests, mutantCoverage: { static: {}, perTest } };
   }
 
-  /** What a file's dry run says about it: what each test reaches (with the whole file's setup and outside), timings. */
+  /**
+   * What a file's dry run says about it: what each test reaches (mutant id → times; with the children it
+   * started, and with the file's setup and outside, which every test counts as reaching), timings.
+   */
   recordOf(file, answer, loadMs) {
     const { setup, perTest, children, unreported } = answer.coverage;
-    const outside = new Set([...(perTest[OUTSIDE] ?? []), ...(children[OUTSIDE] ?? [])]);
-    const everyTest = new Set([...setup, ...outside]);
-    const all = new Set(everyTest);
-    for (const ids of [...Object.values(perTest), ...Object.values(children)]) for (const id of ids) all.add(id);
+    const add = (into, counts) => {
+      for (const [id, count] of Object.entries(counts ?? {})) into[id] = (into[id] ?? 0) + count;
+      return into;
+    };
+    const outside = add(add({}, perTest[OUTSIDE]), children[OUTSIDE]);
+    const everyTest = add(add({}, setup), outside);
+    const all = { ...everyTest };
+    for (const name of new Set([...Object.keys(perTest), ...Object.keys(children)])) add(add(all, perTest[name]), children[name]);
     const reaches = {};
     const ms = {};
     for (const result of answer.results) {
       // A test that started a node process which left no coverage (killed first) may reach any of the file's mutants there.
-      const own = unreported.includes(result.name) ? all : new Set([...(perTest[result.name] ?? []), ...(children[result.name] ?? [])]);
-      reaches[result.name] = [...new Set([...own, ...everyTest])];
+      reaches[result.name] = unreported.includes(result.name) ? { ...all } : add(add(add({}, perTest[result.name]), children[result.name]), everyTest);
       ms[result.name] = result.ms;
     }
-    return { file, units: answer.results.map((result) => result.name), setup, outside: [...outside], reaches, ms, loadMs };
+    return { file, units: answer.results.map((result) => result.name), setup: Object.keys(setup), outside: Object.keys(outside), reaches, ms, loadMs };
   }
 
   record(file) {
@@ -362,7 +368,7 @@ export class AgentloopTestRunner {
   async decideWarm(file, selection, mutant, hitLimit) {
     const record = this.record(file);
     const worker = await this.warmWorker(file);
-    const answer = await worker.run({ selection, mutant, hitLimit }, this.budget(record, selection, false));
+    const answer = await worker.run({ selection, mutant, hitLimit, bail: true }, this.budget(record, selection, false));
     if (answer.timedOut) {
       this.warm.delete(file);
       return { status: MutantRunStatus.Timeout, reason: `the tests of ${file} ran longer than ${this.budget(record, selection, false)} ms` };
@@ -379,7 +385,10 @@ export class AgentloopTestRunner {
       if (answer.hits > 0) return { status: MutantRunStatus.Survived, nrOfTests: answer.results.length };
       return this.decideFresh(file, selection, mutant); // never reached here: a state of this process hid it?
     }
-    const check = await worker.run({ selection }, this.budget(record, selection, false));
+    // The tests up to the first that failed, again, without the mutant (its state is what they ran in).
+    const ran = answer.results.map((result) => result.name);
+    const prefix = answer.outside.length > 0 ? selection : ran;
+    const check = await worker.run({ selection: prefix, bail: true }, this.budget(record, prefix, false));
     if (!check.timedOut && !check.crashed && !failed(check)) return this.killed(file, answer);
     this.stale.set(file, (this.stale.get(file) ?? 0) + 1);
     this.retire(file);
@@ -392,7 +401,7 @@ export class AgentloopTestRunner {
     const once = async (runSelection, runMutant) => {
       const worker = new Worker(file, await this.bundleOf(file), this.env, runMutant);
       try {
-        return await worker.run({ selection: runSelection }, this.budget(record, runSelection, true));
+        return await worker.run({ selection: runSelection, bail: true }, this.budget(record, runSelection, true));
       } finally {
         worker.kill();
       }

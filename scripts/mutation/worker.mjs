@@ -1,7 +1,7 @@
 // A test worker of the mutation runner (scripts/mutation/stryker-runner.mjs starts it, one per test
 // file): `node worker.mjs <bundle>` loads the test file's bundle once (its `node:test` is
 // scripts/mutation/harness.mjs, which keeps the test tree), then answers the runner's messages:
-//   { type: "run", id, selection?: [names], mutant?: id, hitLimit?, record? }
+//   { type: "run", id, selection?: [names], mutant?: id, hitLimit?, record?, bail? }
 //     runs the selected tests (all when absent) with `mutant` switched on (Stryker's mutation switching
 //     is a run-time check of globalThis.__stryker__.activeMutant; child processes read
 //     __STRYKER_ACTIVE_MUTANT__) and answers { type: "result", id, results, outside, hits, coverage? };
@@ -81,7 +81,7 @@ async function handle(message) {
     process.exit(0);
   }
   if (message.type !== "run") return;
-  const { id, selection, mutant, hitLimit, record } = message;
+  const { id, selection, mutant, hitLimit, record, bail } = message;
   childReports();
   if (!fresh) {
     ns.activeMutant = mutant;
@@ -90,26 +90,23 @@ async function handle(message) {
   }
   ns.hitCount = 0;
   ns.hitLimit = hitLimit ?? undefined;
-  const children = new Map(); // test → ids its children reached
-  let childHits = 0;
+  // A child's file holds its totals so far (rewritten as it runs): the latest per child counts.
+  const byChild = new Map(); // pid → { owner, ids: mutant id → times, hits }
   const collect = (test) => {
     for (const report of childReports()) {
-      childHits += report.hits ?? 0;
       reportedPids.add(report.pid);
-      const owner = spawnedBy.get(report.pid) ?? test ?? harness.OUTSIDE;
-      const ids = children.get(owner) ?? new Set();
-      for (const reached of report.ids ?? []) ids.add(reached);
-      children.set(owner, ids);
+      const owner = byChild.get(report.pid)?.owner ?? spawnedBy.get(report.pid) ?? test ?? harness.OUTSIDE;
+      byChild.set(report.pid, { owner, ids: report.ids ?? {}, hits: report.hits ?? 0 });
     }
   };
   const startedRun = performance.now();
   // The channel must not keep the event loop alive during a run: a test whose promise can no longer
   // settle fails when the loop empties, as under node:test.
   process.channel?.unref();
-  const { results, outside } = await harness.run(selection ? new Set(selection) : undefined, { record, onTestEnd: record ? collect : undefined });
+  const { results, outside } = await harness.run(selection ? new Set(selection) : undefined, { record, bail, onTestEnd: record ? collect : undefined });
   process.channel?.ref();
   collect(undefined);
-  const hits = (ns.hitCount ?? 0) + childHits;
+  const hits = (ns.hitCount ?? 0) + [...byChild.values()].reduce((sum, child) => sum + child.hits, 0);
   ns.hitCount = undefined;
   ns.hitLimit = undefined;
   if (!fresh) {
@@ -120,12 +117,17 @@ async function handle(message) {
   if (record) {
     const coverage = ns.mutantCoverage ?? { static: {}, perTest: {} };
     answer.coverage = {
-      setup: Object.keys(coverage.static),
-      perTest: Object.fromEntries(Object.entries(coverage.perTest).map(([test, ids]) => [test, Object.keys(ids)])),
-      children: Object.fromEntries([...children].map(([test, ids]) => [test, [...ids]])),
+      // Each: mutant id → times reached.
+      setup: coverage.static,
+      perTest: coverage.perTest,
+      children: {},
       // Tests that started more node processes than left coverage (killed before they could write it).
       unreported: [...spawnCount].filter(([test, count]) => count > [...spawnedBy].filter(([pid, owner]) => owner === test && reportedPids.has(pid)).length).map(([test]) => test),
     };
+    for (const { owner, ids } of byChild.values()) {
+      const into = (answer.coverage.children[owner] ??= {});
+      for (const [reached, count] of Object.entries(ids)) into[reached] = (into[reached] ?? 0) + count;
+    }
   }
   process.send(answer);
 }
