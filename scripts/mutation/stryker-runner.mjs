@@ -15,11 +15,13 @@
 //   CLI child is tested too. "setup" and "outside" mutants are reported as covered by every test of the
 //   file, so they run the whole file; none is reported static to Stryker.
 //
-// How a mutant is decided (per test file covering it, in order, stopping at the first that detects it):
-// - reached while the file loads ("setup"), or the file cannot run twice in one process: a new worker
-//   with the mutant active from its start runs the whole file (what the process-per-run runner did);
+// How a mutant is decided (per test file covering it, the quickest first, stopping at the first that
+// detects it; a file's run stops at its first failing test):
+// - reached while the file loads ("setup"), or the file's tests failed twice without a mutant when run
+//   again in one process (STALE_LIMIT): a new worker with the mutant active from its start runs the
+//   selection (the whole file for "setup"), as the process-per-run runner did;
 // - otherwise a warm worker runs the selected tests with the mutant switched on:
-//   - a test fails: the same selection runs again in that worker with no mutant; if it passes, the
+//   - a test fails: the tests up to it run again in that worker with no mutant; if they pass, the
 //     mutant is killed; if not, the worker's state is to blame: the worker is restarted and the
 //     mutant decided by new processes, as below;
 //   - all pass: survived, unless the mutant was never reached (its hit count is 0: a value computed
@@ -32,7 +34,7 @@
 import { spawn } from "node:child_process";
 import { globSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { basename, dirname, join, relative, resolve } from "node:path";
+import { basename, dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 
 const HERE = dirname(fileURLToPath(import.meta.url));
