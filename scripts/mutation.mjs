@@ -6,6 +6,7 @@
 //   npm run mutation -- --incremental        reuse the last run's results where neither the mutant's
 //                                            code nor its tests changed (reports/mutation/*.incremental.json)
 //   --concurrency N (default 1)              test processes at once
+//   --runner agentloop|tap (default agentloop) see below
 //   --list                                   print what would be mutated, run nothing
 //
 // Stryker (@stryker-mutator/core, its TAP runner) needs a newer node than the project's (20), so both
@@ -14,15 +15,14 @@
 // dependency of the project, and `npm test` never runs it. Stryker runs at a low CPU priority (nice).
 //
 // How a mutant is tested: Stryker copies the repository into a sandbox and writes every mutant of the
-// chosen files into it at once, each behind a switch (the __STRYKER_ACTIVE_MUTANT__ environment
-// variable, which the tests' child processes inherit). Its TAP runner runs one test file per node
-// process through scripts/mutation/test-file.mjs, which bundles the file from the sandbox with
-// esbuild, as `npm test` does (once per sandbox: every mutant reuses the bundle). Test selection:
-// a folder's candidate test files are those listed in FOLDERS; Stryker's first run of them records
-// which mutants each file reaches (coverageAnalysis "perTest", a test file being the unit), and a
-// mutant then runs only the files that reach it, stopping at the first failure. A mutant reached
-// only from a child process (a CLI the test starts) is not seen by that coverage: Stryker reports it
-// as "no coverage", i.e. not killed.
+// chosen files into it at once, each behind a switch read at run time (globalThis.__stryker__.activeMutant;
+// the __STRYKER_ACTIVE_MUTANT__ environment variable for the processes the tests start). Stryker's first
+// run records which tests reach each mutant; a mutant then runs only those. The default runner
+// (--runner agentloop, scripts/mutation/stryker-runner.mjs) keeps one test process per test file
+// alive across mutants, runs the selected tests again in it for each mutant, and sees the coverage
+// of the node processes a test starts; --runner tap is the first runner (Stryker's TAP runner, a node
+// process per mutant and test file, scripts/mutation/test-file.mjs), kept to compare verdicts with.
+// A folder's candidate test files are listed in FOLDERS. docs/mutation.md says more.
 import { execFileSync, spawn } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join, relative, resolve } from "node:path";
@@ -146,8 +146,9 @@ function configOf(folder, mutate, options) {
       : {
           testRunner: "agentloop",
           plugins: ["@stryker-mutator/*", join(ROOT, "scripts/mutation/stryker-runner.mjs")],
-          agentloop: { testFiles: FOLDERS[folder] },
-          // The dry run loads every test file twice (to see it can run twice in one process).
+          // The runner times each of its test runs itself (their first run × timeoutFactor + agentloop.timeoutMS);
+          // a mutant may need several runs (a kill confirmed, new processes), so Stryker's own timer is only a safety net.
+          agentloop: { testFiles: FOLDERS[folder], timeoutMS: 8_000 },
           dryRunTimeoutMinutes: 60,
         };
   return {
@@ -157,7 +158,7 @@ function configOf(folder, mutate, options) {
     concurrency: options.concurrency,
     // A mutant's run taking longer than its tests' first run × 1.5 + 8 s is a timeout (an infinite loop, a
     // hang): Stryker counts it as detected. Enough slack for a shared machine without paying long for each.
-    timeoutMS: 8_000,
+    timeoutMS: options.runner === "tap" ? 8_000 : 600_000,
     timeoutFactor: 1.5,
     // Nothing type-checks the sandbox (esbuild strips the types): no "// @ts-nocheck" added to every file (a fixture read by a test would show it).
     disableTypeChecks: false,

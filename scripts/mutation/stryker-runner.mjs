@@ -293,7 +293,7 @@ export class AgentloopTestRunner {
   budget(record, selection, fresh) {
     const names = selection ?? record.units;
     const net = names.reduce((sum, name) => sum + (record.ms[name] ?? 0), 0) + (fresh ? record.loadMs : 0);
-    return Math.round((this.options.timeoutFactor ?? 1.5) * net + (this.options.timeoutMS ?? 5_000));
+    return Math.round((this.options.timeoutFactor ?? 1.5) * net + (this.settings.timeoutMS ?? 8_000));
   }
 
   /** A file whose tests fail, without a mutant, when run again in one process (twice already) gets a new process per mutant. */
@@ -439,7 +439,7 @@ export const strykerValidationSchema = {
     agentloop: {
       type: "object",
       description: "scripts/mutation/stryker-runner.mjs: the test files (globs) that may kill the mutants",
-      properties: { testFiles: { type: "array", items: { type: "string" } } },
+      properties: { testFiles: { type: "array", items: { type: "string" } }, timeoutMS: { type: "number" } },
       additionalProperties: false,
     },
   },
