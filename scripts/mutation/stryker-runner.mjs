@@ -211,6 +211,8 @@ export class AgentloopTestRunner {
   }
 
   async dispose() {
+    const rows = Object.entries(this.stats).sort((a, b) => b[1].ms - a[1].ms);
+    if (rows.length > 0) this.log.info(`how mutants were decided (way: mutants, total s, s per mutant):\n${rows.map(([way, { mutants, ms }]) => `  ${way}: ${mutants}, ${(ms / 1000).toFixed(1)} s, ${(ms / 1000 / mutants).toFixed(2)} s`).join("\n")}`);
     await Promise.all([...this.warm.values()].map((worker) => worker.stop()));
     this.warm.clear();
   }
@@ -329,7 +331,23 @@ export class AgentloopTestRunner {
     worker?.kill();
   }
 
+  /** How the mutants were decided (counts and milliseconds per way), logged when the runner stops. */
+  stats = {};
+  count(way, started) {
+    const entry = (this.stats[way] ??= { mutants: 0, ms: 0 });
+    entry.mutants++;
+    entry.ms += Date.now() - started;
+  }
+
   async mutantRun(options) {
+    const started = Date.now();
+    this.way = [];
+    const verdict = await this.decide(options);
+    this.count(`${verdict.status}: ${this.way.join(" → ") || "none"}`, started);
+    return verdict;
+  }
+
+  async decide(options) {
     const mutant = options.activeMutant.id;
     const byFile = new Map();
     for (const id of options.testFilter ?? this.files.flatMap((file) => this.record(file).units.map((name) => idOf(file, name)))) {
@@ -368,6 +386,7 @@ export class AgentloopTestRunner {
   }
 
   async decideWarm(file, selection, mutant, hitLimit) {
+    this.way.push("warm");
     const record = this.record(file);
     const worker = await this.warmWorker(file);
     const answer = await worker.run({ selection, mutant, hitLimit, bail: true }, this.budget(record, selection, false));
@@ -391,6 +410,7 @@ export class AgentloopTestRunner {
     const ran = answer.results.map((result) => result.name);
     const prefix = answer.outside.length > 0 ? selection : ran;
     const check = await worker.run({ selection: prefix, bail: true }, this.budget(record, prefix, false));
+    this.way.push("confirm");
     if (!check.timedOut && !check.crashed && !failed(check)) return this.killed(file, answer);
     this.stale.set(file, (this.stale.get(file) ?? 0) + 1);
     this.retire(file);
@@ -399,6 +419,7 @@ export class AgentloopTestRunner {
 
   /** The process-per-run rule: new workers, the mutant active from their start. */
   async decideFresh(file, selection, mutant) {
+    this.way.push("fresh");
     const record = this.record(file);
     const once = async (runSelection, runMutant) => {
       const worker = new Worker(file, await this.bundleOf(file), this.env, runMutant);
@@ -415,10 +436,12 @@ export class AgentloopTestRunner {
     if (!selection) return this.killed(file, answer);
     const key = `${file}\n${selection.join("\n")}`;
     if (!this.alone.has(key)) {
+      this.way.push("alone");
       const check = await once(selection, undefined);
       this.alone.set(key, !check.timedOut && !check.crashed && !failed(check));
     }
     if (this.alone.get(key)) return this.killed(file, answer);
+    this.way.push("whole file");
     const whole = await once(undefined, mutant);
     if (whole.timedOut) return { status: MutantRunStatus.Timeout, reason: `the tests of ${file} ran longer than ${this.budget(record, undefined, true)} ms` };
     if (whole.crashed) return { status: MutantRunStatus.Killed, killedBy: [idOf(file, record.units[0])], failureMessage: whole.crashed, nrOfTests: 1 };
