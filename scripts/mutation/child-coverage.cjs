@@ -2,7 +2,7 @@
 // (scripts/mutation/worker.mjs sets it): a CLI, a child script, a `serve` replica. Such a child runs
 // the active mutant too (it inherits __STRYKER_ACTIVE_MUTANT__), but Stryker's coverage and hit count
 // live in the test's process. This writes the child's into AGENTLOOP_MUTATION_CHILD_DIR/<pid>.json
-// (every 200 ms when it changed, and at exit), which the worker adds to the test that started it:
+// (every 200 ms when it changed, at exit, and on SIGTERM/SIGINT/SIGHUP), which the worker adds to the test that started it:
 // { ids: the mutants the child reached (id → times), hits: how often it ran the active mutant }.
 "use strict";
 const dir = process.env.AGENTLOOP_MUTATION_CHILD_DIR;
@@ -31,4 +31,16 @@ if (dir && process.env.AGENTLOOP_MUTATION_WORKER !== "1") {
   };
   setInterval(flush, 200).unref();
   process.on("exit", () => flush(true));
+  // A child stopped by a signal (an MCP stdio server closed with SIGTERM) never sees "exit": write
+  // first, then, if nothing else of the process listens to that signal, die of it as it would have.
+  for (const signal of ["SIGTERM", "SIGINT", "SIGHUP"]) {
+    const onSignal = () => {
+      flush(true);
+      if (process.listenerCount(signal) === 1) {
+        process.removeListener(signal, onSignal);
+        process.kill(process.pid, signal);
+      }
+    };
+    process.on(signal, onSignal);
+  }
 }

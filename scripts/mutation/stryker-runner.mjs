@@ -32,7 +32,7 @@
 //   selection; if a test fails, whether the selection passes alone without the mutant (a new worker,
 //   remembered per selection) says whether that failure counts; if it does not, the whole file decides.
 import { spawn } from "node:child_process";
-import { globSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { appendFileSync, globSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { basename, dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -344,6 +344,8 @@ export class AgentloopTestRunner {
     this.way = [];
     const verdict = await this.decide(options);
     this.count(`${verdict.status}: ${this.way.join(" → ") || "none"}`, started);
+    // AGENTLOOP_MUTATION_TRACE=<file>: a line per mutant (id, verdict, the ways tried, milliseconds), to see where the time goes.
+    if (process.env.AGENTLOOP_MUTATION_TRACE) appendFileSync(process.env.AGENTLOOP_MUTATION_TRACE, `${options.activeMutant.id}\t${options.activeMutant.fileName}:${options.activeMutant.location.start.line}\t${verdict.status}\t${this.way.join(" → ")}\t${Date.now() - started}\n`);
     return verdict;
   }
 
@@ -370,7 +372,8 @@ export class AgentloopTestRunner {
     let nrOfTests = 0;
     try {
       for (const { file, record, selection } of plans) {
-        const verdict = record.setup.includes(mutant) || !this.reusable(file) ? await this.decideFresh(file, selection, mutant) : await this.decideWarm(file, selection, mutant, options.hitLimit);
+        this.way.push(basename(file));
+      const verdict = record.setup.includes(mutant) || !this.reusable(file) ? await this.decideFresh(file, selection, mutant) : await this.decideWarm(file, selection, mutant, options.hitLimit);
         nrOfTests += verdict.nrOfTests ?? 0;
         if (verdict.status !== MutantRunStatus.Survived) return verdict;
       }
