@@ -15,8 +15,9 @@
 //   CLI child is tested too. "setup" and "outside" mutants are reported as covered by every test of the
 //   file, so they run the whole file; none is reported static to Stryker.
 //
-// How a mutant is decided (per test file covering it, the quickest first, stopping at the first that
-// detects it; a file's run stops at its first failing test):
+// How a mutant is decided (per test file covering it, stopping at the first that detects it: first
+// those that killed the same source file's earlier mutants, then the quickest; a file's run stops at
+// its first failing test):
 // - reached while the file loads ("setup"), or the file's tests failed twice without a mutant when run
 //   again in one process (STALE_LIMIT): a new worker with the mutant active from its start runs the
 //   selection (the whole file for "setup"), as the process-per-run runner did;
@@ -187,6 +188,7 @@ export class AgentloopTestRunner {
   warm = new Map(); // test file → its warm worker (most recently used last)
   records = new Map(); // test file → what its dry run recorded
   alone = new Map(); // test file + selection → whether the selection passes without a mutant in a new process
+  detections = new Map(); // source file → test file → mutants of it that test file killed
   stale = new Map(); // test file → how often a warm worker failed a selection without a mutant (its state)
 
   constructor(options, log) {
@@ -343,7 +345,7 @@ export class AgentloopTestRunner {
     const started = Date.now();
     this.way = [];
     const verdict = await this.decide(options);
-    this.count(`${verdict.status}: ${this.way.join(" → ") || "none"}`, started);
+    this.count(`${verdict.status}: ${this.way.filter((way) => !way.endsWith(".ts")).join(" → ") || "none"}`, started);
     // AGENTLOOP_MUTATION_TRACE=<file>: a line per mutant (id, verdict, the ways tried, milliseconds), to see where the time goes.
     if (process.env.AGENTLOOP_MUTATION_TRACE) appendFileSync(process.env.AGENTLOOP_MUTATION_TRACE, `${options.activeMutant.id}\t${options.activeMutant.fileName}:${options.activeMutant.location.start.line}\t${verdict.status}\t${this.way.join(" → ")}\t${Date.now() - started}\n`);
     return verdict;
@@ -368,14 +370,24 @@ export class AgentloopTestRunner {
       const fresh = record.setup.includes(mutant) || !this.reusable(file);
       return { file, record, selection, cost: this.budget(record, selection, fresh) };
     });
-    plans.sort((a, b) => a.cost - b.cost);
+    // Mutants of one source file tend to be detected by the same test file: the test files that detected
+    // this source file's earlier mutants go first (most detections first), then the quickest.
+    const detections = this.detections.get(options.activeMutant.fileName) ?? new Map();
+    plans.sort((a, b) => (detections.get(b.file) ?? 0) - (detections.get(a.file) ?? 0) || a.cost - b.cost);
     let nrOfTests = 0;
     try {
       for (const { file, record, selection } of plans) {
         this.way.push(basename(file));
       const verdict = record.setup.includes(mutant) || !this.reusable(file) ? await this.decideFresh(file, selection, mutant) : await this.decideWarm(file, selection, mutant, options.hitLimit);
         nrOfTests += verdict.nrOfTests ?? 0;
-        if (verdict.status !== MutantRunStatus.Survived) return verdict;
+        if (verdict.status !== MutantRunStatus.Survived) {
+          if (verdict.status === MutantRunStatus.Killed) {
+            if (!this.detections.has(options.activeMutant.fileName)) this.detections.set(options.activeMutant.fileName, new Map());
+            const counts = this.detections.get(options.activeMutant.fileName);
+            counts.set(file, (counts.get(file) ?? 0) + 1);
+          }
+          return verdict;
+        }
       }
     } catch (error) {
       return { status: MutantRunStatus.Error, errorMessage: error?.stack ?? String(error) };
