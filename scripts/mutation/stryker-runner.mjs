@@ -106,6 +106,8 @@ class Worker {
     this.fresh = mutant !== undefined;
     this.stderr = "";
     this.process = spawn(process.execPath, [WORKER, bundle], { env: workerEnv, stdio: ["ignore", "ignore", "pipe", "ipc"] });
+    // A message sent as the worker dies fails here, not as an unhandled error of this process.
+    this.process.on("error", () => {});
     this.process.stderr.setEncoding("utf8");
     this.process.stderr.on("data", (chunk) => {
       this.stderr = (this.stderr + chunk).slice(-4_000);
@@ -140,6 +142,7 @@ class Worker {
       return { crashed: error.message };
     }
     this.loadMs = loaded.loadMs;
+    if (!this.process.connected) return { crashed: `the worker of ${this.file} is gone: ${this.stderr.slice(-1_000)}` };
     this.runs++;
     const id = this.nextId++;
     let timer;
@@ -158,13 +161,14 @@ class Worker {
   }
 
   kill() {
+    this.killed = true;
     this.process.kill("SIGKILL");
     rmSync(this.childDir, { recursive: true, force: true });
   }
 
   /** Lets the file's top-level `after` hooks run (cleaning what they made), then ends the process. */
   async stop() {
-    if (this.process.exitCode !== null || this.process.signalCode !== null) return this.kill();
+    if (this.killed || !this.process.connected || this.process.exitCode !== null || this.process.signalCode !== null) return this.kill();
     try {
       this.process.send({ type: "stop" });
     } catch {}
@@ -327,10 +331,10 @@ export class AgentloopTestRunner {
     return worker;
   }
 
-  async retire(file) {
+  retire(file) {
     const worker = this.warm.get(file);
     this.warm.delete(file);
-    worker?.kill();
+    worker?.stop();
   }
 
   /** How the mutants were decided (counts and milliseconds per way), logged when the runner stops. */
@@ -441,7 +445,8 @@ export class AgentloopTestRunner {
       try {
         return await worker.run({ selection: runSelection, bail: true }, this.budget(record, runSelection, true));
       } finally {
-        worker.kill();
+        // Its top-level `after` hooks clean up (temporary folders, servers) while the next run starts.
+        worker.stop();
       }
     };
     const answer = await once(selection, mutant);
