@@ -223,6 +223,12 @@ if (options.list) {
   process.exit(0);
 }
 const { node, stryker } = tools();
+// Tests that run the examples (test/durable/example-crash.test.ts) import the package by its name,
+// which resolves to this repository's dist/: built once if missing (a fresh clone), as npm run build does.
+if (!existsSync(join(ROOT, "dist/src/index.js"))) {
+  console.log("# building dist/ (the examples' tests import the package by its name; first use)");
+  execFileSync("npm", ["run", "build", "--silent"], { stdio: "inherit" });
+}
 mkdirSync(REPORTS, { recursive: true });
 const rows = [];
 let status = 0;
