@@ -6,6 +6,7 @@
 //   npm run mutation -- --incremental        reuse the last run's results where neither the mutant's
 //                                            code nor its tests changed (reports/mutation/*.incremental.json)
 //   --concurrency N (default 1)              test processes at once
+//   --runner agentloop|tap (default agentloop) see below
 //   --list                                   print what would be mutated, run nothing
 //
 // Stryker (@stryker-mutator/core, its TAP runner) needs a newer node than the project's (20), so both
@@ -14,15 +15,14 @@
 // dependency of the project, and `npm test` never runs it. Stryker runs at a low CPU priority (nice).
 //
 // How a mutant is tested: Stryker copies the repository into a sandbox and writes every mutant of the
-// chosen files into it at once, each behind a switch (the __STRYKER_ACTIVE_MUTANT__ environment
-// variable, which the tests' child processes inherit). Its TAP runner runs one test file per node
-// process through scripts/mutation/test-file.mjs, which bundles the file from the sandbox with
-// esbuild, as `npm test` does (once per sandbox: every mutant reuses the bundle). Test selection:
-// a folder's candidate test files are those listed in FOLDERS; Stryker's first run of them records
-// which mutants each file reaches (coverageAnalysis "perTest", a test file being the unit), and a
-// mutant then runs only the files that reach it, stopping at the first failure. A mutant reached
-// only from a child process (a CLI the test starts) is not seen by that coverage: Stryker reports it
-// as "no coverage", i.e. not killed.
+// chosen files into it at once, each behind a switch read at run time (globalThis.__stryker__.activeMutant;
+// the __STRYKER_ACTIVE_MUTANT__ environment variable for the processes the tests start). Stryker's first
+// run records which tests reach each mutant; a mutant then runs only those. The default runner
+// (--runner agentloop, scripts/mutation/stryker-runner.mjs) keeps one test process per test file
+// alive across mutants, runs the selected tests again in it for each mutant, and sees the coverage
+// of the node processes a test starts; --runner tap is the first runner (Stryker's TAP runner, a node
+// process per mutant and test file, scripts/mutation/test-file.mjs), kept to compare verdicts with.
+// A folder's candidate test files are listed in FOLDERS. docs/mutation.md says more.
 import { execFileSync, spawn } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join, relative, resolve } from "node:path";
@@ -46,17 +46,20 @@ const FOLDERS = {
 /** Files of those folders with nothing to mutate (re-exports only). */
 const NOT_MUTATED = ["src/coding/index.ts", "src/mcp/index.ts", "src/memory/index.ts", "src/server/index.ts"];
 
+/** agentloop: test processes kept alive across mutants (scripts/mutation/stryker-runner.mjs); tap: a process per mutant and test file. */
+const RUNNERS = ["agentloop", "tap"];
+
 const ROOT = resolve(".");
 const TOOLS = join(ROOT, "node_modules/.cache/agentloop-mutation/tools");
 const REPORTS = join(ROOT, "reports/mutation");
 
 function usage(message) {
-  console.error(`npm run mutation: ${message}\nusage: npm run mutation -- [src/<folder>|src/<folder>/<file>.ts ...] [--since <git ref>] [--incremental] [--concurrency N] [--list]\nfolders: ${Object.keys(FOLDERS).join(", ")}`);
+  console.error(`npm run mutation: ${message}\nusage: npm run mutation -- [src/<folder>|src/<folder>/<file>.ts ...] [--since <git ref>] [--incremental] [--concurrency N] [--runner agentloop|tap] [--list]\nfolders: ${Object.keys(FOLDERS).join(", ")}`);
   process.exit(2);
 }
 
 function parseArgs(argv) {
-  const options = { targets: [], since: undefined, incremental: false, concurrency: 1 };
+  const options = { targets: [], since: undefined, incremental: false, concurrency: 1, runner: "agentloop" };
   for (let index = 0; index < argv.length; index++) {
     const arg = argv[index];
     if (arg === "--since") {
@@ -64,6 +67,10 @@ function parseArgs(argv) {
       if (!options.since) usage("--since needs a git ref (a branch, a tag, a commit)");
     } else if (arg === "--incremental") options.incremental = true;
     else if (arg === "--list") options.list = true;
+    else if (arg === "--runner") {
+      options.runner = argv[++index];
+      if (!RUNNERS.includes(options.runner)) usage(`--runner is one of ${RUNNERS.join(", ")}`);
+    }
     else if (arg === "--concurrency") {
       options.concurrency = Number(argv[++index]);
       if (!Number.isInteger(options.concurrency) || options.concurrency < 1) usage("--concurrency needs a whole number ≥ 1");
@@ -136,15 +143,25 @@ function tools() {
 /** The Stryker configuration of one folder's run. */
 function configOf(folder, mutate, options) {
   const name = folder.replaceAll("/", "-");
+  const runner =
+    options.runner === "tap"
+      ? { testRunner: "tap", tap: { testFiles: FOLDERS[folder], nodeArgs: ["--test-reporter=tap", "scripts/mutation/test-file.mjs"], forceBail: true } }
+      : {
+          testRunner: "agentloop",
+          plugins: ["@stryker-mutator/*", join(ROOT, "scripts/mutation/stryker-runner.mjs")],
+          // The runner times each of its test runs itself (their first run × timeoutFactor + agentloop.timeoutMS);
+          // a mutant may need several runs (a kill confirmed, new processes), so Stryker's own timer is only a safety net.
+          agentloop: { testFiles: FOLDERS[folder], timeoutMS: 8_000 },
+          dryRunTimeoutMinutes: 60,
+        };
   return {
-    testRunner: "tap",
-    tap: { testFiles: FOLDERS[folder], nodeArgs: ["--test-reporter=tap", "scripts/mutation/test-file.mjs"], forceBail: true },
+    ...runner,
     coverageAnalysis: "perTest",
     mutate: [...mutate, "!**/*.test.ts", ...NOT_MUTATED.map((file) => `!${file}`)],
     concurrency: options.concurrency,
     // A mutant's run taking longer than its tests' first run × 1.5 + 8 s is a timeout (an infinite loop, a
     // hang): Stryker counts it as detected. Enough slack for a shared machine without paying long for each.
-    timeoutMS: 8_000,
+    timeoutMS: options.runner === "tap" ? 8_000 : 600_000,
     timeoutFactor: 1.5,
     // The first run (every candidate test file, coverage recorded) of a folder with slow tests (src/durable's
     // DBOS runs on PostgreSQL) takes longer than Stryker's default 5 minutes on the shared machine.
@@ -212,6 +229,12 @@ if (options.list) {
   process.exit(0);
 }
 const { node, stryker } = tools();
+// Tests that run the examples (test/durable/example-crash.test.ts) import the package by its name,
+// which resolves to this repository's dist/: built once if missing (a fresh clone), as npm run build does.
+if (!existsSync(join(ROOT, "dist/src/index.js"))) {
+  console.log("# building dist/ (the examples' tests import the package by its name; first use)");
+  execFileSync("npm", ["run", "build", "--silent"], { stdio: "inherit" });
+}
 mkdirSync(REPORTS, { recursive: true });
 const rows = [];
 let status = 0;
