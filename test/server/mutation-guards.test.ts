@@ -1,6 +1,7 @@
 // The checks in front of every route (src/server/routes/guards.ts), at their edges: what a bearer
 // header must look like to pass, and what a server that is draining answers while a run finishes.
 import assert from "node:assert/strict";
+import { connect } from "node:net";
 import { after, before, describe, it } from "node:test";
 import { defineTool, ScriptedModel } from "../../src/index.js";
 import { postJson, script, startTestServer, type TestServer } from "./helpers.js";
@@ -82,5 +83,68 @@ describe("a server that is draining", () => {
     const completion = (await (await answer).json()) as { choices: Array<{ message: { content: string } }> };
     assert.equal(completion.choices[0].message.content, "finished after the drain");
     await closed;
+  });
+});
+
+describe("a server that is draining, on node:http", () => {
+  it("answers a request arriving on a kept-alive connection with 503 shutting_down and closes it", async () => {
+    const gates: Array<() => void> = [];
+    let entered: () => void = () => undefined;
+    const hold = defineTool({
+      name: "hold",
+      description: "Waits until the test lets it go",
+      parameters: { type: "object" },
+      execute: () =>
+        new Promise<string>((resolve) => {
+          gates.push(() => resolve("released"));
+          entered();
+        }),
+    });
+    const call = JSON.stringify({ tool_calls: [{ id: "h1", name: "hold", arguments: {} }] });
+    const model = new ScriptedModel([call, "answered"]);
+    const test = await startTestServer({ AGENT_NAME: "drainer" }, { build: { model, tools: [hold] } });
+    const { port } = new URL(test.url);
+    const body = (session: string) => JSON.stringify({ session_id: session, messages: [{ role: "user", content: "go" }] });
+    const requestText = (session: string) =>
+      `POST /v1/chat/completions HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body(session))}\r\n\r\n${body(session)}`;
+    // One run holds the server open while it drains; the other ends, and its connection stays open for one more request.
+    let running = new Promise<void>((resolve) => (entered = resolve));
+    const first = postJson(`${test.url}/v1/chat/completions`, JSON.parse(body("a")));
+    await running;
+    running = new Promise<void>((resolve) => (entered = resolve));
+    const socket = connect(Number(port), "127.0.0.1");
+    let received = "";
+    let closedSocket = false;
+    const closed = new Promise<void>((resolve) => socket.on("close", () => ((closedSocket = true), resolve())));
+    const waitFor = (pattern: RegExp) =>
+      new Promise<void>((resolve, reject) => {
+        const check = () => {
+          if (pattern.test(received)) resolve();
+          else if (closedSocket) reject(new Error(`the connection closed; received:\n${received}`));
+          else setImmediate(check);
+        };
+        check();
+      });
+    socket.setEncoding("utf8");
+    socket.on("data", (text: string) => (received += text));
+    socket.write(requestText("b"));
+    await running;
+    const closing = test.server.close({ graceMs: 10_000 });
+    try {
+      gates[1]();
+      await waitFor(/"answered"[\s\S]*$/);
+      assert.match(received, /^HTTP\/1\.1 200 /);
+      received = "";
+      socket.write(requestText("c"));
+      await closed;
+      assert.match(received, /^HTTP\/1\.1 503 /);
+      assert.match(received, /\r\nconnection: close\r\n/i);
+      assert.match(received, /"code":"shutting_down"/);
+    } finally {
+      socket.destroy();
+      gates[0]();
+    }
+    assert.equal((await first).status, 200);
+    await closing;
   });
 });
