@@ -115,7 +115,12 @@ describe("a server that is draining, on node:http", () => {
     const socket = connect(Number(port), "127.0.0.1");
     let received = "";
     let closedSocket = false;
-    const closed = new Promise<void>((resolve) => socket.on("close", () => ((closedSocket = true), resolve())));
+    const closed = new Promise<void>((resolve) =>
+      socket.on("close", () => {
+        closedSocket = true;
+        resolve();
+      }),
+    );
     const waitFor = (pattern: RegExp) =>
       new Promise<void>((resolve, reject) => {
         const check = () => {
