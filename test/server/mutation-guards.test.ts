@@ -8,8 +8,10 @@ import { postJson, script, startTestServer, type TestServer } from "./helpers.js
 
 describe("bearer auth at its edges", () => {
   let test: TestServer;
+  let model: ScriptedModel;
   before(async () => {
-    test = await startTestServer({ AGENT_API_KEY: "s3cret-key", DEBUG_MOCK_RESPONSES: script("ok") });
+    model = new ScriptedModel(["ok"]);
+    test = await startTestServer({ AGENT_API_KEY: "s3cret-key" }, { build: { model } });
   });
   after(() => test.close());
 
@@ -31,6 +33,48 @@ describe("bearer auth at its edges", () => {
       assert.match(body.error.message, /Authorization: Bearer <AGENT_API_KEY>/);
     }
   });
+
+  it("a refused chat runs nothing: over node:http the 401 is the whole answer", async () => {
+    const response = await postJson(`${test.url}/v1/chat/completions`, { session_id: "sneaky", messages: [{ role: "user", content: "hi" }] }, { authorization: "Bearer wrong" });
+    assert.equal(response.status, 401);
+    assert.equal(((await response.json()) as { error: { code: string } }).error.code, "invalid_api_key");
+    assert.equal(model.requests.length, 0, "the model was never asked");
+    const events = await fetch(`${test.url}/v1/sessions/sneaky/events`, { headers: { authorization: "Bearer s3cret-key" } });
+    assert.deepEqual(((await events.json()) as { events: unknown[] }).events, []);
+  });
+});
+
+describe("a body declared over the limit", () => {
+  let test: TestServer;
+  before(async () => {
+    test = await startTestServer({ DEBUG_MOCK_RESPONSES: script("ok") }, { bodyLimitBytes: 1024 });
+  });
+  after(() => test.close());
+
+  for (const path of ["/v1/chat/completions", "/v1/approvals"]) {
+    it(`${path}: 413 as soon as the headers declare it, before any of the body is sent`, { timeout: 15_000 }, async () => {
+      const socket = connect(Number(new URL(test.url).port), "127.0.0.1");
+      let received = "";
+      socket.setEncoding("utf8");
+      const answered = new Promise<void>((resolve, reject) => {
+        socket.on("data", (text: string) => {
+          received += text;
+          if (received.includes("\r\n\r\n") && received.includes("}")) resolve();
+        });
+        socket.on("error", reject);
+        socket.on("close", () => reject(new Error(`closed before an answer: ${received}`)));
+      });
+      socket.write(`POST ${path} HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\ncontent-length: 1025\r\n\r\n`);
+      try {
+        await answered;
+        assert.match(received, /^HTTP\/1\.1 413 /);
+        assert.match(received, /"code":"request_too_large"/);
+        assert.match(received, /larger than 1024 bytes/);
+      } finally {
+        socket.destroy();
+      }
+    });
+  }
 });
 
 describe("a server that is draining", () => {
