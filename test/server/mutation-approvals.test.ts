@@ -77,19 +77,18 @@ describe("POST /v1/approvals refuses a malformed body, naming the field, and run
 
 describe("POST /v1/approvals: the answer's shape", () => {
   const written: string[] = [];
-  const seen: string[] = [];
+  let model: ScriptedModel;
+  let mark = 0;
+  /** The tool results the model was sent since the mark. */
+  const seenSinceMark = () =>
+    model.requests.slice(mark).flatMap((request) => request.messages.filter((message) => message.role === "tool").map((message) => JSON.stringify(message.content)));
   let test: TestServer;
   let store: InMemoryStore;
   before(async () => {
     // The model's second call answers with what the rejected call's result said, so the reason's path to the model shows.
-    const model = new ScriptedModel([twoWrites, "first done", twoWrites, "second done", twoWrites, "third done"], { continueAcrossRuns: true });
-    const wrapped = Object.assign(Object.create(Object.getPrototypeOf(model)), model);
-    wrapped.stream = (request: { messages: Array<{ role: string; content: unknown }> }, options: unknown) => {
-      for (const message of request.messages) if (message.role === "tool") seen.push(JSON.stringify(message.content));
-      return model.stream(request as never, options as never);
-    };
+    model = new ScriptedModel([twoWrites, "first done", twoWrites, "second done", twoWrites, "third done"], { continueAcrossRuns: true });
     store = new InMemoryStore();
-    test = await startTestServer({ AGENT_NAME: "shaper" }, { memory: store, build: { model: wrapped, tools: [writeFileTool(written)] } });
+    test = await startTestServer({ AGENT_NAME: "shaper" }, { memory: store, build: { model, tools: [writeFileTool(written)] } });
   });
   after(() => test.close());
 
@@ -102,7 +101,7 @@ describe("POST /v1/approvals: the answer's shape", () => {
 
   it("streams by default: SSE with the session's header, a rejection's reason as the call's result", async () => {
     await stop("streamed");
-    seen.length = 0;
+    mark = model.requests.length;
     const response = await postJson(`${test.url}/v1/approvals`, { session_id: "streamed", decisions: { call_a: { approve: true }, call_b: { approve: false, reason: "b.txt is read-only" } } });
     assert.equal(response.status, 200);
     assert.match(response.headers.get("content-type") ?? "", /^text\/event-stream/);
@@ -117,14 +116,14 @@ describe("POST /v1/approvals: the answer's shape", () => {
     assert.match(text, /data: \[DONE\]\n\n$/);
     assert.deepEqual(written, ["a.txt"]);
     assert.ok(
-      seen.some((content) => content.includes("Rejected: b.txt is read-only")),
-      seen.join("\n"),
+      seenSinceMark().some((content) => content.includes("Rejected: b.txt is read-only")),
+      seenSinceMark().join("\n"),
     );
   });
 
   it("a rejection without a reason still reaches the model as a rejection", async () => {
     await stop("no-reason");
-    seen.length = 0;
+    mark = model.requests.length;
     written.length = 0;
     const response = await postJson(`${test.url}/v1/approvals`, { session_id: "no-reason", stream: false, decisions: { call_a: { approve: false }, call_b: { approve: false } } });
     const completion = (await response.json()) as { object: string; model: string; choices: Array<{ message: { content: string }; finish_reason: string }> };
@@ -132,7 +131,7 @@ describe("POST /v1/approvals: the answer's shape", () => {
     assert.equal(completion.model, "shaper");
     assert.deepEqual([completion.choices[0].message.content, completion.choices[0].finish_reason], ["second done", "stop"]);
     assert.deepEqual(written, []);
-    assert.equal(seen.filter((content) => content.includes("Rejected")).length, 2, seen.join("\n"));
+    assert.equal(seenSinceMark().filter((content) => content.includes("Rejected")).length, 2, seenSinceMark().join("\n"));
   });
 
   it("a refusal is JSON whether or not the request asked for a stream: 404 nothing pending, 409 decided already", async () => {
