@@ -4,7 +4,7 @@
 // reaching the model's conversation, and the pending list with what it names.
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
-import { ScriptedModel } from "../../src/index.js";
+import { defineTool, ScriptedModel } from "../../src/index.js";
 import { InMemoryStore } from "../../src/memory/index.js";
 import { postJson, startTestServer, type TestServer, writeFileTool } from "./helpers.js";
 
@@ -77,19 +77,18 @@ describe("POST /v1/approvals refuses a malformed body, naming the field, and run
 
 describe("POST /v1/approvals: the answer's shape", () => {
   const written: string[] = [];
-  const seen: string[] = [];
+  let model: ScriptedModel;
+  let mark = 0;
+  /** The tool results the model was sent since the mark. */
+  const seenSinceMark = () =>
+    model.requests.slice(mark).flatMap((request) => request.messages.filter((message) => message.role === "tool").map((message) => JSON.stringify(message.content)));
   let test: TestServer;
   let store: InMemoryStore;
   before(async () => {
     // The model's second call answers with what the rejected call's result said, so the reason's path to the model shows.
-    const model = new ScriptedModel([twoWrites, "first done", twoWrites, "second done", twoWrites, "third done"], { continueAcrossRuns: true });
-    const wrapped = Object.assign(Object.create(Object.getPrototypeOf(model)), model);
-    wrapped.stream = (request: { messages: Array<{ role: string; content: unknown }> }, options: unknown) => {
-      for (const message of request.messages) if (message.role === "tool") seen.push(JSON.stringify(message.content));
-      return model.stream(request as never, options as never);
-    };
+    model = new ScriptedModel([twoWrites, "first done", twoWrites, "second done", twoWrites, "third done"], { continueAcrossRuns: true });
     store = new InMemoryStore();
-    test = await startTestServer({ AGENT_NAME: "shaper" }, { memory: store, build: { model: wrapped, tools: [writeFileTool(written)] } });
+    test = await startTestServer({ AGENT_NAME: "shaper" }, { memory: store, build: { model, tools: [writeFileTool(written)] } });
   });
   after(() => test.close());
 
@@ -102,7 +101,7 @@ describe("POST /v1/approvals: the answer's shape", () => {
 
   it("streams by default: SSE with the session's header, a rejection's reason as the call's result", async () => {
     await stop("streamed");
-    seen.length = 0;
+    mark = model.requests.length;
     const response = await postJson(`${test.url}/v1/approvals`, { session_id: "streamed", decisions: { call_a: { approve: true }, call_b: { approve: false, reason: "b.txt is read-only" } } });
     assert.equal(response.status, 200);
     assert.match(response.headers.get("content-type") ?? "", /^text\/event-stream/);
@@ -117,14 +116,14 @@ describe("POST /v1/approvals: the answer's shape", () => {
     assert.match(text, /data: \[DONE\]\n\n$/);
     assert.deepEqual(written, ["a.txt"]);
     assert.ok(
-      seen.some((content) => content.includes("Rejected: b.txt is read-only")),
-      seen.join("\n"),
+      seenSinceMark().some((content) => content.includes("Rejected: b.txt is read-only")),
+      seenSinceMark().join("\n"),
     );
   });
 
   it("a rejection without a reason still reaches the model as a rejection", async () => {
     await stop("no-reason");
-    seen.length = 0;
+    mark = model.requests.length;
     written.length = 0;
     const response = await postJson(`${test.url}/v1/approvals`, { session_id: "no-reason", stream: false, decisions: { call_a: { approve: false }, call_b: { approve: false } } });
     const completion = (await response.json()) as { object: string; model: string; choices: Array<{ message: { content: string }; finish_reason: string }> };
@@ -132,7 +131,7 @@ describe("POST /v1/approvals: the answer's shape", () => {
     assert.equal(completion.model, "shaper");
     assert.deepEqual([completion.choices[0].message.content, completion.choices[0].finish_reason], ["second done", "stop"]);
     assert.deepEqual(written, []);
-    assert.equal(seen.filter((content) => content.includes("Rejected")).length, 2, seen.join("\n"));
+    assert.equal(seenSinceMark().filter((content) => content.includes("Rejected")).length, 2, seenSinceMark().join("\n"));
   });
 
   it("a refusal is JSON whether or not the request asked for a stream: 404 nothing pending, 409 decided already", async () => {
@@ -194,18 +193,110 @@ describe("GET /v1/approvals reads the log as it is", () => {
       { event_type: "approval_decided", content: null, timestamp: at(8) },
     ]);
     await store.append("newer", [{ event_type: "approval_requested", content: { checkpoint_id: "cp-4", pending: [pending("n1", { agentPath: ["boss", "helper"] }), pending("n2")] }, timestamp: at(9) }]);
+    // Newer events of other kinds do not push the approvals out of what is read.
+    await store.append("chatty", Array.from({ length: 150 }, (_, index) => ({ event_type: "user_message", content: `m${index}`, timestamp: at(10) })));
+    // A decision whose checkpoint id is no string answers nothing, even a checkpoint named like it; a run id that is no string is none.
+    await store.append("odd", [
+      { event_type: "approval_requested", content: { checkpoint_id: "3", pending: [pending("x1")] }, metadata: { run_id: 7 } as never, timestamp: at(0) },
+      { event_type: "approval_decided", content: { checkpoint_id: 3 }, timestamp: at(0) },
+    ]);
     test = await startTestServer({ AGENT_NAME: "inbox", DEBUG_MOCK_RESPONSES: "[\"unused\"]" }, { memory: store });
   });
   after(() => test.close());
 
-  it("lists every waiting call newest first, with the run when the log names it and the agent's own path by default", async () => {
+  it("lists every waiting call, the last recorded first, with the run when the log names it and the agent's own path by default", async () => {
     const listing = (await (await fetch(`${test.url}/v1/approvals`)).json()) as { pending: Array<Record<string, unknown>>; total: number };
     assert.deepEqual(listing.pending, [
+      { session_id: "odd", checkpoint_id: "3", requested_at: "2026-01-01T00:00:00.000Z", tool_call_id: "x1", tool: "write_file", arguments: { path: "x1.txt" }, arguments_hash: "hash-x1", agent_path: ["inbox"] },
       { session_id: "newer", checkpoint_id: "cp-4", requested_at: "2026-01-01T00:00:09.000Z", tool_call_id: "n1", tool: "write_file", arguments: { path: "n1.txt" }, arguments_hash: "hash-n1", agent_path: ["boss", "helper"] },
       { session_id: "newer", checkpoint_id: "cp-4", requested_at: "2026-01-01T00:00:09.000Z", tool_call_id: "n2", tool: "write_file", arguments: { path: "n2.txt" }, arguments_hash: "hash-n2", agent_path: ["inbox"] },
       { session_id: "malformed", checkpoint_id: "cp-3", requested_at: "2026-01-01T00:00:07.000Z", tool_call_id: "m3", tool: "write_file", arguments: { path: "m3.txt" }, arguments_hash: "hash-m3", agent_path: ["inbox"] },
       { session_id: "older", checkpoint_id: "cp-1", run_id: "run-older", requested_at: "2026-01-01T00:00:01.000Z", tool_call_id: "o1", tool: "write_file", arguments: { path: "o1.txt" }, arguments_hash: "hash-o1", agent_path: ["inbox"] },
     ]);
-    assert.equal(listing.total, 4);
+    assert.equal(listing.total, 5);
+  });
+});
+
+describe("POST /v1/approvals: the resumed run and its client", () => {
+  /** An approved `hold` call waits until released or aborted; `entered` resolves when it runs. */
+  function holdingServer() {
+    let entered: () => void = () => undefined;
+    const running = new Promise<void>((resolve) => (entered = resolve));
+    let release: () => void = () => undefined;
+    let released = false;
+    const hold = defineTool({
+      name: "hold",
+      description: "Waits until released or aborted",
+      parameters: { type: "object" },
+      needsApproval: true,
+      execute: (_args, context) =>
+        new Promise<string>((resolve) => {
+          release = () => {
+            released = true;
+            resolve("released");
+          };
+          context.signal.addEventListener("abort", () => resolve("stopped"), { once: true });
+          entered();
+        }),
+    });
+    const model = new ScriptedModel([JSON.stringify({ tool_calls: [{ id: "h1", name: "hold", arguments: {} }] }), "held and done"]);
+    return { running, release: () => release(), released: () => released, build: { model, tools: [hold] } };
+  }
+  const ask = async (url: string, sessionId: string) => {
+    const response = await postJson(`${url}/v1/chat/completions`, { session_id: sessionId, messages: [{ role: "user", content: "hold on" }] });
+    assert.equal(((await response.json()) as { choices: Array<{ finish_reason: string }> }).choices[0].finish_reason, "approval_required");
+  };
+
+  it("streams as soon as the decisions are taken, before the resumed run ends", async () => {
+    const held = holdingServer();
+    const test = await startTestServer({ AGENT_NAME: "holder" }, { build: held.build });
+    try {
+      await ask(test.url, "early");
+      const answer = postJson(`${test.url}/v1/approvals`, { session_id: "early", decisions: { h1: { approve: true } } });
+      await held.running;
+      // The safety net: were the headers held back until the run's end, this lets the run end (and the test fail).
+      const safety = setTimeout(held.release, 10_000);
+      const response = await answer;
+      assert.equal(held.released(), false, "the response started while the approved call was still running");
+      held.release();
+      clearTimeout(safety);
+      assert.equal(response.status, 200);
+      assert.match(await response.text(), /data: \[DONE\]\n\n$/);
+    } finally {
+      await test.close();
+    }
+  });
+
+  it("a client that leaves a non-streamed resume aborts the resumed run", async () => {
+    const held = holdingServer();
+    const test = await startTestServer({ AGENT_NAME: "holder" }, { build: held.build });
+    try {
+      await ask(test.url, "left-json");
+      const controller = new AbortController();
+      const answer = postJson(`${test.url}/v1/approvals`, { session_id: "left-json", stream: false, decisions: { h1: { approve: true } } }, {}, controller.signal);
+      await held.running;
+      controller.abort();
+      await assert.rejects(answer);
+      assert.match(await test.waitForLog(/session left-json ABORTED/), /client disconnected/);
+    } finally {
+      await test.close();
+    }
+  });
+
+  it("a caller of AgentServer.fetch that cancels the streamed resume aborts the resumed run", async () => {
+    const held = holdingServer();
+    const test = await startTestServer({ AGENT_NAME: "holder" }, { build: held.build });
+    try {
+      await ask(test.url, "left-stream");
+      const response = await test.server.fetch(
+        new Request("http://agent/v1/approvals", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ session_id: "left-stream", decisions: { h1: { approve: true } } }) }),
+      );
+      assert.equal(response.status, 200);
+      await held.running;
+      await response.body!.cancel();
+      assert.match(await test.waitForLog(/session left-stream ABORTED/), /client disconnected/);
+    } finally {
+      await test.close();
+    }
   });
 });

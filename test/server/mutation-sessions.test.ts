@@ -96,6 +96,18 @@ describe("GET /v1/sessions and /v1/sessions/{id}/events at their edges", () => {
     }
   });
 
+  it("GET /memory/events: session_id absent or empty is every session; given twice, a 400 naming how often", async () => {
+    type Listing = { events: Array<{ content: unknown }>; total: number };
+    // Every session's latest events: the newest are the long session's last ones.
+    assert.deepEqual((await json<Listing>("/memory/events?limit=2")).events.map((event) => event.content), ["m10048", "m10049"]);
+    assert.deepEqual((await json<Listing>("/memory/events?session_id=&limit=2")).events.map((event) => event.content), ["m10048", "m10049"]);
+    assert.deepEqual((await json<Listing>("/memory/events?session_id=first")).events.map((event) => event.content), ["a"]);
+    const twice = await get("/memory/events?session_id=first&session_id=second");
+    assert.equal(twice.status, 400);
+    const { error } = (await twice.json()) as ErrorBody;
+    assert.deepEqual([error.param, error.code, error.message], ["session_id", "invalid_session_id", "session_id must be given once, got 2 values"]);
+  });
+
   it("refuses a session id that is not one, naming the parameter", async () => {
     for (const id of ["-dash-first", "a%20b", "x".repeat(201), "semi;colon"]) {
       const response = await get(`/v1/sessions/${id}/events`);
