@@ -175,7 +175,7 @@ describe("resumable streams: a client that leaves mid-answer reads the whole str
     assert.equal(textOf(message), words);
     assert.deepEqual(
       chunks.filter((chunk) => chunk.type !== "text-delta").map((chunk) => chunk.type),
-      ["start", "start-step", "text-start", "text-end", "finish-step", "finish"],
+      ["start", "start-step", "text-start", "data-usage", "text-end", "finish-step", "finish"],
     );
     assert.deepEqual(chunks.at(-1), { type: "finish", finishReason: "stop" });
   });
