@@ -152,6 +152,8 @@ interface Count {
   instructionsPerChat: number;
   /** Of those, V8's optimizing compiler (TurboFan, `v8::internal::compiler::`), per chat. */
   compilerPerChat: number;
+  /** Of the counted instructions, V8's full (mark-compact) collections, per chat (see `majorGcInstructions`). */
+  majorGcPerChat: number;
 }
 
 /**
@@ -161,14 +163,30 @@ interface Count {
  * the agent server's count in it and the total moved ~5 % run to run. The measure leaves it out.
  */
 export function compilerInstructions(dump: string): number {
+  return dumpParts(dump).compiler;
+}
+
+/**
+ * The optimizing compiler's instructions in a dump, and V8's full collections' (mark-compact: its
+ * marking, sweeping and compaction functions). A full collection comes when the old generation
+ * reaches its limit, every few hundred chats here (~14 KB promoted per chat on the embedded store),
+ * and costs ~45 M instructions: whether one falls in the counted chats moves a row by ~0.45 M per
+ * chat (session 16, bench/README.md). Still counted; shown beside the figure so a row's change can
+ * be told from one.
+ */
+export function dumpParts(dump: string): { compiler: number; majorGc: number } {
   const result = spawnSync("callgrind_annotate", ["--inclusive=no", "--threshold=100", dump], { encoding: "utf8", maxBuffer: 256 * 2 ** 20 });
   if (result.status !== 0) throw new Error(`callgrind_annotate ${dump} failed: ${result.stderr}`);
-  let total = 0;
+  let compiler = 0;
+  let majorGc = 0;
   for (const line of result.stdout.split("\n")) {
-    const match = /^\s*([\d,]+)\s.*v8::internal::compiler::/.exec(line);
-    if (match) total += Number(match[1].replaceAll(",", ""));
+    const match = /^\s*([\d,]+)\s.*?(v8::internal::compiler::|v8::internal::\S*(?:MarkCompact|Marking|Sweeper|MarkingVisitor))/.exec(line);
+    if (!match) continue;
+    const count = Number(match[1].replaceAll(",", ""));
+    if (match[2] === "v8::internal::compiler::") compiler += count;
+    else majorGc += count;
   }
-  return total;
+  return { compiler, majorGc };
 }
 
 /** Starts one server under callgrind, warms it, counts MEASURED chats; returns instructions per chat. */
@@ -212,9 +230,9 @@ async function countServer(row: Row, directory: string): Promise<Count> {
   if (!dump) throw new Error(`no callgrind dump ${prefix}.N in ${directory}`);
   const totals = /^summary:\s+(\d+)/m.exec(readFileSync(join(directory, dump), "utf8"));
   if (!totals) throw new Error(`no summary line in ${dump}`);
-  const compiler = compilerInstructions(join(directory, dump));
+  const { compiler, majorGc } = dumpParts(join(directory, dump));
   if (process.env.BENCH_INSTRUCTIONS_KEEP) console.log(`${row.key}: ${join(directory, dump)}`);
-  return { row, instructionsPerChat: (Number(totals[1]) - compiler) / MEASURED, compilerPerChat: compiler / MEASURED };
+  return { row, instructionsPerChat: (Number(totals[1]) - compiler) / MEASURED, compilerPerChat: compiler / MEASURED, majorGcPerChat: majorGc / MEASURED };
 }
 
 async function dropSchema(schema: string): Promise<void> {
@@ -265,7 +283,7 @@ export async function runInstructionsScenario(options: BenchOptions): Promise<Sc
     quick: options.quick,
     details: [
       markdownTable(
-        ["server", "protocol", "instructions / chat (M)", "÷ floor", "÷ chat completions", "target", "met", "+ optimizing compiler / chat (M, not counted)"],
+        ["server", "protocol", "instructions / chat (M)", "÷ floor", "÷ chat completions", "target", "met", "+ optimizing compiler / chat (M, not counted)", "of which full GCs / chat (M, counted)"],
         results.map((result) => [
           result.row.server,
           result.row.protocol.name,
@@ -275,6 +293,7 @@ export async function runInstructionsScenario(options: BenchOptions): Promise<Sc
           result.target,
           result.met === undefined ? "" : result.met ? "yes" : "**no**",
           millions(result.compilerPerChat),
+          millions(result.majorGcPerChat),
         ]),
       ),
     ],
