@@ -12,6 +12,8 @@ export interface Protocol {
   name: string;
   path: string;
   body(index: number): string;
+  /** Request headers of chat number `index` beside the content type, if any. */
+  headers?(index: number): Record<string, string>;
   textOf(data: unknown): string;
 }
 
@@ -22,6 +24,18 @@ export const CHAT_COMPLETIONS: Protocol = {
   path: "/v1/chat/completions",
   body: () => CHAT_BODY,
   textOf: (data) => (data as { choices: Array<{ delta: { content?: string } }> }).choices[0]?.delta.content ?? "",
+};
+
+/**
+ * Chat completions naming its session (`x-session-id`, a new one per chat, as the UI protocols'
+ * chats do): the server takes the session's lock and loads its history before the run, which a
+ * chat without the header (a session the server makes, known to nobody) skips. The fair base for
+ * the UI protocols on a store (scenario 10).
+ */
+export const CHAT_COMPLETIONS_SESSION: Protocol = {
+  ...CHAT_COMPLETIONS,
+  name: "/v1/chat/completions + x-session-id",
+  headers: (index) => ({ "x-session-id": `bench-${index}` }),
 };
 
 /** The body `useChat`'s `DefaultChatTransport` sends for a new chat. */

@@ -46,10 +46,26 @@ function write(sink: SseSink, text: string): void {
   if (text !== "") sink.write(text);
 }
 
-/** One stream's text so far, and who follows it. */
+/**
+ * One stream's text so far, and who follows it. What one tick wrote is recorded as one string,
+ * joined at the tick's end: the record then holds one flat string per tick, not the step texts
+ * (template strings, trees of concatenations) the encoder made. The record lives as long as the
+ * stream, so every young collection during a chat copied those trees; joined, it copies one
+ * string (an `/api/chat` chat cost ~60 K instructions more in the scavenger than an `/ag-ui` one).
+ */
 interface Replayable {
+  /** The stream's text, one string per tick that wrote. */
   chunks: string[];
+  /** This tick's texts, not joined yet (`record` joins them at its end). */
+  tick: string[];
   followers: Set<SseSink>;
+}
+
+/** Moves a stream's texts of this tick into its record as one string. */
+function record(stream: Replayable): void {
+  if (stream.tick.length === 0) return;
+  stream.chunks.push(stream.tick.length === 1 ? stream.tick[0] : stream.tick.join(""));
+  stream.tick = [];
 }
 
 /**
@@ -63,13 +79,14 @@ export class ReplayableStreams {
 
   /** A sink that writes to `sink` and records the stream as one of the session's. */
   tee(sessionId: string, sink: SseSink): SseSink {
-    const stream: Replayable = { chunks: [], followers: new Set([sink]) };
+    const stream: Replayable = { chunks: [], tick: [], followers: new Set([sink]) };
     const list = this.active.get(sessionId);
     if (list) list.push(stream);
     else this.active.set(sessionId, [stream]);
     return {
       write: (text) => {
-        stream.chunks.push(text);
+        if (stream.tick.length === 0) process.nextTick(record, stream);
+        stream.tick.push(text);
         for (const follower of stream.followers) follower.write(text);
       },
       end: () => {
@@ -87,6 +104,7 @@ export class ReplayableStreams {
   follow(sessionId: string, sink: SseSink): { following: boolean; stop: () => void } {
     const stream = this.active.get(sessionId)?.[0];
     if (!stream) return { following: false, stop: () => undefined };
+    record(stream);
     for (const text of stream.chunks) sink.write(text);
     stream.followers.add(sink);
     return { following: true, stop: () => void stream.followers.delete(sink) };
