@@ -5,6 +5,7 @@
 import { readFileSync } from "node:fs";
 import { type IncomingMessage, type ServerResponse, createServer } from "node:http";
 import type { AddressInfo } from "node:net";
+import type { Model, ModelEvent, ModelRequest } from "../../src/model/model.js";
 
 /** The recorded provider streams, copied into the repository (see test/fixtures/provider-streams/README.md). */
 export const fixturesRoot = new URL("../fixtures/provider-streams/", import.meta.url);
@@ -144,3 +145,20 @@ export function json(status: number, body: unknown, headers: Record<string, stri
 export const openaiBase = (server: TestServer) => `${server.url}/v1`;
 /** Base URL for `@anthropic-ai/sdk` (it appends `/v1/messages`). */
 export const anthropicBase = (server: TestServer) => server.url;
+
+/** The request the recorded streams answer: a weather question with one tool. */
+export const weatherRequest: ModelRequest = {
+  messages: [{ role: "user", content: "What is the weather in San Francisco?" }],
+  tools: [{ name: "weather", description: "Weather at a location", parameters: { type: "object", properties: { location: { type: "string" } } } }],
+};
+
+/** Every event of one model call. */
+export async function collect(model: Model, request: ModelRequest = weatherRequest): Promise<ModelEvent[]> {
+  const events: ModelEvent[] = [];
+  for await (const event of model.stream(request)) events.push(event);
+  return events;
+}
+
+/** The answer text of a call's events. */
+export const joined = (events: ModelEvent[]) => events.map((event) => (event.type === "text-delta" ? event.delta : "")).join("");
+export const last = (events: ModelEvent[]) => events[events.length - 1];

@@ -4,12 +4,12 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { Agent } from "../../src/loop/agent.js";
-import { type Model, type ModelEvent, type ModelRequest, generate } from "../../src/model/model.js";
+import { type ModelRequest, generate } from "../../src/model/model.js";
 import { google } from "../../src/providers/google/index.js";
 import { resolveModel } from "../../src/providers/registry.js";
 import { defineTool } from "../../src/tools/tool.js";
 import { cleanEnv, spawnCli } from "../cli/helpers.js";
-import { type Responder, fixtureJson, fixtureLines, json, replay, sse, startServer } from "./fixture-server.js";
+import { type Responder, collect, fixtureJson, fixtureLines, joined, json, last, replay, sse, startServer, weatherRequest } from "./fixture-server.js";
 import { geminiFrames } from "./wire-scripts.js";
 
 const weather = defineTool({
@@ -19,19 +19,6 @@ const weather = defineTool({
   execute: () => "72°F and sunny",
 });
 
-const weatherRequest: ModelRequest = {
-  messages: [{ role: "user", content: "What is the weather in San Francisco?" }],
-  tools: [{ name: "weather", description: "Weather at a location", parameters: { type: "object", properties: { location: { type: "string" } } } }],
-};
-
-async function collect(model: Model, request: ModelRequest = weatherRequest): Promise<ModelEvent[]> {
-  const events: ModelEvent[] = [];
-  for await (const event of model.stream(request)) events.push(event);
-  return events;
-}
-
-const joined = (events: ModelEvent[]) => events.map((event) => (event.type === "text-delta" ? event.delta : "")).join("");
-const last = (events: ModelEvent[]) => events[events.length - 1];
 const recorded = (name: string) => fixtureLines("google-gemini", name).map((line) => JSON.parse(line));
 const noRetry = { maxRetries: 0 };
 

@@ -5,21 +5,8 @@ import { after, before, describe, test } from "node:test";
 import type { Model, ModelEvent, ModelRequest } from "../../src/model/model.js";
 import { anthropic } from "../../src/providers/anthropic/index.js";
 import { openaiChat, openaiResponses } from "../../src/providers/openai/index.js";
-import { type FixtureFolder, type TestServer, fixtureJson, fixtureLines, json, replay, startServer } from "./fixture-server.js";
+import { type FixtureFolder, type TestServer, collect, fixtureJson, fixtureLines, joined, json, last, replay, startServer, weatherRequest } from "./fixture-server.js";
 
-const weatherRequest: ModelRequest = {
-  messages: [{ role: "user", content: "What is the weather in San Francisco?" }],
-  tools: [{ name: "weather", description: "Weather at a location", parameters: { type: "object", properties: { location: { type: "string" } } } }],
-};
-
-async function collect(model: Model, request: ModelRequest = weatherRequest): Promise<ModelEvent[]> {
-  const events: ModelEvent[] = [];
-  for await (const event of model.stream(request)) events.push(event);
-  return events;
-}
-
-const joined = (events: ModelEvent[]) => events.map((event) => (event.type === "text-delta" ? event.delta : "")).join("");
-const last = (events: ModelEvent[]) => events[events.length - 1];
 
 /** The full text of a recorded stream, read straight from the fixture lines. */
 function fixtureText(folder: FixtureFolder, name: string): string {

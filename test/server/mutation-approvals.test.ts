@@ -7,21 +7,13 @@ import { after, before, describe, it } from "node:test";
 import { defineTool, ScriptedModel } from "../../src/index.js";
 import { InMemoryStore } from "../../src/memory/index.js";
 import { postJson, startTestServer, type TestServer, writeFileTool } from "./helpers.js";
+import type { PendingApprovalView } from "../../src/server/routes/approvals.js";
 
 interface ErrorBody {
   error: { message: string; type: string; param: string | null; code: string | null };
 }
-interface Pending {
-  session_id: string;
-  checkpoint_id: string;
-  run_id?: string;
-  requested_at: string;
-  tool_call_id: string;
-  tool: string;
-  arguments: unknown;
-  arguments_hash: string;
-  agent_path: string[];
-}
+/** A waiting call as the routes answer it (what `GET /v1/approvals` lists). */
+type Pending = PendingApprovalView;
 
 const twoWrites = JSON.stringify({
   tool_calls: [
