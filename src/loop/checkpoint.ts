@@ -45,14 +45,7 @@ export class ResumeError extends Error {
  * for a call that is not pending, or for other arguments than the ones the approval was asked for.
  */
 export function claimCheckpoint(checkpoint: RunCheckpoint, decisions: Record<string, ApprovalDecision>, agentName: string): void {
-  if (
-    !checkpoint ||
-    typeof checkpoint !== "object" ||
-    checkpoint.version !== 1 ||
-    typeof checkpoint.id !== "string" ||
-    !Array.isArray(checkpoint.pending) ||
-    !Array.isArray(checkpoint.wave?.calls)
-  ) {
+  if (!isCheckpoint(checkpoint)) {
     throw new ResumeError("agent.resume: the checkpoint is not a run checkpoint (expected the `checkpoint` of an INTERRUPTED run's result, version 1)");
   }
   if (checkpoint.agent !== agentName) {
@@ -89,6 +82,23 @@ export function claimCheckpoint(checkpoint: RunCheckpoint, decisions: Record<str
   resumed.add(checkpoint.id);
 }
 
+/** A run checkpoint's shape, the sub-agents' checkpoints in its wave (`wave.nested`) included. */
+function isCheckpoint(checkpoint: RunCheckpoint): boolean {
+  if (
+    !checkpoint ||
+    typeof checkpoint !== "object" ||
+    checkpoint.version !== 1 ||
+    typeof checkpoint.id !== "string" ||
+    !Array.isArray(checkpoint.pending) ||
+    !Array.isArray(checkpoint.wave?.calls)
+  ) {
+    return false;
+  }
+  const nested = checkpoint.wave.nested;
+  if (nested === undefined) return true;
+  return nested !== null && typeof nested === "object" && Object.values(nested).every(isCheckpoint);
+}
+
 /** The ids of the calls waiting inside remote workers, anywhere in the checkpoint. */
 function remoteCallIds(checkpoint: RunCheckpoint, into = new Set<string>()): Set<string> {
   if (checkpoint.remote) for (const entry of checkpoint.pending) into.add(entry.toolCallId);
@@ -100,7 +110,7 @@ function remoteCallIds(checkpoint: RunCheckpoint, into = new Set<string>()): Set
 function findCall(checkpoint: RunCheckpoint, entry: PendingApproval): ToolCallPart | undefined {
   const own = checkpoint.wave.calls.find((call) => call.id === entry.toolCallId);
   if (own) return own;
-  for (const nested of Object.values(checkpoint.wave.nested)) {
+  for (const nested of Object.values(checkpoint.wave.nested ?? {})) {
     const call = findCall(nested, entry);
     if (call) return call;
   }

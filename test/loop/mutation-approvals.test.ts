@@ -368,6 +368,17 @@ test("resume refuses, naming the problem: each way a checkpoint is not one, deci
   const editedCall = JSON.parse(nestedText) as RunCheckpoint;
   editedCall.wave.nested.d1!.wave.calls[0]!.arguments = '{"path":"/etc/passwd"}';
   assert.throws(() => parent.resume(editedCall, { decisions: { cw: { approve: true } } }), /arguments of tool call "cw" \(write_file\) changed since the approval was requested/);
+  // A sub-agent's checkpoint in the wave that is not one is refused by name, not a TypeError.
+  for (const breakNested of [
+    (c: Record<string, any>) => delete c.wave.nested.d1.wave,
+    (c: Record<string, any>) => (c.wave.nested.d1 = "ckpt"),
+    (c: Record<string, any>) => (c.wave.nested.d1.version = 2),
+    (c: Record<string, any>) => (c.wave.nested = "d1"),
+  ]) {
+    const broken = JSON.parse(nestedText);
+    breakNested(broken);
+    assert.throws(() => parent.resume(broken, { decisions: { cw: { approve: true } } }), (error: Error) => notACheckpoint.test(`${error.name}: ${error.message}`), String(breakNested));
+  }
   assert.equal((await parent.resume(JSON.parse(nestedText), { decisions: { cw: { approve: true } } })).state, "COMPLETED");
   assert.deepEqual(write.ran, [{ path: "safe" }]);
 });
