@@ -3,8 +3,13 @@
 // for each measured folder (src/<folder>) and each file in it: mutants, killed, timed out, survived,
 // no coverage, score; what README's table is made from.
 //
-//   node scripts/mutation/scores.mjs <report.json or folder ...> [--markdown]
-//   npm run mutation -- --report [<report.json or folder ...>] [--markdown]   (default: reports/mutation)
+//   node scripts/mutation/scores.mjs <report.json or folder ...> [--markdown] [--survivors]
+//   npm run mutation -- --report [<report.json or folder ...>] [--markdown] [--survivors]   (default: reports/mutation)
+//
+// --survivors also prints each mutant left undetected (survived, no coverage) with its place and the
+// lines as they were and as mutated: what to write into the source to check it by hand. (Several
+// mutants of a line can start at the same column with the same replacement, `true`, and differ only
+// in how much they replace: `a && b && c` made `true`, or only `a && b`.)
 //
 // A folder stands for the *.json reports in it (Stryker's *.incremental.json beside them are left out:
 // the same run again). A file measured by several reports is taken from the most recently modified
@@ -51,7 +56,7 @@ export function merge(files) {
     for (const [path, entry] of Object.entries(report.files)) {
       if (!Array.isArray(entry?.mutants)) throw new Error(`${file}: ${path} has no "mutants" list`);
       const source = isAbsolute(path) && report.projectRoot ? relative(report.projectRoot, path) : path;
-      merged.set(source.replaceAll("\\", "/"), { report: file, mutants: entry.mutants });
+      merged.set(source.replaceAll("\\", "/"), { report: file, mutants: entry.mutants, source: entry.source });
     }
   }
   return merged;
@@ -112,18 +117,48 @@ export function format({ folders, total }, { markdown = false } = {}) {
   return [header, ...rows].map((cells) => cells.map((cell, column) => (column === 0 ? cell.padEnd(widths[column]) : cell.padStart(widths[column]))).join("  ").trimEnd()).join("\n");
 }
 
+/** A mutant's lines as they were and as mutated (Stryker's locations: lines and columns from 1, the end exclusive). */
+export function mutatedLines(source, { location, replacement }) {
+  const lines = source.split("\n");
+  const { start, end } = location;
+  const before = lines.slice(start.line - 1, end.line);
+  const first = before[0] ?? "";
+  const last = before.at(-1) ?? "";
+  const after = `${first.slice(0, start.column - 1)}${replacement ?? ""}${last.slice(end.column - 1)}`.split("\n");
+  return { before, after };
+}
+
+/** The mutants no test detected, file by file: their place, mutator, status and lines. */
+export function survivors(merged) {
+  const out = [];
+  for (const [file, { mutants, source }] of [...merged].sort(([a], [b]) => a.localeCompare(b))) {
+    const undetected = mutants.filter((mutant) => mutant.status === "Survived" || mutant.status === "NoCoverage");
+    undetected.sort((a, b) => a.location.start.line - b.location.start.line || a.location.start.column - b.location.start.column);
+    for (const mutant of undetected) {
+      const { start, end } = mutant.location;
+      out.push(`${file}:${start.line}:${start.column}-${end.line}:${end.column} ${mutant.mutatorName} (${mutant.status}, id ${mutant.id})`);
+      if (typeof source !== "string") continue;
+      const { before, after } = mutatedLines(source, mutant);
+      out.push(...before.map((line) => `  - ${line.trim()}`), ...after.map((line) => `  + ${line.trim()}`));
+    }
+  }
+  return out.join("\n");
+}
+
 /** The command: prints the table; exits 2 naming the problem on bad input. */
 export function main(argv) {
+  const OPTIONS = ["--markdown", "--survivors"];
   const markdown = argv.includes("--markdown");
-  const unknown = argv.find((arg) => arg.startsWith("-") && arg !== "--markdown");
+  const unknown = argv.find((arg) => arg.startsWith("-") && !OPTIONS.includes(arg));
   const paths = argv.filter((arg) => !arg.startsWith("-"));
   try {
-    if (unknown) throw new Error(`unknown option ${unknown} (usage: scores.mjs <report.json or folder ...> [--markdown])`);
+    if (unknown) throw new Error(`unknown option ${unknown} (usage: scores.mjs <report.json or folder ...> [--markdown] [--survivors])`);
     if (paths.length === 0) throw new Error("name the Stryker JSON reports to merge, or a folder of them");
     const files = reportFiles(paths);
     if (files.length === 0) throw new Error(`no Stryker JSON report in ${paths.join(", ")}`);
-    const table = tally(merge(files));
-    console.log(`# mutation score per folder and file, from ${files.length} report(s) (a file's latest run counts)\n${format(table, { markdown })}`);
+    const merged = merge(files);
+    console.log(`# mutation score per folder and file, from ${files.length} report(s) (a file's latest run counts)\n${format(tally(merged), { markdown })}`);
+    if (argv.includes("--survivors")) console.log(`\n# mutants no test detected (file:line:column-line:column, the lines as they were and as mutated)\n${survivors(merged)}`);
     return 0;
   } catch (error) {
     console.error(`mutation scores: ${error.message}`);

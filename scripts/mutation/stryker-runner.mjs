@@ -35,7 +35,7 @@
 import { spawn } from "node:child_process";
 import { appendFileSync, globSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { basename, dirname, join } from "node:path";
+import { basename, dirname, join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 
 const HERE = dirname(fileURLToPath(import.meta.url));
@@ -348,10 +348,17 @@ export class AgentloopTestRunner {
   async mutantRun(options) {
     const started = Date.now();
     this.way = [];
+    this.trace = [];
     const verdict = await this.decide(options);
     this.count(`${verdict.status}: ${this.way.filter((way) => !way.endsWith(".ts")).join(" → ") || "none"}`, started);
-    // AGENTLOOP_MUTATION_TRACE=<file>: a line per mutant (id, verdict, the ways tried, milliseconds), to see where the time goes.
-    if (process.env.AGENTLOOP_MUTATION_TRACE) appendFileSync(process.env.AGENTLOOP_MUTATION_TRACE, `${options.activeMutant.id}\t${options.activeMutant.fileName}:${options.activeMutant.location.start.line}\t${verdict.status}\t${this.way.join(" → ")}\t${Date.now() - started}\n`);
+    // AGENTLOOP_MUTATION_TRACE=<file>: a line per mutant, to see where the time goes: id, file:line:column (from 1, as
+    // the reports show them), mutator, verdict, the ways tried, milliseconds, and each test run (file, how, tests run,
+    // their run ms / the same tests' first run ms).
+    if (process.env.AGENTLOOP_MUTATION_TRACE) {
+      const { id, fileName, location, mutatorName } = options.activeMutant;
+      const runs = this.trace.map((run) => `${run.file}:${run.how}:${run.tests}:${Math.round(run.ms)}/${Math.round(run.firstMs)}`).join(" ");
+      appendFileSync(process.env.AGENTLOOP_MUTATION_TRACE, `${id}\t${relative(process.cwd(), fileName)}:${location.start.line + 1}:${location.start.column + 1}\t${mutatorName}\t${verdict.status}\t${this.way.join(" → ")}\t${Date.now() - started}\t${runs}\n`);
+    }
     return verdict;
   }
 
@@ -404,11 +411,22 @@ export class AgentloopTestRunner {
     return { status: MutantRunStatus.Killed, killedBy: killedBy.length > 0 ? killedBy : answer.results.map((result) => idOf(file, result.name)).slice(0, 1), failureMessage: failureOf(answer), nrOfTests: answer.results.length };
   }
 
+  /** A test run within its time budget, noted for the trace (the tests that ran, their time, their first run's). */
+  async runTests(worker, record, request, how, fresh) {
+    const started = performance.now();
+    const answer = await worker.run(request, this.budget(record, request.selection, fresh));
+    const ran = answer.results?.map((result) => result.name) ?? request.selection ?? record.units;
+    const firstMs = ran.reduce((sum, name) => sum + (record.ms[name] ?? 0), 0) + (fresh ? record.loadMs : 0);
+    const ms = answer.timedOut || answer.crashed || fresh ? performance.now() - started : answer.ms;
+    this.trace?.push({ file: basename(record.file), how: answer.timedOut ? `${how}(timeout)` : how, tests: ran.length, ms, firstMs });
+    return answer;
+  }
+
   async decideWarm(file, selection, mutant, hitLimit) {
     this.way.push("warm");
     const record = this.record(file);
     const worker = await this.warmWorker(file);
-    const answer = await worker.run({ selection, mutant, hitLimit, bail: true }, this.budget(record, selection, false));
+    const answer = await this.runTests(worker, record, { selection, mutant, hitLimit, bail: true }, "warm", false);
     if (answer.timedOut) {
       this.warm.delete(file);
       return { status: MutantRunStatus.Timeout, reason: `the tests of ${file} ran longer than ${this.budget(record, selection, false)} ms` };
@@ -428,7 +446,7 @@ export class AgentloopTestRunner {
     // The tests up to the first that failed, again, without the mutant (its state is what they ran in).
     const ran = answer.results.map((result) => result.name);
     const prefix = answer.outside.length > 0 ? selection : ran;
-    const check = await worker.run({ selection: prefix, bail: true }, this.budget(record, prefix, false));
+    const check = await this.runTests(worker, record, { selection: prefix, bail: true }, "confirm", false);
     this.way.push("confirm");
     if (!check.timedOut && !check.crashed && !failed(check)) return this.killed(file, answer);
     this.stale.set(file, (this.stale.get(file) ?? 0) + 1);
@@ -443,7 +461,7 @@ export class AgentloopTestRunner {
     const once = async (runSelection, runMutant) => {
       const worker = new Worker(file, await this.bundleOf(file), this.env, runMutant);
       try {
-        return await worker.run({ selection: runSelection, bail: true }, this.budget(record, runSelection, true));
+        return await this.runTests(worker, record, { selection: runSelection, bail: true }, runMutant === undefined ? "alone" : "fresh", true);
       } finally {
         // Its top-level `after` hooks clean up (temporary folders, servers) while the next run starts.
         worker.stop();

@@ -99,3 +99,40 @@ test("bad input is refused naming the problem", async () => {
     assert.equal(stdout, "");
   }
 });
+
+test("--survivors prints each undetected mutant with its place and the lines as mutated: two mutants at one column told apart", async () => {
+  const source = 'if (typeof value === "object" && value !== null) {\n  freeze(value);\n}\n';
+  const file = join(scratch, "survivors.json");
+  const at = (line: number, column: number) => ({ line, column });
+  const body = {
+    schemaVersion: "1.0",
+    files: {
+      "src/memory/x.ts": {
+        language: "typescript",
+        source,
+        mutants: [
+          { id: "2", mutatorName: "ConditionalExpression", replacement: "true", status: "Survived", location: { start: at(1, 5), end: at(1, 30) } },
+          { id: "1", mutatorName: "ConditionalExpression", replacement: "true", status: "Killed", location: { start: at(1, 5), end: at(1, 48) } },
+          { id: "3", mutatorName: "BlockStatement", replacement: "{}", status: "NoCoverage", location: { start: at(1, 50), end: at(3, 2) } },
+        ],
+      },
+    },
+  };
+  writeFileSync(file, JSON.stringify(body));
+  const { code, stdout, stderr } = await run(scores, [file, "--survivors"]);
+  assert.equal(code, 0, stderr);
+  const listed = stdout.slice(stdout.indexOf("# mutants no test detected")).split("\n").slice(1).join("\n");
+  assert.equal(
+    listed.trim(),
+    [
+      "src/memory/x.ts:1:5-1:30 ConditionalExpression (Survived, id 2)",
+      '  - if (typeof value === "object" && value !== null) {',
+      "  + if (true && value !== null) {",
+      "src/memory/x.ts:1:50-3:2 BlockStatement (NoCoverage, id 3)",
+      '  - if (typeof value === "object" && value !== null) {',
+      "  - freeze(value);",
+      "  - }",
+      '  + if (typeof value === "object" && value !== null) {}',
+    ].join("\n"),
+  );
+});
