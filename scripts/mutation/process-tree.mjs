@@ -116,3 +116,34 @@ export async function stopRun(root, marker, { beforeKill, timeoutMs = 10_000 } =
   }
   return frozen;
 }
+
+/**
+ * Whether a process and its descendants are working: one of them running or in disk wait, or their CPU time
+ * (reaped children's included) grew by `minCpuMs` over `windowMs` (sampled every 100 ms). A run that
+ * is not (every process asleep, waiting for what never comes) is hung. Linux; elsewhere always working.
+ */
+export async function working(root, { windowMs = 1_000, minCpuMs = 20 } = {}) {
+  if (process.platform !== "linux") return true;
+  const sample = () => {
+    let cpu = 0;
+    let active = false;
+    for (const pid of runProcesses(root, undefined)) {
+      try {
+        const stat = readFileSync(`${PROC}/${pid}/stat`, "utf8");
+        const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+        // utime, stime, cutime, cstime (clock ticks, 10 ms).
+        cpu += (Number(fields[11]) + Number(fields[12]) + Number(fields[13]) + Number(fields[14])) * 10;
+        if (fields[0] === "R" || fields[0] === "D") active = true;
+      } catch {}
+    }
+    return { cpu, active };
+  };
+  const first = sample();
+  if (first.active) return true;
+  for (let waited = 0; waited < windowMs; waited += 100) {
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    const now = sample();
+    if (now.active || now.cpu - first.cpu >= minCpuMs) return true;
+  }
+  return false;
+}

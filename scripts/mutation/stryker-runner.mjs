@@ -37,6 +37,7 @@ import { appendFileSync, globSync, mkdirSync, mkdtempSync, readFileSync, renameS
 import { tmpdir } from "node:os";
 import { basename, dirname, join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
+import { working } from "./process-tree.mjs";
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const HARNESS = join(HERE, "harness.mjs");
@@ -46,6 +47,10 @@ const CHILD_COVERAGE = join(HERE, "child-coverage.cjs");
 const MAX_RUNS = 100;
 /** After this many failures without a mutant in a warm worker, a test file gets a new process per mutant. */
 const STALE_LIMIT = 2;
+/** A run idle this long past its tests' first run × timeoutFactor has hung (Worker.run; measured in docs/mutation.md). */
+const SOFT_MS = 2_000;
+/** And this much more for a new worker (starting node before the bundle loads). */
+const FRESH_MS = 1_000;
 /** Warm workers kept per Stryker worker (the test files used last). */
 const WARM_FILES = 4;
 
@@ -133,8 +138,14 @@ class Worker {
     this.ready.catch(() => {});
   }
 
-  /** Runs tests; resolves with the worker's answer, { timedOut: true } (the worker is then killed) or { crashed }. */
+  /**
+   * Runs tests; resolves with the worker's answer, { timedOut: true } (the worker is then killed) or { crashed }.
+   * `timeoutMs`: { soft, hard } (or one number for both): past `soft`, a worker whose processes are all asleep
+   * (none running, no CPU time spent over a second: waiting for what never comes) has hung; one still working
+   * gets until `hard`.
+   */
   async run(request, timeoutMs) {
+    const { soft, hard } = typeof timeoutMs === "number" ? { soft: timeoutMs, hard: timeoutMs } : timeoutMs;
     let loaded;
     try {
       loaded = await this.ready;
@@ -146,13 +157,23 @@ class Worker {
     this.runs++;
     const id = this.nextId++;
     let timer;
+    const started = performance.now();
     const answer = new Promise((resolveAnswer) => {
       this.pending.set(id, resolveAnswer);
-      timer = setTimeout(() => {
+      const expire = async () => {
+        timer = undefined;
+        if (!this.pending.has(id)) return;
+        const late = performance.now() - started;
+        if (late < hard && (await working(this.process.pid))) {
+          if (this.pending.has(id)) timer = setTimeout(expire, Math.max(0, Math.min(1_000, hard - (performance.now() - started))));
+          return;
+        }
+        if (!this.pending.has(id)) return;
         this.pending.delete(id);
         this.kill();
-        resolveAnswer({ timedOut: true });
-      }, timeoutMs);
+        resolveAnswer({ timedOut: true, afterMs: performance.now() - started, idle: late < hard });
+      };
+      timer = setTimeout(expire, soft);
     });
     this.process.send({ type: "run", id, ...request });
     const result = await answer;
@@ -297,11 +318,17 @@ export class AgentloopTestRunner {
     return record;
   }
 
-  /** The time a run may take: its tests' first run × timeoutFactor + timeoutMS (+ loading, for a new worker). */
+  /**
+   * The time a run may take: { soft, hard } (Worker.run): its tests' first run (+ loading, for a new worker)
+   * × timeoutFactor, + SOFT_MS (+ FRESH_MS for a new worker: starting node) before an idle run is a hang, +
+   * agentloop.timeoutMS (8 s) before a working one is. docs/mutation.md ("Speed") has the measurements.
+   */
   budget(record, selection, fresh) {
     const names = selection ?? record.units;
     const net = names.reduce((sum, name) => sum + (record.ms[name] ?? 0), 0) + (fresh ? record.loadMs : 0);
-    return Math.round((this.options.timeoutFactor ?? 1.5) * net + (this.settings.timeoutMS ?? 8_000));
+    const scaled = (this.options.timeoutFactor ?? 1.5) * net;
+    const hard = Math.round(scaled + (this.settings.timeoutMS ?? 8_000));
+    return { soft: Math.min(hard, Math.round(scaled + SOFT_MS + (fresh ? FRESH_MS : 0))), hard };
   }
 
   /** A file whose tests fail, without a mutant, when run again in one process (twice already) gets a new process per mutant. */
@@ -379,7 +406,7 @@ export class AgentloopTestRunner {
       const whole = record.outside.includes(mutant) || record.setup.includes(mutant) || names.size >= record.units.length;
       const selection = whole ? undefined : record.units.filter((name) => names.has(name));
       const fresh = record.setup.includes(mutant) || !this.reusable(file);
-      return { file, record, selection, cost: this.budget(record, selection, fresh) };
+      return { file, record, selection, cost: this.budget(record, selection, fresh).hard };
     });
     // Mutants of one source file tend to be detected by the same test file: the test files that detected
     // this source file's earlier mutants go first (most detections first), then the quickest.
@@ -418,7 +445,7 @@ export class AgentloopTestRunner {
     const ran = answer.results?.map((result) => result.name) ?? request.selection ?? record.units;
     const firstMs = ran.reduce((sum, name) => sum + (record.ms[name] ?? 0), 0) + (fresh ? record.loadMs : 0);
     const ms = answer.timedOut || answer.crashed || fresh ? performance.now() - started : answer.ms;
-    this.trace?.push({ file: basename(record.file), how: answer.timedOut ? `${how}(timeout)` : how, tests: ran.length, ms, firstMs });
+    this.trace?.push({ file: basename(record.file), how: answer.timedOut ? `${how}(${answer.idle ? "hung" : "timeout"})` : how, tests: ran.length, ms, firstMs });
     return answer;
   }
 
@@ -429,7 +456,7 @@ export class AgentloopTestRunner {
     const answer = await this.runTests(worker, record, { selection, mutant, hitLimit, bail: true }, "warm", false);
     if (answer.timedOut) {
       this.warm.delete(file);
-      return { status: MutantRunStatus.Timeout, reason: `the tests of ${file} ran longer than ${this.budget(record, selection, false)} ms` };
+      return { status: MutantRunStatus.Timeout, reason: `the tests of ${file} hung (${Math.round(answer.afterMs)} ms, ${answer.idle ? "idle" : "working"})` };
     }
     if (answer.crashed) {
       this.retire(file);
@@ -468,7 +495,7 @@ export class AgentloopTestRunner {
       }
     };
     const answer = await once(selection, mutant);
-    if (answer.timedOut) return { status: MutantRunStatus.Timeout, reason: `the tests of ${file} ran longer than ${this.budget(record, selection, true)} ms` };
+    if (answer.timedOut) return { status: MutantRunStatus.Timeout, reason: `the tests of ${file} hung (${Math.round(answer.afterMs)} ms, ${answer.idle ? "idle" : "working"})` };
     if (answer.crashed) return { status: MutantRunStatus.Killed, killedBy: [idOf(file, (selection ?? record.units)[0])], failureMessage: answer.crashed, nrOfTests: 1 };
     if (!failed(answer)) return { status: MutantRunStatus.Survived, nrOfTests: answer.results.length };
     if (!selection) return this.killed(file, answer);
@@ -481,7 +508,7 @@ export class AgentloopTestRunner {
     if (this.alone.get(key)) return this.killed(file, answer);
     this.way.push("whole file");
     const whole = await once(undefined, mutant);
-    if (whole.timedOut) return { status: MutantRunStatus.Timeout, reason: `the tests of ${file} ran longer than ${this.budget(record, undefined, true)} ms` };
+    if (whole.timedOut) return { status: MutantRunStatus.Timeout, reason: `the tests of ${file} hung (${Math.round(whole.afterMs)} ms, ${whole.idle ? "idle" : "working"})` };
     if (whole.crashed) return { status: MutantRunStatus.Killed, killedBy: [idOf(file, record.units[0])], failureMessage: whole.crashed, nrOfTests: 1 };
     return failed(whole) ? this.killed(file, whole) : { status: MutantRunStatus.Survived, nrOfTests: whole.results.length };
   }
