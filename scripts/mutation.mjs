@@ -59,7 +59,7 @@ const TOOLS = join(ROOT, "node_modules/.cache/agentloop-mutation/tools");
 const REPORTS = join(ROOT, "reports/mutation");
 
 function usage(message) {
-  console.error(`npm run mutation: ${message}\nusage: npm run mutation -- [src/<folder>|src/<folder>/<file>.ts ...] [--since <git ref>] [--incremental] [--concurrency N] [--runner agentloop|tap] [--list]\n       npm run mutation -- --report [<report.json or folder> ...] [--markdown]\nfolders: ${Object.keys(FOLDERS).join(", ")}`);
+  console.error(`npm run mutation: ${message}\nusage: npm run mutation -- [src/<folder>|src/<folder>/<file>.ts ...] [--since <git ref>] [--incremental] [--concurrency N] [--runner agentloop|tap] [--list]\n       npm run mutation -- --report [<report.json or folder> ...] [--markdown] [--survivors]\nfolders: ${Object.keys(FOLDERS).join(", ")}`);
   process.exit(2);
 }
 
@@ -255,6 +255,12 @@ function runStryker(node, stryker, configFile) {
   });
 }
 
+if (process.argv.includes("--report")) {
+  // The scores of earlier runs, merged (a file's latest run counts): nothing is run.
+  const { main } = await import("./mutation/scores.mjs");
+  const rest = process.argv.slice(2).filter((arg) => arg !== "--report");
+  process.exit(main(rest.some((arg) => !arg.startsWith("-")) ? rest : [...rest, REPORTS]));
+}
 const options = parseArgs(process.argv.slice(2));
 const chosen = chooseFiles(options);
 if (chosen.size === 0) {

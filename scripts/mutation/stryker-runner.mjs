@@ -378,13 +378,13 @@ export class AgentloopTestRunner {
     this.trace = [];
     const verdict = await this.decide(options);
     this.count(`${verdict.status}: ${this.way.filter((way) => !way.endsWith(".ts")).join(" → ") || "none"}`, started);
-    // AGENTLOOP_MUTATION_TRACE=<file>: a line per mutant, to see where the time goes: id, file:line:column (from 1, as
-    // the reports show them), mutator, verdict, the ways tried, milliseconds, and each test run (file, how, tests run,
+    // AGENTLOOP_MUTATION_TRACE=<file>: a line per mutant, to see where the time goes: id, file:line:column (the
+    // repository's path, from 1 as the reports show them; the sandbox lies below its node_modules), mutator, verdict, the ways tried, milliseconds, and each test run (file, how, tests run,
     // their run ms / the same tests' first run ms).
     if (process.env.AGENTLOOP_MUTATION_TRACE) {
       const { id, fileName, location, mutatorName } = options.activeMutant;
       const runs = this.trace.map((run) => `${run.file}:${run.how}:${run.tests}:${Math.round(run.ms)}/${Math.round(run.firstMs)}`).join(" ");
-      appendFileSync(process.env.AGENTLOOP_MUTATION_TRACE, `${id}\t${relative(process.cwd(), fileName)}:${location.start.line + 1}:${location.start.column + 1}\t${mutatorName}\t${verdict.status}\t${this.way.join(" → ")}\t${Date.now() - started}\t${runs}\n`);
+      appendFileSync(process.env.AGENTLOOP_MUTATION_TRACE, `${id}\t${relative(process.cwd().split("/node_modules/")[0], fileName)}:${location.start.line + 1}:${location.start.column + 1}\t${mutatorName}\t${verdict.status}\t${this.way.join(" → ")}\t${Date.now() - started}\t${runs}\n`);
     }
     return verdict;
   }
