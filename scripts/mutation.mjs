@@ -4,7 +4,9 @@
 //   npm run mutation -- src/coding           one folder; src/coding/patch.ts: one file
 //   npm run mutation -- --since main         only the files changed since a git ref (committed or not)
 //   npm run mutation -- --incremental        reuse the last run's results where neither the mutant's
-//                                            code nor its tests changed (reports/mutation/*.incremental.json)
+//                                            code nor its tests changed (reports/mutation/*.incremental.json;
+//                                            when there is none, as in a fresh clone, the committed baseline
+//                                            scripts/mutation/baseline/*.incremental.json is copied there first)
 //   --concurrency N (default 1)              test processes at once
 //   --runner agentloop|tap (default agentloop) see below
 //   --list                                   print what would be mutated, run nothing
@@ -27,9 +29,9 @@
 // process per mutant and test file, scripts/mutation/test-file.mjs), kept to compare verdicts with.
 // A folder's candidate test files are listed in FOLDERS. docs/mutation.md says more.
 import { execFileSync, spawn } from "node:child_process";
-import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { copyFileSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join, relative, resolve } from "node:path";
+import { dirname, join, relative, resolve } from "node:path";
 import { environmentValue, stopRun, workingFolder } from "./mutation/process-tree.mjs";
 
 const VERSIONS = { node: "24.21.0", stryker: "9.6.1" };
@@ -283,7 +285,17 @@ mkdirSync(REPORTS, { recursive: true });
 const rows = [];
 let status = 0;
 for (const [folder, mutate] of chosen) {
-  const configFile = join(ROOT, "node_modules/.cache/agentloop-mutation", `${folder.replaceAll("/", "-")}.config.json`);
+  const name = folder.replaceAll("/", "-");
+  const configFile = join(ROOT, "node_modules/.cache/agentloop-mutation", `${name}.config.json`);
+  mkdirSync(dirname(configFile), { recursive: true });
+  // --incremental from a fresh clone: the committed baseline of a whole-folder run on main, if any, is
+  // the "last run" (Stryker never writes the baseline itself: only reports/mutation/, which git ignores).
+  const incrementalFile = join(REPORTS, `${name}.incremental.json`);
+  const baseline = join(ROOT, "scripts/mutation/baseline", `${name}.incremental.json`);
+  if (options.incremental && !existsSync(incrementalFile) && existsSync(baseline)) {
+    copyFileSync(baseline, incrementalFile);
+    console.log(`# ${folder}: no earlier run here; reusing the baseline ${relative(ROOT, baseline)}`);
+  }
   writeFileSync(configFile, `${JSON.stringify(configOf(folder, mutate, options), null, 2)}\n`);
   console.log(`\n# ${folder}: mutating ${mutate.join(" ")} (tests: ${FOLDERS[folder].join(" ")})`);
   const started = Date.now();
