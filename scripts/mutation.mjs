@@ -156,8 +156,9 @@ function configOf(folder, mutate, options) {
       : {
           testRunner: "agentloop",
           plugins: ["@stryker-mutator/*", join(ROOT, "scripts/mutation/stryker-runner.mjs")],
-          // The runner times each of its test runs itself (their first run × timeoutFactor + agentloop.timeoutMS);
-          // a mutant may need several runs (a kill confirmed, new processes), so Stryker's own timer is only a safety net.
+          // The runner times each of its test runs itself: past their first run × timeoutFactor + 2 s a run whose
+          // processes are all asleep has hung, a working one gets until + agentloop.timeoutMS (stryker-runner.mjs's
+          // budget); a mutant may need several runs (a kill confirmed, new processes), so Stryker's own timer is only a safety net.
           agentloop: { testFiles: FOLDERS[folder], timeoutMS: 8_000 },
           dryRunTimeoutMinutes: 60,
         };
@@ -166,8 +167,8 @@ function configOf(folder, mutate, options) {
     coverageAnalysis: "perTest",
     mutate: [...mutate, "!**/*.test.ts", ...NOT_MUTATED.map((file) => `!${file}`)],
     concurrency: options.concurrency,
-    // A mutant's run taking longer than its tests' first run × 1.5 + 8 s is a timeout (an infinite loop, a
-    // hang): Stryker counts it as detected. Enough slack for a shared machine without paying long for each.
+    // The TAP runner: a mutant's run taking longer than its tests' first run × 1.5 + 8 s is a timeout (an infinite
+    // loop, a hang): Stryker counts it as detected. Enough slack for a shared machine without paying long for each.
     timeoutMS: options.runner === "tap" ? 8_000 : 600_000,
     timeoutFactor: 1.5,
     // The first run (every candidate test file, coverage recorded) of a folder with slow tests (src/durable's
