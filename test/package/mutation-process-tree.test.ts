@@ -12,10 +12,12 @@ const { working, runProcesses } = (await import(tree)) as {
   runProcesses: (pid: number) => Set<number>;
 };
 const started: ChildProcess[] = [];
+/** Kills a process started here and its children (found while it lives). */
+function stop(child: ChildProcess) {
+  for (const pid of runProcesses(child.pid as number)) process.kill(pid, "SIGKILL");
+}
 after(() => {
-  // Each process started and its children (found while their parent lives), whatever the tests' outcome.
-  const pids = started.flatMap((child) => [...runProcesses(child.pid as number)]);
-  for (const pid of pids) process.kill(pid, "SIGKILL");
+  for (const child of started) stop(child); // whatever the tests' outcome
 });
 
 /** A node process running `code`, once it says it is ready. */
@@ -33,14 +35,18 @@ const idle = "setInterval(() => {}, 60_000); console.log('ready');";
 const busy = "console.log('ready'); for (;;) {}";
 
 test("a process asleep (a timer far off) is not working; one in a busy loop is", { timeout: 30_000 }, async () => {
-  const [asleep, looping] = await Promise.all([start(idle), start(busy)]);
-  assert.equal(await working(asleep.pid as number, { windowMs: 500 }), false);
+  const looping = await start(busy);
   assert.equal(await working(looping.pid as number, { windowMs: 500 }), true);
+  stop(looping); // a core spinning no longer than needed
+  const asleep = await start(idle);
+  assert.equal(await working(asleep.pid as number, { windowMs: 500 }), false);
 });
 
 test("a process asleep waiting for its busy child is working (the child's time counts); one waiting for an asleep child is not", { timeout: 30_000 }, async () => {
   const parentOf = (child: string) => `const { spawn } = require("node:child_process"); const c = spawn(process.execPath, ["-e", ${JSON.stringify(child)}], { stdio: ["ignore", "pipe", "inherit"] }); c.stdout.once("data", () => console.log("ready")); setInterval(() => {}, 60_000);`;
-  const [waitingForBusy, waitingForIdle] = await Promise.all([start(parentOf(busy)), start(parentOf(idle))]);
+  const waitingForBusy = await start(parentOf(busy));
   assert.equal(await working(waitingForBusy.pid as number, { windowMs: 500 }), true);
+  stop(waitingForBusy);
+  const waitingForIdle = await start(parentOf(idle));
   assert.equal(await working(waitingForIdle.pid as number, { windowMs: 500 }), false);
 });
