@@ -33,7 +33,8 @@
 //   selection; if a test fails, whether the selection passes alone without the mutant (a new worker,
 //   remembered per selection) says whether that failure counts; if it does not, the whole file decides.
 import { spawn } from "node:child_process";
-import { appendFileSync, globSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
+import * as fs from "node:fs";
+import { appendFileSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { basename, dirname, join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -230,7 +231,8 @@ export class AgentloopTestRunner {
 
   async init() {
     const patterns = this.settings.testFiles ?? [];
-    this.files = [...new Set(patterns.flatMap((pattern) => globSync(pattern)))].sort();
+    // A plain path needs no glob (fs.globSync is Node 22's: Stryker runs under 24, a test of this file under 20).
+    this.files = [...new Set(patterns.flatMap((pattern) => (/[*?[{]/.test(pattern) ? fs.globSync(pattern) : fs.existsSync(pattern) ? [pattern] : [])))].sort();
     if (this.files.length === 0) throw new Error(`no test file matches ${patterns.join(" ")}`);
     this.env = { ...process.env, AGENTLOOP_TEST_CLI: await bundled(join(process.cwd(), "src/cli/main.ts"), "cli") };
     this.recordsDir = join(process.cwd(), ".mutation-build", "records");
