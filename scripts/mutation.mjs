@@ -4,10 +4,15 @@
 //   npm run mutation -- src/coding           one folder; src/coding/patch.ts: one file
 //   npm run mutation -- --since main         only the files changed since a git ref (committed or not)
 //   npm run mutation -- --incremental        reuse the last run's results where neither the mutant's
-//                                            code nor its tests changed (reports/mutation/*.incremental.json)
+//                                            code nor its tests changed (reports/mutation/*.incremental.json;
+//                                            when there is none, as in a fresh clone, the committed baseline
+//                                            scripts/mutation/baseline/*.incremental.json is copied there first)
 //   --concurrency N (default 1)              test processes at once
 //   --runner agentloop|tap (default agentloop) see below
 //   --list                                   print what would be mutated, run nothing
+//   npm run mutation -- --report [reports or folders] [--markdown]
+//                                            the score per folder and file merged from Stryker JSON
+//                                            reports (default reports/mutation; scripts/mutation/scores.mjs)
 //
 // Stryker (@stryker-mutator/core, its TAP runner) needs a newer node than the project's (20), so both
 // and Node 24 (the npm registry's `node` package) are installed on first use into
@@ -24,8 +29,10 @@
 // process per mutant and test file, scripts/mutation/test-file.mjs), kept to compare verdicts with.
 // A folder's candidate test files are listed in FOLDERS. docs/mutation.md says more.
 import { execFileSync, spawn } from "node:child_process";
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
-import { join, relative, resolve } from "node:path";
+import { copyFileSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join, relative, resolve } from "node:path";
+import { environmentValue, stopRun, workingFolder } from "./mutation/process-tree.mjs";
 
 const VERSIONS = { node: "24.21.0", stryker: "9.6.1" };
 
@@ -54,7 +61,7 @@ const TOOLS = join(ROOT, "node_modules/.cache/agentloop-mutation/tools");
 const REPORTS = join(ROOT, "reports/mutation");
 
 function usage(message) {
-  console.error(`npm run mutation: ${message}\nusage: npm run mutation -- [src/<folder>|src/<folder>/<file>.ts ...] [--since <git ref>] [--incremental] [--concurrency N] [--runner agentloop|tap] [--list]\nfolders: ${Object.keys(FOLDERS).join(", ")}`);
+  console.error(`npm run mutation: ${message}\nusage: npm run mutation -- [src/<folder>|src/<folder>/<file>.ts ...] [--since <git ref>] [--incremental] [--concurrency N] [--runner agentloop|tap] [--list]\n       npm run mutation -- --report [<report.json or folder> ...] [--markdown] [--survivors]\nfolders: ${Object.keys(FOLDERS).join(", ")}`);
   process.exit(2);
 }
 
@@ -149,8 +156,9 @@ function configOf(folder, mutate, options) {
       : {
           testRunner: "agentloop",
           plugins: ["@stryker-mutator/*", join(ROOT, "scripts/mutation/stryker-runner.mjs")],
-          // The runner times each of its test runs itself (their first run × timeoutFactor + agentloop.timeoutMS);
-          // a mutant may need several runs (a kill confirmed, new processes), so Stryker's own timer is only a safety net.
+          // The runner times each of its test runs itself: past their first run × timeoutFactor + 2 s a run whose
+          // processes are all asleep has hung, a working one gets until + agentloop.timeoutMS (stryker-runner.mjs's
+          // budget); a mutant may need several runs (a kill confirmed, new processes), so Stryker's own timer is only a safety net.
           agentloop: { testFiles: FOLDERS[folder], timeoutMS: 8_000 },
           dryRunTimeoutMinutes: 60,
         };
@@ -159,8 +167,8 @@ function configOf(folder, mutate, options) {
     coverageAnalysis: "perTest",
     mutate: [...mutate, "!**/*.test.ts", ...NOT_MUTATED.map((file) => `!${file}`)],
     concurrency: options.concurrency,
-    // A mutant's run taking longer than its tests' first run × 1.5 + 8 s is a timeout (an infinite loop, a
-    // hang): Stryker counts it as detected. Enough slack for a shared machine without paying long for each.
+    // The TAP runner: a mutant's run taking longer than its tests' first run × 1.5 + 8 s is a timeout (an infinite
+    // loop, a hang): Stryker counts it as detected. Enough slack for a shared machine without paying long for each.
     timeoutMS: options.runner === "tap" ? 8_000 : 600_000,
     timeoutFactor: 1.5,
     // The first run (every candidate test file, coverage recorded) of a folder with slow tests (src/durable's
@@ -192,32 +200,70 @@ function scoreOf(reportFile) {
   return { counts, score: detected + undetected === 0 ? 100 : (100 * detected) / (detected + undetected) };
 }
 
+/** The sandboxes and scratch folders of a run's processes (noted before they are killed: Stryker leaves them then). */
+function leftovers(pids) {
+  const folders = new Set();
+  const sandboxes = join(ROOT, "node_modules/.cache/agentloop-mutation/sandboxes");
+  for (const pid of pids) {
+    const cwd = workingFolder(pid);
+    if (cwd?.startsWith(`${sandboxes}/`)) folders.add(join(sandboxes, cwd.slice(sandboxes.length + 1).split("/")[0]));
+    const scratch = environmentValue(pid, "AGENTLOOP_MUTATION_CHILD_DIR");
+    if (scratch?.startsWith(tmpdir())) folders.add(scratch);
+  }
+  return folders;
+}
+
+const SIGNALS = { SIGINT: 2, SIGTERM: 15, SIGHUP: 1 };
+
+/**
+ * Runs Stryker (or, for the wrapper's own tests, AGENTLOOP_MUTATION_STRYKER: a script run in its place
+ * under the current node, given the configuration file) in a process group of its own. Stopping this
+ * script (Ctrl-C, SIGTERM, SIGHUP, or its parent gone: `npm run` killed) stops the whole run, every process
+ * of it (scripts/mutation/process-tree.mjs), and removes the sandbox Stryker would have left.
+ */
 function runStryker(node, stryker, configFile) {
   const env = { ...process.env, PATH: `${join(TOOLS, "node_modules/node/bin")}:${process.env.PATH}` };
   delete env.AGENTLOOP_TEST_CLI;
+  // Every process of the run inherits it (unless a test gives one an environment of its own): how they are found.
+  const marker = `AGENTLOOP_MUTATION_RUN=${process.pid}-${Date.now()}`;
+  env.AGENTLOOP_MUTATION_RUN = marker.split("=")[1];
+  const standIn = process.env.AGENTLOOP_MUTATION_STRYKER;
+  const command = standIn ? [process.execPath, standIn, configFile] : ["nice", "-n", "10", node, stryker, "run", configFile];
   return new Promise((resolveExit) => {
-    // Its own process group: stopping this script (Ctrl-C, a kill) stops Stryker, its workers and their tests too.
-    const child = spawn("nice", ["-n", "10", node, stryker, "run", configFile], { stdio: "inherit", env, detached: true });
-    const stop = (signal) => {
-      try {
-        process.kill(-child.pid, signal);
-      } catch {}
-      process.exit(130);
+    const child = spawn(command[0], command.slice(1), { stdio: "inherit", env, detached: true });
+    let stopping = false;
+    const parent = process.ppid;
+    const stop = async (reason) => {
+      if (stopping) return;
+      stopping = true;
+      console.error(`\nnpm run mutation: stopping (${reason}): Stryker and every process of its run`);
+      let folders = new Set();
+      await stopRun(child.pid, marker, { beforeKill: (pids) => (folders = leftovers(pids)) });
+      for (const folder of folders) rmSync(folder, { recursive: true, force: true });
+      process.exit(128 + (SIGNALS[reason] ?? SIGNALS.SIGHUP));
     };
-    process.once("SIGINT", stop);
-    process.once("SIGTERM", stop);
-    process.once("SIGHUP", stop);
+    for (const name of Object.keys(SIGNALS)) process.on(name, stop);
+    // `npm run mutation` killed (its shell then too) leaves this script to init: stop as if signalled.
+    const orphaned = setInterval(() => process.ppid !== parent && stop("the parent process is gone"), 250);
     child.on("error", (error) => {
       console.error(`npm run mutation: could not start Stryker: ${error.message}`);
       resolveExit(1);
     });
     child.on("close", (code, signal) => {
-      for (const name of ["SIGINT", "SIGTERM", "SIGHUP"]) process.off(name, stop);
+      if (stopping) return;
+      clearInterval(orphaned);
+      for (const name of Object.keys(SIGNALS)) process.off(name, stop);
       resolveExit(code ?? (signal ? 1 : 0));
     });
   });
 }
 
+if (process.argv.includes("--report")) {
+  // The scores of earlier runs, merged (a file's latest run counts): nothing is run.
+  const { main } = await import("./mutation/scores.mjs");
+  const rest = process.argv.slice(2).filter((arg) => arg !== "--report");
+  process.exit(main(rest.some((arg) => !arg.startsWith("-")) ? rest : [...rest, REPORTS]));
+}
 const options = parseArgs(process.argv.slice(2));
 const chosen = chooseFiles(options);
 if (chosen.size === 0) {
@@ -228,10 +274,11 @@ if (options.list) {
   for (const [folder, mutate] of chosen) console.log(`${folder}: ${mutate.join(" ")}`);
   process.exit(0);
 }
-const { node, stryker } = tools();
+// A stand-in for Stryker (AGENTLOOP_MUTATION_STRYKER, the wrapper's tests) needs neither the tools nor dist/.
+const { node, stryker } = process.env.AGENTLOOP_MUTATION_STRYKER ? {} : tools();
 // Tests that run the examples (test/durable/example-crash.test.ts) import the package by its name,
 // which resolves to this repository's dist/: built once if missing (a fresh clone), as npm run build does.
-if (!existsSync(join(ROOT, "dist/src/index.js"))) {
+if (!process.env.AGENTLOOP_MUTATION_STRYKER && !existsSync(join(ROOT, "dist/src/index.js"))) {
   console.log("# building dist/ (the examples' tests import the package by its name; first use)");
   execFileSync("npm", ["run", "build", "--silent"], { stdio: "inherit" });
 }
@@ -239,7 +286,17 @@ mkdirSync(REPORTS, { recursive: true });
 const rows = [];
 let status = 0;
 for (const [folder, mutate] of chosen) {
-  const configFile = join(ROOT, "node_modules/.cache/agentloop-mutation", `${folder.replaceAll("/", "-")}.config.json`);
+  const name = folder.replaceAll("/", "-");
+  const configFile = join(ROOT, "node_modules/.cache/agentloop-mutation", `${name}.config.json`);
+  mkdirSync(dirname(configFile), { recursive: true });
+  // --incremental from a fresh clone: the committed baseline of a whole-folder run on main, if any, is
+  // the "last run" (Stryker never writes the baseline itself: only reports/mutation/, which git ignores).
+  const incrementalFile = join(REPORTS, `${name}.incremental.json`);
+  const baseline = join(ROOT, "scripts/mutation/baseline", `${name}.incremental.json`);
+  if (options.incremental && !existsSync(incrementalFile) && existsSync(baseline)) {
+    copyFileSync(baseline, incrementalFile);
+    console.log(`# ${folder}: no earlier run here; reusing the baseline ${relative(ROOT, baseline)}`);
+  }
   writeFileSync(configFile, `${JSON.stringify(configOf(folder, mutate, options), null, 2)}\n`);
   console.log(`\n# ${folder}: mutating ${mutate.join(" ")} (tests: ${FOLDERS[folder].join(" ")})`);
   const started = Date.now();

@@ -33,10 +33,12 @@
 //   selection; if a test fails, whether the selection passes alone without the mutant (a new worker,
 //   remembered per selection) says whether that failure counts; if it does not, the whole file decides.
 import { spawn } from "node:child_process";
-import { appendFileSync, globSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
+import * as fs from "node:fs";
+import { appendFileSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { basename, dirname, join } from "node:path";
+import { basename, dirname, join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
+import { working } from "./process-tree.mjs";
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const HARNESS = join(HERE, "harness.mjs");
@@ -46,6 +48,10 @@ const CHILD_COVERAGE = join(HERE, "child-coverage.cjs");
 const MAX_RUNS = 100;
 /** After this many failures without a mutant in a warm worker, a test file gets a new process per mutant. */
 const STALE_LIMIT = 2;
+/** A run idle this long past its tests' first run × timeoutFactor has hung (Worker.run; measured in docs/mutation.md). */
+const SOFT_MS = 2_000;
+/** And this much more for a new worker (starting node before the bundle loads). */
+const FRESH_MS = 1_000;
 /** Warm workers kept per Stryker worker (the test files used last). */
 const WARM_FILES = 4;
 
@@ -133,8 +139,14 @@ class Worker {
     this.ready.catch(() => {});
   }
 
-  /** Runs tests; resolves with the worker's answer, { timedOut: true } (the worker is then killed) or { crashed }. */
+  /**
+   * Runs tests; resolves with the worker's answer, { timedOut: true } (the worker is then killed) or { crashed }.
+   * `timeoutMs`: { soft, hard } (or one number for both): past `soft`, a worker whose processes are all asleep
+   * (none running, no CPU time spent over a second: waiting for what never comes) has hung; one still working
+   * gets until `hard`.
+   */
   async run(request, timeoutMs) {
+    const { soft, hard } = typeof timeoutMs === "number" ? { soft: timeoutMs, hard: timeoutMs } : timeoutMs;
     let loaded;
     try {
       loaded = await this.ready;
@@ -146,13 +158,23 @@ class Worker {
     this.runs++;
     const id = this.nextId++;
     let timer;
+    const started = performance.now();
     const answer = new Promise((resolveAnswer) => {
       this.pending.set(id, resolveAnswer);
-      timer = setTimeout(() => {
+      const expire = async () => {
+        timer = undefined;
+        if (!this.pending.has(id)) return;
+        const late = performance.now() - started;
+        if (late < hard && (await working(this.process.pid))) {
+          if (this.pending.has(id)) timer = setTimeout(expire, Math.max(0, Math.min(1_000, hard - (performance.now() - started))));
+          return;
+        }
+        if (!this.pending.has(id)) return;
         this.pending.delete(id);
         this.kill();
-        resolveAnswer({ timedOut: true });
-      }, timeoutMs);
+        resolveAnswer({ timedOut: true, afterMs: performance.now() - started, idle: late < hard });
+      };
+      timer = setTimeout(expire, soft);
     });
     this.process.send({ type: "run", id, ...request });
     const result = await answer;
@@ -209,7 +231,8 @@ export class AgentloopTestRunner {
 
   async init() {
     const patterns = this.settings.testFiles ?? [];
-    this.files = [...new Set(patterns.flatMap((pattern) => globSync(pattern)))].sort();
+    // A plain path needs no glob (fs.globSync is Node 22's: Stryker runs under 24, a test of this file under 20).
+    this.files = [...new Set(patterns.flatMap((pattern) => (/[*?[{]/.test(pattern) ? fs.globSync(pattern) : fs.existsSync(pattern) ? [pattern] : [])))].sort();
     if (this.files.length === 0) throw new Error(`no test file matches ${patterns.join(" ")}`);
     this.env = { ...process.env, AGENTLOOP_TEST_CLI: await bundled(join(process.cwd(), "src/cli/main.ts"), "cli") };
     this.recordsDir = join(process.cwd(), ".mutation-build", "records");
@@ -297,11 +320,17 @@ export class AgentloopTestRunner {
     return record;
   }
 
-  /** The time a run may take: its tests' first run × timeoutFactor + timeoutMS (+ loading, for a new worker). */
+  /**
+   * The time a run may take: { soft, hard } (Worker.run): its tests' first run (+ loading, for a new worker)
+   * × timeoutFactor, + SOFT_MS (+ FRESH_MS for a new worker: starting node) before an idle run is a hang, +
+   * agentloop.timeoutMS (8 s) before a working one is. docs/mutation.md ("Speed") has the measurements.
+   */
   budget(record, selection, fresh) {
     const names = selection ?? record.units;
     const net = names.reduce((sum, name) => sum + (record.ms[name] ?? 0), 0) + (fresh ? record.loadMs : 0);
-    return Math.round((this.options.timeoutFactor ?? 1.5) * net + (this.settings.timeoutMS ?? 8_000));
+    const scaled = (this.options.timeoutFactor ?? 1.5) * net;
+    const hard = Math.round(scaled + (this.settings.timeoutMS ?? 8_000));
+    return { soft: Math.min(hard, Math.round(scaled + SOFT_MS + (fresh ? FRESH_MS : 0))), hard };
   }
 
   /** A file whose tests fail, without a mutant, when run again in one process (twice already) gets a new process per mutant. */
@@ -348,10 +377,17 @@ export class AgentloopTestRunner {
   async mutantRun(options) {
     const started = Date.now();
     this.way = [];
+    this.trace = [];
     const verdict = await this.decide(options);
     this.count(`${verdict.status}: ${this.way.filter((way) => !way.endsWith(".ts")).join(" → ") || "none"}`, started);
-    // AGENTLOOP_MUTATION_TRACE=<file>: a line per mutant (id, verdict, the ways tried, milliseconds), to see where the time goes.
-    if (process.env.AGENTLOOP_MUTATION_TRACE) appendFileSync(process.env.AGENTLOOP_MUTATION_TRACE, `${options.activeMutant.id}\t${options.activeMutant.fileName}:${options.activeMutant.location.start.line}\t${verdict.status}\t${this.way.join(" → ")}\t${Date.now() - started}\n`);
+    // AGENTLOOP_MUTATION_TRACE=<file>: a line per mutant, to see where the time goes: id, file:line:column (the
+    // repository's path, from 1 as the reports show them; the sandbox lies below its node_modules), mutator, verdict, the ways tried, milliseconds, and each test run (file, how, tests run,
+    // their run ms / the same tests' first run ms).
+    if (process.env.AGENTLOOP_MUTATION_TRACE) {
+      const { id, fileName, location, mutatorName } = options.activeMutant;
+      const runs = this.trace.map((run) => `${run.file}:${run.how}:${run.tests}:${Math.round(run.ms)}/${Math.round(run.firstMs)}`).join(" ");
+      appendFileSync(process.env.AGENTLOOP_MUTATION_TRACE, `${id}\t${relative(process.cwd().split("/node_modules/")[0], fileName)}:${location.start.line + 1}:${location.start.column + 1}\t${mutatorName}\t${verdict.status}\t${this.way.join(" → ")}\t${Date.now() - started}\t${runs}\n`);
+    }
     return verdict;
   }
 
@@ -372,7 +408,7 @@ export class AgentloopTestRunner {
       const whole = record.outside.includes(mutant) || record.setup.includes(mutant) || names.size >= record.units.length;
       const selection = whole ? undefined : record.units.filter((name) => names.has(name));
       const fresh = record.setup.includes(mutant) || !this.reusable(file);
-      return { file, record, selection, cost: this.budget(record, selection, fresh) };
+      return { file, record, selection, cost: this.budget(record, selection, fresh).hard };
     });
     // Mutants of one source file tend to be detected by the same test file: the test files that detected
     // this source file's earlier mutants go first (most detections first), then the quickest.
@@ -404,14 +440,25 @@ export class AgentloopTestRunner {
     return { status: MutantRunStatus.Killed, killedBy: killedBy.length > 0 ? killedBy : answer.results.map((result) => idOf(file, result.name)).slice(0, 1), failureMessage: failureOf(answer), nrOfTests: answer.results.length };
   }
 
+  /** A test run within its time budget, noted for the trace (the tests that ran, their time, their first run's). */
+  async runTests(worker, record, request, how, fresh) {
+    const started = performance.now();
+    const answer = await worker.run(request, this.budget(record, request.selection, fresh));
+    const ran = answer.results?.map((result) => result.name) ?? request.selection ?? record.units;
+    const firstMs = ran.reduce((sum, name) => sum + (record.ms[name] ?? 0), 0) + (fresh ? record.loadMs : 0);
+    const ms = answer.timedOut || answer.crashed || fresh ? performance.now() - started : answer.ms;
+    this.trace?.push({ file: basename(record.file), how: answer.timedOut ? `${how}(${answer.idle ? "hung" : "timeout"})` : how, tests: ran.length, ms, firstMs });
+    return answer;
+  }
+
   async decideWarm(file, selection, mutant, hitLimit) {
     this.way.push("warm");
     const record = this.record(file);
     const worker = await this.warmWorker(file);
-    const answer = await worker.run({ selection, mutant, hitLimit, bail: true }, this.budget(record, selection, false));
+    const answer = await this.runTests(worker, record, { selection, mutant, hitLimit, bail: true }, "warm", false);
     if (answer.timedOut) {
       this.warm.delete(file);
-      return { status: MutantRunStatus.Timeout, reason: `the tests of ${file} ran longer than ${this.budget(record, selection, false)} ms` };
+      return { status: MutantRunStatus.Timeout, reason: `the tests of ${file} hung (${Math.round(answer.afterMs)} ms, ${answer.idle ? "idle" : "working"})` };
     }
     if (answer.crashed) {
       this.retire(file);
@@ -428,7 +475,7 @@ export class AgentloopTestRunner {
     // The tests up to the first that failed, again, without the mutant (its state is what they ran in).
     const ran = answer.results.map((result) => result.name);
     const prefix = answer.outside.length > 0 ? selection : ran;
-    const check = await worker.run({ selection: prefix, bail: true }, this.budget(record, prefix, false));
+    const check = await this.runTests(worker, record, { selection: prefix, bail: true }, "confirm", false);
     this.way.push("confirm");
     if (!check.timedOut && !check.crashed && !failed(check)) return this.killed(file, answer);
     this.stale.set(file, (this.stale.get(file) ?? 0) + 1);
@@ -443,14 +490,14 @@ export class AgentloopTestRunner {
     const once = async (runSelection, runMutant) => {
       const worker = new Worker(file, await this.bundleOf(file), this.env, runMutant);
       try {
-        return await worker.run({ selection: runSelection, bail: true }, this.budget(record, runSelection, true));
+        return await this.runTests(worker, record, { selection: runSelection, bail: true }, runMutant === undefined ? "alone" : "fresh", true);
       } finally {
         // Its top-level `after` hooks clean up (temporary folders, servers) while the next run starts.
         worker.stop();
       }
     };
     const answer = await once(selection, mutant);
-    if (answer.timedOut) return { status: MutantRunStatus.Timeout, reason: `the tests of ${file} ran longer than ${this.budget(record, selection, true)} ms` };
+    if (answer.timedOut) return { status: MutantRunStatus.Timeout, reason: `the tests of ${file} hung (${Math.round(answer.afterMs)} ms, ${answer.idle ? "idle" : "working"})` };
     if (answer.crashed) return { status: MutantRunStatus.Killed, killedBy: [idOf(file, (selection ?? record.units)[0])], failureMessage: answer.crashed, nrOfTests: 1 };
     if (!failed(answer)) return { status: MutantRunStatus.Survived, nrOfTests: answer.results.length };
     if (!selection) return this.killed(file, answer);
@@ -463,7 +510,7 @@ export class AgentloopTestRunner {
     if (this.alone.get(key)) return this.killed(file, answer);
     this.way.push("whole file");
     const whole = await once(undefined, mutant);
-    if (whole.timedOut) return { status: MutantRunStatus.Timeout, reason: `the tests of ${file} ran longer than ${this.budget(record, undefined, true)} ms` };
+    if (whole.timedOut) return { status: MutantRunStatus.Timeout, reason: `the tests of ${file} hung (${Math.round(whole.afterMs)} ms, ${whole.idle ? "idle" : "working"})` };
     if (whole.crashed) return { status: MutantRunStatus.Killed, killedBy: [idOf(file, record.units[0])], failureMessage: whole.crashed, nrOfTests: 1 };
     return failed(whole) ? this.killed(file, whole) : { status: MutantRunStatus.Survived, nrOfTests: whole.results.length };
   }

@@ -1,0 +1,52 @@
+// The mutation runner's plugin (scripts/mutation/stryker-runner.mjs) tells a hung test run from a slow
+// one: past its first run × 1.5 + 2 s, a run whose processes are all asleep is a timeout at once; one
+// still working (CPU) runs on until the hard limit (first run × 1.5 + agentloop.timeoutMS) and keeps its
+// verdict. The plugin is driven as Stryker drives it (init, dry run, mutant runs) over a sample file.
+import assert from "node:assert/strict";
+import { rmSync } from "node:fs";
+import { join } from "node:path";
+import { test } from "node:test";
+import { fileURLToPath } from "node:url";
+
+const root = fileURLToPath(new URL("../..", import.meta.url));
+const sample = "test/package/fixtures/mutation-hang-sample.ts";
+
+type Verdict = { status: string; reason?: string };
+type Runner = {
+  init(): Promise<void>;
+  dryRun(options: object): Promise<{ status: string; errorMessage?: string }>;
+  mutantRun(options: object): Promise<Verdict>;
+  dispose(): Promise<void>;
+};
+
+test("an idle hang is a timeout soon after the soft limit; a run working past it survives", { timeout: 120_000 }, async () => {
+  process.chdir(root); // the plugin bundles from the working folder (a sandbox under Stryker)
+  // A bundle of the sample from an earlier run of this test would be reused as is: made afresh.
+  rmSync(join(root, ".mutation-build/harness", sample.replaceAll("/", "__").replace(/\.ts$/, "")), { recursive: true, force: true });
+  const { AgentloopTestRunner } = (await import(join(root, "scripts/mutation/stryker-runner.mjs"))) as { AgentloopTestRunner: new (options: object, log: object) => Runner };
+  const runner = new AgentloopTestRunner({ agentloop: { testFiles: [sample], timeoutMS: 8_000 }, timeoutFactor: 1.5, concurrency: 1 }, { info() {} });
+  try {
+    await runner.init();
+    const dry = await runner.dryRun({});
+    assert.equal(dry.status, "complete", dry.errorMessage);
+    const mutant = (id: string) => ({
+      activeMutant: { id, fileName: join(root, "src/x.ts"), location: { start: { line: 0, column: 0 }, end: { line: 0, column: 1 } }, mutatorName: "sample" },
+      testFilter: [`${sample}: hangs or works long`],
+    });
+
+    let started = Date.now();
+    const idle = await runner.mutantRun(mutant("idle"));
+    const idleMs = Date.now() - started;
+    assert.equal(idle.status, "timeout", JSON.stringify(idle));
+    assert.match(idle.reason ?? "", /hung \(\d+ ms, idle\)/);
+    // 2 s and the one-second look at the processes, far from the 8 s hard limit.
+    assert.ok(idleMs < 6_000, `an idle hang took ${idleMs} ms to be called one`);
+
+    started = Date.now();
+    const busy = await runner.mutantRun(mutant("busy"));
+    assert.equal(busy.status, "survived", JSON.stringify(busy));
+    assert.ok(Date.now() - started >= 3_500);
+  } finally {
+    await runner.dispose();
+  }
+});
