@@ -46,6 +46,14 @@ const MEASURED = Number(process.env.BENCH_INSTRUCTIONS_CHATS ?? 100);
  * which path the next chat's lock attempt took depended on the clock (±5–7 % run to run).
  */
 const PAUSE_MS = Number(process.env.BENCH_INSTRUCTIONS_PAUSE_MS ?? 300);
+/**
+ * A full (mark-compact) collection, not counted, just before the counted chats, in every row
+ * (`BENCH_INSTRUCTIONS_FULL_GC=0`: none, as before session 17). One costs ~45 M instructions and
+ * came every few hundred chats where the old generation's limit fell: in a 100-chat window or not
+ * (±0.44 M per chat). Forced first, every row's window starts with an old generation just
+ * collected, so the next one falls at the same point of the same work.
+ */
+const FULL_GC_FIRST = process.env.BENCH_INSTRUCTIONS_FULL_GC !== "0";
 
 /** One row: a server (its own process) and the protocol its chats go through. */
 interface Row {
@@ -212,10 +220,15 @@ async function countServer(row: Row, directory: string): Promise<Count> {
     // optimized during the counted chats varied, and the count with them (±20 %). A fixed young
     // generation of 1 MB: many young collections in the counted chats, of a size V8 does not
     // resize by timing (left to V8, or fixed at 16 MB, the count moved ±5–30 %; bench/README.md).
-    nodeArgs: ["--single-threaded", "--min-semi-space-size=1", "--max-semi-space-size=1"],
+    // --expose-gc: a full collection just before the counted chats (`forceFullGc`).
+    nodeArgs: ["--single-threaded", "--min-semi-space-size=1", "--max-semi-space-size=1", "--expose-gc"],
   });
   try {
     await chats(child.port, WARM_UP, protocol);
+    if (FULL_GC_FIRST) {
+      const answer = await child.ask("gc");
+      if (answer !== "gc done") throw new Error(`${row.key}: the full collection before the counted chats failed: ${answer}`);
+    }
     callgrindControl("--instr=on", child.ownPid);
     callgrindControl("--zero", child.ownPid);
     await chats(child.port, MEASURED, protocol, PAUSE_MS);
@@ -312,7 +325,7 @@ export async function runInstructionsScenario(options: BenchOptions): Promise<Sc
         };
       }),
     notes: [
-      `Each server under \`valgrind --tool=callgrind --instr-atstart=no\`, unpaced (BENCH_CHUNK_DELAY_MS=0): ${WARM_UP} streaming chats one after another on one keep-alive connection (not counted), then counting on and zeroed (\`callgrind_control\`), ${MEASURED} chats the same way, each followed by a pause of ${PAUSE_MS} ms (the work a chat leaves behind, a WAL checkpoint or a lock release, done before the next), the count dumped: instructions per chat = the dump's total, less V8's optimizing compiler (\`v8::internal::compiler::\` functions in \`callgrind_annotate\`: when it runs depends on timing), ÷ ${MEASURED}. Every thread of the server's process counts (event loop, GC and compiler threads, libuv's pool, the embedded store's writer); PostgreSQL runs in its own process and is not counted. The client runs outside valgrind.`,
+      `Each server under \`valgrind --tool=callgrind --instr-atstart=no\`, unpaced (BENCH_CHUNK_DELAY_MS=0): ${WARM_UP} streaming chats one after another on one keep-alive connection (not counted), ${FULL_GC_FIRST ? "a full collection (`--expose-gc`, not counted), " : ""}then counting on and zeroed (\`callgrind_control\`), ${MEASURED} chats the same way, each followed by a pause of ${PAUSE_MS} ms (the work a chat leaves behind, a WAL checkpoint or a lock release, done before the next), the count dumped: instructions per chat = the dump's total, less V8's optimizing compiler (\`v8::internal::compiler::\` functions in \`callgrind_annotate\`: when it runs depends on timing), ÷ ${MEASURED}. Every thread of the server's process counts (event loop, GC and compiler threads, libuv's pool, the embedded store's writer); PostgreSQL runs in its own process and is not counted. The client runs outside valgrind.`,
       "Each row is a server process of its own, whose chats all go through the row's protocol: `/api/chat` gets the body `useChat` sends for a new chat, `/ag-ui` a RunAgentInput, each chat a new session. The UI protocols' target is their cost beside chat completions on the same store (issue 29): with memory off the plain chat completions row, on a store the row naming its session (`x-session-id`, a new one per chat, as `id` and `threadId` do), since a named session takes the session's lock and loads its history before the run and an unnamed one skips both.",
       "One chat at a time, so each store's group commit holds one chat's appends (the worst case for grouping, and the same groups every run).",
       `Chats sent again after a connection reset by a descheduled server's keep-alive timer: ${retried}.`,
