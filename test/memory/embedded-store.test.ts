@@ -258,6 +258,43 @@ describe("embedded store: its file", () => {
     }
   });
 
+  it("maxSessions: new sessions below the limit are not counted each time, yet the limit holds, other processes' sessions counted within a tenth of it", async () => {
+    const path = freshFile();
+    const store = await openEmbeddedStore({ path, maxSessions: 50 });
+    const other = await openEmbeddedStore({ path, maxSessions: 1000 });
+    try {
+      const ids = Array.from({ length: 60 }, (_, index) => `s${String(index).padStart(2, "0")}`);
+      for (const id of ids) {
+        await store.append(id, [{ event_type: "user_message", content: id }]);
+        assert.ok((await other.listSessions()).length <= 50, `over the limit after ${id}`);
+      }
+      assert.deepEqual(
+        (await other.listSessions()).map((session) => session.session_id),
+        ids.slice(10),
+      );
+    } finally {
+      await other.close();
+      await store.close();
+    }
+    // On a new file, this store makes 20 sessions (far below its limit), another process 40 (its own limit is higher).
+    const second = freshFile();
+    const below = await openEmbeddedStore({ path: second, maxSessions: 50 });
+    const more = await openEmbeddedStore({ path: second, maxSessions: 1000 });
+    try {
+      for (let index = 0; index < 20; index++) await below.append(`b${String(index).padStart(2, "0")}`, [{ event_type: "user_message", content: "below" }]);
+      for (let index = 0; index < 40; index++) await more.append(`o${String(index).padStart(2, "0")}`, [{ event_type: "user_message", content: "other" }]);
+      assert.equal((await more.listSessions()).length, 60);
+      // This store counts again within a tenth of its limit (5 new sessions), and evicts down to it.
+      for (let index = 0; index < 5; index++) await below.append(`n${index}`, [{ event_type: "user_message", content: "new" }]);
+      const left = (await more.listSessions()).map((session) => session.session_id);
+      assert.equal(left.length, 50);
+      assert.deepEqual(left.slice(-5), ["n0", "n1", "n2", "n3", "n4"]);
+    } finally {
+      await more.close();
+      await below.close();
+    }
+  });
+
   it("a directory holds memory.db; the default file is the agent's own", async () => {
     const directory = join(root, "a-directory");
     mkdirSync(directory);
