@@ -295,6 +295,30 @@ describe("embedded store: its file", () => {
     }
   });
 
+  it("a file of an earlier version loses its index of sessions by update time on open (one b-tree less per write); retention still applies", async () => {
+    const path = freshFile();
+    const first = await openEmbeddedStore({ path });
+    await first.append("old", [{ event_type: "user_message", content: "kept" }]);
+    await first.close();
+    const Database = createRequire(import.meta.url)("libsql");
+    const raw = new Database(path);
+    const indexes = () => raw.prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'agentloop_sessions' AND sql IS NOT NULL ORDER BY name").all().map((row: { name: string }) => row.name);
+    raw.exec("CREATE INDEX agentloop_sessions_updated ON agentloop_sessions (updated_ms)");
+    assert.deepEqual(indexes(), ["agentloop_sessions_activity", "agentloop_sessions_updated"]);
+    const store = await openEmbeddedStore({ path, retentionMs: 60_000 });
+    try {
+      assert.deepEqual(indexes(), ["agentloop_sessions_activity"]);
+      assert.deepEqual((await store.events("old")).map((event) => event.content), ["kept"]);
+      raw.exec("UPDATE agentloop_sessions SET updated_ms = 0");
+      assert.deepEqual(await store.events("old"), [], "an expired session is hidden");
+      await store.prune();
+      assert.equal(raw.prepare("SELECT count(*) AS n FROM agentloop_sessions").get().n, 0);
+    } finally {
+      await store.close();
+      raw.close();
+    }
+  });
+
   it("a directory holds memory.db; the default file is the agent's own", async () => {
     const directory = join(root, "a-directory");
     mkdirSync(directory);
