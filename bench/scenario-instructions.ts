@@ -226,8 +226,10 @@ async function countServer(row: Row, directory: string): Promise<Count> {
     // optimized during the counted chats varied, and the count with them (±20 %). A fixed young
     // generation of 1 MB: many young collections in the counted chats, of a size V8 does not
     // resize by timing (left to V8, or fixed at 16 MB, the count moved ±5–30 %; bench/README.md).
-    // --expose-gc: a full collection just before the counted chats (`forceFullGc`).
-    nodeArgs: ["--single-threaded", "--min-semi-space-size=1", "--max-semi-space-size=1", "--expose-gc"],
+    // --expose-gc: a full collection just before the counted chats (FULL_GC_FIRST). No memory
+    // reducer: it starts full collections by the clock, when the process looks idle (as in the
+    // pauses between counted chats), so whether one fell in the counted chats followed the clock.
+    nodeArgs: ["--single-threaded", "--min-semi-space-size=1", "--max-semi-space-size=1", "--expose-gc", "--no-memory-reducer"],
   });
   try {
     await chats(child.port, WARM_UP, protocol);

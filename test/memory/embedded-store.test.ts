@@ -258,6 +258,27 @@ describe("embedded store: its file", () => {
     }
   });
 
+  it("a session this store never wrote but another process made (with events, or empty by createSession) is appended to after them", async () => {
+    const path = freshFile();
+    const store = await openEmbeddedStore({ path });
+    const other = await openEmbeddedStore({ path });
+    try {
+      await other.append("made", [{ event_type: "user_message", content: "first" }]);
+      await other.createSession("empty");
+      // This store's group expects both to be new: its insert of their rows fails, and the group goes the longer way.
+      const [made, empty] = await Promise.all([
+        store.append("made", [{ event_type: "user_message", content: "second" }]),
+        store.append("empty", [{ event_type: "user_message", content: "one" }]),
+      ]);
+      assert.deepEqual([made[0].seq, empty[0].seq], [2, 1]);
+      assert.deepEqual((await other.events("made")).map((event) => [event.seq, event.content]), [[1, "first"], [2, "second"]]);
+      assert.equal((await other.getSession("empty"))?.event_count, 1);
+    } finally {
+      await other.close();
+      await store.close();
+    }
+  });
+
   it("maxSessions: new sessions below the limit are not counted each time, yet the limit holds, other processes' sessions counted within a tenth of it", async () => {
     const path = freshFile();
     const store = await openEmbeddedStore({ path, maxSessions: 50 });

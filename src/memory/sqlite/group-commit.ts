@@ -164,7 +164,7 @@ export class GroupCommit {
         return oneCall.result;
       } catch (error) {
         await writer.exec("ROLLBACK").catch(() => {});
-        if (!/agentloop_guard/.test(String((error as Error)?.message))) throw error;
+        if (!/agentloop_guard|UNIQUE constraint failed: agentloop_sessions\./.test(String((error as Error)?.message))) throw error;
         // Another process wrote these sessions or locks since the read: the group goes the longer way.
       }
     }
@@ -213,7 +213,10 @@ export class GroupCommit {
     // Counted once: the group's steps below use the same entries.
     const sessions = sessionsOfGroup(group.appends, newStepEntry);
     const expected = [...sessions.keys()].map((sessionId) => [sessionId, this.lastSeqs.get(sessionId) ?? 0] as const);
-    const guard = guardStep(expected, group.locks);
+    // Only sessions it never wrote and no lock asked: their rows are inserted, a duplicate (another
+    // process made one) fails the transaction instead of a guard statement checking first.
+    const newSessions = group.locks.length === 0 && expected.every(([, last]) => last === 0);
+    const guard = newSessions ? "" : guardStep(expected, group.locks);
     // What the group's read inside the transaction would answer once the upsert ran.
     const after: unknown[][] = expected.map(([sessionId, last]) => [0, sessionId, last + sessions.get(sessionId)!.count, null]);
     // New sessions when a count of the sessions is due (an eviction may be): a read of its own, the longer way.
@@ -221,7 +224,7 @@ export class GroupCommit {
     if (made > 0 && (!this.sessionCount || this.sessionCount.due(made))) return undefined;
     let script = "";
     const result = walkSteps(
-      groupSteps(group, this.context(), sessions),
+      groupSteps(group, this.context(), sessions, newSessions),
       () => after,
       (sql) => {
         script += sql;

@@ -154,6 +154,8 @@ export function* groupSteps(
 group: Group,
 context: GroupContext,
 sessions = sessionsOfGroup(group.appends, newStepEntry),
+/** Every session of the group is new to the file as far as this process knows: a plain insert of their rows, which fails (`UNIQUE`) when one is not (see `oneCallGroup`). */
+newSessions = false,
 ): Generator<SqlStep, GroupResult, unknown[][]> {
 if (context.prune) yield context.prune;
   const { appends, locks, releases } = group;
@@ -170,7 +172,13 @@ if (context.prune) yield context.prune;
     // as literals (no JSON for SQLite to parse).
     const time = sqlText(isoOf(now));
     const values = ordered.map(([sessionId, entry], rank) => `(${sqlText(sessionId)},${rank + 1},${entry.count})`).join(",");
-    yield {
+    if (newSessions)
+      yield {
+        sql: `INSERT INTO agentloop_sessions (session_id, created_at, updated_at, updated_ms, activity, last_seq, metadata)
+          SELECT v.column1, ${time}, ${time}, ${now}, (SELECT coalesce(max(activity), 0) FROM agentloop_sessions) + v.column2, v.column3, '{}' FROM (VALUES ${values}) AS v;`,
+      };
+    else
+      yield {
       sql: `WITH base AS MATERIALIZED (SELECT coalesce(max(activity), 0) AS activity FROM agentloop_sessions)
         INSERT INTO agentloop_sessions (session_id, created_at, updated_at, updated_ms, activity, last_seq, metadata)
         SELECT v.column1, ${time}, ${time}, ${now}, base.activity + v.column2, v.column3, '{}'
