@@ -263,6 +263,8 @@ describe("embedded store: its file", () => {
     const store = await openEmbeddedStore({ path });
     const other = await openEmbeddedStore({ path });
     try {
+      // A first session of its own (it counts the sessions then; the next ones, far below the limit, go in one call).
+      await store.append("own", [{ event_type: "user_message", content: "own" }]);
       await other.append("made", [{ event_type: "user_message", content: "first" }]);
       await other.createSession("empty");
       // This store's group expects both to be new: its insert of their rows fails, and the group goes the longer way.
