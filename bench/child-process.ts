@@ -53,6 +53,8 @@ export interface ChildHandle {
   ownPid: number;
   /** Ends the child by closing its stdin (its lifeline); resolves when it exited. */
   close(): Promise<void>;
+  /** Writes `line` to the child's stdin and resolves with the next line it prints (see `announce`'s `gc`). */
+  ask(line: string): Promise<string>;
 }
 
 /**
@@ -91,6 +93,22 @@ export async function startChild(
     pid: child.pid ?? -1,
     port,
     ownPid,
+    ask: (line) =>
+      new Promise<string>((resolve, reject) => {
+        let output = "";
+        const onData = (data: Buffer) => {
+          output += data.toString("utf8");
+          const end = output.indexOf("\n");
+          if (end < 0) return;
+          child.stdout?.off("data", onData);
+          child.off("exit", onExit);
+          resolve(output.slice(0, end));
+        };
+        const onExit = (code: number | null) => reject(new Error(`${entry} exited with code ${code} before answering "${line}"`));
+        child.stdout?.on("data", onData);
+        child.once("exit", onExit);
+        child.stdin?.write(`${line}\n`);
+      }),
     close: () =>
       new Promise<void>((resolve) => {
         if (child.exitCode !== null || child.signalCode !== null) return resolve();

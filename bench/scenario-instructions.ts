@@ -5,7 +5,8 @@
 // latency and CPU figures of scenario 5 move by tens of percent (bench/README.md).
 //
 // Each server runs under `valgrind --tool=callgrind --instr-atstart=no` (not counting its start),
-// gets WARM_UP chats, then `callgrind_control` turns counting on and zeroes it, MEASURED chats run,
+// gets WARM_UP chats, a full collection and AFTER_GC more chats (FULL_GC_FIRST), then
+// `callgrind_control` turns counting on and zeroes it, MEASURED chats run,
 // and `callgrind_control -d` dumps the count: the dump's total over MEASURED is one chat's cost,
 // in every thread of the server process (the event loop, V8's and libuv's helper threads, the
 // embedded store's writer). PostgreSQL's own process is not counted.
@@ -46,6 +47,20 @@ const MEASURED = Number(process.env.BENCH_INSTRUCTIONS_CHATS ?? 100);
  * which path the next chat's lock attempt took depended on the clock (±5–7 % run to run).
  */
 const PAUSE_MS = Number(process.env.BENCH_INSTRUCTIONS_PAUSE_MS ?? 300);
+/**
+ * A full (mark-compact) collection, not counted, just before the counted chats, in every row
+ * (`BENCH_INSTRUCTIONS_FULL_GC=0`: none, as before session 17). One costs ~45 M instructions and
+ * came every few hundred chats where the old generation's limit fell: in a 100-chat window or not
+ * (±0.44 M per chat). Forced first, every row's window starts with an old generation just
+ * collected, so the next one falls at the same point of the same work.
+ */
+const FULL_GC_FIRST = process.env.BENCH_INSTRUCTIONS_FULL_GC !== "0";
+/**
+ * Chats after that collection, not counted either: a forced full collection throws away code and
+ * feedback V8 had (the floor's first try counted 1.28 M per chat instead of 1.06, 0.83 M of
+ * optimizing compiler per chat, inline-cache misses and baseline code), which these chats rebuild.
+ */
+const AFTER_GC = Number(process.env.BENCH_INSTRUCTIONS_AFTER_GC ?? 100);
 
 /** One row: a server (its own process) and the protocol its chats go through. */
 interface Row {
@@ -212,10 +227,18 @@ async function countServer(row: Row, directory: string): Promise<Count> {
     // optimized during the counted chats varied, and the count with them (±20 %). A fixed young
     // generation of 1 MB: many young collections in the counted chats, of a size V8 does not
     // resize by timing (left to V8, or fixed at 16 MB, the count moved ±5–30 %; bench/README.md).
-    nodeArgs: ["--single-threaded", "--min-semi-space-size=1", "--max-semi-space-size=1"],
+    // --expose-gc: a full collection just before the counted chats (FULL_GC_FIRST). No memory
+    // reducer: it starts full collections by the clock, when the process looks idle (as in the
+    // pauses between counted chats), so whether one fell in the counted chats followed the clock.
+    nodeArgs: ["--single-threaded", "--min-semi-space-size=1", "--max-semi-space-size=1", "--expose-gc", "--no-memory-reducer"],
   });
   try {
     await chats(child.port, WARM_UP, protocol);
+    if (FULL_GC_FIRST) {
+      const answer = await child.ask("gc");
+      if (answer !== "gc done") throw new Error(`${row.key}: the full collection before the counted chats failed: ${answer}`);
+      await chats(child.port, AFTER_GC, protocol);
+    }
     callgrindControl("--instr=on", child.ownPid);
     callgrindControl("--zero", child.ownPid);
     await chats(child.port, MEASURED, protocol, PAUSE_MS);
@@ -312,7 +335,7 @@ export async function runInstructionsScenario(options: BenchOptions): Promise<Sc
         };
       }),
     notes: [
-      `Each server under \`valgrind --tool=callgrind --instr-atstart=no\`, unpaced (BENCH_CHUNK_DELAY_MS=0): ${WARM_UP} streaming chats one after another on one keep-alive connection (not counted), then counting on and zeroed (\`callgrind_control\`), ${MEASURED} chats the same way, each followed by a pause of ${PAUSE_MS} ms (the work a chat leaves behind, a WAL checkpoint or a lock release, done before the next), the count dumped: instructions per chat = the dump's total, less V8's optimizing compiler (\`v8::internal::compiler::\` functions in \`callgrind_annotate\`: when it runs depends on timing), ÷ ${MEASURED}. Every thread of the server's process counts (event loop, GC and compiler threads, libuv's pool, the embedded store's writer); PostgreSQL runs in its own process and is not counted. The client runs outside valgrind.`,
+      `Each server under \`valgrind --tool=callgrind --instr-atstart=no\`, unpaced (BENCH_CHUNK_DELAY_MS=0): ${WARM_UP} streaming chats one after another on one keep-alive connection (not counted), ${FULL_GC_FIRST ? `a full collection (\`--expose-gc\`) and ${AFTER_GC} more chats (not counted), ` : ""}then counting on and zeroed (\`callgrind_control\`), ${MEASURED} chats the same way, each followed by a pause of ${PAUSE_MS} ms (the work a chat leaves behind, a WAL checkpoint or a lock release, done before the next), the count dumped: instructions per chat = the dump's total, less V8's optimizing compiler (\`v8::internal::compiler::\` functions in \`callgrind_annotate\`: when it runs depends on timing), ÷ ${MEASURED}. Every thread of the server's process counts (event loop, GC and compiler threads, libuv's pool, the embedded store's writer); PostgreSQL runs in its own process and is not counted. The client runs outside valgrind.`,
       "Each row is a server process of its own, whose chats all go through the row's protocol: `/api/chat` gets the body `useChat` sends for a new chat, `/ag-ui` a RunAgentInput, each chat a new session. The UI protocols' target is their cost beside chat completions on the same store (issue 29): with memory off the plain chat completions row, on a store the row naming its session (`x-session-id`, a new one per chat, as `id` and `threadId` do), since a named session takes the session's lock and loads its history before the run and an unnamed one skips both.",
       "One chat at a time, so each store's group commit holds one chat's appends (the worst case for grouping, and the same groups every run).",
       `Chats sent again after a connection reset by a descheduled server's keep-alive timer: ${retried}.`,

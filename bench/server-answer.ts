@@ -11,10 +11,25 @@ export function words(text: string): string[] {
   return text.match(/\s*\S+\s*/g) ?? [text];
 }
 
-/** Announces the port (and the pid: under valgrind the child's pid is not the spawned one's) to the parent; exits when the parent closes our stdin (or goes away). */
+/**
+ * Announces the port (and the pid: under valgrind the child's pid is not the spawned one's) to the
+ * parent; exits when the parent closes our stdin (or goes away). A line `gc` on stdin, in a child
+ * started with `--expose-gc`, runs a full collection and answers `gc done` (scenario 10 runs one
+ * just before its counted chats: bench code, no route of the server).
+ */
 export function announce(port: number): void {
   process.stdout.write(`listening on ${port} pid ${process.pid}\n`);
   process.stdin.on("end", () => process.exit(0));
   process.stdin.on("error", () => process.exit(0));
-  process.stdin.resume();
+  process.stdin.setEncoding("utf8");
+  process.stdin.on("data", (data: string) => {
+    if (!data.split("\n").includes("gc")) return;
+    const gc = (globalThis as { gc?: () => void }).gc;
+    if (!gc) {
+      process.stdout.write("gc unavailable (start with --expose-gc)\n");
+      return;
+    }
+    gc();
+    process.stdout.write("gc done\n");
+  });
 }

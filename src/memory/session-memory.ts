@@ -24,12 +24,13 @@ export interface SessionMemoryOptions {
    * log already holds the delegation request and response. */
   recordNestedRuns?: boolean;
   /**
-   * How long the events of a run's start (`run_started`, its `user_message`) may wait to be written
-   * with the run's next events (default 250 ms; 0 writes them at once). A short run (a chat
-   * answered in one turn) is then one write instead of two, and a burst of requests starts its
-   * models before any of them writes. A tool call, an answer, the run's end, `flush` or `settled`
-   * writes them at once (a resume's start, with its approval decisions, is never held); a process
-   * killed within the delay loses them along with the run itself (whose answer no client got).
+   * How long the events of a run's start (`run_started`, its `user_message`), and its answer when
+   * it comes within that time, may wait to be written with the run's next events (default 250 ms;
+   * 0 writes them at once). A short run (a chat answered in one turn) is then one write, to its
+   * `run_ended`, instead of two, and a burst of requests starts its models before any of them
+   * writes. A tool call, the run's end, `flush` or `settled` writes them at once, and so does the
+   * delay's end (a resume's start, with its approval decisions, is never held); a process killed
+   * within the delay loses them along with the run itself (whose answer no client got).
    */
   startWriteDelayMs?: number;
 }
@@ -49,9 +50,12 @@ export interface SessionMemoryHandle extends SessionMemory {
   /**
    * Calls `fn` once, just before the session's next write goes to the store (a held start goes
    * with the run's next events): work that must join that write, such as the server's lock attempt
-   * on a session it just made (on SQLite, the same group commit). Returns the way to cancel it.
+   * on a session it just made (on SQLite, the same group commit). `wholeRuns`: that write holds
+   * whole runs only, from `run_started` to `run_ended`, and no run of the session goes on here (a
+   * short run held until its end, see `startWriteDelayMs`): nothing of them is in the store before
+   * it, so nothing can interleave. Returns the way to cancel it.
    */
-  beforeNextWrite(sessionId: string, fn: () => void): () => void;
+  beforeNextWrite(sessionId: string, fn: (wholeRuns: boolean) => void): () => void;
 }
 
 /** A session's held start events (see `startWriteDelayMs`). */
@@ -168,7 +172,7 @@ export function sessionMemory(store: MemoryStore, options: SessionMemoryOptions 
   const appendSync = store instanceof InMemoryStore && store.append === InMemoryStore.prototype.append ? store.appendSync.bind(store) : undefined;
 
   /** `beforeNextWrite` callbacks, by session. */
-  const beforeWrite = new Map<string, Set<() => void>>();
+  const beforeWrite = new Map<string, Set<(wholeRuns: boolean) => void>>();
   /**
    * Writes in event order; undefined when the events are already written (a synchronous store with
    * nothing queued).
@@ -177,7 +181,8 @@ export function sessionMemory(store: MemoryStore, options: SessionMemoryOptions 
     const hooks = beforeWrite.get(sessionId);
     if (hooks) {
       beforeWrite.delete(sessionId);
-      for (const hook of hooks) hook();
+      const wholeRuns = events[0]?.event_type === "run_started" && events[events.length - 1].event_type === "run_ended" && !activeRuns.has(sessionId);
+      for (const hook of hooks) hook(wholeRuns);
     }
     const previous = queues.get(sessionId);
     if (!previous && appendSync) {
@@ -456,9 +461,10 @@ export function sessionMemory(store: MemoryStore, options: SessionMemoryOptions 
       if (events.length === 0) return undefined;
       // A run's start (run_started, then its user_message) waits a little for the run's next
       // events (`startWriteDelayMs`): a run's setup up to its first model call does not pay for the
-      // store. The run's end still waits for every write (`settled`).
+      // store. An answer within that time joins it, so a one-turn run is one write with its
+      // run_ended. The run's end still waits for every write (`settled`).
       // A resume's start records its approval decisions: never held (a second resume must see them).
-      if (startWriteDelayMs > 0 && ((event.type === "run-start" && !event.resumedFrom) || (event.type === "user-message" && held.has(sessionId)))) return hold(sessionId, events);
+      if (startWriteDelayMs > 0 && ((event.type === "run-start" && !event.resumedFrom) || ((event.type === "user-message" || event.type === "turn-end") && held.has(sessionId)))) return hold(sessionId, events);
       return release(sessionId, events);
     },
     async loadHistory(sessionId: string): Promise<Message[]> {
@@ -480,14 +486,14 @@ export function sessionMemory(store: MemoryStore, options: SessionMemoryOptions 
       for (const sessionId of [...held.keys()]) release(sessionId);
       await Promise.all(queues.values());
     },
-    beforeNextWrite(sessionId: string, fn: () => void): () => void {
+    beforeNextWrite(sessionId: string, fn: (wholeRuns: boolean) => void): () => void {
       let hooks = beforeWrite.get(sessionId);
       if (!hooks) {
         hooks = new Set();
         beforeWrite.set(sessionId, hooks);
       }
       // A wrapper of its own: the same function given twice is called twice, and cancelled one at a time.
-      const hook = () => fn();
+      const hook = (wholeRuns: boolean) => fn(wholeRuns);
       hooks.add(hook);
       return () => {
         const current = beforeWrite.get(sessionId);

@@ -199,7 +199,9 @@ export class ServerRuns {
     // `startWriteDelayMs`), and held before the answer is acknowledged, instead of before the run:
     // a burst of new chats starts its models with no store work. It is held by nobody, so its
     // attempt never waits: no abort signal for it (an AbortController per request shows in the
-    // server's CPU profiles).
+    // server's CPU profiles). When that first write is the whole run (a short answer held to its
+    // `run_ended`), no lock is taken at all: nothing of the run is in the store before it, and the
+    // lock would be given back at once; a failure of that write still reaches the client (`settled`).
     const fresh = "newSession" in request && request.newSession === true;
     let locking: Promise<() => Promise<void>> | undefined;
     let cancelFreshLock: (() => void) | undefined;
@@ -209,7 +211,10 @@ export class ServerRuns {
         locking = store.lockSession!(request.sessionId, signal);
         locking.catch(() => {});
       };
-      if (fresh) cancelFreshLock = handle.beforeNextWrite(request.sessionId, () => lock());
+      if (fresh)
+        cancelFreshLock = handle.beforeNextWrite(request.sessionId, (wholeRuns) => {
+          if (!wholeRuns) lock();
+        });
       else lock(controller.signal);
     }
     try {

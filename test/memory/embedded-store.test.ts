@@ -258,6 +258,90 @@ describe("embedded store: its file", () => {
     }
   });
 
+  it("a session this store never wrote but another process made (with events, or empty by createSession) is appended to after them", async () => {
+    const path = freshFile();
+    const store = await openEmbeddedStore({ path });
+    const other = await openEmbeddedStore({ path });
+    try {
+      // A first session of its own (it counts the sessions then; the next ones, far below the limit, go in one call).
+      await store.append("own", [{ event_type: "user_message", content: "own" }]);
+      await other.append("made", [{ event_type: "user_message", content: "first" }]);
+      await other.createSession("empty");
+      // This store's group expects both to be new: its insert of their rows fails, and the group goes the longer way.
+      const [made, empty] = await Promise.all([
+        store.append("made", [{ event_type: "user_message", content: "second" }]),
+        store.append("empty", [{ event_type: "user_message", content: "one" }]),
+      ]);
+      assert.deepEqual([made[0].seq, empty[0].seq], [2, 1]);
+      assert.deepEqual((await other.events("made")).map((event) => [event.seq, event.content]), [[1, "first"], [2, "second"]]);
+      assert.equal((await other.getSession("empty"))?.event_count, 1);
+    } finally {
+      await other.close();
+      await store.close();
+    }
+  });
+
+  it("maxSessions: new sessions below the limit are not counted each time, yet the limit holds, other processes' sessions counted within a tenth of it", async () => {
+    const path = freshFile();
+    const store = await openEmbeddedStore({ path, maxSessions: 50 });
+    const other = await openEmbeddedStore({ path, maxSessions: 1000 });
+    try {
+      const ids = Array.from({ length: 60 }, (_, index) => `s${String(index).padStart(2, "0")}`);
+      for (const id of ids) {
+        await store.append(id, [{ event_type: "user_message", content: id }]);
+        assert.ok((await other.listSessions()).length <= 50, `over the limit after ${id}`);
+      }
+      assert.deepEqual(
+        (await other.listSessions()).map((session) => session.session_id),
+        ids.slice(10),
+      );
+    } finally {
+      await other.close();
+      await store.close();
+    }
+    // On a new file, this store makes 20 sessions (far below its limit), another process 40 (its own limit is higher).
+    const second = freshFile();
+    const below = await openEmbeddedStore({ path: second, maxSessions: 50 });
+    const more = await openEmbeddedStore({ path: second, maxSessions: 1000 });
+    try {
+      for (let index = 0; index < 20; index++) await below.append(`b${String(index).padStart(2, "0")}`, [{ event_type: "user_message", content: "below" }]);
+      for (let index = 0; index < 40; index++) await more.append(`o${String(index).padStart(2, "0")}`, [{ event_type: "user_message", content: "other" }]);
+      assert.equal((await more.listSessions()).length, 60);
+      // This store counts again within a tenth of its limit (5 new sessions), and evicts down to it.
+      for (let index = 0; index < 5; index++) await below.append(`n${index}`, [{ event_type: "user_message", content: "new" }]);
+      const left = (await more.listSessions()).map((session) => session.session_id);
+      assert.equal(left.length, 50);
+      assert.deepEqual(left.slice(-5), ["n0", "n1", "n2", "n3", "n4"]);
+    } finally {
+      await more.close();
+      await below.close();
+    }
+  });
+
+  it("a file of an earlier version loses its index of sessions by update time on open (one b-tree less per write); retention still applies", async () => {
+    const path = freshFile();
+    const first = await openEmbeddedStore({ path });
+    await first.append("old", [{ event_type: "user_message", content: "kept" }]);
+    await first.close();
+    const Database = createRequire(import.meta.url)("libsql");
+    const raw = new Database(path);
+    const indexes = () => raw.prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'agentloop_sessions' AND sql IS NOT NULL ORDER BY name").all().map((row: { name: string }) => row.name);
+    raw.exec("CREATE INDEX agentloop_sessions_updated ON agentloop_sessions (updated_ms)");
+    assert.deepEqual(indexes(), ["agentloop_sessions_activity", "agentloop_sessions_updated"]);
+    const store = await openEmbeddedStore({ path, retentionMs: 60_000 });
+    try {
+      assert.deepEqual(indexes(), ["agentloop_sessions_activity"]);
+      assert.deepEqual((await store.events("old")).map((event) => event.content), ["kept"]);
+      raw.exec("UPDATE agentloop_sessions SET updated_ms = 0");
+      assert.deepEqual(await store.events("old"), [], "an expired session is hidden");
+      await store.prune();
+      assert.equal(raw.prepare("SELECT count(*) AS n FROM agentloop_sessions").get().n, 0);
+    } finally {
+      await store.close();
+      raw.close();
+    }
+  });
+
   it("a directory holds memory.db; the default file is the agent's own", async () => {
     const directory = join(root, "a-directory");
     mkdirSync(directory);

@@ -194,11 +194,11 @@ describe("sessionMemory: a run's start waits for its next events (startWriteDela
     return run;
   }
 
-  it("a one-turn run's start goes in one append with its answer, then run_ended", async () => {
+  it("a one-turn run within the delay is one append, from its start to run_ended", async () => {
     const { store, calls } = countingStore();
     const result = await new Agent({ model: new ScriptedModel(["fine"]), memory: sessionMemory(store) }).run("hello", { sessionId: "s" });
     assert.equal(result.state, "COMPLETED");
-    assert.deepEqual(calls, [["run_started", "user_message", "agent_response"], ["run_ended"]]);
+    assert.deepEqual(calls, [["run_started", "user_message", "agent_response", "run_ended"]]);
     assert.deepEqual(
       (await store.events("s")).map((event) => event.event_type),
       ["run_started", "user_message", "agent_response", "run_ended"],
@@ -245,7 +245,7 @@ describe("sessionMemory: a run's start waits for its next events (startWriteDela
     assert.equal((await store.events("d")).length, 2);
   });
 
-  /** A run on a store that fails every append carrying run_started: its error events, result and what the log kept. */
+  /** A run on a store that fails every append carrying run_started: its error events, what `settled` says, and what the log kept. */
   async function runFailingStart(model: ScriptedModel, options: { startWriteDelayMs?: number }) {
     const inner = new InMemoryStore();
     const failing: MemoryStore = Object.assign(Object.create(inner) as MemoryStore, {
@@ -255,34 +255,48 @@ describe("sessionMemory: a run's start waits for its next events (startWriteDela
       },
     });
     const errors: string[] = [];
-    const result = await new Agent({ model, memory: sessionMemory(failing, options) }).run("hello", {
+    const memory = sessionMemory(failing, options);
+    const result = await new Agent({ model, memory }).run("hello", {
       sessionId: "s",
       onEvent: (event) => {
         if (event.type === "error") errors.push(event.error.message);
       },
     });
     assert.equal(result.state, "COMPLETED");
-    assert.equal(errors.length, 1, `one failed append, reported once: ${JSON.stringify(errors)}`);
-    assert.match(errors[0], /disk full/);
-    return (await inner.events("s")).map((event) => event.event_type);
+    // What a server awaits before it acknowledges the answer (a 503 / an error chunk): the failure, once.
+    const settled = await Promise.resolve(memory.settled("s")).then(
+      () => "written",
+      (error: Error) => error.message,
+    );
+    const again = memory.settled("s");
+    assert.equal(again, undefined, "a failure is reported by settled once");
+    return { errors, settled, log: (await inner.events("s")).map((event) => event.event_type) };
   }
 
-  it("a failed write of the held start is reported on the run, which completes", async () => {
-    // The held start went with the answer, in one append that failed whole; run_ended went through.
-    assert.deepEqual(await runFailingStart(new ScriptedModel(["fine"]), {}), ["run_ended"]);
+  it("a one-turn run whose one append fails: settled reports it (what a server's client is told), nothing of it is stored", async () => {
+    // The held start went with the answer and run_ended, in one append that failed whole. The loop
+    // takes no report from memory after the run's end, so none shows on the run's events.
+    const { errors, settled, log } = await runFailingStart(new ScriptedModel(["fine"]), {});
+    assert.deepEqual(errors, []);
+    assert.match(settled, /disk full/);
+    assert.deepEqual(log, []);
   });
 
-  it("a held start written after the delay and failing is reported once too; the run completes", async () => {
+  it("a held start written after the delay and failing is reported once, on the run and by settled; the run completes", async () => {
     // The answer streams for ~90 ms: the 10 ms delay ends first, and the start is written alone.
     const model = new ScriptedModel(["one two three"], { chunkDelayMs: 30 });
-    assert.deepEqual(await runFailingStart(model, { startWriteDelayMs: 10 }), ["agent_response", "run_ended"]);
+    const { errors, settled, log } = await runFailingStart(model, { startWriteDelayMs: 10 });
+    assert.equal(errors.length, 1, `one failed append, reported once on the run: ${JSON.stringify(errors)}`);
+    assert.match(errors[0], /disk full/);
+    assert.match(settled, /disk full/);
+    assert.deepEqual(log, ["agent_response", "run_ended"]);
   });
 
   it("beforeNextWrite calls back once, just before the session's next append (a held start goes then); cancelled, never", async () => {
     // The hooks note themselves in the store's record of appends, so the order shows.
     const { store, calls } = countingStore();
     const memory = sessionMemory(store, { startWriteDelayMs: 60_000 });
-    memory.beforeNextWrite("s", () => calls.push(["hook s"]));
+    memory.beforeNextWrite("s", (wholeRuns) => calls.push(["hook s", String(wholeRuns)]));
     const cancel = memory.beforeNextWrite("t", () => calls.push(["hook t"]));
     cancel();
     const run = startRun(memory, "r0", "s");
@@ -290,7 +304,22 @@ describe("sessionMemory: a run's start waits for its next events (startWriteDela
     await memory.onEvent({ type: "tool-start", runId: "r0", toolCallId: "c1", name: "look", arguments: {}, step: 1 } as LoopEvent, run);
     await memory.onEvent({ type: "steering", runId: "r0", content: "faster" } as LoopEvent, run);
     await memory.onEvent({ type: "user-message", runId: "r1", content: "other", followUp: false }, info("r1", "t"));
-    assert.deepEqual(calls, [["hook s"], ["run_started", "user_message", "tool_call"], ["steering"], ["user_message"]]);
+    assert.deepEqual(calls, [["hook s", "false"], ["run_started", "user_message", "tool_call"], ["steering"], ["user_message"]]);
+  });
+
+  it("beforeNextWrite says when that write holds a whole run (a short run held to its end): then nothing of it was stored before", async () => {
+    const { store, calls } = countingStore();
+    const memory = sessionMemory(store);
+    const seen: boolean[] = [];
+    memory.beforeNextWrite("s", (wholeRuns) => seen.push(wholeRuns));
+    await new Agent({ model: new ScriptedModel(["fine"]), memory }).run("hello", { sessionId: "s" });
+    assert.deepEqual(seen, [true]);
+    assert.deepEqual(calls, [["run_started", "user_message", "agent_response", "run_ended"]]);
+    // A run whose start is written before its end (the delay ran out): not whole.
+    const slow = sessionMemory(store, { startWriteDelayMs: 10 });
+    slow.beforeNextWrite("t", (wholeRuns) => seen.push(wholeRuns));
+    await new Agent({ model: new ScriptedModel(["one two three"], { chunkDelayMs: 30 }), memory: slow }).run("hello", { sessionId: "t" });
+    assert.deepEqual(seen, [true, false]);
   });
 
   it("a negative or NaN delay is refused, naming the option", () => {

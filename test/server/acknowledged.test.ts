@@ -52,7 +52,8 @@ describe("acknowledged only once stored", () => {
     // The write is held: the stream must not end (the old server sent [DONE] at run-end, before the write).
     const early = await Promise.race([text.then(() => "ended"), new Promise((resolve) => setTimeout(() => resolve("waiting"), 300))]);
     assert.equal(early, "waiting");
-    assert.deepEqual((await store.events("held-stream")).map((event) => event.event_type), ["run_started", "user_message", "agent_response"]);
+    // A one-turn run is one append, to its run_ended: nothing of it is stored yet.
+    assert.deepEqual(await store.events("held-stream"), []);
     store.release();
     assert.match(await text, /"finish_reason":"stop"[\s\S]*data: \[DONE\]\n\n$/);
     assert.equal((await store.events("held-stream")).at(-1)?.event_type, "run_ended");
@@ -81,6 +82,12 @@ describe("acknowledged only once stored", () => {
       const json = await postJson(`${test.url}/v1/chat/completions`, chat("fail-json", false));
       assert.equal(json.status, 503);
       assert.equal(((await json.json()) as { error: { code: string } }).error.code, "memory_write_failed");
+
+      // A new chat (the server makes its session): its one write, the whole run, fails; told the same way.
+      const fresh = await postJson(`${test.url}/v1/chat/completions`, { messages: [{ role: "user", content: "hi" }], stream: false });
+      assert.equal(fresh.status, 503);
+      assert.equal(((await fresh.json()) as { error: { code: string } }).error.code, "memory_write_failed");
+      await test.waitForLog(new RegExp(`session ${fresh.headers.get("x-session-id")}: its events could not be stored: disk full`));
 
       const ready = (await (await fetch(`${test.url}/ready`)).json()) as { status: string; unavailable: Array<{ kind: string; reason: string }> };
       assert.equal(ready.status, "degraded");

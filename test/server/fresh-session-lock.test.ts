@@ -1,7 +1,8 @@
 // A chat without a session id gets a session the server just made. Its cross-process lock (another
 // process on the same SQLite file must wait its turn) is taken with the run's first write, not
 // before the model call: held once the run's start is written (after startWriteDelayMs), given
-// back once the answer is stored.
+// back once the answer is stored. A run short enough to be written whole in that first write (its
+// start held to its run_ended) takes no lock at all: nothing of it is in the file before.
 import assert from "node:assert/strict";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -59,6 +60,45 @@ describe("the lock of a session the server just made", () => {
       await release();
     } finally {
       await other.close();
+    }
+  });
+});
+
+describe("a short run in a session the server just made", () => {
+  it("takes no lock (its one write is the whole run); a chat naming its session does", async () => {
+    const folder = mkdtempSync(join(tmpdir(), "agentloop-fresh-nolock-"));
+    const store = await openEmbeddedStore({ path: join(folder, "memory.db") });
+    const locked: string[] = [];
+    const lockSession = store.lockSession.bind(store);
+    store.lockSession = (sessionId, signal) => {
+      locked.push(sessionId);
+      return lockSession(sessionId, signal);
+    };
+    const test = await startTestServer({}, { memory: store, build: { model: new ScriptedModel(Array(2).fill("fine")) } });
+    try {
+      const chat = (headers: Record<string, string> = {}) =>
+        fetch(`${test.url}/v1/chat/completions`, {
+          method: "POST",
+          headers: { "content-type": "application/json", ...headers },
+          body: JSON.stringify({ messages: [{ role: "user", content: "hello" }] }),
+        });
+      const fresh = await chat();
+      assert.equal(fresh.status, 200);
+      const sessionId = fresh.headers.get("x-session-id")!;
+      assert.deepEqual(
+        (await store.events(sessionId)).map((event) => event.event_type),
+        ["run_started", "user_message", "agent_response", "run_ended"],
+      );
+      assert.deepEqual(locked, []);
+      const named = await chat({ "x-session-id": "named" });
+      assert.equal(named.status, 200);
+      assert.deepEqual(locked, ["named"]);
+      // Nothing left locked: another holder gets both at once.
+      for (const id of [sessionId, "named"]) await (await store.lockSession(id, AbortSignal.timeout(5000)))();
+    } finally {
+      await test.server.close({ graceMs: 0 });
+      await store.close();
+      rmSync(folder, { recursive: true, force: true });
     }
   });
 });

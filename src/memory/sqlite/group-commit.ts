@@ -9,7 +9,18 @@ import type { AgentLoopError } from "../../errors.js";
 import { type MemoryEvent, sessionsOfGroup } from "../store.js";
 import type { WalCheckpointer } from "../wal-checkpointer.js";
 import { type AsyncDatabase, type AsyncStatement, type SqlStep, walkSteps, walkStepsAsync } from "./driver.js";
-import { type Group, type GroupContext, type GroupResult, groupSteps, guardStep, newStepEntry, type PendingAppend, type PendingLock, type PendingRelease } from "./group-steps.js";
+import {
+  type Group,
+  type GroupContext,
+  type GroupResult,
+  groupSteps,
+  guardStep,
+  newStepEntry,
+  type PendingAppend,
+  type PendingLock,
+  type PendingRelease,
+  SessionCount,
+} from "./group-steps.js";
 
 /** How many sessions' last seqs a store remembers for its one-call groups (~100 bytes each). */
 const LAST_SEQ_ENTRIES = 10_000;
@@ -36,6 +47,8 @@ export class GroupCommit {
   private writing: Promise<void> | undefined;
   private readonly writerStatements = new Map<string, Promise<AsyncStatement>>();
   private flushWaitsForHold = false;
+  /** The sessions this process made since it last counted them (see `SessionCount`). */
+  private sessionCount: SessionCount | undefined;
   /** Each session's last seq as this process last committed it (the most recent `LAST_SEQ_ENTRIES`): what a one-call group expects. */
   private readonly lastSeqs = new Map<string, number>();
 
@@ -151,7 +164,7 @@ export class GroupCommit {
         return oneCall.result;
       } catch (error) {
         await writer.exec("ROLLBACK").catch(() => {});
-        if (!/agentloop_guard/.test(String((error as Error)?.message))) throw error;
+        if (!/agentloop_guard|UNIQUE constraint failed: agentloop_sessions\./.test(String((error as Error)?.message))) throw error;
         // Another process wrote these sessions or locks since the read: the group goes the longer way.
       }
     }
@@ -160,7 +173,7 @@ export class GroupCommit {
     try {
       // The writes before a read go in one `exec` with it; the rest with COMMIT.
       const result = await walkStepsAsync(
-        groupSteps(group, this.host.context()),
+        groupSteps(group, this.context()),
         async (sql, params) => {
           await writer.exec(script);
           begun = true;
@@ -200,12 +213,18 @@ export class GroupCommit {
     // Counted once: the group's steps below use the same entries.
     const sessions = sessionsOfGroup(group.appends, newStepEntry);
     const expected = [...sessions.keys()].map((sessionId) => [sessionId, this.lastSeqs.get(sessionId) ?? 0] as const);
-    const guard = guardStep(expected, group.locks);
+    // Only sessions it never wrote and no lock asked: their rows are inserted, a duplicate (another
+    // process made one) fails the transaction instead of a guard statement checking first.
+    const newSessions = group.locks.length === 0 && expected.every(([, last]) => last === 0);
+    const guard = newSessions ? "" : guardStep(expected, group.locks);
     // What the group's read inside the transaction would answer once the upsert ran.
     const after: unknown[][] = expected.map(([sessionId, last]) => [0, sessionId, last + sessions.get(sessionId)!.count, null]);
+    // New sessions when a count of the sessions is due (an eviction may be): a read of its own, the longer way.
+    const made = expected.filter(([, last]) => last === 0).length;
+    if (made > 0 && (!this.sessionCount || this.sessionCount.due(made))) return undefined;
     let script = "";
     const result = walkSteps(
-      groupSteps(group, this.host.context(), sessions),
+      groupSteps(group, this.context(), sessions, newSessions),
       () => after,
       (sql) => {
         script += sql;
@@ -222,6 +241,14 @@ export class GroupCommit {
       this.writerStatements.set(sql, statement);
     }
     return statement;
+  }
+
+  /** The host's context, with what this process knows of the count of sessions. */
+  private context(): GroupContext {
+    const context = this.host.context();
+    this.sessionCount ??= new SessionCount(context.maxSessions);
+    context.sessionCount = this.sessionCount;
+    return context;
   }
 
   private takeGroup(): Group {
@@ -242,6 +269,7 @@ export class GroupCommit {
   /** What can fail is the database itself (busy past the timeout, disk full, I/O): every member of the group is told, none of it was written. */
   private failGroup(group: Group, error: unknown): void {
     const failure = this.host.describe(error);
+    this.sessionCount?.forget();
     for (const member of group.appends) {
       this.lastSeqs.delete(member.sessionId);
       member.reject(failure);
@@ -284,7 +312,7 @@ export class GroupCommit {
     const group = this.takeGroup();
     let result: GroupResult;
     try {
-      result = this.host.write(() => this.host.runSync(groupSteps(group, this.host.context())));
+      result = this.host.write(() => this.host.runSync(groupSteps(group, this.context())));
     } catch (error) {
       this.failGroup(group, error);
       return;

@@ -44,7 +44,53 @@ export interface GroupContext {
   maxSessions: number;
   /** The deletion of expired rows, when one is due (see `pruneStep`). */
   prune?: SqlStep;
+  /** What this process knows of the count of sessions (none: every new session counts them). */
+  sessionCount?: SessionCount;
 }
+
+/** The count of the sessions table's statement: a group that makes new sessions reads it when an eviction may be due. */
+export const COUNT_SESSIONS = "SELECT count(*) FROM agentloop_sessions";
+
+/**
+ * Sessions this store made since it last counted them (`COUNT_SESSIONS`, then evicting down to
+ * `maxSessions`): a group that makes new sessions counts only when the last count plus those
+ * made since could pass `maxSessions`, or after every `RECOUNT_EVERY` made here (other processes
+ * on the file make sessions too: they show in the next count). Below the limit a new session
+ * costs no count and no eviction statement (before: two `DELETE`s, each counting every session).
+ */
+export class SessionCount {
+  private counted: number | undefined;
+  private madeSince = 0;
+  private readonly recountEvery: number;
+
+  constructor(private readonly maxSessions: number) {
+    this.recountEvery = Math.min(RECOUNT_EVERY, Math.max(1, Math.ceil(maxSessions / 10)));
+  }
+
+  /** Whether a group making `made` new sessions must count (and maybe evict). */
+  due(made: number): boolean {
+    return this.counted === undefined || this.counted + this.madeSince + made > this.maxSessions || this.madeSince + made >= this.recountEvery;
+  }
+
+  /** A group made `made` new sessions without counting. */
+  made(made: number): void {
+    this.madeSince += made;
+  }
+
+  /** A group counted `count` sessions (its own new ones included) and evicted down to `maxSessions`. */
+  count(count: number): void {
+    this.counted = Math.min(count, this.maxSessions);
+    this.madeSince = 0;
+  }
+
+  /** A group failed: what it made or counted is unknown, so the next new session counts. */
+  forget(): void {
+    this.counted = undefined;
+  }
+}
+
+/** Sessions made here between two counts at most (a tenth of maxSessions when that is smaller). */
+const RECOUNT_EVERY = 100;
 
 /** A session's entry in a group's steps: its first seq in the group and its last seq after it (set by the group's read). */
 export const newStepEntry = () => ({ nextSeq: 0, newLast: 0 });
@@ -108,6 +154,8 @@ export function* groupSteps(
 group: Group,
 context: GroupContext,
 sessions = sessionsOfGroup(group.appends, newStepEntry),
+/** Every session of the group is new to the file as far as this process knows: a plain insert of their rows, which fails (`UNIQUE`) when one is not (see `oneCallGroup`). */
+newSessions = false,
 ): Generator<SqlStep, GroupResult, unknown[][]> {
 if (context.prune) yield context.prune;
   const { appends, locks, releases } = group;
@@ -124,7 +172,13 @@ if (context.prune) yield context.prune;
     // as literals (no JSON for SQLite to parse).
     const time = sqlText(isoOf(now));
     const values = ordered.map(([sessionId, entry], rank) => `(${sqlText(sessionId)},${rank + 1},${entry.count})`).join(",");
-    yield {
+    if (newSessions)
+      yield {
+        sql: `INSERT INTO agentloop_sessions (session_id, created_at, updated_at, updated_ms, activity, last_seq, metadata)
+          SELECT v.column1, ${time}, ${time}, ${now}, (SELECT coalesce(max(activity), 0) FROM agentloop_sessions) + v.column2, v.column3, '{}' FROM (VALUES ${values}) AS v;`,
+      };
+    else
+      yield {
       sql: `WITH base AS MATERIALIZED (SELECT coalesce(max(activity), 0) AS activity FROM agentloop_sessions)
         INSERT INTO agentloop_sessions (session_id, created_at, updated_at, updated_ms, activity, last_seq, metadata)
         SELECT v.column1, ${time}, ${time}, ${now}, base.activity + v.column2, v.column3, '{}'
@@ -140,7 +194,8 @@ if (context.prune) yield context.prune;
     params: [JSON.stringify([...sessions.keys()]), JSON.stringify(locks.map((attempt) => attempt.sessionId))],
   };
   const holders = new Map<string, [number, string]>();
-  let inserted = false;
+  /** Sessions the group made (or found made empty by createSession: they count as new). */
+  let made = 0;
   for (const [kind, sessionId, value, host] of read as Array<[number, string, number, string | null]>) {
     if (Number(kind) === 1) {
       holders.set(sessionId, [Number(value), String(host)]);
@@ -149,7 +204,7 @@ if (context.prune) yield context.prune;
     const entry = sessions.get(sessionId)!;
     const newLast = Number(value);
     // The session's first events: it may be new (or made empty by createSession; evicting checks the count anyway).
-    if (newLast === entry.count) inserted = true;
+    if (newLast === entry.count) made++;
     entry.newLast = newLast;
     entry.nextSeq = newLast - entry.count + 1;
   }
@@ -183,8 +238,15 @@ if (context.prune) yield context.prune;
   for (const [sessionId, { newLast }] of sessions) {
     if (newLast > max) yield { sql: `DELETE FROM agentloop_events WHERE session_id = ${sqlText(sessionId)} AND seq <= ${newLast - max};` };
   }
-  // A new session may push the count over maxSessions; never evict the group's last session.
-  if (inserted) yield evictStep(appends[appends.length - 1].sessionId, context.maxSessions);
+  // New sessions may push the count over maxSessions; never evict the group's last session.
+  if (made > 0) {
+    const counter = context.sessionCount;
+    if (!counter || counter.due(made)) {
+      const [[count]] = (yield { sql: COUNT_SESSIONS, params: [] }) as Array<[number]>;
+      if (Number(count) > context.maxSessions) yield evictStep(appends[appends.length - 1].sessionId, context.maxSessions);
+      counter?.count(Number(count));
+    } else counter.made(made);
+  }
   const taken: boolean[] = [];
   const lockRows: Array<[string, number, string, string]> = [];
   for (const attempt of locks) {
