@@ -1,0 +1,183 @@
+// Durable runs in this process, what handle.test.ts leaves out: a journaled run's events and its
+// encoder's `begin`, a reader following a journaled run that is cancelled, a run that stops for
+// approvals twice (each wait durable, the session's memory given the resumed legs), and a run
+// cancelled while its tool runs (the tool's signal aborts). Real PostgreSQL, its own schema; DBOS
+// launched once for the file, each test's runs its own (the file runs again in one process).
+import assert from "node:assert/strict";
+import { randomUUID } from "node:crypto";
+import { after, before, test } from "node:test";
+import pg from "pg";
+import { type DurableAgent, durableAgent, type JournalEncoder, type JournalEntry } from "../../src/durable/index.js";
+import { Agent, defineTool, type LoopEvent, ScriptedModel } from "../../src/index.js";
+import { InMemoryStore, sessionMemory } from "../../src/memory/index.js";
+import { postgresUrl } from "../memory/postgres-server.js";
+
+const schema = `dbos_runs_${randomUUID().slice(0, 8)}`;
+const calls = (...list: Array<[string, string, Record<string, unknown>]>) => JSON.stringify({ tool_calls: list.map(([id, name, args]) => ({ id, name, arguments: args })) });
+
+/** What the encoders of this file saw, by run id: `begin`, each leg's start, and the results it ended. */
+const seen = new Map<string, string[]>();
+const journal = (spec: unknown, runId: string): JournalEncoder => {
+  const log = seen.get(runId) ?? [];
+  seen.set(runId, log);
+  return {
+    begin: async () => {
+      log.push("begin");
+    },
+    start: () => {
+      log.push("start");
+      return [`start:${String(spec)}`];
+    },
+    event: (event: LoopEvent) => (event.type === "tool-start" ? `call:${event.name}` : undefined),
+    end: async (result) => [`end:${result.state}`],
+  };
+};
+const options = { databaseUrl: postgresUrl(), schema, logLevel: "error" as const, journal };
+
+const executed: string[] = [];
+const approve = (name: string) =>
+  defineTool<{ n: number }>({
+    name,
+    description: name,
+    parameters: { type: "object", properties: { n: { type: "number" } } },
+    needsApproval: true,
+    execute: ({ n }) => {
+      executed.push(`${name} ${n}`);
+      return `${name} ${n} done`;
+    },
+  });
+// Two waves in a row that need approval: each stops the run, each is decided.
+const twice = new ScriptedModel([calls(["a1", "first", { n: 1 }]), calls(["b1", "second", { n: 2 }]), "Both done."]);
+const store = new InMemoryStore();
+const twoWaits = durableAgent(new Agent({ name: "runs-two-waits", model: twice, tools: [approve("first"), approve("second")], memory: sessionMemory(store) }), options);
+
+// A tool that waits for its run's signal (as a tool should): a cancelled run aborts it.
+const aborted: string[] = [];
+let toolStarted: (() => void) | undefined;
+const waits = defineTool({
+  name: "waits",
+  description: "waits until aborted",
+  parameters: { type: "object" },
+  execute: (_args, context) =>
+    new Promise<string>((_resolve, reject) => {
+      toolStarted?.();
+      context.signal.addEventListener("abort", () => {
+        aborted.push(context.toolCallId);
+        reject(new Error("stopped"));
+      });
+    }),
+});
+const waiter = durableAgent(new Agent({ name: "runs-waiter", model: new ScriptedModel([calls(["w1", "waits", {}]), "never"]), tools: [waits] }), options);
+const echo = defineTool({ name: "echo", description: "echo", parameters: { type: "object" }, execute: () => "echoed" });
+/** The event types the echoer's observer saw, by run id (its runs' events, recovered or live). */
+const observed = new Map<string, string[]>();
+const observer = { onEvent: (event: LoopEvent) => observed.set(event.runId, [...(observed.get(event.runId) ?? []), event.type]) };
+const echoer = durableAgent(new Agent({ name: "runs-echoer", model: new ScriptedModel([calls(["e1", "echo", {}]), "Echoed."]), tools: [echo], observers: [observer] }), options);
+
+before(async () => {
+  await twoWaits.launch();
+});
+
+after(async () => {
+  await twoWaits.shutdown();
+  const client = new pg.Client({ connectionString: postgresUrl() });
+  await client.connect();
+  await client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+  await client.end();
+});
+
+async function collect(entries: AsyncIterable<JournalEntry>): Promise<string[]> {
+  const items: string[] = [];
+  for await (const { item } of entries) items.push(item);
+  return items;
+}
+
+/** Polls what a run waits at until it waits on `callId`. */
+async function waitingOn(durable: DurableAgent, runId: string, callId: string) {
+  for (let attempt = 0; attempt < 600; attempt++) {
+    const wait = await durable.approvalWait(runId);
+    if (wait?.result.checkpoint?.pending.some((call) => call.toolCallId === callId)) return wait;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  assert.fail(`run ${runId} never waited on ${callId}`);
+}
+
+test("a journaled run passes its events to onEvent; its encoder begins once, before the first leg starts", { timeout: 60_000 }, async () => {
+  const runId = `run_events_${randomUUID().slice(0, 8)}`;
+  const events: string[] = [];
+  const run = await echoer.run("echo", { runId, journal: "j", onEvent: (event) => events.push(event.type) });
+  assert.equal((await run.result()).text, "Echoed.");
+  assert.ok(events.includes("tool-start") && events.includes("text-delta") && events.at(-1) === "run-end", events.join(" "));
+  assert.deepEqual(seen.get(runId), ["begin", "start"]);
+  assert.deepEqual(await collect(echoer.readJournal(runId)), ["start:j", "call:echo", "end:COMPLETED"]);
+  assert.deepEqual(observed.get(runId), events, "the observer saw what onEvent saw");
+  // Without onEvent: the same run, no error event (a listener that is not there is not called).
+  const quiet = await echoer.run("echo", { runId: `${runId}_quiet`, journal: "j" });
+  assert.equal((await quiet.result()).text, "Echoed.");
+  assert.deepEqual(observed.get(`${runId}_quiet`), events);
+});
+
+test("a run without a journal spec on an agent with a journal keeps none: it runs as a plain durable run", { timeout: 60_000 }, async () => {
+  const runId = `run_nojournal_${randomUUID().slice(0, 8)}`;
+  const run = await echoer.run("echo", { runId });
+  assert.equal((await run.result()).text, "Echoed.");
+  assert.equal(seen.get(runId), undefined, "no encoder made");
+});
+
+test("a run that stops for approvals twice waits durably each time; the session's memory holds both resumed legs", { timeout: 60_000 }, async () => {
+  executed.length = 0;
+  for (const journaled of [false, true]) {
+    const runId = `run_twice_${journaled ? "j" : "p"}_${randomUUID().slice(0, 8)}`;
+    const sessionId = `sess_${randomUUID().slice(0, 8)}`;
+    const run = await twoWaits.run("do both", { runId, sessionId, ...(journaled ? { journal: "legs" } : {}) });
+    await waitingOn(twoWaits, runId, "a1");
+    await twoWaits.decide(runId, { a1: { approve: true } });
+    await waitingOn(twoWaits, runId, "b1");
+    await twoWaits.decide(runId, { b1: { approve: true } });
+    const result = await run.result();
+    assert.equal(result.state, "COMPLETED");
+    assert.equal(result.text, "Both done.");
+    // The session's history, as the next run of the session reads it: both calls and the answer.
+    const history = await twoWaits.agent.config.memory!.loadHistory(sessionId);
+    const text = JSON.stringify(history);
+    assert.match(text, /first 1 done/);
+    assert.match(text, /second 2 done/);
+    assert.match(text, /Both done\./);
+    if (journaled) {
+      assert.deepEqual(await collect(twoWaits.readJournal(runId)), ["start:legs", "end:INTERRUPTED", "start:legs", "call:first", "end:INTERRUPTED", "start:legs", "call:second", "end:COMPLETED"]);
+    }
+  }
+  assert.deepEqual(executed, ["first 1", "second 2", "first 1", "second 2"]);
+});
+
+test("a journaled run cancelled while its tool runs: a reader following it live ends, as does one reading it later", { timeout: 60_000 }, async () => {
+  const runId = `run_cancel_reader_${randomUUID().slice(0, 8)}`;
+  const started = new Promise<void>((resolve) => {
+    toolStarted = resolve;
+  });
+  const run = await waiter.run("wait", { runId, journal: "cancelled" });
+  run.result().catch(() => undefined);
+  await started;
+  const reader = collect(waiter.readJournal(runId));
+  await waiter.cancel(runId);
+  const live = await reader;
+  const later = await collect(waiter.readJournal(runId));
+  // The live reader has what the execution here made up to its end (the leg's end included); the
+  // database has what was written before the cancel stopped the run's writes: a prefix of it.
+  assert.deepEqual(live, ["start:cancelled", "call:waits", "end:ABORTED"]);
+  assert.deepEqual(later, live.slice(0, later.length));
+});
+
+test("a run cancelled while its tool runs: the tool's signal aborts and the run ends cancelled", { timeout: 60_000 }, async () => {
+  aborted.length = 0;
+  const runId = `run_cancel_tool_${randomUUID().slice(0, 8)}`;
+  const started = new Promise<void>((resolve) => {
+    toolStarted = resolve;
+  });
+  const run = await waiter.run("wait", { runId });
+  await started;
+  await waiter.cancel(runId);
+  await assert.rejects(run.result(), new RegExp(`${runId} has been cancelled`));
+  assert.deepEqual(aborted, ["w1"]);
+  assert.equal((await waiter.show(runId))?.status, "CANCELLED");
+});
