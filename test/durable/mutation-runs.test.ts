@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
 import { after, before, test } from "node:test";
 import pg from "pg";
-import { type DurableAgent, durableAgent, type JournalEncoder, type JournalEntry } from "../../src/durable/index.js";
+import { type DurableAgent, durableAgent, INTERRUPTED, type JournalEncoder, type JournalEntry } from "../../src/durable/index.js";
 import { Agent, defineTool, type LoopEvent, ScriptedModel } from "../../src/index.js";
 import { InMemoryStore, sessionMemory } from "../../src/memory/index.js";
 import { postgresUrl } from "../memory/postgres-server.js";
@@ -180,4 +180,77 @@ test("a run cancelled while its tool runs: the tool's signal aborts and the run 
   await assert.rejects(run.result(), new RegExp(`${runId} has been cancelled`));
   assert.deepEqual(aborted, ["w1"]);
   assert.equal((await waiter.show(runId))?.status, "CANCELLED");
+});
+
+// A cancelled run resumed in this process is the recovery of the crash tests (durable.test.ts) run
+// without a crash: DBOS executes the run again from the start, the recorded steps give their results.
+const sideEffects: string[] = [];
+let inFlight: (() => void) | undefined;
+const effect = (name: string, idempotent: boolean, hangOnce: boolean) =>
+  defineTool<{ n: number }>({
+    name,
+    description: name,
+    parameters: { type: "object", properties: { n: { type: "number" } } },
+    idempotent,
+    execute: async ({ n }, context) => {
+      sideEffects.push(`${name} ${n} ${context.idempotencyKey}`);
+      // The first execution never ends (as a process killed while it runs): the test cancels the run.
+      if (hangOnce && sideEffects.filter((line) => line.startsWith(`${name} `)).length === 1) {
+        inFlight?.();
+        await new Promise(() => undefined);
+      }
+      return `${name} ${n} ok`;
+    },
+  });
+const resumedScript = [calls(["r1", "record", { n: 1 }]), calls(["r2", "charge", { n: 2 }], ["r3", "fetch", { n: 3 }]), "Resumed."];
+const resumable = durableAgent(
+  new Agent({ name: "runs-resumable", model: new ScriptedModel(resumedScript), tools: [effect("record", false, false), effect("charge", false, true), effect("fetch", true, true)] }),
+  options,
+);
+
+test("a run cancelled with tools in flight and resumed: recorded tools are not run again, a non-idempotent call in flight gets the Interrupted result, an idempotent one runs again", { timeout: 60_000 }, async () => {
+  sideEffects.length = 0;
+  const runId = `run_resumed_${randomUUID().slice(0, 8)}`;
+  let started = 0;
+  const bothInFlight = new Promise<void>((resolve) => {
+    inFlight = () => {
+      if (++started === 2) resolve();
+    };
+  });
+  const events: string[] = [];
+  const run = await resumable.run("go", { runId, onEvent: (event) => events.push(event.type) });
+  run.result().catch(() => undefined);
+  await bothInFlight;
+  await resumable.cancel(runId);
+  await assert.rejects(run.result(), /has been cancelled/);
+  await resumable.resume(runId);
+  const result = await resumable.retrieve(runId).result();
+  assert.equal(result.state, "COMPLETED");
+  assert.equal(result.text, "Resumed.");
+  const key = (id: string) => `${runId}:${id}`;
+  assert.deepEqual(sideEffects.sort(), [`charge 2 ${key("r2")}`, `fetch 3 ${key("r3")}`, `fetch 3 ${key("r3")}`, `record 1 ${key("r1")}`]);
+  const results = result.newMessages.flatMap((message) => (message.role === "tool" ? [[message.toolCallId, message.content]] : []));
+  assert.deepEqual(results, [
+    ["r1", "record 1 ok"],
+    ["r2", "Interrupted: the process stopped while this tool ran; it was not retried"],
+    ["r3", "fetch 3 ok"],
+  ]);
+  assert.equal(result.toolCalls, 3);
+  assert.equal(INTERRUPTED, results[1]?.[1]);
+});
+
+test("show lists a run's steps: a tool call's start marker goes with the model call that asked for it, or is a step of its own when the call begins after an approval", { timeout: 60_000 }, async () => {
+  // agentloop's steps (DBOS's own, named "DBOS.<call>", left out).
+  const names = async (durable: DurableAgent, runId: string) => ((await durable.show(runId))?.steps ?? []).map((step) => step.name).filter((name) => !name.startsWith("DBOS."));
+  const echoed = await echoer.run("echo", { runId: `run_steps_${randomUUID().slice(0, 8)}` });
+  await echoed.result();
+  assert.deepEqual(await names(echoer, echoed.runId), ["model", "tool:echo", "model"]);
+  const runId = `run_steps_wait_${randomUUID().slice(0, 8)}`;
+  const run = await twoWaits.run("do both", { runId, sessionId: `sess_${randomUUID().slice(0, 8)}` });
+  await waitingOn(twoWaits, runId, "a1");
+  await twoWaits.decide(runId, { a1: { approve: true } });
+  await waitingOn(twoWaits, runId, "b1");
+  await twoWaits.decide(runId, { b1: { approve: false } });
+  assert.equal((await run.result()).text, "Both done.");
+  assert.deepEqual(await names(twoWaits, runId), ["history", "model", "checkpoint-id", "tool-started:first", "tool:first", "model", "checkpoint-id", "model"]);
 });
