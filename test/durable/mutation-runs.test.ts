@@ -68,6 +68,26 @@ const waits = defineTool({
     }),
 });
 const waiter = durableAgent(new Agent({ name: "runs-waiter", model: new ScriptedModel([calls(["w1", "waits", {}]), "never"]), tools: [waits] }), options);
+// Two waves in a row that need approval, neither decided: each expires.
+const expiring = durableAgent(
+  new Agent({ name: "runs-expiring", model: new ScriptedModel([calls(["x1", "first", { n: 1 }]), calls(["x2", "second", { n: 2 }]), "Nothing done."]), tools: [approve("first"), approve("second")], approvalTimeoutMs: 200 }),
+  options,
+);
+
+// A toolset (as an MCP server's tools are): its tools are durable too, and a change of its tools is seen.
+let toolsVersion = 1;
+const lookup = (version: number) => defineTool({ name: "lookup", description: "looks up", parameters: { type: "object" }, execute: () => `looked up v${version}` });
+const toolset = {
+  name: "catalog",
+  get toolsVersion() {
+    return toolsVersion;
+  },
+  get loadedTools() {
+    return [lookup(toolsVersion)];
+  },
+};
+const cataloguer = durableAgent(new Agent({ name: "runs-toolset", model: new ScriptedModel([calls(["l1", "lookup", {}]), "Looked."]), tools: [toolset] }), options);
+
 const echo = defineTool({ name: "echo", description: "echo", parameters: { type: "object" }, execute: () => "echoed" });
 /** The event types the echoer's observer saw, by run id (its runs' events, recovered or live). */
 const observed = new Map<string, string[]>();
@@ -130,11 +150,18 @@ test("a run that stops for approvals twice waits durably each time; the session'
     const runId = `run_twice_${journaled ? "j" : "p"}_${randomUUID().slice(0, 8)}`;
     const sessionId = `sess_${randomUUID().slice(0, 8)}`;
     const run = await twoWaits.run("do both", { runId, sessionId, ...(journaled ? { journal: "legs" } : {}) });
-    await waitingOn(twoWaits, runId, "a1");
-    await twoWaits.decide(runId, { a1: { approve: true } });
-    await waitingOn(twoWaits, runId, "b1");
-    await twoWaits.decide(runId, { b1: { approve: true } });
+    const first = await waitingOn(twoWaits, runId, "a1");
+    if (!journaled) {
+      // No approvalTimeoutMs: the wait lasts (7 days by default), it has not expired a second later.
+      await new Promise((resolve) => setTimeout(resolve, 1500));
+    }
+    // The journaled run's decisions name their wait (as the server sends them): each is its own message.
+    const named = (wait: typeof first) => (journaled ? { checkpointId: wait.result.checkpoint!.id } : {});
+    await twoWaits.decide(runId, { a1: { approve: true } }, named(first));
+    const second = await waitingOn(twoWaits, runId, "b1");
+    await twoWaits.decide(runId, { b1: { approve: true } }, named(second));
     const result = await run.result();
+    assert.deepEqual(await twoWaits.expiredApprovals(runId), [], "decided: nothing expired");
     assert.equal(result.state, "COMPLETED");
     assert.equal(result.text, "Both done.");
     // The session's history, as the next run of the session reads it: both calls and the answer.
@@ -253,4 +280,33 @@ test("show lists a run's steps: a tool call's start marker goes with the model c
   await twoWaits.decide(runId, { b1: { approve: false } });
   assert.equal((await run.result()).text, "Both done.");
   assert.deepEqual(await names(twoWaits, runId), ["history", "model", "checkpoint-id", "tool-started:first", "tool:first", "model", "checkpoint-id", "model"]);
+});
+
+test("two approval waits of one run that expire: each call is rejected as expired, expiredApprovals names both waits", { timeout: 60_000 }, async () => {
+  executed.length = 0;
+  const runId = `run_expire_twice_${randomUUID().slice(0, 8)}`;
+  const run = await expiring.run("do both", { runId });
+  const result = await run.result();
+  assert.equal(result.text, "Nothing done.");
+  const rejections = result.newMessages.flatMap((message) => (message.role === "tool" ? [message.content] : []));
+  assert.deepEqual(rejections, ["Rejected: approval expired", "Rejected: approval expired"]);
+  assert.deepEqual(executed, []);
+  const expired = await expiring.expiredApprovals(runId);
+  assert.equal(expired.length, 2);
+  assert.notEqual(expired[0], expired[1]);
+});
+
+test("a toolset's tools in a durable run are checkpointed steps; a new version of its tools is used by the next run", { timeout: 60_000 }, async () => {
+  toolsVersion = 1;
+  const first = await cataloguer.run("look", { runId: `run_toolset_${randomUUID().slice(0, 8)}` });
+  const result = await first.result();
+  assert.equal(result.text, "Looked.");
+  assert.match(JSON.stringify(result.newMessages), /looked up v1/);
+  assert.deepEqual(((await cataloguer.show(first.runId))?.steps ?? []).map((step) => step.name), ["model", "tool:lookup", "model"]);
+  toolsVersion = 2;
+  const second = await (await cataloguer.run("look")).result();
+  assert.match(JSON.stringify(second.newMessages), /looked up v2/);
+  toolsVersion = 2;
+  const third = await (await cataloguer.run("look")).result();
+  assert.match(JSON.stringify(third.newMessages), /looked up v2/);
 });
