@@ -8,7 +8,7 @@ import { randomUUID } from "node:crypto";
 import { after, before, test } from "node:test";
 import pg from "pg";
 import { type DurableAgent, durableAgent, INTERRUPTED, type JournalEncoder, type JournalEntry } from "../../src/durable/index.js";
-import { Agent, defineTool, type LoopEvent, ScriptedModel } from "../../src/index.js";
+import { Agent, defineTool, type LoopEvent, type Model, type ModelEvent, ScriptedModel } from "../../src/index.js";
 import { InMemoryStore, sessionMemory } from "../../src/memory/index.js";
 import { postgresUrl } from "../memory/postgres-server.js";
 
@@ -87,6 +87,24 @@ const toolset = {
   },
 };
 const cataloguer = durableAgent(new Agent({ name: "runs-toolset", model: new ScriptedModel([calls(["l1", "lookup", {}]), "Looked."]), tools: [toolset] }), options);
+
+// A model call that streams until its request's signal aborts (as an HTTP adapter's does).
+const modelAborted: string[] = [];
+let modelStarted: (() => void) | undefined;
+const slowModel: Model = {
+  provider: "test",
+  modelId: "slow",
+  async *stream(request): AsyncGenerator<ModelEvent> {
+    yield { type: "response-start", model: "slow" };
+    yield { type: "text-start", id: "t" };
+    yield { type: "text-delta", id: "t", delta: "thinking" };
+    modelStarted?.();
+    await new Promise<void>((resolve) => request.signal?.addEventListener("abort", () => resolve()));
+    modelAborted.push("aborted");
+    throw new Error("the request was aborted");
+  },
+};
+const slow = durableAgent(new Agent({ name: "runs-slow-model", model: slowModel }), options);
 
 const echo = defineTool({ name: "echo", description: "echo", parameters: { type: "object" }, execute: () => "echoed" });
 /** The event types the echoer's observer saw, by run id (its runs' events, recovered or live). */
@@ -235,6 +253,44 @@ const resumable = durableAgent(
   options,
 );
 
+// A call that begins after its approval: its start marker is a step of its own.
+const send = defineTool<{ n: number }>({
+  name: "send",
+  description: "sends",
+  parameters: { type: "object", properties: { n: { type: "number" } } },
+  needsApproval: true,
+  execute: async ({ n }, context) => {
+    sideEffects.push(`send ${n} ${context.idempotencyKey}`);
+    inFlight?.();
+    await new Promise(() => undefined);
+    return "sent";
+  },
+});
+const gated = durableAgent(new Agent({ name: "runs-gated", model: new ScriptedModel([calls(["s1", "send", { n: 1 }]), "Gave up."]), tools: [send] }), options);
+
+test("an approved call in flight when its run is cancelled, the run resumed: the decision is not asked again, the call is not run again", { timeout: 60_000 }, async () => {
+  sideEffects.length = 0;
+  const runId = `run_gated_${randomUUID().slice(0, 8)}`;
+  const running = new Promise<void>((resolve) => {
+    inFlight = resolve;
+  });
+  const run = await gated.run("send", { runId });
+  run.result().catch(() => undefined);
+  await waitingOn(gated, runId, "s1");
+  await gated.decide(runId, { s1: { approve: true } });
+  await running;
+  await gated.cancel(runId);
+  await assert.rejects(run.result(), /has been cancelled/);
+  await gated.resume(runId);
+  const result = await gated.retrieve(runId).result();
+  assert.equal(result.text, "Gave up.");
+  assert.deepEqual(sideEffects, [`send 1 ${runId}:s1`]);
+  assert.deepEqual(
+    result.newMessages.flatMap((message) => (message.role === "tool" ? [message.content] : [])),
+    ["Interrupted: the process stopped while this tool ran; it was not retried"],
+  );
+});
+
 test("a run cancelled with tools in flight and resumed: recorded tools are not run again, a non-idempotent call in flight gets the Interrupted result, an idempotent one runs again", { timeout: 60_000 }, async () => {
   sideEffects.length = 0;
   const runId = `run_resumed_${randomUUID().slice(0, 8)}`;
@@ -309,4 +365,19 @@ test("a toolset's tools in a durable run are checkpointed steps; a new version o
   toolsVersion = 2;
   const third = await (await cataloguer.run("look")).result();
   assert.match(JSON.stringify(third.newMessages), /looked up v2/);
+});
+
+test("a run cancelled during a model call: the call's request is aborted and the run ends cancelled", { timeout: 60_000 }, async () => {
+  modelAborted.length = 0;
+  const started = new Promise<void>((resolve) => {
+    modelStarted = resolve;
+  });
+  const deltas: string[] = [];
+  const run = await slow.run("think", { onEvent: (event) => event.type === "text-delta" && deltas.push(event.delta) });
+  await started;
+  await slow.cancel(run.runId);
+  await assert.rejects(run.result(), /has been cancelled/);
+  assert.deepEqual(modelAborted, ["aborted"]);
+  assert.deepEqual(deltas, ["thinking"], "the live events came as they were streamed");
+  assert.equal((await slow.show(run.runId))?.status, "CANCELLED");
 });
