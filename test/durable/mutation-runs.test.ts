@@ -109,7 +109,11 @@ const slow = durableAgent(new Agent({ name: "runs-slow-model", model: slowModel 
 const echo = defineTool({ name: "echo", description: "echo", parameters: { type: "object" }, execute: () => "echoed" });
 /** The event types the echoer's observer saw, by run id (its runs' events, recovered or live). */
 const observed = new Map<string, string[]>();
-const observer = { onEvent: (event: LoopEvent) => observed.set(event.runId, [...(observed.get(event.runId) ?? []), event.type]) };
+const observer = {
+  onEvent: (event: LoopEvent) => {
+    observed.set(event.runId, [...(observed.get(event.runId) ?? []), event.type]);
+  },
+};
 const echoer = durableAgent(new Agent({ name: "runs-echoer", model: new ScriptedModel([calls(["e1", "echo", {}]), "Echoed."]), tools: [echo], observers: [observer] }), options);
 
 before(async () => {
