@@ -107,6 +107,8 @@ const slowModel: Model = {
 const slow = durableAgent(new Agent({ name: "runs-slow-model", model: slowModel }), options);
 
 const echo = defineTool({ name: "echo", description: "echo", parameters: { type: "object" }, execute: () => "echoed" });
+const idempotentEcho = defineTool({ name: "echo", description: "echo", parameters: { type: "object" }, idempotent: true, execute: () => "echoed" });
+const idempotentEchoer = durableAgent(new Agent({ name: "runs-idempotent", model: new ScriptedModel([calls(["i1", "echo", {}]), "Echoed."]), tools: [idempotentEcho] }), options);
 /** The event types the echoer's observer saw, by run id (its runs' events, recovered or live). */
 const observed = new Map<string, string[]>();
 const observer = {
@@ -332,6 +334,10 @@ test("show lists a run's steps: a tool call's start marker goes with the model c
   const echoed = await echoer.run("echo", { runId: `run_steps_${randomUUID().slice(0, 8)}` });
   await echoed.result();
   assert.deepEqual(await names(echoer, echoed.runId), ["model", "tool:echo", "model"]);
+  // An idempotent tool's call is one step, named as the others.
+  const idempotent = await idempotentEchoer.run("echo");
+  assert.equal((await idempotent.result()).text, "Echoed.");
+  assert.deepEqual(await names(idempotentEchoer, idempotent.runId), ["model", "tool:echo", "model"]);
   const runId = `run_steps_wait_${randomUUID().slice(0, 8)}`;
   const run = await twoWaits.run("do both", { runId, sessionId: `sess_${randomUUID().slice(0, 8)}` });
   await waitingOn(twoWaits, runId, "a1");
