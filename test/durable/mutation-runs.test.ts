@@ -58,15 +58,30 @@ const waits = defineTool({
   name: "waits",
   description: "waits until aborted",
   parameters: { type: "object" },
-  execute: (_args, context) =>
-    new Promise<string>((_resolve, reject) => {
+  execute: async (_args, context) => {
+    // A tool runs only on a recorded response: the model call that asked for it is in DBOS's table
+    // of step outputs by now (read from the table: DBOS's API may not be called inside a step).
+    recordedModelCalls.push(await recordedSteps(context.idempotencyKey.split(":")[0]!, "model"));
+    return new Promise<string>((_resolve, reject) => {
       toolStarted?.();
       context.signal.addEventListener("abort", () => {
         aborted.push(context.toolCallId);
         reject(new Error("stopped"));
       });
-    }),
+    });
+  },
 });
+const recordedModelCalls: number[] = [];
+async function recordedSteps(runId: string, name: string): Promise<number> {
+  const client = new pg.Client({ connectionString: postgresUrl() });
+  await client.connect();
+  try {
+    const { rows } = await client.query<{ n: number }>(`SELECT count(*)::int AS n FROM "${schema}".operation_outputs WHERE workflow_uuid = $1 AND function_name = $2`, [runId, name]);
+    return rows[0]!.n;
+  } finally {
+    await client.end();
+  }
+}
 const waiter = durableAgent(new Agent({ name: "runs-waiter", model: new ScriptedModel([calls(["w1", "waits", {}]), "never"]), tools: [waits] }), options);
 // Two waves in a row that need approval, neither decided: each expires.
 const expiring = durableAgent(
@@ -225,8 +240,13 @@ test("a run cancelled while its tool runs: the tool's signal aborts and the run 
   const started = new Promise<void>((resolve) => {
     toolStarted = resolve;
   });
+  recordedModelCalls.length = 0;
   const run = await waiter.run("wait", { runId });
   await started;
+  assert.deepEqual(recordedModelCalls, [1], "the model call was recorded before the tool ran");
+  const running = await waiter.show(runId);
+  assert.equal(running?.status, "PENDING");
+  assert.equal(running?.pendingApprovals, undefined, "a running run waits on no approval");
   await waiter.cancel(runId);
   await assert.rejects(run.result(), new RegExp(`${runId} has been cancelled`));
   assert.deepEqual(aborted, ["w1"]);
@@ -318,11 +338,11 @@ test("a run cancelled with tools in flight and resumed: recorded tools are not r
   assert.equal(result.text, "Resumed.");
   const key = (id: string) => `${runId}:${id}`;
   assert.deepEqual(sideEffects.sort(), [`charge 2 ${key("r2")}`, `fetch 3 ${key("r3")}`, `fetch 3 ${key("r3")}`, `record 1 ${key("r1")}`]);
-  const results = result.newMessages.flatMap((message) => (message.role === "tool" ? [[message.toolCallId, message.content]] : []));
+  const results = result.newMessages.flatMap((message) => (message.role === "tool" ? [[message.toolCallId, message.content, message.isError === true]] : []));
   assert.deepEqual(results, [
-    ["r1", "record 1 ok"],
-    ["r2", "Interrupted: the process stopped while this tool ran; it was not retried"],
-    ["r3", "fetch 3 ok"],
+    ["r1", "record 1 ok", false],
+    ["r2", "Interrupted: the process stopped while this tool ran; it was not retried", true],
+    ["r3", "fetch 3 ok", false],
   ]);
   assert.equal(result.toolCalls, 3);
   assert.equal(INTERRUPTED, results[1]?.[1]);
