@@ -7,10 +7,16 @@ import { closeModelCall } from "./model-calls.js";
 import { storedResult } from "./result.js";
 import type { ApprovalWait, DurableRunInfo } from "./types.js";
 
+// The names of the DBOS topic and events: any names do, as long as the sender and the reader agree
+// (every process runs this module), so their mutants are equivalent (docs/mutation.md).
+// Stryker disable next-line StringLiteral: a name both sides read from here
 const APPROVALS_TOPIC = "agentloop.approvals";
+// Stryker disable next-line StringLiteral: a name both sides read from here
 const PENDING_KEY = "agentloop.pending";
+// Stryker disable next-line StringLiteral: a name both sides read from here
 const WAIT_KEY = "agentloop.approval-wait";
 /** The ids of the run's checkpoints whose approvals expired (`approvalTimeoutMs` passed without a decision). */
+// Stryker disable next-line StringLiteral: a name both sides read from here
 const EXPIRED_KEY = "agentloop.approvals-expired";
 /** The reason a call whose approval expired is rejected with: its result is `Rejected: approval expired`. */
 export const APPROVAL_EXPIRED = "approval expired";

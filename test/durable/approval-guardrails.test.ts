@@ -36,6 +36,9 @@ after(async () => {
 });
 
 test("a durable run's approval: the guardrails hold for every call of the wave, a call denied since the request never runs", async () => {
+  // This test's state its own (it may run again in one process): the policy as it starts.
+  ran.length = 0;
+  denied.delete("refund");
   let requested!: () => void;
   const request = new Promise<void>((resolve) => {
     requested = resolve;
