@@ -7,7 +7,7 @@ import { test } from "node:test";
 import { Agent, type LoopEvent, type Model, type ModelEvent, type ModelRequest } from "../../src/index.js";
 import { eventsOf, ofType } from "./helpers.js";
 
-const finish: ModelEvent = { type: "finish", reason: "stop", usage: { inputTokens: 1, outputTokens: 1 } as never };
+const finish: ModelEvent = { type: "finish", reason: { unified: "stop", raw: "stop" }, usage: { inputTokens: 1, outputTokens: 1 } as never };
 
 /** A model whose every call yields `events` (functions are awaited in turn: a pause the test controls). */
 class ListModel implements Model {
@@ -80,7 +80,7 @@ test("text before a tool call is answer text; after it, commentary; reasoning is
     { type: "text-start", id: "u" },
     { type: "text-delta", id: "u", delta: "after" },
     { type: "text-end", id: "u" },
-    { type: "finish", reason: "tool-calls", usage: { inputTokens: 1, outputTokens: 1 } as never },
+    { type: "finish", reason: { unified: "tool-calls", raw: "tool_use" }, usage: { inputTokens: 1, outputTokens: 1 } as never },
     // Never read: the finish ends the reading.
     { type: "text-delta", id: "u", delta: "past the finish" },
   ]);
@@ -154,13 +154,14 @@ test("an abort's reason text: an Error's message, a string, the fallback for ano
 });
 
 test("a model whose stream's return throws or rejects when released: the run still ends as it would", async () => {
-  for (const onReturn of [
+  const failing: Array<() => unknown> = [
     () => {
       throw new Error("return threw");
     },
     () => Promise.reject(new Error("return rejected")),
-  ]) {
-    const model = new ListModel([{ type: "text-start", id: "t" }, { type: "text-delta", id: "t", delta: "hello" }, { type: "text-end", id: "t" }, finish], onReturn);
+  ];
+  for (const onReturn of failing) {
+    const model: ListModel = new ListModel([{ type: "text-start", id: "t" }, { type: "text-delta", id: "t", delta: "hello" }, { type: "text-end", id: "t" }, finish], onReturn);
     const result = await new Agent({ model }).run("go");
     assert.equal(result.state, "COMPLETED");
     assert.equal(result.text, "hello");
