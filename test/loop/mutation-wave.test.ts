@@ -6,6 +6,7 @@
 // broken instrumentation wrapper.
 import assert from "node:assert/strict";
 import { test } from "node:test";
+import { z } from "zod";
 import { Agent, defineTool, type Instrumentation, type Run, ScriptedModel, type Tool, type ToolResultMessage } from "../../src/index.js";
 import { calls, eventsOf, ofType } from "./helpers.js";
 
@@ -27,6 +28,8 @@ test("what a tool returns becomes the result: nothing, a number, an object, a co
     // biome-ignore lint/suspicious/noThenProperty: an object whose `then` is no function is the point
     returning("notThenable", () => ({ then: "not a function" })),
     returning("oddContent", () => ({ content: 5 })),
+    // Not an object: a function is no content object, whatever its properties.
+    returning("fn", () => Object.assign(function answer() {}, { content: "from a function" })),
     returning("failing", () => ({ content: "it broke", isError: true })),
     returning("structured", () => ({ content: "two rooms", structured: { rooms: 2 } })),
     returning("notError", () => ({ content: "fine", isError: "yes" })),
@@ -47,12 +50,14 @@ test("what a tool returns becomes the result: nothing, a number, an object, a co
     plain: '{"a":1}',
     notThenable: '{"then":"not a function"}',
     oddContent: '{"content":5}',
+    fn: outputs.fn,
     failing: "it broke",
     structured: "two rooms",
     notError: "fine",
     parts: "abcdefghij\n[image image/png]\n[image]",
     cut: `[image image/png]\n${"x".repeat(300)}`,
   });
+  assert.match(String(outputs.fn), /^function answer\(/, "a function returned is shown as its text");
   assert.deepEqual(
     names.map((name) => [name, ends[name]!.isError, ends[name]!.errorKind]),
     names.map((name) => [name, name === "failing", name === "failing" ? "error_result" : undefined]),
@@ -125,19 +130,25 @@ test("a thrown value's text: an Error by its name, anything else as Error: <valu
 });
 
 test("a delegation's progress block names the agent; another tool's names the tool, whatever its name", async () => {
-  const tools = [returning("delegate_to_worker", () => "done", { action: "delegate" }), returning("delegate_to_plain", () => "done")];
-  const run = new Agent({ model: new ScriptedModel([calls(["delegate_to_worker", {}, "w"], ["delegate_to_plain", {}, "p"]), "ok"]), tools }).run("go");
+  const tools = [
+    returning("delegate_to_worker", () => "done", { action: "delegate" }),
+    returning("delegate_to_plain", () => "done"),
+    returning("team_delegate_to_helper", () => "done", { action: "delegate" }),
+  ];
+  const script = [calls(["delegate_to_worker", {}, "w"], ["delegate_to_plain", {}, "p"], ["team_delegate_to_helper", {}, "t"]), "ok"];
+  const run = new Agent({ model: new ScriptedModel(script), tools }).run("go");
   const events = await eventsOf(run);
   assert.deepEqual(
     ofType(events, "progress").map((event) => [event.toolCallId, event.action, event.target]),
     [
       ["w", "delegate", "worker"],
       ["p", "tool_call", "delegate_to_plain"],
+      ["t", "delegate", "team_delegate_to_helper"],
     ],
   );
   assert.deepEqual(
     ofType(events, "tool-start").map((event) => event.action),
-    ["delegate", "tool_call"],
+    ["delegate", "tool_call", "delegate"],
   );
 });
 
@@ -195,6 +206,68 @@ test("a tool whose JSON Schema does not compile: its calls fail with the schema 
     assert.equal(f!.content, "fine");
   }
   assert.equal(ran, 0);
+  const run = new Agent({ model: new ScriptedModel([calls(["broken", {}, "b"]), "done"]), tools: [broken] }).run("go");
+  const events = await eventsOf(run);
+  assert.deepEqual(
+    ofType(events, "tool-error").map((event) => event.kind),
+    ["threw"],
+  );
+});
+
+test("a zod schema whose check throws: the call fails with the exception's text and never runs", async () => {
+  let ran = 0;
+  const tool = defineTool({
+    name: "checked",
+    description: "",
+    parameters: z.object({ n: z.number() }).refine(() => {
+      throw new Error("the check broke");
+    }),
+    execute: () => {
+      ran++;
+      return "ran";
+    },
+  });
+  const run = new Agent({ model: new ScriptedModel([calls(["checked", { n: 1 }, "c"]), "done"]), tools: [tool] }).run("go");
+  const events = await eventsOf(run);
+  const result = await run;
+  assert.equal(result.state, "COMPLETED");
+  assert.equal(ran, 0);
+  assert.deepEqual(
+    toolResults(result.messages).map((message) => [message.content, message.isError]),
+    [["Error: the check broke", true]],
+  );
+  assert.deepEqual(
+    ofType(events, "tool-error").map((event) => event.kind),
+    ["threw"],
+  );
+});
+
+test("a call prepared after the run was aborted never runs, even one with a timeout of its own behind a sequential barrier", async () => {
+  let run!: Run;
+  let ran = 0;
+  const aborting = returning("aborting", () => {
+    run.abort("stop");
+    return "stopped";
+  });
+  const timed = returning(
+    "timed",
+    () => {
+      ran++;
+      return "ran";
+    },
+    { timeoutMs: 5_000, sequential: true },
+  );
+  for (const concurrency of [undefined, 1]) {
+    ran = 0;
+    run = new Agent({ model: new ScriptedModel([calls(["aborting", {}, "a"], ["timed", {}, "t"]), "never"]), tools: [aborting, timed], ...(concurrency ? { concurrency } : {}) }).run("go");
+    const result = await run;
+    assert.equal(result.state, "ABORTED");
+    assert.equal(ran, 0, `the timed call did not run (concurrency ${concurrency})`);
+    assert.deepEqual(
+      toolResults(result.messages).map((message) => message.content),
+      ["Cancelled: stop", "Cancelled: stop"],
+    );
+  }
 });
 
 test("progress and nested events a call reports after it settled (thrown, answered by a promise) are dropped", async () => {
@@ -246,7 +319,12 @@ test("an abort reaches a running call that ignores its signal, after another cal
   });
   const ignoring = returning("ignoring", () => new Promise((resolve) => setTimeout(() => resolve((ignoredEnded = true)), 3_000).unref()));
   run = new Agent({ model: new ScriptedModel([calls(["fast", {}, "f"], ["ignoring", {}, "i"]), "never"]), tools: [fast, ignoring] }).run("go");
+  const events = await eventsOf(run);
   const result = await run;
+  assert.deepEqual(
+    ofType(events, "tool-error").map((event) => [event.toolCallId, event.kind]),
+    [["i", "cancelled"]],
+  );
   assert.equal(result.state, "ABORTED");
   assert.equal(ignoredEnded, false, "the run did not wait for the tool that ignores its signal");
   assert.deepEqual(
