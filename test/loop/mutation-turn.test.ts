@@ -97,6 +97,22 @@ test("text before a tool call is answer text; after it, commentary; reasoning is
   assert.ok(model.returned >= 1, "the model's stream was released");
 });
 
+test("text while a tool call is still being streamed is commentary too", async () => {
+  const model = new ListModel([
+    { type: "tool-call-start", id: "c", name: "nope" },
+    { type: "text-start", id: "t" },
+    { type: "text-delta", id: "t", delta: "meanwhile" },
+    { type: "text-end", id: "t" },
+    { type: "tool-call-end", id: "c", name: "nope", arguments: "{}" },
+    { type: "finish", reason: { unified: "tool-calls", raw: "tool_use" }, usage: { inputTokens: 1, outputTokens: 1 } as never },
+  ]);
+  const events = await eventsOf(new Agent({ model, maxTurns: 1 }).run("go"));
+  assert.deepEqual(
+    events.filter((event) => event.type === "text-delta" || event.type === "commentary-delta").map((event) => event.type),
+    ["commentary-delta"],
+  );
+});
+
 test("an abort while the model ignores its signal ends the run at once; what it yields afterwards is dropped; its stream is released", async () => {
   let resume!: () => void;
   let paused!: () => void;
