@@ -113,6 +113,21 @@ test("text while a tool call is still being streamed is commentary too", async (
   );
 });
 
+test("a tool call sent whole (its end without a start): text after it is commentary", async () => {
+  const model = new ListModel([
+    { type: "tool-call-end", id: "c", name: "nope", arguments: "{}" },
+    { type: "text-start", id: "t" },
+    { type: "text-delta", id: "t", delta: "after" },
+    { type: "text-end", id: "t" },
+    { type: "finish", reason: { unified: "tool-calls", raw: "tool_use" }, usage: { inputTokens: 1, outputTokens: 1 } as never },
+  ]);
+  const events = await eventsOf(new Agent({ model, maxTurns: 1 }).run("go"));
+  assert.deepEqual(
+    events.filter((event) => event.type === "text-delta" || event.type === "commentary-delta").map((event) => event.type),
+    ["commentary-delta"],
+  );
+});
+
 test("an abort while the model ignores its signal ends the run at once; what it yields afterwards is dropped; its stream is released", async () => {
   let resume!: () => void;
   let paused!: () => void;
