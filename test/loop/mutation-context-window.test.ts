@@ -6,6 +6,7 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import {
   Agent,
+  AgentLoopError,
   type AgentConfig,
   type AssistantMessage,
   defineTool,
@@ -283,26 +284,48 @@ test("after a report, a request is measured as the reported tokens plus what was
     { role: "assistant", content: [{ type: "text", text: "a2" }] },
   ];
   const script = [calls(["echo", { n: 1 }, "c1"]), "done"];
-  const model = reporting(script, 500);
   // First request: 5 messages of 10 (estimated, no report yet) → 50 + the tool definitions: under 515.
   // Second: the report's 500 + the call and its result (20) = 520: the oldest exchange goes → 500 + the marker.
-  const run = new Agent({ model, tools: [echo], context: { maxTokens: 515, reserveTokens: 0, estimator: () => 10 } }).run("now", { history });
-  const events = await eventsOf(run);
-  assert.equal((await run).state, "COMPLETED");
-  const trimmed = ofType(events, "context-trimmed");
-  assert.equal(trimmed.length, 1);
-  const { removedIndexes, tokensBefore, tokensAfter, turn } = trimmed[0]!;
-  assert.deepEqual({ removedIndexes, tokensBefore, tokensAfter, turn }, { removedIndexes: [0, 1], tokensBefore: 520, tokensAfter: 510, turn: 2 });
+  for (const useReportedUsage of [undefined, true]) {
+    const model = reporting(script, 500);
+    const run = new Agent({ model, tools: [echo], context: { maxTokens: 515, reserveTokens: 0, estimator: () => 10, ...(useReportedUsage ? { useReportedUsage } : {}) } }).run("now", { history });
+    const events = await eventsOf(run);
+    assert.equal((await run).state, "COMPLETED");
+    const trimmed = ofType(events, "context-trimmed");
+    assert.equal(trimmed.length, 1);
+    const { removedIndexes, tokensBefore, tokensAfter, turn } = trimmed[0]!;
+    assert.deepEqual({ removedIndexes, tokensBefore, tokensAfter, turn }, { removedIndexes: [0, 1], tokensBefore: 520, tokensAfter: 510, turn: 2 }, `useReportedUsage ${useReportedUsage}`);
+  }
 
   // The same run measuring by the estimator alone: 70, nothing removed.
   const estimated = reporting(script, 500);
   const plain = new Agent({ model: estimated, tools: [echo], context: { maxTokens: 515, reserveTokens: 0, useReportedUsage: false, estimator: () => 10 } }).run("now", { history });
   assert.deepEqual(ofType(await eventsOf(plain), "context-trimmed"), []);
 
-  // A report of 0 tokens is no report: estimates go on.
+  // A report of 0 tokens is no report: estimates go on (the second request is trimmed again; measured
+  // from a report of 0 it would be 20).
   const zero = reporting(script, 0);
-  const none = new Agent({ model: zero, tools: [echo], context: { maxTokens: 515, reserveTokens: 0, estimator: () => 10 } }).run("now", { history });
-  assert.deepEqual(ofType(await eventsOf(none), "context-trimmed"), []);
+  const none = new Agent({ model: zero, tools: [echo], context: { maxTokens: 60, reserveTokens: 0, estimator: () => 10 } }).run("now", { history });
+  assert.deepEqual(
+    ofType(await eventsOf(none), "context-trimmed").map((event) => event.turn),
+    [1, 2],
+  );
   const last = (estimated.requests.at(-1)!.messages.at(-2) as AssistantMessage).content[0];
   assert.equal((last as { id: string }).id, "c1");
+});
+
+test("a provider's context-length refusal when nothing can be removed: the run fails after that one call", async () => {
+  const requests: ModelRequest[] = [];
+  const refusing: Model = {
+    provider: "test",
+    modelId: "tiny-window",
+    async *stream(request: ModelRequest): AsyncIterable<ModelEvent> {
+      requests.push(request);
+      yield { type: "error", error: new AgentLoopError("context_length", "test: maximum context length exceeded", { status: 400 }) };
+    },
+  };
+  const result = await new Agent({ model: refusing }).run("only the input");
+  assert.equal(result.state, "FAILED");
+  assert.equal(result.error?.kind, "context_length");
+  assert.equal(requests.length, 1, "no retry of the same request");
 });
