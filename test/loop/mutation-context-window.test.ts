@@ -329,3 +329,25 @@ test("a provider's context-length refusal when nothing can be removed: the run f
   assert.equal(result.error?.kind, "context_length");
   assert.equal(requests.length, 1, "no retry of the same request");
 });
+
+test("a context-length refusal where removing one message (replaced by the marker) is enough: that request is retried", async () => {
+  const requests: ModelRequest[] = [];
+  const refusingOld: Model = {
+    provider: "test",
+    modelId: "no-old-questions",
+    async *stream(request: ModelRequest): AsyncIterable<ModelEvent> {
+      requests.push(request);
+      if (request.messages.some((message) => message.content === "old question")) {
+        yield { type: "error", error: new AgentLoopError("context_length", "test: maximum context length exceeded", { status: 400 }) };
+        return;
+      }
+      yield { type: "text-delta", id: "t", delta: "answered" };
+      yield { type: "finish", reason: { unified: "stop" }, usage: { inputTokens: 10, outputTokens: 2 } as never };
+    },
+  };
+  const result = await new Agent({ model: refusingOld }).run("now", { history: [{ role: "user", content: "old question" }] });
+  assert.equal(result.state, "COMPLETED");
+  assert.equal(result.text, "answered");
+  assert.equal(requests.length, 2);
+  assert.equal(requests[1]!.messages.length, requests[0]!.messages.length, "the marker took the question's place");
+});
