@@ -25,7 +25,7 @@ function booking(bindings?: Record<string, string>, parameters?: Record<string, 
 test("bound parameters are hidden from the model: out of properties and required, the rest as written", async () => {
   const model = new ScriptedModel(["ok"]);
   await new Agent({ model, tools: [booking({ hotel: "hotel_id", guest: "user" })] }).run("go", { inputs: { hotel_id: "h1", user: "ada" } });
-  assert.deepEqual(model.requests[0]!.tools?.[0]!.parameters, {
+  assert.deepEqual(model.requests[0]!.tools![0]!.parameters, {
     type: "object",
     properties: { nights: { type: "integer" } },
     required: ["nights"],
@@ -36,7 +36,7 @@ test("without bindings, or with none listed, the model sees the schema unchanged
   for (const bindings of [undefined, {}]) {
     const model = new ScriptedModel(["ok"]);
     await new Agent({ model, tools: [booking(bindings)] }).run("go");
-    assert.deepEqual(model.requests[0]!.tools?.[0]!.parameters, {
+    assert.deepEqual(model.requests[0]!.tools![0]!.parameters, {
       type: "object",
       properties: { hotel: { type: "string" }, guest: { type: "string" }, nights: { type: "integer" } },
       required: ["hotel", "guest", "nights"],
@@ -44,11 +44,11 @@ test("without bindings, or with none listed, the model sees the schema unchanged
   }
   const model = new ScriptedModel(["ok"]);
   await new Agent({ model, tools: [booking({ hotel: "hotel_id" }, { type: "object", properties: { hotel: { type: "string" }, nights: { type: "integer" } } })] }).run("go");
-  assert.deepEqual(model.requests[0]!.tools?.[0]!.parameters, { type: "object", properties: { nights: { type: "integer" } } });
+  assert.deepEqual(model.requests[0]!.tools![0]!.parameters, { type: "object", properties: { nights: { type: "integer" } } });
   // A schema without properties: bound names removed from nothing.
   const bare = new ScriptedModel(["ok"]);
   await new Agent({ model: bare, tools: [booking({ hotel: "hotel_id" }, { type: "object", required: ["hotel", "x"] })] }).run("go");
-  assert.deepEqual(bare.requests[0]!.tools?.[0]!.parameters, { type: "object", properties: {}, required: ["x"] });
+  assert.deepEqual(bare.requests[0]!.tools![0]!.parameters, { type: "object", properties: {}, required: ["x"] });
 });
 
 test("a bound value comes from the run's inputs and overrides the model's; a missing input leaves the model's value", async () => {

@@ -61,9 +61,18 @@ test("runs are traced once a provider is registered, unless instrumentation is f
 
   const wrapped: string[] = [];
   const own: Instrumentation = {
-    run: (info, fn) => (wrapped.push(`run ${info.agentName}`), fn()),
-    modelCall: (_info, fn) => (wrapped.push("model"), fn()),
-    toolCall: (info, fn) => (wrapped.push(`tool ${info.toolName}`), fn()),
+    run: (info, fn) => {
+      wrapped.push(`run ${info.agentName}`);
+      return fn();
+    },
+    modelCall: (_info, fn) => {
+      wrapped.push("model");
+      return fn();
+    },
+    toolCall: (info, fn) => {
+      wrapped.push(`tool ${info.toolName}`);
+      return fn();
+    },
   };
   assert.equal((await agent(own).run("go")).state, "COMPLETED");
   assert.equal(exporter.getFinishedSpans().length, 0, "the agent's own instrumentation replaces the global one");
