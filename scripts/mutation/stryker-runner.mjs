@@ -77,6 +77,21 @@ const harnessPlugin = {
   },
 };
 
+/**
+ * `import "agentloop"` / `"agentloop/<x>"` (the examples) as tsconfig.json's `paths` map them, to the
+ * sandbox's src/ (as test-file.mjs does for the first runner): the sandbox lies below node_modules,
+ * where esbuild applies no tsconfig.json, and dist/ is not copied into it.
+ */
+const selfImport = {
+  name: "agentloop-self-import",
+  setup(build) {
+    build.onResolve({ filter: /^agentloop(\/[\w-]+)?$/ }, (args) => {
+      const path = join(process.cwd(), "src", args.path === "agentloop" ? "index.ts" : `${args.path.slice("agentloop/".length)}/index.ts`);
+      return exists(path) ? { path } : undefined;
+    });
+  },
+};
+
 /** Bundles `entry` into `.mutation-build/<name>/` once per sandbox (a second worker finding it built reuses it). */
 async function bundled(entry, name, plugins = []) {
   const outdir = join(process.cwd(), ".mutation-build", name);
@@ -86,7 +101,7 @@ async function bundled(entry, name, plugins = []) {
   const { build } = await import(join(process.cwd(), "node_modules/esbuild/lib/main.js"));
   const partial = `${outdir}.partial-${process.pid}`;
   mkdirSync(dirname(partial), { recursive: true });
-  await build({ ...nodeBundleOptions, plugins: [...nodeBundleOptions.plugins, ...plugins], entryPoints: [entry], outdir: partial });
+  await build({ ...nodeBundleOptions, plugins: [...nodeBundleOptions.plugins, selfImport, ...plugins], entryPoints: [entry], outdir: partial });
   try {
     renameSync(partial, outdir);
   } catch {

@@ -13,6 +13,7 @@ import { readdirSync, readFileSync, rmSync } from "node:fs";
 import { createRequire, syncBuiltinESMExports } from "node:module";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
+import { promisify } from "node:util";
 
 const bundle = process.argv[2];
 const childDir = process.env.AGENTLOOP_MUTATION_CHILD_DIR;
@@ -31,15 +32,22 @@ const reportedPids = new Set();
 const childProcess = createRequire(import.meta.url)("node:child_process");
 for (const method of ["spawn", "spawnSync", "execFile", "execFileSync", "fork", "exec", "execSync"]) {
   const original = childProcess[method];
-  childProcess[method] = function (file, ...rest) {
-    const result = original.call(this, file, ...rest);
-    const test = ns.currentTestId;
-    if (test && (method === "fork" || file === process.execPath)) {
-      spawnCount.set(test, (spawnCount.get(test) ?? 0) + 1);
-      if (result?.pid) spawnedBy.set(result.pid, test);
-    }
-    return result;
-  };
+  const noted = (call) =>
+    function (file, ...rest) {
+      const result = call.call(this, file, ...rest);
+      const test = ns.currentTestId;
+      if (test && (method === "fork" || file === process.execPath)) {
+        spawnCount.set(test, (spawnCount.get(test) ?? 0) + 1);
+        // promisify(execFile)'s promise carries its process as `child`.
+        const pid = result?.pid ?? result?.child?.pid;
+        if (pid) spawnedBy.set(pid, test);
+      }
+      return result;
+    };
+  childProcess[method] = noted(original);
+  // `promisify(execFile)` resolves { stdout, stderr } through execFile's own promisified form: keep it.
+  const custom = original[promisify.custom];
+  if (custom) childProcess[method][promisify.custom] = noted(custom);
 }
 syncBuiltinESMExports();
 

@@ -134,7 +134,7 @@ function thrown(error: unknown, settings: WaveSettings): Settled {
   if (error instanceof ToolFailure) return failed(error.kind, error.message);
   if (error instanceof ToolInterrupt) return { content: "Interrupted: waiting for approval", isError: true, errorKind: "cancelled", interrupt: error.checkpoint };
   if (settings.signal.aborted) return cancelled(settings);
-  const message = error instanceof Error ? `${error.name === "Error" ? "Error" : error.name}: ${error.message}` : `Error: ${String(error)}`;
+  const message = error instanceof Error ? `${error.name}: ${error.message}` : `Error: ${String(error)}`;
   return failed("threw", message);
 }
 
