@@ -24,17 +24,19 @@ after(async () => {
   await dropSchemas();
 });
 
-/** A pool to the test server that counts the statements writing events (each its own transaction). */
+/** A pool to the test server that counts the statements writing events (each its own transaction), on every connection it opens. */
 function countingPool(size: number): pg.Pool & { transactions: number } {
   const pool = Object.assign(new pg.Pool({ connectionString: postgresUrl(), max: size }), { transactions: 0 });
   pools.push(pool);
-  const query = pool.query.bind(pool) as (text: unknown, params?: unknown) => Promise<unknown>;
-  pool.query = ((text: unknown, params?: unknown) => {
-    // A statement as text, or as a config object (a named, prepared statement).
-    const sql = typeof text === "string" ? text : (text as { text?: unknown } | null)?.text;
-    if (typeof sql === "string" && /INSERT INTO "\w+"\.agentloop_events/.test(sql)) pool.transactions++;
-    return query(text, params);
-  }) as typeof pool.query;
+  pool.on("connect", (client) => {
+    const query = client.query.bind(client) as (...args: unknown[]) => unknown;
+    client.query = ((...args: unknown[]) => {
+      // A statement as text, or as an object (a config, or a statement the store writes itself).
+      const sql = typeof args[0] === "string" ? args[0] : (args[0] as { text?: unknown } | null)?.text;
+      if (typeof sql === "string" && /INSERT INTO "\w+"\.agentloop_events/.test(sql)) pool.transactions++;
+      return query(...args);
+    }) as typeof client.query;
+  });
   return pool;
 }
 
