@@ -615,7 +615,7 @@ export class SqlMemoryStore implements MemoryStore {
     this.lastEviction = Date.now();
     // Sessions made from now on are not in the count this eviction makes (or may be: counted twice, an early check).
     this.madeSince = 0;
-    this.evicting = this.run(() => this.evict(this.database))
+    this.evicting = this.run(() => this.evict())
       .catch(() => {})
       .finally(() => {
         this.evicting = undefined;
@@ -642,14 +642,18 @@ export class SqlMemoryStore implements MemoryStore {
    * transaction just made) nor the most recently updated one. A deferred eviction names no session:
    * by the time it runs, later groups may have updated others (a session named then could be stale).
    */
-  private async evict(tx: SqlExecutor, keep?: string): Promise<void> {
-    const [{ count }] = await tx.query(`SELECT count(*) AS count FROM ${this.sessions}`);
+  private async evict(tx?: SqlExecutor, keep?: string): Promise<void> {
+    // A deferred eviction counts on the first write lane's own connection (after the groups
+    // written so far): no connection taken from the pool, which may have closed its idle ones.
+    const count = tx
+      ? (await tx.query(`SELECT count(*) AS count FROM ${this.sessions}`))[0].count
+      : (await this.database.statement(`SELECT count(*) FROM ${this.sessions}`, [], this.lanes.length > 0 ? 0 : undefined))[0][0];
     const excess = Number(count) - this.limits.maxSessions;
     // After the delete (if it skipped a locked session, the next new session checks again).
     this.countedSessions = Math.min(Number(count), this.limits.maxSessions);
     if (excess <= 0) return;
     // SKIP LOCKED: a session another replica is appending to right now is not waited for (no deadlock).
-    await tx.query(
+    await (tx ?? this.database).query(
       `DELETE FROM ${this.sessions} WHERE session_id IN (
          SELECT session_id FROM ${this.sessions}
          WHERE ($1::text IS NULL OR session_id <> $1) AND activity < (SELECT max(activity) FROM ${this.sessions})

@@ -244,12 +244,15 @@ describe("postgres store: errors", () => {
   it("below maxSessions, new sessions cost one count of the sessions, not one per 100 ms; over it, the next new session evicts", async () => {
     const pool = new pg.Pool({ connectionString: postgresUrl(), max: 2 });
     let counts = 0;
-    const query = pool.query.bind(pool) as (text: unknown, params?: unknown) => Promise<unknown>;
-    pool.query = ((text: unknown, params?: unknown) => {
-      const sql = typeof text === "string" ? text : (text as { text?: unknown } | null)?.text;
-      if (typeof sql === "string" && /SELECT count\(\*\) AS count FROM "\w+"\.agentloop_sessions/.test(sql)) counts++;
-      return query(text, params);
-    }) as typeof pool.query;
+    // Counted on every connection the store takes (a statement as text, or as an object).
+    pool.on("connect", (client) => {
+      const query = client.query.bind(client) as (...args: unknown[]) => unknown;
+      client.query = ((...args: unknown[]) => {
+        const sql = typeof args[0] === "string" ? args[0] : (args[0] as { text?: unknown } | null)?.text;
+        if (typeof sql === "string" && /SELECT count\(\*\)( AS count)? FROM "\w+"\.agentloop_sessions/.test(sql)) counts++;
+        return query(...args);
+      }) as typeof client.query;
+    });
     const store = await openPostgresStore({ pool, schema: uniqueSchema("recount"), maxSessions: 50 });
     try {
       // Slower than the old 100 ms gap between evictions: each new session would have counted.
