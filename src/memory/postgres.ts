@@ -4,7 +4,8 @@
  */
 import pg from "pg";
 import { AgentLoopError } from "../errors.js";
-import { type SqlDatabase, SqlMemoryStore, type SqlStoreOptions } from "./sql-store.js";
+import { WireStatement } from "./postgres-wire.js";
+import { type SqlDatabase, SqlMemoryStore, type SqlStoreOptions, type TextRow } from "./sql-store.js";
 import { abortedWaiting, pauseForLock } from "./store.js";
 
 export interface PostgresStoreOptions extends SqlStoreOptions {
@@ -154,7 +155,57 @@ function poolDatabase(pool: pg.Pool, where: string, ownsPool: boolean): SqlDatab
       list.push({ ...request, resolve, reject });
       sending ??= sendBatches();
     });
+  // Each write lane's statements run on a connection the lane keeps (a checkout per group showed
+  // in the server's instruction count), when the pool leaves room for it: one per lane, the lock
+  // connection, and one for reads; else each statement takes one from the pool.
+  const poolMax = (pool.options as { max?: number }).max ?? 10;
+  const writers: Array<pg.PoolClient | Promise<pg.PoolClient> | undefined> = [];
+  const writer = (lane: number): pg.PoolClient | Promise<pg.PoolClient> =>
+    (writers[lane] ??= pool.connect().then(
+      (client) => {
+        writers[lane] = client;
+        client.on("error", () => {
+          // A lost connection fails its statement (pg reports it to it); the next group opens another.
+          if (writers[lane] === client) writers[lane] = undefined;
+          client.release(true);
+        });
+        return client;
+      },
+      (error: unknown) => {
+        writers[lane] = undefined;
+        throw error;
+      },
+    ));
+  /** Runs a named statement by hand on a connection (see `WireStatement`). */
+  const runOn = (client: pg.PoolClient, text: string, values: ReadonlyArray<string | null>) =>
+    new Promise<TextRow[]>((resolve, reject) => {
+      client.query(new WireStatement(nameOf(text), text, values, (error, rows) => (error ? reject(error) : resolve(rows!))));
+    });
   return {
+    statement(text, values, lane) {
+      if (lane !== undefined && lane + 3 <= poolMax) {
+        const client = writer(lane);
+        return client instanceof Promise ? client.then((held) => runOn(held, text, values)) : runOn(client, text, values);
+      }
+      return new Promise<TextRow[]>((resolve, reject) => {
+        pool.connect((error, client) => {
+          if (error || !client) return reject(error);
+          let released = false;
+          const finish = (failure: Error | undefined, rows?: TextRow[]) => {
+            if (released) return;
+            released = true;
+            client.removeListener("error", finish);
+            // A statement error leaves the connection usable; anything else (a lost connection) closes it.
+            client.release(failure && !(failure instanceof pg.DatabaseError) ? failure : undefined);
+            if (failure) reject(failure);
+            else resolve(rows!);
+          };
+          // A connection lost while the statement runs (pg's client emits it; pool.query does the same).
+          client.once("error", finish);
+          client.query(new WireStatement(nameOf(text), text, values, finish));
+        });
+      });
+    },
     query: async (text, params, prepare) => (await pool.query(prepare ? { name: nameOf(text), text, values: params as unknown[] } : { text, values: params as unknown[] })).rows,
     async transaction(fn) {
       const client = await pool.connect();
@@ -187,6 +238,8 @@ function poolDatabase(pool: pg.Pool, where: string, ownsPool: boolean): SqlDatab
       const locking = lockConnection;
       lockConnection = undefined;
       if (locking) await locking.then((client) => client.release(true)).catch(() => {});
+      // The lanes are idle (the store waits for them before it closes the database).
+      for (const held of writers.splice(0)) if (held) await Promise.resolve(held).then((client) => client.release(), () => {});
       if (ownsPool) await pool.end();
     },
     describeError: (error) => describeError(error, where),

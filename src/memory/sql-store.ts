@@ -2,6 +2,7 @@
  * The PostgreSQL store's SQL (through `pg`): schema, group commit, limits, locks.
  */
 import { AgentLoopError } from "../errors.js";
+import { appendText, storedEvents } from "./sql-group.js";
 import {
   checkAfterSeq,
   checkLimit,
@@ -17,13 +18,14 @@ import {
   type MemoryStore,
   type NewMemoryEvent,
   newSessionId,
-  prepareAppend,
   type ResolvedLimits,
   resolveLimits,
   type SessionInfo,
-  sessionsOfGroup,
-  withSeq,
+  isoOf,
 } from "./store.js";
+
+/** A row of `SqlDatabase.statement`: its columns as text (null for SQL NULL), in order. */
+export type TextRow = Array<string | null>;
 
 /** Runs one statement and returns its rows. */
 export interface SqlExecutor {
@@ -33,6 +35,12 @@ export interface SqlExecutor {
 
 /** A database the SQL store can use: statements, transactions, and a way to let go of it. */
 export interface SqlDatabase extends SqlExecutor {
+  /**
+   * Runs a statement run often (the group commit's), named and parsed once per connection, with
+   * text parameters; its rows come back as text columns in the statement's order. `lane`: the
+   * group commit's write lane it comes from (the lane's statements run one at a time).
+   */
+  statement(text: string, values: ReadonlyArray<string | null>, lane?: number): Promise<TextRow[]>;
   /** Runs `fn` in one transaction (BEGIN ... COMMIT, ROLLBACK when it throws). */
   transaction<T>(fn: (tx: SqlExecutor) => Promise<T>): Promise<T>;
   close(): Promise<void>;
@@ -58,25 +66,18 @@ export interface SqlStoreOptions extends MemoryLimits {
 /** One `append` call waiting for its group's transaction. */
 interface PendingAppend {
   sessionId: string;
-  events: Array<Omit<MemoryEvent, "seq">>;
+  /** The append as JSON text (`appendText`). */
+  text: string;
+  /** Its number of events. */
+  count: number;
   resolve(stored: MemoryEvent[]): void;
   reject(error: unknown): void;
 }
 
-/** An event as the group statement reads it (`jsonb_to_recordset`). */
-interface EventRow {
-  ordinal: number;
-  session_id: string;
-  back: number;
-  event_id: string;
-  timestamp: string;
-  event_type: string;
-  content: unknown;
-  metadata: unknown;
-}
-
 /** One write pipeline: a queue of appends and whether a transaction is running for it. */
 interface WriteLane {
+  /** Its place in `lanes` (the database may keep a connection per lane). */
+  index: number;
   pending: PendingAppend[];
   running: Promise<void> | undefined;
 }
@@ -159,6 +160,9 @@ export class SqlMemoryStore implements MemoryStore {
   private readonly sessions: string;
   private readonly events_: string;
   private readonly activity: string;
+  /** The group statement for one session, and for several (`groupStatement`). */
+  private readonly groupOfOne: string;
+  private readonly groupOfMany: string;
   private closed = false;
   private lastPrune = 0;
   /** Empty when group commit is off. */
@@ -184,10 +188,48 @@ export class SqlMemoryStore implements MemoryStore {
     lanes: number,
   ) {
     this.limits = limits;
-    this.lanes = Array.from({ length: lanes }, () => ({ pending: [], running: undefined }));
+    this.lanes = Array.from({ length: lanes }, (_, index) => ({ index, pending: [], running: undefined }));
     this.sessions = `"${schema}".agentloop_sessions`;
     this.events_ = `"${schema}".agentloop_events`;
     this.activity = `"${schema}".agentloop_session_activity`;
+    this.groupOfOne = this.groupStatement(false);
+    this.groupOfMany = this.groupStatement(true);
+  }
+
+  /**
+   * The group statement's text (see `writeGroup`), built once. Parameters: $1 the appends (a JSON
+   * array of `appendText`s), $2 the time, $3 maxEventsPerSession; for one session $4 its id and $5 its events; for
+   * several, $4 a JSON array of {session_id, count, rank} and $5 how many.
+   */
+  private groupStatement(several: boolean): string {
+    const upsert = several
+      ? `INSERT INTO ${this.sessions} AS s (session_id, created_at, updated_at, activity, last_seq, metadata)
+         SELECT r.session_id, $2, $2, a.value, r.count, '{}'::jsonb
+         FROM jsonb_to_recordset($4::jsonb) AS r(session_id text, count bigint, rank bigint) JOIN activity a ON a.rank = r.rank
+         ORDER BY r.session_id
+         ON CONFLICT (session_id) DO UPDATE SET last_seq = s.last_seq + EXCLUDED.last_seq, updated_at = EXCLUDED.updated_at, activity = EXCLUDED.activity`
+      : `INSERT INTO ${this.sessions} AS s (session_id, created_at, updated_at, activity, last_seq, metadata)
+         VALUES ($4, $2, $2, nextval('${this.activity}'), $5, '{}'::jsonb)
+         ON CONFLICT (session_id) DO UPDATE SET last_seq = s.last_seq + $5, updated_at = $2, activity = nextval('${this.activity}')`;
+    // Each event's distance from its session's last event in the group (`back`): its seq is the
+    // session's new last_seq - back. The events' serial id follows arrival order (latestEvents
+    // orders by it). The DELETE sees the rows as they were before this statement, so it trims older
+    // events and never the new ones.
+    return `WITH ${several ? `activity AS MATERIALIZED (SELECT value, row_number() OVER (ORDER BY value) AS rank FROM (SELECT nextval('${this.activity}') AS value FROM generate_series(1, $5::int)) v),` : ""}
+       upserted AS (${upsert} RETURNING session_id, last_seq, (xmax = 0) AS inserted),
+       given AS (
+         SELECT a.append->>0 AS session_id, e.event, a.ordinal AS append_ordinal, e.ordinal AS event_ordinal,
+           count(*) OVER (PARTITION BY a.append->>0) - row_number() OVER (PARTITION BY a.append->>0 ORDER BY a.ordinal, e.ordinal) AS back
+         FROM jsonb_array_elements($1::jsonb) WITH ORDINALITY AS a(append, ordinal)
+         CROSS JOIN LATERAL jsonb_array_elements(a.append->1) WITH ORDINALITY AS e(event, ordinal)),
+       written AS (
+         INSERT INTO ${this.events_} (session_id, seq, event_id, timestamp, event_type, content, metadata)
+         SELECT r.session_id, u.last_seq - r.back, r.event->>0, (r.event->>1)::timestamptz, r.event->>2, NULLIF(r.event->3, 'null'::jsonb), r.event->4
+         FROM given r JOIN upserted u ON u.session_id = r.session_id
+         WHERE r.back < $3
+         ORDER BY r.append_ordinal, r.event_ordinal),
+       trimmed AS (DELETE FROM ${this.events_} e USING upserted u WHERE u.last_seq > $3 AND e.session_id = u.session_id AND e.seq <= u.last_seq - $3)
+       SELECT session_id, last_seq, inserted FROM upserted`;
   }
 
   /** Creates the tables if needed (safe when several processes start at once) and returns the store. */
@@ -280,17 +322,20 @@ export class SqlMemoryStore implements MemoryStore {
 
   async append(sessionId: string, events: readonly NewMemoryEvent[]): Promise<MemoryEvent[]> {
     this.check();
-    const prepared = prepareAppend(sessionId, events);
-    if (prepared.length === 0) return [];
+    checkSessionId(sessionId);
+    if (!Array.isArray(events)) throw new TypeError("memory: append expects an array of events");
+    const count = events.length;
+    if (count === 0) return [];
+    const text = appendText(sessionId, events);
     const written =
       this.lanes.length === 0
         ? this.run(async () => {
             await this.maybePrune();
-            return (await this.writeGroup([{ sessionId, events: prepared }]))[0];
+            return (await this.writeGroup([{ sessionId, text, count }]))[0];
           })
         : new Promise<MemoryEvent[]>((resolve, reject) => {
             const lane = this.lanes.length === 1 ? this.lanes[0] : this.lanes[laneOf(sessionId, this.lanes.length)];
-            lane.pending.push({ sessionId, events: prepared, resolve, reject });
+            lane.pending.push({ sessionId, text, count, resolve, reject });
             lane.running ??= this.drain(lane);
           });
     // A lock release waits for the session's appends made before it (see `MemoryStore.lockSession`).
@@ -316,11 +361,11 @@ export class SqlMemoryStore implements MemoryStore {
         await new Promise((resolve) => setImmediate(resolve));
         let size = 0;
         let count = 0;
-        while (count < lane.pending.length && (count === 0 || size + lane.pending[count].events.length <= MAX_GROUP_EVENTS)) {
-          size += lane.pending[count].events.length;
+        while (count < lane.pending.length && (count === 0 || size + lane.pending[count].count <= MAX_GROUP_EVENTS)) {
+          size += lane.pending[count].count;
           count++;
         }
-        await this.commitGroup(lane.pending.splice(0, count));
+        await this.commitGroup(lane.pending.splice(0, count), lane.index);
       }
     } finally {
       lane.running = undefined;
@@ -332,11 +377,11 @@ export class SqlMemoryStore implements MemoryStore {
    * fails, its members are written again one by one, in order, so one bad append gets its own
    * error and cannot fail the others.
    */
-  private async commitGroup(group: PendingAppend[]): Promise<void> {
+  private async commitGroup(group: PendingAppend[], lane: number): Promise<void> {
     try {
       const stored = await this.run(async () => {
         await this.maybePrune();
-        return this.writeGroup(group);
+        return this.writeGroup(group, lane);
       });
       for (const [index, member] of group.entries()) member.resolve(stored[index]);
       return;
@@ -350,7 +395,7 @@ export class SqlMemoryStore implements MemoryStore {
     }
     for (const [index, member] of group.entries()) {
       try {
-        member.resolve((await this.run(() => this.writeGroup([member])))[0]);
+        member.resolve((await this.run(() => this.writeGroup([member], lane)))[0]);
       } catch (error) {
         member.reject(error);
         if (!isStatementError(error)) {
@@ -372,91 +417,49 @@ export class SqlMemoryStore implements MemoryStore {
    * any the session's event limit would trim at once, and deletes the session's events the limit
    * now trims.
    */
-  private async writeGroup(group: ReadonlyArray<Pick<PendingAppend, "sessionId" | "events">>): Promise<MemoryEvent[][]> {
-    const now = new Date().toISOString();
+  private async writeGroup(group: ReadonlyArray<Pick<PendingAppend, "sessionId" | "text" | "count">>, lane?: number): Promise<MemoryEvent[][]> {
+    const now = isoOf(Date.now());
+    const maxEvents = String(this.limits.maxEventsPerSession);
+    if (group.length === 1) {
+      // One append (a chat's events, mostly): its seqs end at the session's new last_seq.
+      const [{ sessionId, text, count }] = group;
+      const [[, lastSeq, inserted]] = await this.database.statement(this.groupOfOne, [`[${text}]`, now, maxEvents, sessionId, String(count)], lane);
+      if (inserted === "t") this.madeSessions(1);
+      return [storedEvents(text, Number(lastSeq) - count + 1)];
+    }
     // Per session: events in the group, and the index of its last append (its place in "least recently updated").
-    const sessions = sessionsOfGroup(group, () => ({ lastSeq: 0, inserted: false }));
-    // Each event's distance from its session's last event in the group: its seq is last_seq - back.
-    // (Counted from the end; each row one object literal of one shape: no spread copies.)
-    let total = 0;
-    for (const member of group) total += member.events.length;
-    const backs: number[] = new Array(total);
-    const after = new Map<string, number>();
-    for (let index = group.length - 1, position = total - 1; index >= 0; index--) {
-      const { sessionId, events } = group[index];
-      let back = after.get(sessionId) ?? 0;
-      for (let inner = events.length - 1; inner >= 0; inner--) backs[position--] = back++;
-      after.set(sessionId, back);
-    }
-    const rows: EventRow[] = new Array(total);
-    let ordinal = 0;
-    for (const { events } of group) {
-      for (const event of events) {
-        rows[ordinal] = {
-          ordinal,
-          session_id: event.session_id,
-          back: backs[ordinal],
-          event_id: event.event_id,
-          timestamp: event.timestamp,
-          event_type: event.event_type,
-          content: event.content,
-          metadata: event.metadata,
-        };
-        ordinal++;
-      }
-    }
-    const eventsJson = JSON.stringify(rows);
-    let upsert: string;
-    let params: unknown[];
+    const sessions = new Map<string, { count: number; last: number; lastSeq: number }>();
+    group.forEach(({ sessionId, count }, index) => {
+      const entry = sessions.get(sessionId);
+      if (entry) {
+        entry.count += count;
+        entry.last = index;
+      } else sessions.set(sessionId, { count, last: index, lastSeq: 0 });
+    });
+    const eventsJson = `[${group.map((member) => member.text).join(",")}]`;
+    let rows: TextRow[];
     if (sessions.size === 1) {
-      const [[sessionId, { count }]] = sessions;
-      upsert = `INSERT INTO ${this.sessions} AS s (session_id, created_at, updated_at, activity, last_seq, metadata)
-         VALUES ($4, $2, $2, nextval('${this.activity}'), $5, '{}'::jsonb)
-         ON CONFLICT (session_id) DO UPDATE SET last_seq = s.last_seq + $5, updated_at = $2, activity = nextval('${this.activity}')`;
-      params = [eventsJson, now, this.limits.maxEventsPerSession, sessionId, count];
+      let total = 0;
+      for (const member of group) total += member.count;
+      rows = await this.database.statement(this.groupOfOne, [eventsJson, now, maxEvents, group[0].sessionId, String(total)], lane);
     } else {
       // Activity values (the update order) follow the order of each session's last append, while
       // the rows are locked in session id order.
       const ranked = [...sessions].sort((a, b) => a[1].last - b[1].last).map(([sessionId, entry], rank) => ({ session_id: sessionId, count: entry.count, rank: rank + 1 }));
-      upsert = `INSERT INTO ${this.sessions} AS s (session_id, created_at, updated_at, activity, last_seq, metadata)
-         SELECT r.session_id, $2, $2, a.value, r.count, '{}'::jsonb
-         FROM jsonb_to_recordset($4::jsonb) AS r(session_id text, count bigint, rank bigint) JOIN activity a ON a.rank = r.rank
-         ORDER BY r.session_id
-         ON CONFLICT (session_id) DO UPDATE SET last_seq = s.last_seq + EXCLUDED.last_seq, updated_at = EXCLUDED.updated_at, activity = EXCLUDED.activity`;
-      params = [eventsJson, now, this.limits.maxEventsPerSession, JSON.stringify(ranked), ranked.length];
+      rows = await this.database.statement(this.groupOfMany, [eventsJson, now, maxEvents, JSON.stringify(ranked), String(ranked.length)], lane);
     }
-    // The events' serial id follows arrival order (latestEvents orders by it). The DELETE sees the
-    // rows as they were before this statement, so it trims older events and never the new ones.
-    const result = await this.database.query(
-      `WITH ${sessions.size === 1 ? "" : `activity AS MATERIALIZED (SELECT value, row_number() OVER (ORDER BY value) AS rank FROM (SELECT nextval('${this.activity}') AS value FROM generate_series(1, $5::int)) v),`}
-       upserted AS (${upsert} RETURNING session_id, last_seq, (xmax = 0) AS inserted),
-       written AS (
-         INSERT INTO ${this.events_} (session_id, seq, event_id, timestamp, event_type, content, metadata)
-         SELECT r.session_id, u.last_seq - r.back, r.event_id, r.timestamp, r.event_type, r.content, r.metadata
-         FROM jsonb_to_recordset($1::jsonb) AS r(ordinal bigint, session_id text, back bigint, event_id text, timestamp timestamptz, event_type text, content jsonb, metadata jsonb)
-         JOIN upserted u ON u.session_id = r.session_id
-         WHERE r.back < $3
-         ORDER BY r.ordinal),
-       trimmed AS (DELETE FROM ${this.events_} e USING upserted u WHERE u.last_seq > $3 AND e.session_id = u.session_id AND e.seq <= u.last_seq - $3)
-       SELECT session_id, last_seq, inserted FROM upserted`,
-      params,
-      true,
-    );
-    for (const row of result) {
-      const entry = sessions.get(String(row.session_id))!;
-      entry.lastSeq = Number(row.last_seq);
-      entry.inserted = row.inserted === true;
+    let made = 0;
+    for (const [sessionId, lastSeq, inserted] of rows) {
+      sessions.get(sessionId!)!.lastSeq = Number(lastSeq);
+      if (inserted === "t") made++;
     }
     // Seqs continue each session's sequence, in arrival order within the group.
     const nextSeq = new Map([...sessions].map(([sessionId, entry]) => [sessionId, entry.lastSeq - entry.count + 1]));
     const stored = group.map((member) => {
-      let seq = nextSeq.get(member.sessionId)!;
-      const events = member.events.map((event) => withSeq(event, seq++));
-      nextSeq.set(member.sessionId, seq);
-      return events;
+      const seq = nextSeq.get(member.sessionId)!;
+      nextSeq.set(member.sessionId, seq + member.count);
+      return storedEvents(member.text, seq);
     });
-    let made = 0;
-    for (const entry of sessions.values()) if (entry.inserted) made++;
     if (made > 0) this.madeSessions(made);
     return stored;
   }
@@ -612,7 +615,7 @@ export class SqlMemoryStore implements MemoryStore {
     this.lastEviction = Date.now();
     // Sessions made from now on are not in the count this eviction makes (or may be: counted twice, an early check).
     this.madeSince = 0;
-    this.evicting = this.run(() => this.evict(this.database))
+    this.evicting = this.run(() => this.evict())
       .catch(() => {})
       .finally(() => {
         this.evicting = undefined;
@@ -639,14 +642,18 @@ export class SqlMemoryStore implements MemoryStore {
    * transaction just made) nor the most recently updated one. A deferred eviction names no session:
    * by the time it runs, later groups may have updated others (a session named then could be stale).
    */
-  private async evict(tx: SqlExecutor, keep?: string): Promise<void> {
-    const [{ count }] = await tx.query(`SELECT count(*) AS count FROM ${this.sessions}`);
+  private async evict(tx?: SqlExecutor, keep?: string): Promise<void> {
+    // A deferred eviction counts on the first write lane's own connection (after the groups
+    // written so far): no connection taken from the pool, which may have closed its idle ones.
+    const count = tx
+      ? (await tx.query(`SELECT count(*) AS count FROM ${this.sessions}`))[0].count
+      : (await this.database.statement(`SELECT count(*) FROM ${this.sessions}`, [], this.lanes.length > 0 ? 0 : undefined))[0][0];
     const excess = Number(count) - this.limits.maxSessions;
     // After the delete (if it skipped a locked session, the next new session checks again).
     this.countedSessions = Math.min(Number(count), this.limits.maxSessions);
     if (excess <= 0) return;
     // SKIP LOCKED: a session another replica is appending to right now is not waited for (no deadlock).
-    await tx.query(
+    await (tx ?? this.database).query(
       `DELETE FROM ${this.sessions} WHERE session_id IN (
          SELECT session_id FROM ${this.sessions}
          WHERE ($1::text IS NULL OR session_id <> $1) AND activity < (SELECT max(activity) FROM ${this.sessions})

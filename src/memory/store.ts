@@ -326,7 +326,8 @@ export function isoOf(ms: number): string {
   return lastIso;
 }
 
-function isoTimestamp(value: string | Date | undefined): string {
+/** An event's timestamp as ISO 8601 (now when not given); `invalid_request` when it is no time. */
+export function isoTimestamp(value: string | Date | undefined): string {
   if (value === undefined) return isoOf(Date.now());
   const ms = value instanceof Date ? value.getTime() : new Date(value).getTime();
   if (Number.isNaN(ms)) throw new AgentLoopError("invalid_request", `memory: invalid event timestamp ${String(value)}`);
@@ -394,13 +395,7 @@ export function prepareAppend(sessionId: string, events: readonly NewMemoryEvent
 
 /** Validates and normalizes one event before it is stored (everything but `seq`). */
 export function prepareEvent(sessionId: string, event: NewMemoryEvent): Omit<MemoryEvent, "seq"> {
-  if (typeof event !== "object" || event === null) throw new AgentLoopError("invalid_request", "memory: an event must be an object");
-  if (typeof event.event_type !== "string" || event.event_type.length === 0) {
-    throw new AgentLoopError("invalid_request", "memory: event_type must be a non-empty string");
-  }
-  if (event.event_id !== undefined && (typeof event.event_id !== "string" || event.event_id.length === 0)) {
-    throw new AgentLoopError("invalid_request", "memory: event_id must be a non-empty string when given");
-  }
+  checkEvent(event);
   const metadata = jsonCopy(event.metadata ?? {}, "metadata");
   if (typeof metadata !== "object" || metadata === null || Array.isArray(metadata)) {
     throw new AgentLoopError("invalid_request", "memory: metadata must be an object");
@@ -413,6 +408,17 @@ export function prepareEvent(sessionId: string, event: NewMemoryEvent): Omit<Mem
     content: jsonCopy(event.content, "content"),
     metadata: metadata as MemoryEventMetadata,
   };
+}
+
+/** `prepareEvent`'s checks of an event's own fields: an object, a non-empty `event_type`, an `event_id` non-empty when given. */
+export function checkEvent(event: NewMemoryEvent): void {
+  if (typeof event !== "object" || event === null) throw new AgentLoopError("invalid_request", "memory: an event must be an object");
+  if (typeof event.event_type !== "string" || event.event_type.length === 0) {
+    throw new AgentLoopError("invalid_request", "memory: event_type must be a non-empty string");
+  }
+  if (event.event_id !== undefined && (typeof event.event_id !== "string" || event.event_id.length === 0)) {
+    throw new AgentLoopError("invalid_request", "memory: event_id must be a non-empty string when given");
+  }
 }
 
 export function checkLimit(limit: number | undefined, name = "limit"): number | undefined {

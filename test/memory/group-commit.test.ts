@@ -24,17 +24,19 @@ after(async () => {
   await dropSchemas();
 });
 
-/** A pool to the test server that counts the statements writing events (each its own transaction). */
+/** A pool to the test server that counts the statements writing events (each its own transaction), on every connection it opens. */
 function countingPool(size: number): pg.Pool & { transactions: number } {
   const pool = Object.assign(new pg.Pool({ connectionString: postgresUrl(), max: size }), { transactions: 0 });
   pools.push(pool);
-  const query = pool.query.bind(pool) as (text: unknown, params?: unknown) => Promise<unknown>;
-  pool.query = ((text: unknown, params?: unknown) => {
-    // A statement as text, or as a config object (a named, prepared statement).
-    const sql = typeof text === "string" ? text : (text as { text?: unknown } | null)?.text;
-    if (typeof sql === "string" && /INSERT INTO "\w+"\.agentloop_events/.test(sql)) pool.transactions++;
-    return query(text, params);
-  }) as typeof pool.query;
+  pool.on("connect", (client) => {
+    const query = client.query.bind(client) as (...args: unknown[]) => unknown;
+    client.query = ((...args: unknown[]) => {
+      // A statement as text, or as an object (a config, or a statement the store writes itself).
+      const sql = typeof args[0] === "string" ? args[0] : (args[0] as { text?: unknown } | null)?.text;
+      if (typeof sql === "string" && /INSERT INTO "\w+"\.agentloop_events/.test(sql)) pool.transactions++;
+      return query(...args);
+    }) as typeof client.query;
+  });
   return pool;
 }
 
@@ -206,42 +208,84 @@ for (const [name, open] of openers) {
   });
 }
 
+/** A TCP proxy to the test server that can cut every connection (`cut`) and refuse new ones (`refuse`). */
+async function cuttableProxy(): Promise<{ url: string; cut(): void; refuse: boolean; attempts: number; close(): Promise<void> }> {
+  const target = new URL(postgresUrl());
+  const sockets = new Set<Socket>();
+  const state = {
+    url: "",
+    refuse: false,
+    attempts: 0,
+    cut: () => {
+      for (const socket of sockets) socket.destroy();
+      sockets.clear();
+    },
+    close: () => new Promise<void>((resolve) => proxy.close(() => resolve())),
+  };
+  const proxy = createServer((client) => {
+    client.on("error", () => {});
+    if (state.refuse) {
+      state.attempts++;
+      client.destroy();
+      return;
+    }
+    const upstream = netConnect(Number(target.port || 5432), target.hostname);
+    upstream.on("error", () => {});
+    client.pipe(upstream).pipe(client);
+    sockets.add(client).add(upstream);
+  });
+  await new Promise<void>((resolve) => proxy.listen(0, "127.0.0.1", resolve));
+  const viaProxy = new URL(postgresUrl());
+  viaProxy.hostname = "127.0.0.1";
+  viaProxy.port = String((proxy.address() as AddressInfo).port);
+  state.url = viaProxy.toString();
+  return state;
+}
+
 describe("group commit: postgres unreachable", () => {
   it("a group fails as a whole at once, without retrying each member, when the connection is lost", async () => {
-    const target = new URL(postgresUrl());
-    let refuse = false;
-    let attempts = 0;
-    const sockets = new Set<Socket>();
-    // A TCP proxy to the server that can cut every connection and refuse new ones.
-    const proxy = createServer((client) => {
-      client.on("error", () => {});
-      if (refuse) {
-        attempts++;
-        client.destroy();
-        return;
-      }
-      const upstream = netConnect(Number(target.port || 5432), target.hostname);
-      upstream.on("error", () => {});
-      client.pipe(upstream).pipe(client);
-      sockets.add(client).add(upstream);
-    });
-    await new Promise<void>((resolve) => proxy.listen(0, "127.0.0.1", resolve));
-    const viaProxy = new URL(postgresUrl());
-    viaProxy.hostname = "127.0.0.1";
-    viaProxy.port = String((proxy.address() as AddressInfo).port);
-    const store = await openPostgresStore({ url: viaProxy.toString(), schema: uniqueSchema("down"), poolSize: 2, groupCommit: { lanes: 1 } });
+    const proxy = await cuttableProxy();
+    const store = await openPostgresStore({ url: proxy.url, schema: uniqueSchema("down"), poolSize: 2, groupCommit: { lanes: 1 } });
     try {
-      refuse = true;
-      for (const socket of sockets) socket.destroy();
+      proxy.refuse = true;
+      proxy.cut();
       const results = await Promise.allSettled(Array.from({ length: 10 }, (_, index) => store.append(`d${index}`, [{ event_type: "x" }])));
       for (const result of results) {
         assert.equal(result.status, "rejected");
         assert.ok(AgentLoopError.isInstance((result as PromiseRejectedResult).reason));
       }
-      assert.ok(attempts <= 2, `${attempts} connection attempts for one group of 10 appends`);
+      assert.ok(proxy.attempts <= 2, `${proxy.attempts} connection attempts for one group of 10 appends`);
     } finally {
       await store.close();
-      await new Promise((resolve) => proxy.close(resolve));
+      await proxy.close();
+    }
+  });
+
+  it("a write lane's own connection, once lost, is replaced: the group on it when it went fails at most, the next is written", async () => {
+    const proxy = await cuttableProxy();
+    // A pool with room for the lane's own connection (the default pool of 10 has it).
+    const store = await openPostgresStore({ url: proxy.url, schema: uniqueSchema("lost"), poolSize: 4, groupCommit: { lanes: 1 } });
+    try {
+      assert.equal((await store.append("s", [{ event_type: "x", content: 1 }]))[0].seq, 1);
+      for (const content of [2, 3]) {
+        // Cut while idle (content 2: the loss may be seen only by the next group) or with a group on the wire (3).
+        if (content === 2) proxy.cut();
+        else setImmediate(() => proxy.cut());
+        const outcome = await store.append("s", [{ event_type: "x", content }]).then(
+          () => "written",
+          (error: unknown) => error,
+        );
+        if (outcome !== "written") assert.ok(AgentLoopError.isInstance(outcome) && outcome.kind === "network" || /Connection terminated/.test(String(outcome)), String(outcome));
+        const [next] = await store.append("s", [{ event_type: "x", content: `after ${content}` }]);
+        const stored = (await store.events("s")).map((event) => event.content);
+        assert.equal(stored.at(-1), `after ${content}`);
+        assert.equal(next.seq, stored.length, "gap-free seqs");
+        // A commit whose answer was lost with the connection may have happened (docs/memory.md, "Replicas").
+        if (outcome === "written") assert.equal(stored.at(-2), content);
+      }
+    } finally {
+      await store.close();
+      await proxy.close();
     }
   });
 });

@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { after, describe, it } from "node:test";
 import pg from "pg";
 import { AgentLoopError } from "../../src/errors.js";
+import { InMemoryStore } from "../../src/memory/index.js";
 import { defaultWriteLanes, openPostgresStore } from "../../src/memory/postgres.js";
 import { memoryStoreConformance } from "./conformance.js";
 import { dropSchemas, postgresUrl, uniqueSchema } from "./postgres-server.js";
@@ -9,6 +10,105 @@ import { dropSchemas, postgresUrl, uniqueSchema } from "./postgres-server.js";
 after(dropSchemas);
 
 memoryStoreConformance("postgres", async (limits) => openPostgresStore({ ...limits, url: postgresUrl(), schema: uniqueSchema("conf"), poolSize: 4 }));
+
+class Point {
+  constructor(
+    readonly x: number,
+    readonly y: number,
+  ) {}
+}
+
+describe("postgres store: what an append keeps", () => {
+  it("keeps and returns every kind of content and metadata exactly as the in-process store does (what JSON makes of it, NUL and lone surrogates replaced)", async () => {
+    const contents: unknown[] = [
+      "plain text",
+      "",
+      42.5,
+      -0,
+      false,
+      null,
+      undefined,
+      { run_id: "run_1", turn: 3, tags: ["a", "b"], nested: { ok: true, list: [1, { deep: "x" }] } },
+      { kept: 1, dropped: undefined, fn: () => 1 },
+      [1, undefined, () => 1, "x"],
+      { nan: Number.NaN, inf: Number.POSITIVE_INFINITY },
+      { at: new Date("2026-11-21T10:00:00Z"), point: new Point(1, 2), map: new Map([["k", 1]]) },
+      { custom: { toJSON: () => ({ replaced: true }) } },
+      { b: 1, 2: "two", a: 3, 1: "one" },
+      JSON.parse('{"__proto__": {"polluted": true}, "safe": 1}'),
+      Array.from({ length: 40 }).reduce<unknown>((inner) => ({ inner }), "bottom"),
+      { text: "grüße 👋 \u2028 \u0001 tab\t quote\" backslash\\" },
+      "a\u0000b",
+      { "k\u0000": "v\u0000", pair: "\ud83d\ude00", lone: ["\ud800", "x\udfff"] },
+      { literal: "\\u0000 stays text", alsoLiteral: "\\ud800 too" },
+    ];
+    const metadatas: unknown[] = [undefined, null, {}, { run_id: "r", nested: { n: 1 } }, new Map([["k", 1]]), Object.assign(Object.create(null), { bare: true }), { toJSON: () => ({ from: "toJSON" }) }, { "m\u0000": "\udc00" }];
+    const given = [
+      ...contents.map((content) => ({ event_type: "probe", content, metadata: { value: content } })),
+      ...metadatas.map((metadata) => ({ event_type: "meta\u0000", content: 1, metadata: metadata as Record<string, unknown> })),
+    ];
+    const store = await openPostgresStore({ url: postgresUrl(), schema: uniqueSchema("kept"), poolSize: 4 });
+    const reference = new InMemoryStore();
+    try {
+      const without = (events: Array<{ event_type: string; content: unknown; metadata: unknown; seq: number }>) =>
+        events.map(({ event_type, content, metadata, seq }) => ({ event_type, content, metadata, seq }));
+      const expected = without(await reference.append("s", given));
+      // One append, then each event in an append of its own (one group, and groups of one).
+      assert.deepEqual(without(await store.append("s", given)), expected);
+      assert.deepEqual(without(await store.events("s")), expected);
+      const oneByOne = await Promise.all(given.map((event) => store.append("t", [event])));
+      assert.deepEqual(
+        without(oneByOne.flat()),
+        expected.map((event) => ({ ...event })),
+      );
+      assert.equal(({} as Record<string, unknown>).polluted, undefined, "no prototype was polluted");
+    } finally {
+      await store.close();
+      await reference.close();
+    }
+  });
+
+  it("refuses what the other stores refuse, with their errors, and writes nothing of that append", async () => {
+    const store = await openPostgresStore({ url: postgresUrl(), schema: uniqueSchema("refused"), poolSize: 4 });
+    try {
+      const cyclic: Record<string, unknown> = {};
+      cyclic.self = cyclic;
+      await assert.rejects(store.append("s", [{ event_type: "x", content: 1 }, { event_type: "x", content: cyclic }]), /content is not JSON-serializable/);
+      await assert.rejects(store.append("s", [{ event_type: "x", content: { big: 10n } }]), /content is not JSON-serializable/);
+      await assert.rejects(store.append("s", [{ event_type: "x", metadata: { big: 10n } }]), /metadata is not JSON-serializable/);
+      for (const metadata of [[1], new Date(0), { toJSON: () => "text" }, "text"]) {
+        await assert.rejects(store.append("s", [{ event_type: "x", metadata: metadata as never }]), /metadata must be an object/);
+      }
+      await assert.rejects(store.append("s", [{ event_type: "" }]), /event_type must be a non-empty string/);
+      await assert.rejects(store.append("s", [{ event_type: "x", timestamp: "not a time" }]), /invalid event timestamp/);
+      assert.deepEqual(await store.events("s"), []);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it("keeps what the caller gave at the call: objects changed right after it change nothing stored", async () => {
+    const store = await openPostgresStore({ url: postgresUrl(), schema: uniqueSchema("copied"), poolSize: 4 });
+    try {
+      const content = { list: [1, 2], text: "before" };
+      const metadata = { run_id: "r1", nested: { n: 1 } };
+      // Not awaited: the group is written in a later turn of the event loop.
+      const appended = store.append("s", [{ event_type: "x", content, metadata }]);
+      content.list.push(3);
+      content.text = "after";
+      metadata.nested.n = 2;
+      const [returned] = await appended;
+      const [read] = await store.events("s");
+      for (const event of [returned, read]) {
+        assert.deepEqual(event.content, { list: [1, 2], text: "before" });
+        assert.deepEqual(event.metadata, { run_id: "r1", nested: { n: 1 } });
+      }
+      assert.notEqual(returned.content, content, "a copy, not the caller's object");
+    } finally {
+      await store.close();
+    }
+  });
+});
 
 describe("postgres store: replicas", () => {
   it("two store instances appending 2 x 200 events to one session lose and reorder nothing", async () => {
@@ -144,12 +244,15 @@ describe("postgres store: errors", () => {
   it("below maxSessions, new sessions cost one count of the sessions, not one per 100 ms; over it, the next new session evicts", async () => {
     const pool = new pg.Pool({ connectionString: postgresUrl(), max: 2 });
     let counts = 0;
-    const query = pool.query.bind(pool) as (text: unknown, params?: unknown) => Promise<unknown>;
-    pool.query = ((text: unknown, params?: unknown) => {
-      const sql = typeof text === "string" ? text : (text as { text?: unknown } | null)?.text;
-      if (typeof sql === "string" && /SELECT count\(\*\) AS count FROM "\w+"\.agentloop_sessions/.test(sql)) counts++;
-      return query(text, params);
-    }) as typeof pool.query;
+    // Counted on every connection the store takes (a statement as text, or as an object).
+    pool.on("connect", (client) => {
+      const query = client.query.bind(client) as (...args: unknown[]) => unknown;
+      client.query = ((...args: unknown[]) => {
+        const sql = typeof args[0] === "string" ? args[0] : (args[0] as { text?: unknown } | null)?.text;
+        if (typeof sql === "string" && /SELECT count\(\*\)( AS count)? FROM "\w+"\.agentloop_sessions/.test(sql)) counts++;
+        return query(...args);
+      }) as typeof client.query;
+    });
     const store = await openPostgresStore({ pool, schema: uniqueSchema("recount"), maxSessions: 50 });
     try {
       // Slower than the old 100 ms gap between evictions: each new session would have counted.
