@@ -2,7 +2,14 @@
 // untested: which line of a dying server's stderr an error quotes, what the client tells the server
 // about itself, and the connection's life as a user sees it (status, failure, reconnects, errors).
 import assert from "node:assert/strict";
+import { randomUUID } from "node:crypto";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { describe, test } from "node:test";
+import { Server } from "@modelcontextprotocol/sdk/server/index.js";
+import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
+import { CallToolRequestSchema, isInitializeRequest, ListToolsRequestSchema } from "@modelcontextprotocol/sdk/types.js";
+import { connectMcp, mcpToolset } from "../../src/mcp/index.js";
 import { usefulStderrLine } from "../../src/mcp/toolset.js";
 
 describe("usefulStderrLine: the line of a server's stderr an error message quotes", () => {
@@ -57,5 +64,141 @@ describe("usefulStderrLine: the line of a server's stderr an error message quote
     assert.equal(usefulStderrLine("a\r\n  b  \r\n"), "b");
     assert.equal(usefulStderrLine(""), "");
     assert.equal(usefulStderrLine("\n  \n    at x (y.js:1:1)\nNode.js v22.1.0\n"), "");
+  });
+});
+
+/**
+ * A real Streamable HTTP MCP server in this process (the official SDK's low-level Server, on
+ * 127.0.0.1) whose tool list comes in two pages, with tools described in each way the protocol
+ * allows; its `whoami` tool answers with what the client said about itself and the headers it sent.
+ */
+async function probeServer() {
+  const transports = new Map<string, StreamableHTTPServerTransport>();
+  const tools = [
+    { name: "whoami", description: "Who the client says it is", inputSchema: { type: "object" as const, properties: {} } },
+    { name: "titled", title: "A title only", inputSchema: { type: "object" as const, properties: { x: { type: "string" } } } },
+    { name: "bare", inputSchema: { type: "object" as const } },
+    { name: "task-only", description: "Runs only as a task", inputSchema: { type: "object" as const }, execution: { taskSupport: "required" as const } },
+    { name: "task-optional", description: "May run as a task", inputSchema: { type: "object" as const }, execution: { taskSupport: "optional" as const } },
+  ];
+  let lastHeaders: Record<string, unknown> = {};
+  const listed: Array<string | undefined> = [];
+  const serverFor = () => {
+    const server = new Server({ name: "probe", version: "1.0.0" }, { capabilities: { tools: {} } });
+    server.setRequestHandler(ListToolsRequestSchema, (request) => {
+      const cursor = request.params?.cursor;
+      listed.push(cursor);
+      return cursor === "page-2" ? { tools: tools.slice(2) } : { tools: tools.slice(0, 2), nextCursor: "page-2" };
+    });
+    server.setRequestHandler(CallToolRequestSchema, (request) => {
+      if (request.params.name !== "whoami") return { content: [{ type: "text", text: `called ${request.params.name}` }] };
+      const answer = { client: server.getClientVersion(), capabilities: server.getClientCapabilities(), tenant: lastHeaders["x-tenant"] };
+      return { content: [{ type: "text", text: JSON.stringify(answer) }] };
+    });
+    return server;
+  };
+  const http = createServer(async (request, response) => {
+    const chunks: Buffer[] = [];
+    for await (const chunk of request) chunks.push(chunk as Buffer);
+    const body = chunks.length > 0 ? JSON.parse(Buffer.concat(chunks).toString("utf8")) : undefined;
+    lastHeaders = request.headers;
+    const sessionId = request.headers["mcp-session-id"];
+    let transport = typeof sessionId === "string" ? transports.get(sessionId) : undefined;
+    if (!transport && request.method === "POST" && isInitializeRequest(body)) {
+      const created = new StreamableHTTPServerTransport({ sessionIdGenerator: () => randomUUID(), onsessioninitialized: (id) => transports.set(id, created) });
+      transport = created;
+      await serverFor().connect(created);
+    }
+    if (!transport) {
+      response.writeHead(404, { "content-type": "application/json" }).end(JSON.stringify({ jsonrpc: "2.0", error: { code: -32000, message: "unknown session" }, id: null }));
+      return;
+    }
+    await transport.handleRequest(request, response, body);
+  });
+  await new Promise<void>((resolve) => http.listen(0, "127.0.0.1", resolve));
+  const { port } = http.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}/mcp`,
+    listed,
+    sessions: transports,
+    async close() {
+      for (const transport of transports.values()) await transport.close();
+      http.closeAllConnections();
+      await new Promise((resolve) => http.close(resolve));
+    },
+  };
+}
+
+describe("a toolset over a real HTTP server", () => {
+  test("what the client tells the server: its name, version and elicitation capability; headers per request", async () => {
+    const probe = await probeServer();
+    let tenant = 0;
+    const toolset = await connectMcp({ name: "probe", url: probe.url, headers: () => ({ "x-tenant": `t${++tenant}` }) });
+    try {
+      const whoami = JSON.parse(String((await toolset.callTool("whoami", {})).content));
+      assert.deepEqual(whoami.client, { name: "agentloop", version: "0.1.0" });
+      assert.deepEqual(whoami.capabilities.elicitation, { form: { applyDefaults: true } });
+      assert.match(whoami.tenant, /^t\d+$/);
+      assert.equal(toolset.pid, undefined);
+    } finally {
+      await toolset.close();
+      await probe.close();
+    }
+  });
+
+  test("the tool list: every page, in order; a title or the name when there is no description; task-only tools left out", async () => {
+    const probe = await probeServer();
+    const toolset = mcpToolset({ name: "probe", url: probe.url, toolTimeoutMs: 1234, truncation: { maxChars: 99 }, sequential: true });
+    try {
+      assert.deepEqual(toolset.loadedTools, []);
+      assert.equal(toolset.toolsVersion, 0);
+      assert.equal(toolset.status, "idle");
+      assert.equal(toolset.failure, undefined);
+      const tools = await toolset.tools();
+      assert.deepEqual(probe.listed, [undefined, "page-2"]);
+      assert.deepEqual(
+        tools.map((tool) => [tool.name, tool.description]),
+        [
+          ["probe.whoami", "Who the client says it is"],
+          ["probe.titled", "A title only"],
+          ["probe.bare", "bare"],
+          ["probe.task-optional", "May run as a task"],
+        ],
+      );
+      assert.deepEqual(
+        toolset.serverToolDescriptions.map((tool) => tool.name),
+        ["whoami", "titled", "bare", "task-optional"],
+      );
+      assert.deepEqual(tools[1]!.parameters, { type: "object", properties: { x: { type: "string" } } });
+      for (const tool of tools) {
+        assert.deepEqual([tool.kind, tool.timeoutMs, tool.truncation, tool.sequential, tool.mcp], ["mcp", 1234, { maxChars: 99 }, true, { server: "probe", tool: tool.name.slice("probe.".length) }]);
+      }
+      assert.equal(toolset.toolsVersion, 1);
+      assert.equal(toolset.status, "connected");
+      assert.equal(toolset.failure, undefined);
+      // The tool runs through the loop's Tool shape too.
+      assert.deepEqual(await tools[2]!.execute(undefined as never, { signal: new AbortController().signal, progress() {} } as never), { content: "called bare", isError: false });
+      await toolset.refreshTools();
+      assert.equal(toolset.toolsVersion, 2);
+      assert.deepEqual(probe.listed, [undefined, "page-2", undefined, "page-2"]);
+      // Without those settings a tool has none of them.
+      const plain = await connectMcp({ name: "plain", url: probe.url, allowedTools: (name) => name.startsWith("t") });
+      assert.deepEqual(
+        plain.loadedTools.map((tool) => [tool.name, "timeoutMs" in tool, "truncation" in tool, "sequential" in tool]),
+        [
+          ["plain.titled", false, false, false],
+          ["plain.task-optional", false, false, false],
+        ],
+      );
+      await plain.close();
+    } finally {
+      await toolset.close();
+      await probe.close();
+    }
+    assert.equal(toolset.status, "closed");
+    assert.equal(toolset.failure, "the toolset was closed");
+    assert.deepEqual(await toolset.refreshTools(), toolset.loadedTools);
+    await assert.rejects(toolset.connect(), { name: "AgentLoopError", message: 'MCP server "probe": toolset is closed' });
+    assert.deepEqual(await toolset.callTool("whoami", {}), { content: 'MCP server "probe" is unavailable: the toolset was closed', isError: true });
   });
 });
