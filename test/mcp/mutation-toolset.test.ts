@@ -105,7 +105,12 @@ async function probeServer() {
     const sessionId = request.headers["mcp-session-id"];
     let transport = typeof sessionId === "string" ? transports.get(sessionId) : undefined;
     if (!transport && request.method === "POST" && isInitializeRequest(body)) {
-      const created = new StreamableHTTPServerTransport({ sessionIdGenerator: () => randomUUID(), onsessioninitialized: (id) => transports.set(id, created) });
+      const created: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
+        sessionIdGenerator: () => randomUUID(),
+        onsessioninitialized: (id: string): void => {
+          transports.set(id, created);
+        },
+      });
       transport = created;
       await serverFor().connect(created);
     }
