@@ -34,7 +34,7 @@ describe("usefulStderrLine: the line of a server's stderr an error message quote
       assert.equal(usefulStderrLine(`bad token in config.json\n${boilerplate}\n`), "bad token in config.json", JSON.stringify(boilerplate));
     }
     // Lines that only look like boilerplate are kept.
-    for (const line of ["at the end of the config", "Node.js is too old", "x^", "{ port: 1 }", "code: 'X' (not indented)", "see node:internal/x", "throw it; away", "throw err; now"]) {
+    for (const line of ["at the end of the config", "Node.js is too old", "x^", "{ port: 1 }", "code: 'X' (not indented)", "see node:internal/x", "throw it; away", "throw err; now", "will throw err;", "},", "^ marks the spot", "requires Node.js v22", "failed at startup"]) {
       assert.equal(usefulStderrLine(`first\n${line}\n`), line, line);
     }
   });
@@ -56,7 +56,7 @@ describe("usefulStderrLine: the line of a server's stderr an error message quote
     }
     assert.equal(usefulStderrLine("Error: first\nError: second\nbye\n"), "Error: second");
     // Words that merely start like an error are no error line.
-    for (const line of ["Errors: 0", "errorless run", "fatalism", "Exceptional"]) assert.equal(usefulStderrLine(`${line}\nlast words\n`), "last words", line);
+    for (const line of ["Errors: 0", "errorless run", "fatalism", "Exceptional", "pre-fatal state", "no error found", "retrying after TimeoutError"]) assert.equal(usefulStderrLine(`${line}\nlast words\n`), "last words", line);
   });
 
   test("the line is trimmed; nothing useful is an empty string", () => {
