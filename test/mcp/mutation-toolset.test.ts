@@ -50,6 +50,7 @@ describe("usefulStderrLine: the line of a server's stderr an error message quote
       "error: unknown flag --foo",
       "ERROR bad things",
       "fatal: not a git repository",
+      "  ConnectionError while starting",
       "  Fatal error in worker",
     ]) {
       assert.equal(usefulStderrLine(`starting\n${line}\nshutting down\n`), line.trim(), line);
@@ -156,6 +157,7 @@ describe("a toolset over a real HTTP server", () => {
     const toolset = mcpToolset({ name: "probe", url: probe.url, toolTimeoutMs: 1234, truncation: { maxChars: 99 }, sequential: true });
     try {
       assert.deepEqual(toolset.loadedTools, []);
+      assert.deepEqual(toolset.serverToolDescriptions, []);
       assert.equal(toolset.toolsVersion, 0);
       assert.equal(toolset.status, "idle");
       assert.equal(toolset.failure, undefined);
@@ -203,7 +205,21 @@ describe("a toolset over a real HTTP server", () => {
     assert.equal(toolset.status, "closed");
     assert.equal(toolset.failure, "the toolset was closed");
     assert.deepEqual(await toolset.refreshTools(), toolset.loadedTools);
-    await assert.rejects(toolset.connect(), { name: "AgentLoopError", message: 'MCP server "probe": toolset is closed' });
+    await assert.rejects(toolset.connect(), { name: "AgentLoopError", kind: "configuration", message: 'MCP server "probe": toolset is closed' });
     assert.deepEqual(await toolset.callTool("whoami", {}), { content: 'MCP server "probe" is unavailable: the toolset was closed', isError: true });
+  });
+});
+
+describe("the connection's life as a user sees it", () => {
+  test("keepConnecting before any attempt: disconnected, the failure is a lost connection, calls say when the next attempt comes (the delay capped at 30 s by default)", async () => {
+    const toolset = mcpToolset({ name: "later", url: "http://127.0.0.1:9/mcp", reconnectDelayMs: 60_000 });
+    try {
+      toolset.keepConnecting();
+      assert.equal(toolset.status, "disconnected");
+      assert.equal(toolset.failure, "connection lost");
+      assert.deepEqual(await toolset.callTool("x", {}), { content: 'MCP server "later" is unavailable (connection lost; reconnecting, next attempt in 30 s)', isError: true });
+    } finally {
+      await toolset.close();
+    }
   });
 });
