@@ -180,6 +180,9 @@ describe("a toolset over a real HTTP server", () => {
       for (const tool of tools) {
         assert.deepEqual([tool.kind, tool.timeoutMs, tool.truncation, tool.sequential, tool.mcp], ["mcp", 1234, { maxChars: 99 }, true, { server: "probe", tool: tool.name.slice("probe.".length) }]);
       }
+      // Connecting again while connected changes nothing: no new session, no new listing.
+      assert.equal(await toolset.connect(), toolset);
+      assert.deepEqual([probe.sessions.size, probe.listed.length], [1, 2]);
       assert.equal(toolset.toolsVersion, 1);
       assert.equal(toolset.status, "connected");
       assert.equal(toolset.failure, undefined);
