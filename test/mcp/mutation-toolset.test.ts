@@ -9,8 +9,10 @@ import { describe, test } from "node:test";
 import { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
 import { CallToolRequestSchema, isInitializeRequest, ListToolsRequestSchema } from "@modelcontextprotocol/sdk/types.js";
+import { AgentLoopError } from "../../src/errors.js";
 import { connectMcp, mcpToolset } from "../../src/mcp/index.js";
 import { usefulStderrLine } from "../../src/mcp/toolset.js";
+import { dynamicServerPath, waitFor } from "./helpers.js";
 
 describe("usefulStderrLine: the line of a server's stderr an error message quotes", () => {
   test("a runtime's boilerplate after the message is skipped, line by line", () => {
@@ -208,6 +210,8 @@ describe("a toolset over a real HTTP server", () => {
     assert.equal(toolset.status, "closed");
     assert.equal(toolset.failure, "the toolset was closed");
     assert.deepEqual(await toolset.refreshTools(), toolset.loadedTools);
+    // tools() of a closed toolset is its last list: it does not try to connect again.
+    assert.equal((await toolset.tools()).length, 4);
     await assert.rejects(toolset.connect(), { name: "AgentLoopError", kind: "configuration", message: 'MCP server "probe": toolset is closed' });
     assert.deepEqual(await toolset.callTool("whoami", {}), { content: 'MCP server "probe" is unavailable: the toolset was closed', isError: true });
   });
@@ -221,6 +225,46 @@ describe("the connection's life as a user sees it", () => {
       assert.equal(toolset.status, "disconnected");
       assert.equal(toolset.failure, "connection lost");
       assert.deepEqual(await toolset.callTool("x", {}), { content: 'MCP server "later" is unavailable (connection lost; reconnecting, next attempt in 30 s)', isError: true });
+    } finally {
+      await toolset.close();
+    }
+  });
+
+  test("a connection that cannot open: the error is a network error whose cause is the fetch's", async () => {
+    await assert.rejects(connectMcp({ name: "nowhere", url: "http://127.0.0.1:9/mcp" }), (error: unknown) => {
+      assert.ok(AgentLoopError.isInstance(error));
+      assert.equal(error.kind, "network");
+      assert.ok(error.cause instanceof Error, String(error.cause));
+      assert.match(error.message, new RegExp(`could not connect: ${(error.cause as Error).message.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}`));
+      return true;
+    });
+  });
+
+  test("an aborted signal: the call is refused before anything connects", async () => {
+    const probe = await probeServer();
+    const toolset = mcpToolset({ name: "probe", url: probe.url });
+    try {
+      await assert.rejects(toolset.callTool("whoami", {}, { signal: AbortSignal.abort("stop") }), (error: unknown) => AgentLoopError.isInstance(error) && error.kind === "aborted");
+      assert.equal(toolset.status, "idle");
+      assert.equal(probe.sessions.size, 0);
+    } finally {
+      await toolset.close();
+      await probe.close();
+    }
+  });
+
+  test("a stdio server that died: disconnected, its failure named; refreshing keeps the last list", async () => {
+    const toolset = await connectMcp({ name: "dynamic", command: process.execPath, args: [dynamicServerPath], reconnectDelayMs: 60_000 });
+    try {
+      const names = toolset.loadedTools.map((tool) => tool.name);
+      process.kill(toolset.pid!, "SIGKILL");
+      await waitFor(() => toolset.status === "disconnected", 10_000, "the loss to be noticed");
+      assert.equal(toolset.failure, "server process exited");
+      assert.deepEqual(
+        (await toolset.refreshTools()).map((tool) => tool.name),
+        names,
+      );
+      assert.equal(toolset.toolsVersion, 1);
     } finally {
       await toolset.close();
     }
