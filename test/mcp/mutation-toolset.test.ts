@@ -93,7 +93,16 @@ async function probeServer() {
       listed.push(cursor);
       return cursor === "page-2" ? { tools: tools.slice(2) } : { tools: tools.slice(0, 2), nextCursor: "page-2" };
     });
-    server.setRequestHandler(CallToolRequestSchema, (request) => {
+    server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
+      if (request.params.name === "slow") {
+        // Longer than the client's request timeout, with progress notifications more often than it.
+        const progressToken = request.params._meta?.progressToken;
+        for (let step = 1; step <= 12; step++) {
+          await new Promise((resolve) => setTimeout(resolve, 150));
+          if (progressToken !== undefined) await extra.sendNotification({ method: "notifications/progress", params: { progressToken, progress: step, total: 12, message: `step ${step}` } });
+        }
+        return { content: [{ type: "text", text: "slow done" }] };
+      }
       if (request.params.name !== "whoami") return { content: [{ type: "text", text: `called ${request.params.name}` }] };
       const answer = { client: server.getClientVersion(), capabilities: server.getClientCapabilities(), tenant: lastHeaders["x-tenant"] };
       return { content: [{ type: "text", text: JSON.stringify(answer) }] };
@@ -159,7 +168,7 @@ describe("a toolset over a real HTTP server", () => {
     const toolset = mcpToolset({ name: "probe", url: probe.url, toolTimeoutMs: 1234, truncation: { maxChars: 99 }, sequential: true });
     try {
       assert.deepEqual(toolset.loadedTools, []);
-      assert.deepEqual(toolset.serverToolDescriptions, []);
+      assert.equal(toolset.serverToolDescriptions.length, 0);
       assert.equal(toolset.toolsVersion, 0);
       assert.equal(toolset.status, "idle");
       assert.equal(toolset.failure, undefined);
@@ -227,6 +236,20 @@ describe("the connection's life as a user sees it", () => {
       assert.deepEqual(await toolset.callTool("x", {}), { content: 'MCP server "later" is unavailable (connection lost; reconnecting, next attempt in 30 s)', isError: true });
     } finally {
       await toolset.close();
+    }
+  });
+
+  test("progress notifications reset the request timeout, and reach the caller", async () => {
+    const probe = await probeServer();
+    const toolset = await connectMcp({ name: "probe", url: probe.url, requestTimeoutMs: 1_000 });
+    try {
+      const seen: unknown[] = [];
+      assert.deepEqual(await toolset.callTool("slow", {}, { onProgress: (progress) => seen.push(progress) }), { content: "slow done", isError: false });
+      assert.equal(seen.length, 12);
+      assert.deepEqual(seen[11], { progress: 12, total: 12, message: "step 12" });
+    } finally {
+      await toolset.close();
+      await probe.close();
     }
   });
 
