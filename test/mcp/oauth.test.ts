@@ -164,6 +164,41 @@ describe("authorization code with PKCE", { concurrency: true }, () => {
     }
   });
 
+  test("tokens revoked while connected: the next call has the user sign in again and goes through; a refusal then is the call's error", async () => {
+    const server = await startOAuthServer();
+    const printed: string[] = [];
+    const toolset = await connectMcp({
+      name: "mine",
+      url: server.mcpUrl,
+      auth: {
+        type: "authorization_code",
+        tokenDir: fresh("revoked"),
+        onAuthorizationUrl: (url) => {
+          printed.push(url);
+          void browse(url);
+        },
+      },
+    });
+    try {
+      assert.equal(printed.length, 1);
+      server.revokeTokens();
+      assert.match(String((await toolset.callTool("whoami", {})).content), /^client dyn-/);
+      assert.equal(printed.length, 2);
+      assert.equal(server.signIns, 2);
+      assert.equal(toolset.status, "connected");
+
+      server.revokeTokens();
+      server.refuseConsent = true;
+      const refused = await toolset.callTool("whoami", {});
+      assert.equal(refused.isError, true);
+      assert.equal(refused.content, 'MCP server "mine", tool "whoami": authorization failed: MCP server "mine": authorization failed: access_denied (the user refused access)');
+      assert.equal(printed.length, 3);
+    } finally {
+      await toolset.close();
+      await server.close();
+    }
+  });
+
   test("a refused consent fails the connection with an error naming the server and the reason", async () => {
     const server = await startOAuthServer();
     server.refuseConsent = true;
