@@ -86,6 +86,8 @@ async function probeServer() {
   ];
   let lastHeaders: Record<string, unknown> = {};
   const listed: Array<string | undefined> = [];
+  /** The sessions the client ended (DELETE), by id. */
+  const ended: string[] = [];
   const serverFor = () => {
     const server = new Server({ name: "probe", version: "1.0.0" }, { capabilities: { tools: {} } });
     server.setRequestHandler(ListToolsRequestSchema, (request) => {
@@ -114,6 +116,7 @@ async function probeServer() {
     for await (const chunk of request) chunks.push(chunk as Buffer);
     const body = chunks.length > 0 ? JSON.parse(Buffer.concat(chunks).toString("utf8")) : undefined;
     lastHeaders = request.headers;
+    if (request.method === "DELETE") ended.push(String(request.headers["mcp-session-id"]));
     const sessionId = request.headers["mcp-session-id"];
     let transport = typeof sessionId === "string" ? transports.get(sessionId) : undefined;
     if (!transport && request.method === "POST" && isInitializeRequest(body)) {
@@ -137,6 +140,7 @@ async function probeServer() {
   return {
     url: `http://127.0.0.1:${port}/mcp`,
     listed,
+    ended,
     sessions: transports,
     async close() {
       for (const transport of transports.values()) await transport.close();
@@ -157,6 +161,10 @@ describe("a toolset over a real HTTP server", () => {
       assert.deepEqual(whoami.capabilities.elicitation, { form: { applyDefaults: true } });
       assert.match(whoami.tenant, /^t\d+$/);
       assert.equal(toolset.pid, undefined);
+      // Closing ends the HTTP session politely.
+      await toolset.close();
+      assert.deepEqual(probe.ended, [...probe.sessions.keys()]);
+      assert.equal(probe.ended.length, 1);
     } finally {
       await toolset.close();
       await probe.close();
