@@ -12,7 +12,7 @@ import { CallToolRequestSchema, isInitializeRequest, ListToolsRequestSchema } fr
 import { AgentLoopError } from "../../src/errors.js";
 import { connectMcp, mcpToolset } from "../../src/mcp/index.js";
 import { usefulStderrLine } from "../../src/mcp/toolset.js";
-import { dynamicServerPath, waitFor } from "./helpers.js";
+import { dynamicServerPath, freePort, waitFor } from "./helpers.js";
 
 describe("usefulStderrLine: the line of a server's stderr an error message quotes", () => {
   test("a runtime's boilerplate after the message is skipped, line by line", () => {
@@ -75,7 +75,7 @@ describe("usefulStderrLine: the line of a server's stderr an error message quote
  * 127.0.0.1) whose tool list comes in two pages, with tools described in each way the protocol
  * allows; its `whoami` tool answers with what the client said about itself and the headers it sent.
  */
-async function probeServer() {
+async function probeServer(port = 0) {
   const transports = new Map<string, StreamableHTTPServerTransport>();
   const tools = [
     { name: "whoami", description: "Who the client says it is", inputSchema: { type: "object" as const, properties: {} } },
@@ -135,10 +135,10 @@ async function probeServer() {
     }
     await transport.handleRequest(request, response, body);
   });
-  await new Promise<void>((resolve) => http.listen(0, "127.0.0.1", resolve));
-  const { port } = http.address() as AddressInfo;
+  await new Promise<void>((resolve) => http.listen(port, "127.0.0.1", resolve));
+  const address = http.address() as AddressInfo;
   return {
-    url: `http://127.0.0.1:${port}/mcp`,
+    url: `http://127.0.0.1:${address.port}/mcp`,
     listed,
     ended,
     sessions: transports,
@@ -235,6 +235,27 @@ describe("a toolset over a real HTTP server", () => {
 });
 
 describe("the connection's life as a user sees it", () => {
+  test("keepConnecting while the first connection is still under way: once it fails, attempts go on until the server is up", async () => {
+    const port = await freePort();
+    const toolset = mcpToolset({ name: "late", url: `http://127.0.0.1:${port}/mcp`, reconnectDelayMs: 50, maxReconnectDelayMs: 100 });
+    let probe: Awaited<ReturnType<typeof probeServer>> | undefined;
+    try {
+      const first = toolset.connect();
+      toolset.keepConnecting();
+      await assert.rejects(first, /could not connect/);
+      await waitFor(() => toolset.status === "disconnected", 5_000, "the toolset to keep trying");
+      assert.match(String(toolset.failure), /could not connect|reconnecting failed/);
+      probe = await probeServer(port);
+      await waitFor(() => toolset.status === "connected", 10_000, "a background attempt to connect");
+      assert.equal(toolset.toolsVersion, 1);
+      assert.equal(toolset.failure, undefined);
+      assert.equal((await toolset.callTool("bare", {})).content, "called bare");
+    } finally {
+      await toolset.close();
+      await probe?.close();
+    }
+  });
+
   test("keepConnecting before any attempt: disconnected, the failure is a lost connection, calls say when the next attempt comes (the delay capped at 30 s by default)", async () => {
     const toolset = mcpToolset({ name: "later", url: "http://127.0.0.1:9/mcp", reconnectDelayMs: 60_000 });
     try {
