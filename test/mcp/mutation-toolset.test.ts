@@ -317,6 +317,12 @@ describe("the connection's life as a user sees it", () => {
         names,
       );
       assert.equal(toolset.toolsVersion, 1);
+      // A call reconnects at once; connect() meanwhile waits for that attempt.
+      const call = toolset.callTool("remove-tool", { name: "none" });
+      await toolset.connect();
+      assert.equal(toolset.status, "connected");
+      assert.equal((await call).content, "removed none");
+      assert.equal(toolset.reconnects, 1);
     } finally {
       await toolset.close();
     }
