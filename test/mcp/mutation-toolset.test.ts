@@ -88,6 +88,7 @@ async function probeServer(port = 0) {
   const listed: Array<string | undefined> = [];
   /** The sessions the client ended (DELETE), by id. */
   const ended: string[] = [];
+  let brokenCalls = 0;
   const serverFor = () => {
     const server = new Server({ name: "probe", version: "1.0.0" }, { capabilities: { tools: {} } });
     server.setRequestHandler(ListToolsRequestSchema, (request) => {
@@ -117,6 +118,12 @@ async function probeServer(port = 0) {
     const body = chunks.length > 0 ? JSON.parse(Buffer.concat(chunks).toString("utf8")) : undefined;
     lastHeaders = request.headers;
     if (request.method === "DELETE") ended.push(String(request.headers["mcp-session-id"]));
+    // The `broken` tool's calls fail at the HTTP level, as a proxy in trouble would answer.
+    if (body?.method === "tools/call" && body.params?.name === "broken") {
+      brokenCalls++;
+      response.writeHead(502, { "content-type": "text/plain" }).end("bad gateway");
+      return;
+    }
     const sessionId = request.headers["mcp-session-id"];
     let transport = typeof sessionId === "string" ? transports.get(sessionId) : undefined;
     if (!transport && request.method === "POST" && isInitializeRequest(body)) {
@@ -141,6 +148,9 @@ async function probeServer(port = 0) {
     url: `http://127.0.0.1:${address.port}/mcp`,
     listed,
     ended,
+    get brokenCalls() {
+      return brokenCalls;
+    },
     sessions: transports,
     async close() {
       for (const transport of transports.values()) await transport.close();
@@ -202,6 +212,9 @@ describe("a toolset over a real HTTP server", () => {
       // Connecting again while connected changes nothing: no new session, no new listing.
       assert.equal(await toolset.connect(), toolset);
       assert.deepEqual([probe.sessions.size, probe.listed.length], [1, 2]);
+      // keepConnecting is for a toolset whose first connection failed: a connected one is left alone.
+      toolset.keepConnecting();
+      assert.equal(toolset.status, "connected");
       assert.equal(toolset.toolsVersion, 1);
       assert.equal(toolset.status, "connected");
       assert.equal(toolset.failure, undefined);
@@ -265,6 +278,21 @@ describe("the connection's life as a user sees it", () => {
       assert.deepEqual(await toolset.callTool("x", {}), { content: 'MCP server "later" is unavailable (connection lost; reconnecting, next attempt in 30 s)', isError: true });
     } finally {
       await toolset.close();
+    }
+  });
+
+  test("a call failing at the HTTP level is tried once more on a new connection, then is an error result", async () => {
+    const probe = await probeServer();
+    const toolset = await connectMcp({ name: "probe", url: probe.url });
+    try {
+      const result = await toolset.callTool("broken", {});
+      assert.equal(result.isError, true);
+      assert.equal(result.content, 'MCP server "probe": connection lost during the call to "broken": Streamable HTTP error: Error POSTing to endpoint: bad gateway');
+      assert.equal(probe.brokenCalls, 2);
+      assert.equal(toolset.reconnects, 1);
+    } finally {
+      await toolset.close();
+      await probe.close();
     }
   });
 
