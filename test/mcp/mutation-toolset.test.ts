@@ -327,6 +327,9 @@ describe("the connection's life as a user sees it", () => {
       await assert.rejects(toolset.callTool("whoami", {}, { signal: AbortSignal.abort("stop") }), (error: unknown) => AgentLoopError.isInstance(error) && error.kind === "aborted");
       assert.equal(toolset.status, "idle");
       assert.equal(probe.sessions.size, 0);
+      // Without the abort, the lazy toolset's first call connects and goes through.
+      assert.deepEqual(await toolset.callTool("bare", {}), { content: "called bare", isError: false });
+      assert.equal(toolset.status, "connected");
     } finally {
       await toolset.close();
       await probe.close();
