@@ -296,6 +296,30 @@ describe("the connection's life as a user sees it", () => {
     }
   });
 
+  test("a server gone for good: each failed attempt named, the wait between attempts doubling", async () => {
+    const probe = await probeServer();
+    const toolset = await connectMcp({ name: "probe", url: probe.url, maxReconnects: 3, reconnectDelayMs: 1_500 });
+    try {
+      await probe.close();
+      const unavailable = (next: string) => new RegExp(`^MCP server "probe" is unavailable \\(reconnecting failed: fetch failed.*; ${next}\\)$`);
+      // The call's own failure, then one attempt at once: it fails, the next waits 1.5 s.
+      assert.match(String((await toolset.callTool("bare", {})).content), unavailable("reconnecting, next attempt in 2 s"));
+      assert.equal(toolset.status, "disconnected");
+      // The background attempt fails too: the wait doubles (3 s).
+      // (A call while the wait lasts makes no attempt; one after it makes the attempt itself.)
+      let answer = "";
+      for (const started = Date.now(); !/next attempt in 3 s/.test(answer) && Date.now() - started < 15_000; ) {
+        await new Promise((resolve) => setTimeout(resolve, 100));
+        answer = String((await toolset.callTool("bare", {})).content);
+      }
+      assert.match(answer, unavailable("reconnecting, next attempt in 3 s"));
+      assert.equal(toolset.status, "disconnected");
+      assert.match(String(toolset.failure), /^reconnecting failed: fetch failed/);
+    } finally {
+      await toolset.close();
+    }
+  });
+
   test("progress notifications reset the request timeout, and reach the caller", async () => {
     const probe = await probeServer();
     const toolset = await connectMcp({ name: "probe", url: probe.url, requestTimeoutMs: 1_000 });
