@@ -296,11 +296,16 @@ describe("the connection's life as a user sees it", () => {
     }
   });
 
-  test("a server gone for good: each failed attempt named, the wait between attempts doubling", async () => {
+  test("a server gone for good: each failed attempt named, the wait between attempts doubling, the reconnect limit", async () => {
     const probe = await probeServer();
     const toolset = await connectMcp({ name: "probe", url: probe.url, maxReconnects: 3, reconnectDelayMs: 1_500 });
+    const limited = await connectMcp({ name: "limited", url: probe.url, maxReconnects: 1 });
     try {
       await probe.close();
+      // With one reconnection allowed: the call's own failure, the one attempt, then the limit.
+      const last = await limited.callTool("bare", {});
+      assert.match(String(last.content), /^MCP server "limited" is unavailable \(reconnecting failed: fetch failed.*; reconnect limit 1 reached\)$/);
+      assert.equal(limited.status, "failed");
       const unavailable = (next: string) => new RegExp(`^MCP server "probe" is unavailable \\(reconnecting failed: fetch failed.*; ${next}\\)$`);
       // The call's own failure, then one attempt at once: it fails, the next waits 1.5 s.
       assert.match(String((await toolset.callTool("bare", {})).content), unavailable("reconnecting, next attempt in 2 s"));
@@ -316,6 +321,7 @@ describe("the connection's life as a user sees it", () => {
       assert.equal(toolset.status, "disconnected");
       assert.match(String(toolset.failure), /^reconnecting failed: fetch failed/);
     } finally {
+      await limited.close();
       await toolset.close();
     }
   });
