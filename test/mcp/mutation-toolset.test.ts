@@ -388,4 +388,19 @@ describe("the connection's life as a user sees it", () => {
       await toolset.close();
     }
   });
+
+  test("a stdio server's stderr: the last 4 KB are kept for the error; `ignore` keeps none", async () => {
+    // An error line, then more than 4 KB of other output: the error line is no longer in the tail.
+    const long = "console.error('Error: early failure'); for (let i = 0; i < 100; i++) console.error('log line ' + 'x'.repeat(60)); console.error('last words'); process.exit(3)";
+    await assert.rejects(connectMcp({ name: "long", command: process.execPath, args: ["-e", long] }), (error: Error) => {
+      assert.match(error.message, /could not connect: .* \(server stderr: last words\)$/);
+      return true;
+    });
+    const short = "console.error('Error: early failure'); console.error('last words'); process.exit(3)";
+    await assert.rejects(connectMcp({ name: "short", command: process.execPath, args: ["-e", short] }), /\(server stderr: Error: early failure\)$/);
+    await assert.rejects(connectMcp({ name: "quiet", command: process.execPath, args: ["-e", short], stderr: "ignore" }), (error: Error) => {
+      assert.doesNotMatch(error.message, /server stderr/);
+      return true;
+    });
+  });
 });
