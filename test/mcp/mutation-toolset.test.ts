@@ -350,6 +350,20 @@ describe("the connection's life as a user sees it", () => {
     });
   });
 
+  test("closed while connecting: the connection is dropped and connect() says so", async () => {
+    const probe = await probeServer();
+    const toolset = mcpToolset({ name: "probe", url: probe.url });
+    try {
+      const connecting = toolset.connect();
+      await toolset.close();
+      await assert.rejects(connecting, { message: `MCP server "probe" (http: ${probe.url}): could not connect: toolset was closed while connecting` });
+      assert.equal(toolset.status, "closed");
+      assert.deepEqual(toolset.loadedTools, []);
+    } finally {
+      await probe.close();
+    }
+  });
+
   test("an aborted signal: the call is refused before anything connects", async () => {
     const probe = await probeServer();
     const toolset = mcpToolset({ name: "probe", url: probe.url });
