@@ -75,7 +75,7 @@ describe("usefulStderrLine: the line of a server's stderr an error message quote
  * 127.0.0.1) whose tool list comes in two pages, with tools described in each way the protocol
  * allows; its `whoami` tool answers with what the client said about itself and the headers it sent.
  */
-async function probeServer(port = 0) {
+async function probeServer(port = 0, options: { ping?: "slow" | "refused" } = {}) {
   const transports = new Map<string, StreamableHTTPServerTransport>();
   const tools = [
     { name: "whoami", description: "Who the client says it is", inputSchema: { type: "object" as const, properties: {} } },
@@ -89,6 +89,7 @@ async function probeServer(port = 0) {
   /** The sessions the client ended (DELETE), by id. */
   const ended: string[] = [];
   let brokenCalls = 0;
+  let pings = 0;
   const serverFor = () => {
     const server = new Server({ name: "probe", version: "1.0.0" }, { capabilities: { tools: {} } });
     server.setRequestHandler(ListToolsRequestSchema, (request) => {
@@ -118,6 +119,15 @@ async function probeServer(port = 0) {
     const body = chunks.length > 0 ? JSON.parse(Buffer.concat(chunks).toString("utf8")) : undefined;
     lastHeaders = request.headers;
     if (request.method === "DELETE") ended.push(String(request.headers["mcp-session-id"]));
+    if (body?.method === "ping") {
+      pings++;
+      // A server busy for a moment (answers after 300 ms), or one that refuses pings with a protocol error: both alive.
+      if (options.ping === "slow") await new Promise((resolve) => setTimeout(resolve, 300));
+      if (options.ping === "refused") {
+        response.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ jsonrpc: "2.0", id: body.id, error: { code: -32601, message: "Method not found" } }));
+        return;
+      }
+    }
     // The `broken` tool's calls fail at the HTTP level, as a proxy in trouble would answer.
     if (body?.method === "tools/call" && body.params?.name === "broken") {
       brokenCalls++;
@@ -150,6 +160,9 @@ async function probeServer(port = 0) {
     ended,
     get brokenCalls() {
       return brokenCalls;
+    },
+    get pings() {
+      return pings;
     },
     sessions: transports,
     async close() {
@@ -323,6 +336,21 @@ describe("the connection's life as a user sees it", () => {
     } finally {
       await limited.close();
       await toolset.close();
+    }
+  });
+
+  test("pings: a server slower than the interval but within a second, or refusing pings, stays connected", async () => {
+    for (const ping of ["slow", "refused"] as const) {
+      const probe = await probeServer(0, { ping });
+      const toolset = await connectMcp({ name: "probe", url: probe.url, pingIntervalMs: 100 });
+      try {
+        await waitFor(() => probe.pings >= 3, 10_000, "three pings");
+        assert.equal(toolset.status, "connected", ping);
+        assert.equal(toolset.reconnects, 0, ping);
+      } finally {
+        await toolset.close();
+        await probe.close();
+      }
     }
   });
 
