@@ -440,6 +440,8 @@ describe("the connection's life as a user sees it", () => {
     });
     const short = "console.error('Error: early failure'); console.error('last words'); process.exit(3)";
     await assert.rejects(connectMcp({ name: "short", command: process.execPath, args: ["-e", short] }), /\(server stderr: Error: early failure\)$/);
+    // A command without args is named alone.
+    await assert.rejects(connectMcp({ name: "ghost", command: "/nonexistent/agentloop-mcp" }), /^AgentLoopError: MCP server "ghost" \(stdio: \/nonexistent\/agentloop-mcp\): could not connect/);
     await assert.rejects(connectMcp({ name: "quiet", command: process.execPath, args: ["-e", short], stderr: "ignore" }), (error: Error) => {
       assert.doesNotMatch(error.message, /server stderr/);
       return true;
