@@ -56,6 +56,8 @@ describe("validateMcpConfig through mcpToolset", () => {
     for (const url of ["http://client.example/meta.json", "https://client.example", "https://client.example/", "not a url", 42]) {
       assert.equal(refusal(http(url)), `MCP server "s": \`auth.clientMetadataUrl\` must be an https URL with a path, got ${JSON.stringify(url)}`, String(url));
     }
+    // A URL object is not the string the option takes (the client_id sent must be the exact text).
+    assert.equal(refusal(http(new URL("https://client.example/meta.json"))), 'MCP server "s": `auth.clientMetadataUrl` must be an https URL with a path, got "https://client.example/meta.json"');
     accepted(http("https://client.example/meta.json") as McpServerConfig);
   });
 

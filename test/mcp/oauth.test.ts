@@ -3,7 +3,7 @@
 // the authorization-code flow with PKCE (the test plays the browser by following the printed URL),
 // tokens stored per server with 0600 and reused, refresh after expiry, and the error paths.
 import assert from "node:assert/strict";
-import { mkdtemp, readdir, readFile, rm, stat, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
@@ -27,6 +27,9 @@ const notExpected = (url: string) => {
 
 let server: OAuthTestServer;
 let directory: string;
+/** A folder no earlier run of this file used (the mutation runner runs the file again in one process): a sign-in is expected in it. */
+let runs = 0;
+const fresh = (name: string) => join(directory, `${name}-${++runs}`);
 before(async () => {
   server = await startOAuthServer({ clients: { agent: "s3cret" } });
   directory = await mkdtemp(join(tmpdir(), "agentloop-oauth-"));
@@ -108,7 +111,7 @@ describe("client credentials", { concurrency: true }, () => {
 describe("authorization code with PKCE", { concurrency: true }, () => {
   test("sign in once through the loopback redirect; tokens stored per server with 0600 and reused; refreshed after expiry", async () => {
     const server = await startOAuthServer();
-    const tokenDir = join(directory, "in-process");
+    const tokenDir = fresh("in-process");
     const printed: string[] = [];
     const first = await connectMcp({
       name: "mine",
@@ -161,12 +164,47 @@ describe("authorization code with PKCE", { concurrency: true }, () => {
     }
   });
 
+  test("tokens revoked while connected: the next call has the user sign in again and goes through; a refusal then is the call's error", async () => {
+    const server = await startOAuthServer();
+    const printed: string[] = [];
+    const toolset = await connectMcp({
+      name: "mine",
+      url: server.mcpUrl,
+      auth: {
+        type: "authorization_code",
+        tokenDir: fresh("revoked"),
+        onAuthorizationUrl: (url) => {
+          printed.push(url);
+          void browse(url);
+        },
+      },
+    });
+    try {
+      assert.equal(printed.length, 1);
+      server.revokeTokens();
+      assert.match(String((await toolset.callTool("whoami", {})).content), /^client dyn-/);
+      assert.equal(printed.length, 2);
+      assert.equal(server.signIns, 2);
+      assert.equal(toolset.status, "connected");
+
+      server.revokeTokens();
+      server.refuseConsent = true;
+      const refused = await toolset.callTool("whoami", {});
+      assert.equal(refused.isError, true);
+      assert.equal(refused.content, 'MCP server "mine", tool "whoami": authorization failed: MCP server "mine": authorization failed: access_denied (the user refused access)');
+      assert.equal(printed.length, 3);
+    } finally {
+      await toolset.close();
+      await server.close();
+    }
+  });
+
   test("a refused consent fails the connection with an error naming the server and the reason", async () => {
     const server = await startOAuthServer();
     server.refuseConsent = true;
     try {
       await assert.rejects(
-        connectMcp({ name: "mine", url: server.mcpUrl, auth: { type: "authorization_code", tokenDir: join(directory, "refused"), onAuthorizationUrl: (url) => void browse(url) } }),
+        connectMcp({ name: "mine", url: server.mcpUrl, auth: { type: "authorization_code", tokenDir: fresh("refused"), onAuthorizationUrl: (url) => void browse(url) } }),
         /^AgentLoopError: MCP server "mine" .*could not connect: .*authorization failed: access_denied \(the user refused access\)/,
       );
       assert.deepEqual(server.grants, []);
@@ -176,8 +214,9 @@ describe("authorization code with PKCE", { concurrency: true }, () => {
   });
 
   test("agentloop run prints the sign-in URL, and the next run reuses the stored tokens", async () => {
-    const config = join(directory, "config");
-    const agentFile = join(directory, "agent.yaml");
+    const config = fresh("config");
+    const agentFile = join(config, "agent.yaml");
+    await mkdir(config, { recursive: true });
     await writeFile(agentFile, `name: signed-in\nmcpServers:\n  mine:\n    url: ${server.mcpUrl}\n    auth: { flow: authorization_code }\n`);
     const whoami = JSON.stringify({ tool_calls: [{ id: "c1", name: "whoami", arguments: {} }] });
     const env = cleanEnv({ XDG_CONFIG_HOME: config, MEMORY_TYPE: "memory" });
@@ -208,7 +247,7 @@ describe("authorization code with PKCE", { concurrency: true }, () => {
       auth: {
         type: "authorization_code",
         clientMetadataUrl,
-        tokenDir: join(directory, "cimd"),
+        tokenDir: fresh("cimd"),
         onAuthorizationUrl: async (url) => {
           printed.push(url);
           await browse(url);
