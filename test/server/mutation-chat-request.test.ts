@@ -222,11 +222,28 @@ describe("a client tool's result, sent back as a tool message", () => {
   it("reaches the model as the call's result, not as an error", async () => {
     const tools = [{ type: "function", function: { name: "where", parameters: { type: "object" } } }];
     const first = await postJson(`${test.url}/v1/chat/completions`, { session_id: "geo", messages: [user("where am I?")], tools });
-    assert.equal(((await first.json()) as { choices: Array<{ finish_reason: string }> }).choices[0].finish_reason, "tool_calls");
+    const asked = (await first.json()) as { choices: Array<{ finish_reason: string; message: { content: string | null } }> };
+    assert.deepEqual([asked.choices[0].finish_reason, asked.choices[0].message.content], ["tool_calls", null], "a call without text has null content");
     const messages = [user("where am I?"), { role: "assistant", content: null }, { role: "tool", tool_call_id: "call_where", content: [{ type: "text", text: "Lyon" }] }];
     const second = await postJson(`${test.url}/v1/chat/completions`, { session_id: "geo", messages, tools });
     assert.equal(((await second.json()) as { choices: Array<{ message: { content: string } }> }).choices[0].message.content, "You are in Lyon.");
     const result = model.requests.at(-1)!.messages.at(-1) as { role: string; toolCallId: string; content: unknown; isError?: boolean };
     assert.deepEqual([result.role, result.toolCallId, result.content, result.isError ?? false], ["tool", "call_where", "Lyon", false]);
+  });
+});
+
+describe("a client tool's call said with text", () => {
+  let test: TestServer;
+  before(async () => {
+    const call = JSON.stringify({ content: "Let me look.", tool_calls: [{ id: "call_look", name: "where", arguments: {} }] });
+    test = await startTestServer({ AGENT_NAME: "geo-text" }, { build: { model: new ScriptedModel([call]) } });
+  });
+  after(() => test.close());
+
+  it("carries the text as the message's content beside the call", async () => {
+    const tools = [{ type: "function", function: { name: "where", parameters: { type: "object" } } }];
+    const response = await postJson(`${test.url}/v1/chat/completions`, { session_id: "geo-text", messages: [user("where am I?")], tools });
+    const body = (await response.json()) as { choices: Array<{ finish_reason: string; message: { content: string | null; tool_calls: Array<{ id: string }> } }> };
+    assert.deepEqual([body.choices[0].finish_reason, body.choices[0].message.content, body.choices[0].message.tool_calls[0].id], ["tool_calls", "Let me look.", "call_look"]);
   });
 });
