@@ -42,6 +42,18 @@ describe("KAOS progress blocks in chat completions streams", () => {
     assert.match(await streamedText(client, { progress_blocks: true }), /^\{"type":"progress"/);
   });
 
+  it("the X-Progress-Blocks header in any case decides; an empty one is none (the server's setting holds)", async () => {
+    const streamed = async (server: TestServer, header: string) => {
+      const response = await postJson(`${server.url}/v1/chat/completions`, { messages: [{ role: "user", content: "echo hi" }], stream: true }, { "x-progress-blocks": header });
+      assert.equal(response.status, 200, header);
+      return response.text();
+    };
+    assert.match(await streamed(off, "TRUE"), /\\"type\\":\\"progress\\"/);
+    assert.match(await streamed(off, "true"), /\\"type\\":\\"progress\\"/);
+    assert.match(await streamed(on, ""), /\\"type\\":\\"progress\\"/);
+    assert.doesNotMatch(await streamed(off, ""), /progress/);
+  });
+
   it("a bad value is a 400 naming it; a bad setting fails the start naming it", async () => {
     for (const [body, headers, param] of [
       [{ progress_blocks: "no" }, {}, "progress_blocks"],

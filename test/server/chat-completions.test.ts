@@ -162,6 +162,9 @@ describe("POST /v1/chat/completions with the official openai client", () => {
       models.data.map((model) => model.id),
       ["echo-agent"],
     );
+    const body = (await (await fetch(`${test.url}/v1/models`)).json()) as { object: string; data: Array<{ object: string; owned_by: string; created: number }> };
+    assert.deepEqual([body.object, body.data[0].object, body.data[0].owned_by], ["list", "model", "agentloop"]);
+    assert.ok(Math.abs(body.data[0].created - Date.now() / 1000) < 60, `created is Unix seconds: ${body.data[0].created}`);
   });
 
   it("returns the latest events of all sessions without session_id", async () => {

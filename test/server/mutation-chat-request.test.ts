@@ -55,6 +55,18 @@ describe("a chat request's fields, refused", () => {
     ["X-Session-ID that is no session id", { messages: [user("hi")] }, { "x-session-id": "../etc" }, "X-Session-ID", "invalid_session_id", /^X-Session-ID must be 1-200 characters/],
     ["logprobs as a number", { messages: [user("hi")], logprobs: 0 }, {}, "logprobs", "unsupported_parameter", /^logprobs must be false, got 0/],
     ["n as zero", { messages: [user("hi")], n: 0 }, {}, "n", "unsupported_parameter", /^n must be 1, got 0/],
+    ["a part that is null", { messages: [user([{ type: "text", text: "a" }, null])] }, {}, "messages[0].content[1]", "invalid_type", /^messages\[0\]\.content\[1\] must be a content part object with a type$/],
+    ["response_format as a list", { messages: [user("hi")], response_format: [{ type: "json_object" }] }, {}, "response_format", "invalid_type", /^response_format must be an object$/],
+    [
+      "a role no one knows",
+      { messages: [{ role: "robot", content: "hi" }] },
+      {},
+      "messages[0].role",
+      "invalid_role",
+      /^messages\[0\]\.role "robot" is not one of system, developer, user, assistant, tool, task-delegation$/,
+    ],
+    ["a client tool without a name", { messages: [user("hi")], tools: [{ type: "function", function: { description: "no name" } }] }, {}, "tools[0].function.name", "invalid_type", /^tools\[0\]\.function\.name /],
+    ["a tool result without content", { session_id: "s1", messages: [user("hi"), { role: "tool", tool_call_id: "c1" }] }, {}, "messages[1].content", "invalid_type", /^messages\[1\]\.content is required$/],
   ];
   for (const [name, body, headers, param, code, message] of cases) {
     it(`${name}: 400 ${code} naming ${param}`, async () => {
@@ -67,6 +79,15 @@ describe("a chat request's fields, refused", () => {
       }
     });
   }
+
+  it("a body that is JSON but no object: 400 invalid_body", async () => {
+    for (const body of [42, '"hi"', [{ role: "user", content: "hi" }], null, true]) {
+      const response = await postJson(`${test.url}/v1/chat/completions`, body);
+      assert.equal(response.status, 400, JSON.stringify(body));
+      const { error } = (await response.json()) as ErrorBody;
+      assert.deepEqual([error.param, error.code, error.message], [null, "invalid_body", "the request body must be a JSON object"], JSON.stringify(body));
+    }
+  });
 
   it("names the accepted fields when it refuses one", async () => {
     const response = await postJson(`${test.url}/v1/chat/completions`, { messages: [user("hi")], top_p: 0.5 });
@@ -154,5 +175,75 @@ describe("a chat request's fields, accepted", () => {
     const streamed = await postJson(`${test.url}/v1/chat/completions`, { messages: [user("hi")], stream: true }, { "x-progress-blocks": " FALSE " });
     assert.equal(streamed.status, 200);
     await streamed.text();
+  });
+
+  it("null for an optional field is the field left out", async () => {
+    const nulls = { n: null, logprobs: null, stream: null, stream_options: null, response_format: null, tools: null, progress_blocks: null, tool_choice: null, top_p: null };
+    for (const stream of [false, true]) {
+      const response = await postJson(`${test.url}/v1/chat/completions`, { messages: [user("hi")], ...nulls, ...(stream ? { stream } : {}) });
+      assert.equal(response.status, 200, await response.clone().text());
+      assert.match(await response.text(), /answer/);
+    }
+  });
+
+  it("an assistant turn of a stateless history reaches the model as one text part", async () => {
+    await postJson(`${test.url}/v1/chat/completions`, { messages: [user("one"), { role: "assistant", content: [{ type: "text", text: "two" }] }, user("three")] });
+    const assistant = model.requests.at(-1)!.messages.find((message) => message.role === "assistant");
+    assert.deepEqual(assistant, { role: "assistant", content: [{ type: "text", text: "two" }] });
+  });
+});
+
+describe("response_format json_object", () => {
+  let test: TestServer;
+  before(async () => {
+    // Each request restarts the script: a JSON array first, an object when asked again.
+    test = await startTestServer({ AGENT_NAME: "objects" }, { build: { model: new ScriptedModel(["[1, 2]", '{"ok":true}']) } });
+  });
+  after(() => test.close());
+
+  it("an answer that is JSON but no object is asked again", async () => {
+    const response = await postJson(`${test.url}/v1/chat/completions`, { messages: [user("hi")], response_format: { type: "json_object" } });
+    assert.equal(response.status, 200);
+    const body = (await response.json()) as { choices: Array<{ message: { content: string } }> };
+    assert.deepEqual(JSON.parse(body.choices[0].message.content), { ok: true });
+  });
+});
+
+describe("a client tool's result, sent back as a tool message", () => {
+  let test: TestServer;
+  let model: ScriptedModel;
+  before(async () => {
+    const call = JSON.stringify({ tool_calls: [{ id: "call_where", name: "where", arguments: {} }] });
+    model = new ScriptedModel([call, "You are in Lyon."], { continueAcrossRuns: true });
+    test = await startTestServer({ AGENT_NAME: "geo" }, { build: { model } });
+  });
+  after(() => test.close());
+
+  it("reaches the model as the call's result, not as an error", async () => {
+    const tools = [{ type: "function", function: { name: "where", parameters: { type: "object" } } }];
+    const first = await postJson(`${test.url}/v1/chat/completions`, { session_id: "geo", messages: [user("where am I?")], tools });
+    const asked = (await first.json()) as { choices: Array<{ finish_reason: string; message: { content: string | null } }> };
+    assert.deepEqual([asked.choices[0].finish_reason, asked.choices[0].message.content], ["tool_calls", null], "a call without text has null content");
+    const messages = [user("where am I?"), { role: "assistant", content: null }, { role: "tool", tool_call_id: "call_where", content: [{ type: "text", text: "Lyon" }] }];
+    const second = await postJson(`${test.url}/v1/chat/completions`, { session_id: "geo", messages, tools });
+    assert.equal(((await second.json()) as { choices: Array<{ message: { content: string } }> }).choices[0].message.content, "You are in Lyon.");
+    const result = model.requests.at(-1)!.messages.at(-1) as { role: string; toolCallId: string; content: unknown; isError?: boolean };
+    assert.deepEqual([result.role, result.toolCallId, result.content, result.isError ?? false], ["tool", "call_where", "Lyon", false]);
+  });
+});
+
+describe("a client tool's call said with text", () => {
+  let test: TestServer;
+  before(async () => {
+    const call = JSON.stringify({ content: "Let me look.", tool_calls: [{ id: "call_look", name: "where", arguments: {} }] });
+    test = await startTestServer({ AGENT_NAME: "geo-text" }, { build: { model: new ScriptedModel([call]) } });
+  });
+  after(() => test.close());
+
+  it("carries the text as the message's content beside the call", async () => {
+    const tools = [{ type: "function", function: { name: "where", parameters: { type: "object" } } }];
+    const response = await postJson(`${test.url}/v1/chat/completions`, { session_id: "geo-text", messages: [user("where am I?")], tools });
+    const body = (await response.json()) as { choices: Array<{ finish_reason: string; message: { content: string | null; tool_calls: Array<{ id: string }> } }> };
+    assert.deepEqual([body.choices[0].finish_reason, body.choices[0].message.content, body.choices[0].message.tool_calls[0].id], ["tool_calls", "Let me look.", "call_look"]);
   });
 });

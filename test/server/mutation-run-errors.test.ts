@@ -24,26 +24,35 @@ describe("a failed model call, by kind, as a client sees it", () => {
   });
   after(() => test.close());
 
-  const table: Array<[ErrorKind, number, string, string]> = [
+  // An aborted model call aborts the run: its reason (the kind, then the message) is the error's message.
+  const table: Array<[ErrorKind, number, string, string, string?]> = [
     ["rate_limit", 429, "rate_limit_error", "rate_limit"],
     ["context_length", 400, "invalid_request_error", "context_length_exceeded"],
     ["configuration", 503, "server_error", "configuration"],
     ["timeout", 504, "server_error", "timeout"],
     ["authentication", 502, "server_error", "authentication"],
     ["server", 502, "server_error", "server"],
+    ["aborted", 503, "server_error", "aborted", "aborted: the model failed with aborted"],
   ];
-  for (const [kind, status, type, code] of table) {
+  for (const [kind, status, type, code, message = `the model failed with ${kind}`] of table) {
     it(`${kind}: ${status} ${type} ${code}, JSON and streamed`, async () => {
       const messages = [{ role: "user", content: `kind:${kind}` }];
       const json = await postJson(`${test.url}/v1/chat/completions`, { messages });
       assert.equal(json.status, status);
       const { error } = (await json.json()) as { error: { message: string; type: string; code: string; param: string | null } };
-      assert.deepEqual(error, { message: `the model failed with ${kind}`, type, code, param: null });
+      assert.deepEqual(error, { message, type, code, param: null });
       const streamed = await postJson(`${test.url}/v1/chat/completions`, { messages, stream: true });
       assert.equal(streamed.status, 200);
       const text = await streamed.text();
-      assert.ok(text.includes(`data: ${JSON.stringify({ error: { message: `the model failed with ${kind}`, type, param: null, code } })}\n\n`), text);
+      assert.ok(text.includes(`data: ${JSON.stringify({ error: { message, type, param: null, code } })}\n\n`), text);
       assert.match(text, /data: \[DONE\]\n\n$/);
     });
   }
+});
+
+it("the error class a server's failures are made of names itself", async () => {
+  const { HttpError } = await import("../../src/server/index.js");
+  const error = new HttpError(404, "gone", "not_found_error", "gone");
+  assert.equal(error.name, "HttpError");
+  assert.match(String(error), /^HttpError: gone$/);
 });

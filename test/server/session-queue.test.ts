@@ -44,3 +44,38 @@ test("a task that throws synchronously gives a rejected promise, and the session
   await assert.rejects(failing, /sync failure/);
   assert.equal(await queue.run("a", async () => "next"), "next");
 });
+
+test("a task queued behind one that ended waits for the task still running, not only for the first", async () => {
+  const queue = new SessionQueue();
+  const order: string[] = [];
+  const gate = () => {
+    let open!: () => void;
+    const opened = new Promise<void>((resolve) => {
+      open = resolve;
+    });
+    return { open, opened };
+  };
+  const [first, second] = [gate(), gate()];
+  const one = queue.run("a", async () => {
+    await first.opened;
+    order.push("a1 end");
+  });
+  const two = queue.run("a", async () => {
+    order.push("a2 start");
+    await second.opened;
+    order.push("a2 end");
+  });
+  first.open();
+  await one;
+  await tick();
+  assert.deepEqual(order, ["a1 end", "a2 start"]);
+  assert.equal(queue.size, 1, "a2 still runs");
+  const three = queue.run("a", async () => {
+    order.push("a3");
+  });
+  await tick();
+  assert.deepEqual(order, ["a1 end", "a2 start"], "a3 waits for a2");
+  second.open();
+  await Promise.all([two, three]);
+  assert.deepEqual(order, ["a1 end", "a2 start", "a2 end", "a3"]);
+});
