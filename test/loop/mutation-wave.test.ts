@@ -57,7 +57,8 @@ test("what a tool returns becomes the result: nothing, a number, an object, a co
     parts: "abcdefghij\n[image image/png]\n[image]",
     cut: `[image image/png]\n${"x".repeat(300)}`,
   });
-  assert.match(String(outputs.fn), /^function answer\(/, "a function returned is shown as its text");
+  // (a bundler may rename the function: `answer2`)
+  assert.match(String(outputs.fn), /^function answer\d*\(\) \{\s*\}$/, "a function returned is shown as its text");
   assert.deepEqual(
     names.map((name) => [name, ends[name]!.isError, ends[name]!.errorKind]),
     names.map((name) => [name, name === "failing", name === "failing" ? "error_result" : undefined]),
