@@ -31,6 +31,15 @@ async function start(code: string): Promise<ChildProcess> {
   return child;
 }
 
+/**
+ * Whether `working` says the process is not working once it has settled: a node process just past
+ * "ready" can still finish its start (compiler threads, a collection), longer on a loaded machine.
+ */
+async function settlesIdle(pid: number): Promise<boolean> {
+  for (let attempt = 0; attempt < 20; attempt++) if (!(await working(pid, { windowMs: 500 }))) return true;
+  return false;
+}
+
 const idle = "setInterval(() => {}, 60_000); console.log('ready');";
 const busy = "console.log('ready'); for (;;) {}";
 
@@ -39,7 +48,7 @@ test("a process asleep (a timer far off) is not working; one in a busy loop is",
   assert.equal(await working(looping.pid as number, { windowMs: 500 }), true);
   stop(looping); // a core spinning no longer than needed
   const asleep = await start(idle);
-  assert.equal(await working(asleep.pid as number, { windowMs: 500 }), false);
+  assert.equal(await settlesIdle(asleep.pid as number), true);
 });
 
 test("a process asleep waiting for its busy child is working (the child's time counts); one waiting for an asleep child is not", { timeout: 30_000 }, async () => {
@@ -48,5 +57,5 @@ test("a process asleep waiting for its busy child is working (the child's time c
   assert.equal(await working(waitingForBusy.pid as number, { windowMs: 500 }), true);
   stop(waitingForBusy);
   const waitingForIdle = await start(parentOf(idle));
-  assert.equal(await working(waitingForIdle.pid as number, { windowMs: 500 }), false);
+  assert.equal(await settlesIdle(waitingForIdle.pid as number), true);
 });
