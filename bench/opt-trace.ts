@@ -1,5 +1,5 @@
 // Not in `npm run bench`: how many chats a server needs before V8 stops optimizing its code (the
-// warm-up scenario 10 needs for a steady window; bench/README.md, session 18). Runs scenario 10's
+// warm-up scenario 10 needs for a steady window; bench/FINDINGS.md, session 18). Runs scenario 10's
 // server (`server-agentloop.ts`, the same node flags, no valgrind) with `--trace-opt --trace-deopt`,
 // sends chat completions one at a time, and prints the TurboFan compilations and deoptimizations
 // per 500 chats.

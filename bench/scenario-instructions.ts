@@ -62,7 +62,7 @@ const FULL_GC_FIRST = process.env.BENCH_INSTRUCTIONS_FULL_GC !== "0";
  * 2500 since session 18 (was 100): the server's own code is still being optimized for the first
  * time up to ~2500 chats (`--trace-opt`: 31–53 TurboFan compilations per 500 chats up to chat 1500,
  * 12 at 2000–2500, 1–7 after 3000), so a window after 100 counted that code's slower unoptimized
- * runs, and which of them depended on timing (bench/README.md, session 18).
+ * runs, and which of them depended on timing (bench/FINDINGS.md, session 18).
  */
 const AFTER_GC = Number(process.env.BENCH_INSTRUCTIONS_AFTER_GC ?? 2500);
 
@@ -190,7 +190,7 @@ export function compilerInstructions(dump: string): number {
  * marking, sweeping and compaction functions). A full collection comes when the old generation
  * reaches its limit, every few hundred chats here (~14 KB promoted per chat on the embedded store),
  * and costs ~45 M instructions: whether one falls in the counted chats moves a row by ~0.45 M per
- * chat (session 16, bench/README.md). Still counted; shown beside the figure so a row's change can
+ * chat (session 16, bench/FINDINGS.md). Still counted; shown beside the figure so a row's change can
  * be told from one.
  */
 export function dumpParts(dump: string): { compiler: number; majorGc: number } {
@@ -230,7 +230,7 @@ async function countServer(row: Row, directory: string): Promise<Count> {
     // points of the same work every run. With background compilation, which functions ran
     // optimized during the counted chats varied, and the count with them (±20 %). A fixed young
     // generation of 1 MB: many young collections in the counted chats, of a size V8 does not
-    // resize by timing (left to V8, or fixed at 16 MB, the count moved ±5–30 %; bench/README.md).
+    // resize by timing (left to V8, or fixed at 16 MB, the count moved ±5–30 %; bench/FINDINGS.md).
     // --expose-gc: a full collection just before the counted chats (FULL_GC_FIRST). No memory
     // reducer: it starts full collections by the clock, when the process looks idle (as in the
     // pauses between counted chats), so whether one fell in the counted chats followed the clock.
