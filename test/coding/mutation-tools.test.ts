@@ -328,6 +328,8 @@ describe("what the first mutation run left (2026-11-27)", () => {
     const search = async (args: Record<string, unknown>) => ((await grepTool(new Workspace({ root }), { ripgrep: false }).execute(args as never, context)) as ToolResultValue).content;
     assert.equal(await search({ pattern: "needle", glob_filter: "five.txt" }), "five.txt:1: needle");
     assert.equal(await search({ pattern: "^needle$", glob_filter: "crlf.txt" }), "crlf.txt:2: needle");
+    // Searched line by line: "one" is followed by nothing in its line, though by "\r" in the file.
+    assert.equal(await search({ pattern: "one(?!\\r)", glob_filter: "crlf.txt" }), "crlf.txt:1: one");
     assert.equal(await search({ pattern: "fine", glob_filter: "fine.txt" }), "fine.txt:1: define");
   });
 });
