@@ -14,6 +14,7 @@ import {
   codingSystemPrompt,
   environmentBlock,
   environmentInfo,
+  GEMINI_PROFILE,
   gitContext,
   OPENAI_PROFILE,
   profileForModel,
@@ -119,5 +120,24 @@ describe("session setup, mutation cases", () => {
     assert.equal(bare, `${ANTHROPIC_PROFILE.basePrompt}\n\n${environmentBlock(environment)}`);
     const full = codingSystemPrompt({ profile: ANTHROPIC_PROFILE, environment, project: { text: "## AGENTS.md\n\nx", files: ["AGENTS.md"], cut: [] }, instructions: "  be brief \n" });
     assert.ok(full.endsWith("\n\n<project_instructions>\n## AGENTS.md\n\nx\n</project_instructions>\n\n<user_instructions>\nbe brief\n</user_instructions>"));
+  });
+  it("every profile's prompt ends with the common practice; the OpenAI profile reads .codex/instructions.md", async () => {
+    for (const profile of [OPENAI_PROFILE, ANTHROPIC_PROFILE, GEMINI_PROFILE]) {
+      assert.match(profile.basePrompt, /\n\nWork in small, verified steps: [^\n]*A command runs with a 10 s timeout unless you give timeout_ms \(at most 600000\)\.[^\n]*checked it\.$/, profile.id);
+    }
+    const root = freshRoot({ ".codex/instructions.md": "codex rules\n", "CLAUDE.md": "claude\n" });
+    const found = await projectInstructions(new Workspace({ root }), OPENAI_PROFILE);
+    assert.deepEqual(found.files, [".codex/instructions.md"]);
+    assert.equal(found.text, "## .codex/instructions.md\n\ncodex rules");
+  });
+
+  it("a cut keeps a U+FFFD the file holds, dropping only a half character at the end; a prompt without project instructions", async () => {
+    const root = freshRoot({ "AGENTS.md": `\uFFFD${"é".repeat(300)}\n` });
+    // Header 14 bytes + 3 bytes of U+FFFD, then 2-byte "é"s: a budget of 14 + 3 + 200 + 1 cuts one in half.
+    const cut = await projectInstructions(new Workspace({ root }), ANTHROPIC_PROFILE, { budget: 218 });
+    assert.ok(cut.text.startsWith(`## AGENTS.md\n\n\uFFFD${"é".repeat(100)}\n\n[Project instructions truncated`), cut.text.slice(0, 40));
+    assert.deepEqual(cut.cut, ["AGENTS.md: 217 of 617 bytes kept"]);
+    const environment = { workingDirectory: "/w", platform: "linux", osVersion: "Linux 6", date: "2026-01-01" };
+    assert.equal(codingSystemPrompt({ profile: GEMINI_PROFILE, environment }), `${GEMINI_PROFILE.basePrompt}\n\n${environmentBlock(environment)}`);
   });
 });

@@ -280,3 +280,56 @@ describe("grep", () => {
     assert.equal(value.content, "No matches for needle");
   });
 });
+
+describe("what the first mutation run left (2026-11-27)", () => {
+  it("read_file: 9,999 lines keep 4-digit numbers; a last line without a newline is kept", async () => {
+    const lines = Array.from({ length: 9_999 }, (_, index) => `l${index + 1}`);
+    const root = freshRoot({ "n.txt": `${lines.join("\n")}\n`, "open.txt": "a\nb", "crlf.txt": "a\r\nb\r\n" });
+    assert.equal((await call(root, "read_file", { file_path: "n.txt", offset: 9_998 })).text, "9998 | l9998\n9999 | l9999");
+    assert.equal((await call(root, "read_file", { file_path: "open.txt" })).text, "   1 | a\n   2 | b");
+    assert.equal((await call(root, "read_file", { file_path: "crlf.txt" })).text, "   1 | a\n   2 | b");
+  });
+
+  it("glob lists files only, never a folder", async () => {
+    const root = freshRoot({ "dir/x.txt": "x", "a.txt": "a" });
+    utimesSync(join(root, "a.txt"), new Date(2024, 0, 1), new Date(2024, 0, 1));
+    utimesSync(join(root, "dir/x.txt"), new Date(2024, 0, 1), new Date(2024, 0, 1));
+    assert.equal((await call(root, "glob", { pattern: "*" })).text, "a.txt");
+    assert.equal((await call(root, "glob", { pattern: "**" })).text, "a.txt\ndir/x.txt");
+  });
+
+  it("write_file's answer is cut at 1,000 characters, keeping the end", async () => {
+    const root = freshRoot();
+    const path = Array.from({ length: 5 }, (_, index) => `${index}${"d".repeat(220)}`).join("/");
+    const ends = await wave(root, ["write_file", { file_path: `${path}/f.txt`, content: "x" }, "w"]);
+    assert.equal(ends.w.truncated, true);
+    const text = ends.w.result.content as string;
+    assert.match(text, /characters removed from the output of "write_file" \(limit 1000 characters, mode tail\)/);
+    assert.ok(text.endsWith("/f.txt (1 bytes)"));
+  });
+
+  it("apply_patch's answer is cut at 10,000 characters, keeping the end", async () => {
+    const root = freshRoot();
+    const names = Array.from({ length: 50 }, (_, index) => `${String(index).padStart(2, "0")}${"p".repeat(240)}.txt`);
+    const patch = `*** Begin Patch\n${names.map((name) => `*** Add File: ${name}\n+x\n`).join("")}*** End Patch`;
+    const ends = await wave(root, ["apply_patch", { patch }, "p"]);
+    assert.equal(ends.p.truncated, true);
+    const text = ends.p.result.content as string;
+    assert.match(text, /characters removed from the output of "apply_patch" \(limit 10000 characters, mode tail\)/);
+    assert.ok(text.endsWith(`A ${names[49]}`));
+  });
+
+  it("the JavaScript grep: a file of exactly 5,000,000 bytes is searched; '$' matches before a CRLF; no line past the last", async () => {
+    const root = freshRoot({
+      "five.txt": `needle\n${"x".repeat(5_000_000 - 8)}\n`,
+      "crlf.txt": "one\r\nneedle\r\n",
+      "fine.txt": "define\n",
+    });
+    const search = async (args: Record<string, unknown>) => ((await grepTool(new Workspace({ root }), { ripgrep: false }).execute(args as never, context)) as ToolResultValue).content;
+    assert.equal(await search({ pattern: "needle", glob_filter: "five.txt" }), "five.txt:1: needle");
+    assert.equal(await search({ pattern: "^needle$", glob_filter: "crlf.txt" }), "crlf.txt:2: needle");
+    // Searched line by line: "one" is followed by nothing in its line, though by "\r" in the file.
+    assert.equal(await search({ pattern: "one(?!\\r)", glob_filter: "crlf.txt" }), "crlf.txt:1: one");
+    assert.equal(await search({ pattern: "fine", glob_filter: "fine.txt" }), "fine.txt:1: define");
+  });
+});
