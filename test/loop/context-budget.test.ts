@@ -12,7 +12,7 @@ import {
   ScriptedModel,
   textOf,
 } from "../../src/index.js";
-import { calls, eventsOf, ofType } from "./helpers.js";
+import { byLastResult, calls, eventsOf, ofType } from "./helpers.js";
 
 const long = (label: string) => `${label} ${"x".repeat(400)}`;
 
@@ -224,24 +224,6 @@ test("the estimator is replaceable, and a function can summarize", async () => {
 });
 
 /** A model that refuses requests longer than `limit` messages with a context-length error. */
-/**
- * A model that answers entry k after the result of call `c<k>` (entry 0 when the last message is no
- * result). A ScriptedModel counts the turns it sees after the input, so a request that lost rounds of
- * the input to the budget would make it answer the wrong entry.
- */
-function byLastResult(scripted: string[]): Model & { requests: ModelRequest[] } {
-  return {
-    provider: "test",
-    modelId: "by-last-result",
-    requests: [] as ModelRequest[],
-    stream(request: ModelRequest) {
-      this.requests.push(request);
-      const last = request.messages.at(-1);
-      const step = last?.role === "tool" ? Number(last.toolCallId.slice(1)) : 0;
-      return new ScriptedModel([scripted[step]!]).stream({ messages: [] });
-    },
-  };
-}
 
 function refusingModel(limit: number, answer = "short enough"): Model & { requests: ModelRequest[] } {
   const requests: ModelRequest[] = [];

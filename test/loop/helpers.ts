@@ -1,5 +1,5 @@
 import { sleep } from "../../src/abort.js";
-import { defineTool, type LoopEvent, type Run, type Tool } from "../../src/index.js";
+import { defineTool, type LoopEvent, type Model, type ModelRequest, type Run, ScriptedModel, type Tool } from "../../src/index.js";
 
 /** A script entry asking for tool calls, in the DEBUG_MOCK_RESPONSES format. */
 export function calls(...list: Array<[name: string, args: unknown, id?: string]>): string {
@@ -35,3 +35,23 @@ export async function eventsOf(run: Run): Promise<LoopEvent[]> {
 export function ofType<T extends LoopEvent["type"]>(events: LoopEvent[], type: T): Array<Extract<LoopEvent, { type: T }>> {
   return events.filter((event): event is Extract<LoopEvent, { type: T }> => event.type === type);
 }
+
+/**
+ * A model that answers entry k after the result of call `c<k>` (entry 0 when the last message is no
+ * result). A ScriptedModel counts the turns it sees after the input, so a request that lost rounds of
+ * the input to the budget would make it answer the wrong entry.
+ */
+export function byLastResult(scripted: string[]): Model & { requests: ModelRequest[] } {
+  return {
+    provider: "test",
+    modelId: "by-last-result",
+    requests: [] as ModelRequest[],
+    stream(request: ModelRequest) {
+      this.requests.push(request);
+      const last = request.messages.at(-1);
+      const step = last?.role === "tool" ? Number(last.toolCallId.slice(1)) : 0;
+      return new ScriptedModel([scripted[step]!]).stream({ messages: [] });
+    },
+  };
+}
+

@@ -16,22 +16,8 @@ import {
   type ModelRequest,
   ScriptedModel,
 } from "../../src/index.js";
-import { calls, eventsOf, ofType } from "./helpers.js";
+import { byLastResult, calls, eventsOf, ofType } from "./helpers.js";
 
-/** Answers by the last tool result's call id (`cN` → entry N), so a trimmed request keeps its place in the script. */
-function byLastResult(script: string[]): Model & { requests: ModelRequest[] } {
-  return {
-    provider: "test",
-    modelId: "by-last-result",
-    requests: [] as ModelRequest[],
-    stream(request: ModelRequest) {
-      this.requests.push(request);
-      const last = request.messages.at(-1);
-      const step = last?.role === "tool" ? Number(last.toolCallId.slice(1)) : 0;
-      return new ScriptedModel([script[step]!]).stream({ messages: [] });
-    },
-  };
-}
 
 const textOf = (message: Message) => (typeof message.content === "string" ? message.content : JSON.stringify(message.content));
 const echo = defineTool({ name: "echo", description: "", parameters: { type: "object", properties: { n: {} } }, execute: ({ n }) => `result ${String(n)}` });
