@@ -41,6 +41,11 @@ export function spanNamed(spans: ReadableSpan[], name: string): ReadableSpan {
   return span;
 }
 
+/** The OpenTelemetry SDK stamps a span's start with `Date.now()` (whole milliseconds) and its end as start +
+ * a precise duration: two spans' times are comparable only to within a millisecond. Two spans that did
+ * overlap can look up to 1 ms apart, so they count as overlapping within that much. */
+const CLOCK_RESOLUTION_NS = 1e6;
+
 export function overlaps(a: ReadableSpan, b: ReadableSpan): boolean {
-  return time(a.startTime) < time(b.endTime) && time(b.startTime) < time(a.endTime);
+  return time(a.startTime) < time(b.endTime) + CLOCK_RESOLUTION_NS && time(b.startTime) < time(a.endTime) + CLOCK_RESOLUTION_NS;
 }
