@@ -6,13 +6,16 @@
 //   npm run mutation -- --incremental        reuse the last run's results where neither the mutant's
 //                                            code nor its tests changed (reports/mutation/*.incremental.json;
 //                                            when there is none, as in a fresh clone, the committed baseline
-//                                            scripts/mutation/baseline/*.incremental.json is copied there first)
+//                                            scripts/mutation/baseline/*.incremental.json.gz is unpacked there first)
 //   --concurrency N (default 1)              test processes at once
 //   --runner agentloop|tap (default agentloop) see below
 //   --list                                   print what would be mutated, run nothing
 //   npm run mutation -- --report [reports or folders] [--markdown]
 //                                            the score per folder and file merged from Stryker JSON
 //                                            reports (default reports/mutation; scripts/mutation/scores.mjs)
+//   npm run mutation -- --baseline <reports or folders>
+//                                            writes the committed baseline, one incremental file per folder,
+//                                            merged from those reports (scripts/mutation/baseline.mjs)
 //
 // Stryker (@stryker-mutator/core, its TAP runner) needs a newer node than the project's (20), so both
 // and Node 24 (the npm registry's `node` package) are installed on first use into
@@ -29,8 +32,9 @@
 // process per mutant and test file, scripts/mutation/test-file.mjs), kept to compare verdicts with.
 // A folder's candidate test files are listed in FOLDERS. docs/mutation.md says more.
 import { execFileSync, spawn } from "node:child_process";
-import { copyFileSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
+import { gunzipSync } from "node:zlib";
 import { dirname, join, relative, resolve } from "node:path";
 import { environmentValue, stopRun, workingFolder } from "./mutation/process-tree.mjs";
 
@@ -270,6 +274,11 @@ function runStryker(node, stryker, configFile) {
   });
 }
 
+if (process.argv.includes("--baseline")) {
+  // The committed incremental baseline (scripts/mutation/baseline/), merged from earlier runs' JSON reports: nothing is run.
+  const { main } = await import("./mutation/baseline.mjs");
+  process.exit(main(process.argv.slice(2)));
+}
 if (process.argv.includes("--report")) {
   // The scores of earlier runs, merged (a file's latest run counts): nothing is run.
   const { main } = await import("./mutation/scores.mjs");
@@ -304,9 +313,9 @@ for (const [folder, mutate] of chosen) {
   // --incremental from a fresh clone: the committed baseline of a whole-folder run on main, if any, is
   // the "last run" (Stryker never writes the baseline itself: only reports/mutation/, which git ignores).
   const incrementalFile = join(REPORTS, `${name}.incremental.json`);
-  const baseline = join(ROOT, "scripts/mutation/baseline", `${name}.incremental.json`);
+  const baseline = join(ROOT, "scripts/mutation/baseline", `${name}.incremental.json.gz`);
   if (options.incremental && !existsSync(incrementalFile) && existsSync(baseline)) {
-    copyFileSync(baseline, incrementalFile);
+    writeFileSync(incrementalFile, gunzipSync(readFileSync(baseline)));
     console.log(`# ${folder}: no earlier run here; reusing the baseline ${relative(ROOT, baseline)}`);
   }
   writeFileSync(configFile, `${JSON.stringify(configOf(folder, mutate, options), null, 2)}\n`);

@@ -1,11 +1,12 @@
 // `npm run mutation -- --incremental` in a fresh clone (no reports/mutation/ yet) starts from the committed
-// baseline, scripts/mutation/baseline/<folder>.incremental.json, and never overwrites an earlier run of
+// baseline, scripts/mutation/baseline/<folder>.incremental.json.gz (unpacked), and never overwrites an earlier run of
 // the clone itself (scripts/mutation.mjs; Stryker is stood in for by a fixture noting what it was given).
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { gzipSync } from "node:zlib";
 import { after, test } from "node:test";
 import { fileURLToPath } from "node:url";
 
@@ -26,7 +27,8 @@ test("--incremental in a fresh clone starts from the committed baseline; the clo
   mkdirSync(join(clone, "src/mcp"), { recursive: true });
   writeFileSync(join(clone, "src/mcp/result.ts"), "export const x = 1;\n");
   mkdirSync(join(clone, "scripts/mutation/baseline"), { recursive: true });
-  writeFileSync(join(clone, "scripts/mutation/baseline/src-mcp.incremental.json"), '{"baseline":true}');
+  const baseline = join(clone, "scripts/mutation/baseline/src-mcp.incremental.json.gz");
+  writeFileSync(baseline, gzipSync('{"baseline":true}'));
 
   const plain = await run(clone, []);
   assert.equal(plain.code, 0, plain.stderr);
@@ -34,7 +36,7 @@ test("--incremental in a fresh clone starts from the committed baseline; the clo
 
   const first = await run(clone, ["--incremental"]);
   assert.equal(first.code, 0, first.stderr);
-  assert.match(first.stdout, /src\/mcp: no earlier run here; reusing the baseline scripts\/mutation\/baseline\/src-mcp\.incremental\.json/);
+  assert.match(first.stdout, /src\/mcp: no earlier run here; reusing the baseline scripts\/mutation\/baseline\/src-mcp\.incremental\.json\.gz/);
   assert.equal(readFileSync(join(clone, "incremental"), "utf8"), '{"baseline":true}');
 
   // Stryker rewrites reports/mutation/src-mcp.incremental.json after a run: that one is reused next, not the baseline.
@@ -43,5 +45,5 @@ test("--incremental in a fresh clone starts from the committed baseline; the clo
   assert.equal(second.code, 0, second.stderr);
   assert.doesNotMatch(second.stdout, /reusing the baseline/);
   assert.equal(readFileSync(join(clone, "incremental"), "utf8"), '{"own":true}');
-  assert.equal(readFileSync(join(clone, "scripts/mutation/baseline/src-mcp.incremental.json"), "utf8"), '{"baseline":true}');
+  assert.deepEqual(readFileSync(baseline), gzipSync('{"baseline":true}'), "the baseline is never written by a run");
 });
