@@ -1,0 +1,249 @@
+// The Agent's public face (src/loop/agent.ts) against the survivors of its first mutation run: every
+// config check's error (which value, which message) and the values each check lets through, the
+// model chosen (a fallback list, DEBUG_MOCK_RESPONSES, a durable model), the tools and toolsets
+// checked when built and when a toolset changes, and `run`'s own checks of its input and runId.
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { Agent, type AgentConfig, type Model, ScriptedModel, type Tool } from "../../src/index.js";
+import type { Toolset } from "../../src/loop/types.js";
+
+const model = new ScriptedModel(["x"]);
+const make = (config: Partial<AgentConfig>) => new Agent({ model, ...config } as AgentConfig);
+/** The exact TypeError a bad config gets. */
+const rejects = (config: Partial<AgentConfig>, message: string) => assert.throws(() => make(config), { name: "TypeError", message });
+
+function echo(name: string): Tool {
+  return { name, description: `echoes as ${name}`, parameters: { type: "object" }, execute: () => name };
+}
+
+/** A toolset whose tools the test replaces (each replacement bumps the version, as an MCP toolset does). */
+class ListToolset implements Toolset {
+  toolsVersion = 0;
+  constructor(
+    readonly name: string | undefined,
+    public loadedTools: Tool[],
+  ) {}
+  set(tools: Tool[]): void {
+    this.loadedTools = tools;
+    this.toolsVersion++;
+  }
+}
+
+test("every count of the config must be a positive integer: 1 is the least, and the error names the option and the value", () => {
+  const keys = ["maxTurns", "maxToolRounds", "maxTokens", "maxToolCalls", "concurrency", "toolTimeoutMs", "maxDelegationDepth", "approvalTimeoutMs"] as const;
+  for (const key of keys) {
+    for (const [value, shown] of [
+      [0, "0"],
+      [-2, "-2"],
+      [1.5, "1.5"],
+      ["3", '"3"'],
+      [null, "null"],
+      [Number.NaN, "null"],
+    ] as const) {
+      rejects({ [key]: value }, `Agent config: ${key} must be a positive integer, got ${shown}`);
+    }
+    assert.equal(make({ [key]: 1 }).config[key], 1, `${key}: 1 is allowed`);
+    assert.equal(make({ [key]: 7 }).config[key], 7);
+  }
+});
+
+test("loopDetection and truncation: their counts are checked by name, their mode by value; false or absent is no check", () => {
+  rejects({ loopDetection: { window: 0 } }, "Agent config: loopDetection.window must be a positive integer, got 0");
+  rejects({ loopDetection: { maxWarnings: 2.5 } }, "Agent config: loopDetection.maxWarnings must be a positive integer, got 2.5");
+  make({ loopDetection: { window: 1, maxWarnings: 1 } });
+  make({ loopDetection: false });
+  rejects({ truncation: { maxChars: 0 } }, "Agent config: truncation.maxChars must be a positive integer, got 0");
+  rejects({ truncation: { maxLines: -1 } }, "Agent config: truncation.maxLines must be a positive integer, got -1");
+  for (const mode of ["head", "", "HEAD_TAIL"]) {
+    rejects({ truncation: { mode: mode as never } }, `Agent config: truncation.mode must be "head_tail" or "tail", got ${JSON.stringify(mode)}`);
+  }
+  for (const mode of ["head_tail", "tail", undefined] as const) make({ truncation: { maxChars: 1, maxLines: 1, mode } });
+  make({});
+});
+
+test("toolCallMode, onLimit and onApproval accept exactly their documented values", () => {
+  for (const mode of ["auto", "native", "string", "action", "plan", "fenced"] as const) assert.equal(make({ toolCallMode: mode }).config.toolCallMode, mode);
+  for (const mode of ["json", ""]) {
+    rejects({ toolCallMode: mode as never }, `Agent config: toolCallMode must be one of auto, native, string, action, plan, fenced, got ${JSON.stringify(mode)}`);
+  }
+  for (const onLimit of ["stop", "final-answer"] as const) make({ onLimit });
+  for (const onLimit of ["retry", ""]) rejects({ onLimit: onLimit as never }, `Agent config: onLimit must be "stop" or "final-answer", got ${JSON.stringify(onLimit)}`);
+  for (const onApproval of ["wait", "interrupt"] as const) make({ onApproval });
+  for (const onApproval of ["ask", ""]) {
+    rejects({ onApproval: onApproval as never }, `Agent config: onApproval must be "wait" or "interrupt", got ${JSON.stringify(onApproval)}`);
+  }
+});
+
+test("needsApproval is a list of non-empty tool names or globs", () => {
+  make({ needsApproval: [] });
+  make({ needsApproval: ["write", "fs.*"] });
+  for (const bad of ["write", ["write", ""], ["write", 3], [null]]) {
+    rejects({ needsApproval: bad as never }, `Agent config: needsApproval must be a list of tool names or globs, got ${JSON.stringify(bad)}`);
+  }
+});
+
+test("the model must implement Model; a list of models is a fallback chain, the first one answering first", async () => {
+  for (const bad of [undefined, null, {}, { stream: "no" }]) {
+    assert.throws(() => new Agent({ model: bad as never }), {
+      name: "TypeError",
+      message: "Agent config: model must implement Model (a stream(request) method); see agentloop/providers",
+    });
+  }
+  const down: Model = {
+    provider: "down",
+    modelId: "d",
+    async *stream() {
+      yield { type: "error" as const, error: { kind: "server", message: "down", retryable: true } as never };
+    },
+  };
+  const agent = new Agent({ model: [down, new ScriptedModel(["from the second"])] });
+  assert.equal(agent.model.provider, "down", "the chain is named after its first model");
+  const result = await agent.run("go");
+  assert.equal(result.state, "COMPLETED");
+  assert.equal(result.text, "from the second");
+  // A list of one is that model.
+  const only = new ScriptedModel(["only"]);
+  assert.equal(new Agent({ model: [only] }).model, only);
+});
+
+test("DEBUG_MOCK_RESPONSES replaces the configured model, but not a durable one (which wraps the model already chosen)", async () => {
+  const saved = process.env.DEBUG_MOCK_RESPONSES;
+  process.env.DEBUG_MOCK_RESPONSES = JSON.stringify(["scripted answer"]);
+  try {
+    const real = new ScriptedModel(["real answer"]);
+    const replaced = new Agent({ model: real });
+    assert.notEqual(replaced.model, real);
+    assert.equal((await replaced.run("go")).text, "scripted answer");
+    const durable = Object.assign(new ScriptedModel(["durable answer"]), { durable: true });
+    const kept = new Agent({ model: durable });
+    assert.equal(kept.model, durable);
+    assert.equal((await kept.run("go")).text, "durable answer");
+    // An empty variable is no script.
+    process.env.DEBUG_MOCK_RESPONSES = "";
+    assert.equal(new Agent({ model: real }).model, real);
+  } finally {
+    if (saved === undefined) delete process.env.DEBUG_MOCK_RESPONSES;
+    else process.env.DEBUG_MOCK_RESPONSES = saved;
+  }
+});
+
+test("name and description default to \"agent\" and empty; sub-agents become delegate tools after the tools", () => {
+  const plain = make({});
+  assert.equal(plain.name, "agent");
+  assert.equal(plain.description, "");
+  const helper = new Agent({ model, name: "helper", description: "helps" });
+  const lead = new Agent({ model, name: "lead", description: "leads", tools: [echo("a")], subAgents: [helper] });
+  assert.equal(lead.name, "lead");
+  assert.equal(lead.description, "leads");
+  assert.deepEqual(
+    lead.toolDefinitions().map((definition) => [definition.name, definition.description]),
+    [
+      ["a", "echoes as a"],
+      ["delegate_to_helper", "helps"],
+    ],
+  );
+  assert.deepEqual(
+    lead.currentTools().map((tool) => tool.name),
+    ["a", "delegate_to_helper"],
+  );
+});
+
+test("every tool needs a string name and an execute function; the error shows the name it got", () => {
+  const message = (got: string) =>
+    `Agent config: every tool needs a name and an execute function, every toolset a numeric toolsVersion and a loadedTools array (got ${got})`;
+  assert.throws(() => make({ tools: [null as never] }), { name: "TypeError", message: message("undefined") });
+  assert.throws(() => make({ tools: [{ name: 5, execute: () => "" } as never] }), { name: "TypeError", message: message("5") });
+  assert.throws(() => make({ tools: [{ name: "half", description: "" } as never] }), { name: "TypeError", message: message('"half"') });
+  // A toolset's version must be a number and its tools an array.
+  assert.throws(() => make({ tools: [{ name: "set", toolsVersion: "1", loadedTools: [] } as never] }), { name: "TypeError", message: message('"set"') });
+  assert.throws(() => make({ tools: [{ name: "set", toolsVersion: 1, loadedTools: {} } as never] }), { name: "TypeError", message: message('"set"') });
+  // An object with an execute function is a tool even with toolset fields.
+  const both = { ...echo("both"), toolsVersion: 0, loadedTools: [] };
+  assert.deepEqual(
+    make({ tools: [both as never] }).currentTools().map((tool) => tool.name),
+    ["both"],
+  );
+});
+
+test("a toolset's bad tool is refused with the toolset's name (or \"unnamed\") when built and when it changes", () => {
+  assert.throws(() => make({ tools: [new ListToolset(undefined, [{ name: "x" } as never])] }), {
+    name: "TypeError",
+    message: 'Agent config: every tool needs a name and an execute function (got "x" (from toolset "unnamed"))',
+  });
+  assert.throws(() => make({ tools: [new ListToolset("live", [null as never])] }), {
+    name: "TypeError",
+    message: 'Agent config: every tool needs a name and an execute function (got undefined (from toolset "live"))',
+  });
+  assert.throws(() => make({ tools: [new ListToolset("live", [{ name: 3, execute: () => "" } as never])] }), {
+    message: 'Agent config: every tool needs a name and an execute function (got 3 (from toolset "live"))',
+  });
+
+  const live = new ListToolset("live", [echo("a")]);
+  const agent = make({ tools: [echo("local"), live] });
+  live.set([echo("a"), { name: "b" } as never]);
+  const expected = { name: "AgentLoopError", kind: "configuration", message: 'agent "agent": every tool needs a name and an execute function (got "b" (from toolset "live"))' };
+  assert.throws(() => agent.toolDefinitions(), expected);
+  assert.throws(() => agent.currentTools(), expected);
+  live.set([echo("local")]);
+  assert.throws(() => agent.currentTools(), { kind: "configuration", message: 'agent "agent": two tools are named "local" (from toolset "live")' });
+  assert.throws(() => agent.toolDefinitions(), { kind: "configuration" });
+  // Fixed: the tools follow the toolset again.
+  live.set([echo("c"), echo("d")]);
+  assert.deepEqual(
+    agent.currentTools().map((tool) => tool.name),
+    ["local", "c", "d"],
+  );
+  assert.deepEqual(
+    agent.toolDefinitions().map((definition) => definition.name),
+    ["local", "c", "d"],
+  );
+});
+
+test("after a toolset changed, the tools are taken in once: the definitions stay the same list until the next change", () => {
+  const first = new ListToolset("first", [echo("a")]);
+  const second = new ListToolset("second", [echo("b")]);
+  const agent = make({ tools: [first, second] });
+  const before = agent.toolDefinitions();
+  assert.equal(agent.toolDefinitions(), before, "unchanged toolsets: the same definitions");
+  second.set([echo("c")]);
+  const after = agent.toolDefinitions();
+  assert.notEqual(after, before);
+  assert.deepEqual(
+    after.map((definition) => definition.name),
+    ["a", "c"],
+  );
+  assert.equal(agent.toolDefinitions(), after, "both toolsets' versions were recorded: nothing is taken in again");
+  first.set([echo("a2")]);
+  assert.deepEqual(
+    agent.toolDefinitions().map((definition) => definition.name),
+    ["a2", "c"],
+  );
+});
+
+test("run checks its input and runId before anything starts", async () => {
+  const agent = make({});
+  for (const [input, shown] of [
+    [undefined, "undefined"],
+    [null, "null"],
+    [42, "number"],
+    [{ text: "hi" }, "object"],
+  ] as const) {
+    assert.throws(() => agent.run(input as never), {
+      name: "TypeError",
+      message: `agent.run: the input must be a string (the user's message), got ${shown}`,
+    });
+  }
+  for (const [runId, shown] of [
+    ["", '""'],
+    [7, "7"],
+    [null, "null"],
+  ] as const) {
+    assert.throws(() => agent.run("go", { runId: runId as never }), { name: "TypeError", message: `agent.run: options.runId must be a non-empty string, got ${shown}` });
+  }
+  const run = agent.run("go", { runId: "mine" });
+  assert.equal(run.id, "mine");
+  assert.equal((await run).runId, "mine");
+  const generated = agent.run("go");
+  assert.match(generated.id, /^run_[0-9a-f-]{36}$/);
+  assert.equal((await generated).state, "COMPLETED");
+});
