@@ -4,8 +4,9 @@
 // checked when built and when a toolset changes, and `run`'s own checks of its input and runId.
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { Agent, type AgentConfig, type Model, ScriptedModel, type Tool } from "../../src/index.js";
+import { Agent, type AgentConfig, AgentLoopError, type Instrumentation, type Model, ScriptedModel, type Tool } from "../../src/index.js";
 import type { Toolset } from "../../src/loop/types.js";
+import { calls, eventsOf, ofType } from "./helpers.js";
 
 const model = new ScriptedModel(["x"]);
 const make = (config: Partial<AgentConfig>) => new Agent({ model, ...config } as AgentConfig);
@@ -246,4 +247,38 @@ test("run checks its input and runId before anything starts", async () => {
   const generated = agent.run("go");
   assert.match(generated.id, /^run_[0-9a-f-]{36}$/);
   assert.equal((await generated).state, "COMPLETED");
+});
+
+test("a fallback chain's hand-over is a model-fallback event of its turn, and the model call's instrumentation sees it; a single model is told of none", async () => {
+  const down: Model = {
+    provider: "down",
+    modelId: "d1",
+    async *stream() {
+      yield { type: "error" as const, error: new AgentLoopError("server", "503 from down") };
+    },
+  };
+  const backup = new ScriptedModel([calls(["echo", {}, "c1"]), "answered"]);
+  const seen: unknown[] = [];
+  const instrumentation: Instrumentation = {
+    run: (_info, fn) => fn(),
+    toolCall: (_info, fn) => fn(),
+    async modelCall(_info, fn) {
+      const response = await fn();
+      seen.push(response.fallbacks?.map((fallback) => `${fallback.from}>${fallback.to}`));
+      return response;
+    },
+  };
+  const run = new Agent({ model: [down, backup], tools: [echo("echo")], instrumentation }).run("go");
+  const events = await eventsOf(run);
+  assert.equal((await run).text, "answered");
+  const to = `${backup.provider}:${backup.modelId}`;
+  assert.deepEqual(
+    ofType(events, "model-fallback").map(({ turn, from, to, reason, errorKind }) => ({ turn, from, to, reason, errorKind })),
+    [1, 2].map((turn) => ({ turn, from: "down:d1", to, reason: "503 from down", errorKind: "server" })),
+  );
+  assert.deepEqual(seen, [[`down:d1>${to}`], [`down:d1>${to}`]]);
+
+  const single = new ScriptedModel(["hi"]);
+  await new Agent({ model: single }).run("go");
+  assert.equal(single.requests[0]!.onFallback, undefined);
 });
