@@ -282,3 +282,84 @@ test("a fallback chain's hand-over is a model-fallback event of its turn, and th
   await new Agent({ model: single }).run("go");
   assert.equal(single.requests[0]!.onFallback, undefined);
 });
+
+test("what a run hands its instrumentation, observers, memory and tools: ids, depth, path, services, inputs, defaults when not given", async () => {
+  const record: Record<string, unknown[]> = { run: [], model: [], tool: [], observer: [], memory: [], loads: [] };
+  const instrumentation: Instrumentation = {
+    run(info, fn) {
+      const { model: _model, ...rest } = info;
+      record.run!.push(rest);
+      return fn();
+    },
+    modelCall(info, fn) {
+      record.model!.push([info.turn, info.toolNames, info.depth]);
+      return fn();
+    },
+    toolCall: (_info, fn) => fn(),
+  };
+  const probe: Tool = {
+    name: "probe",
+    description: "",
+    parameters: { type: "object" },
+    execute: (_args, context) => {
+      record.tool!.push({ depth: context.depth, agentPath: context.agentPath, services: context.services, inputs: context.inputs, step: context.step });
+      return "probed";
+    },
+  };
+  const memory = {
+    loadHistory: async (sessionId: string) => {
+      record.loads!.push(sessionId);
+      return [{ role: "user" as const, content: "earlier" }];
+    },
+    onEvent: (event: { type: string }) => {
+      record.memory!.push(event.type);
+    },
+  };
+  const observer = { onEvent: (event: { type: string }, info: { depth: number; sessionId?: string }) => record.observer!.push([event.type, info.depth, info.sessionId]) };
+  const model = new ScriptedModel([calls(["probe", {}, "c1"]), "done", calls(["probe", {}, "c2"]), "done again"]);
+  const agent = new Agent({ name: "worker", model, tools: [probe], instrumentation, observers: [observer], memory });
+
+  const nested = agent.run("go", {
+    runId: "r1",
+    sessionId: "s1",
+    depth: 2,
+    agentPath: ["root"],
+    parentRunId: "p1",
+    parentToolCallId: "t9",
+    services: { trace: "x" },
+    inputs: { city: "Oslo" },
+  });
+  const events = await eventsOf(nested);
+  const result = await nested;
+  assert.equal(result.state, "COMPLETED");
+  assert.deepEqual(record.loads, ["s1"]);
+  assert.equal(result.messages[0]!.role === "user" && result.messages[0]!.content, "earlier", "the session's history comes first");
+  assert.deepEqual(result.newMessages[0], { role: "user", content: "go" });
+  assert.deepEqual(ofType(events, "run-start")[0], {
+    type: "run-start",
+    runId: "r1",
+    agent: "worker",
+    model: `${model.provider}:${model.modelId}`,
+    input: "go",
+    sessionId: "s1",
+    timestamp: ofType(events, "run-start")[0]!.timestamp,
+  });
+  assert.deepEqual(record.run, [{ runId: "r1", agentName: "worker", sessionId: "s1", depth: 2, parentRunId: "p1", parentToolCallId: "t9", input: "go" }]);
+  assert.deepEqual(record.model, [
+    [1, ["probe"], 2],
+    [2, ["probe"], 2],
+  ]);
+  assert.deepEqual(record.tool, [{ depth: 2, agentPath: ["root", "worker"], services: { trace: "x" }, inputs: { city: "Oslo" }, step: 1 }]);
+  assert.deepEqual(record.memory, record.observer!.map((entry) => (entry as unknown[])[0]), "memory observes the run with a session");
+  assert.deepEqual(record.observer![0], ["run-start", 2, "s1"]);
+
+  // No session: memory neither loads nor observes; the defaults.
+  for (const key of Object.keys(record)) record[key] = [];
+  const top = await agent.run("go again");
+  assert.equal(top.state, "COMPLETED");
+  assert.deepEqual(record.loads, []);
+  assert.deepEqual(record.memory, []);
+  assert.ok(record.observer!.length > 0);
+  assert.deepEqual(record.run, [{ runId: top.runId, agentName: "worker", sessionId: undefined, depth: 0, parentRunId: undefined, parentToolCallId: undefined, input: "go again" }]);
+  assert.deepEqual(record.tool, [{ depth: 0, agentPath: ["worker"], services: {}, inputs: {}, step: 1 }]);
+});
