@@ -363,3 +363,50 @@ test("what a run hands its instrumentation, observers, memory and tools: ids, de
   assert.deepEqual(record.run, [{ runId: top.runId, agentName: "worker", sessionId: undefined, depth: 0, parentRunId: undefined, parentToolCallId: undefined, input: "go again" }]);
   assert.deepEqual(record.tool, [{ depth: 0, agentPath: ["worker"], services: {}, inputs: {}, step: 1 }]);
 });
+
+test("a loop that throws ends FAILED with \"internal error: …\", a fatal error event and the transcript so far; a wrapper failing before the loop gives an empty result", async () => {
+  const instrumentation = (where: "model" | "run"): Instrumentation => ({
+    run: async (_info, fn) => {
+      if (where === "run") throw new Error("tracer down");
+      return fn();
+    },
+    modelCall: async (_info, fn) => {
+      if (where === "model") throw new Error("exporter broke");
+      return fn();
+    },
+    toolCall: (_info, fn) => fn(),
+  });
+  const inside = new Agent({ model: new ScriptedModel(["never"]), instrumentation: instrumentation("model") }).run("go");
+  const events = await eventsOf(inside);
+  const failed = await inside;
+  assert.equal(failed.state, "FAILED");
+  assert.equal(failed.reason, "internal error: exporter broke");
+  assert.equal(failed.error?.message, "exporter broke");
+  assert.deepEqual(failed.messages, [{ role: "user", content: "go" }]);
+  assert.equal(failed.turns, 1);
+  const errors = ofType(events, "error");
+  assert.equal(errors.length, 1);
+  assert.equal(errors[0]!.fatal, true);
+  assert.equal(errors[0]!.error, failed.error);
+  assert.deepEqual(
+    events.slice(-2).map((event) => event.type),
+    ["error", "run-end"],
+  );
+
+  const before = new Agent({ model: new ScriptedModel(["never"]), instrumentation: instrumentation("run") }).run("go", { runId: "r-before" });
+  const result = await before;
+  const { error, ...rest } = result;
+  assert.equal(error?.message, "tracer down");
+  assert.deepEqual(rest, {
+    runId: "r-before",
+    state: "FAILED",
+    reason: "internal error: tracer down",
+    text: "",
+    messages: [],
+    newMessages: [],
+    usage: { inputTokens: 0, outputTokens: 0, totalTokens: 0, reasoningTokens: 0, cachedInputTokens: 0 },
+    turns: 0,
+    toolRounds: 0,
+    toolCalls: 0,
+  });
+});
