@@ -4,7 +4,7 @@
 // checked when built and when a toolset changes, and `run`'s own checks of its input and runId.
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { Agent, type AgentConfig, AgentLoopError, type Instrumentation, type Model, ScriptedModel, type Tool } from "../../src/index.js";
+import { Agent, type AgentConfig, AgentLoopError, type Instrumentation, type Model, type ModelRequest, STEP_LIMIT_FINISH, ScriptedModel, type Tool } from "../../src/index.js";
 import type { Toolset } from "../../src/loop/types.js";
 import { calls, eventsOf, ofType } from "./helpers.js";
 
@@ -409,4 +409,69 @@ test("a loop that throws ends FAILED with \"internal error: …\", a fatal error
     toolRounds: 0,
     toolCalls: 0,
   });
+});
+
+/** A model answering each call from `answers` in order: text (with a raw finish reason) or tool calls, each costing `tokens`. */
+function answering(answers: Array<{ text?: string; raw?: string; calls?: Array<[string, string]> }>, tokens = 10): Model & { requests: ModelRequest[] } {
+  const requests: ModelRequest[] = [];
+  return {
+    provider: "test",
+    modelId: "answering",
+    requests,
+    async *stream(request: ModelRequest) {
+      const answer = answers[requests.length] ?? { text: "out of answers" };
+      requests.push(request);
+      if (answer.text !== undefined) {
+        yield { type: "text-start" as const, id: "t" };
+        yield { type: "text-delta" as const, id: "t", delta: answer.text };
+        yield { type: "text-end" as const, id: "t" };
+      }
+      for (const [id, name] of answer.calls ?? []) yield { type: "tool-call-end" as const, id, name, arguments: "{}" };
+      const usage = { inputTokens: tokens, outputTokens: 0, totalTokens: tokens };
+      yield { type: "finish" as const, reason: { unified: answer.calls ? ("tool-calls" as const) : ("stop" as const), raw: answer.raw }, usage };
+    },
+  };
+}
+
+test("a text protocol's step-limit answer ends the input TURN_LIMIT: its own text as the reason, or a plain one", async () => {
+  const exact = await new Agent({ model: answering([{ text: "Reached maximum reasoning steps (3)", raw: STEP_LIMIT_FINISH }]) }).run("go");
+  assert.deepEqual([exact.state, exact.reason, exact.text], ["TURN_LIMIT", "Reached maximum reasoning steps (3)", "Reached maximum reasoning steps (3)"]);
+  for (const text of ["Here is what I found", "Reached maximum reasoning steps (3) and more", "so: Reached maximum reasoning steps (3)", "Reached maximum reasoning steps ()"]) {
+    const result = await new Agent({ model: answering([{ text, raw: STEP_LIMIT_FINISH }]) }).run("go");
+    assert.equal(result.state, "TURN_LIMIT");
+    assert.equal(result.reason, "the tool-call protocol's steps ran out; final answer given without tools");
+    assert.equal(result.text, text);
+  }
+  const other = await new Agent({ model: answering([{ text: "Reached maximum reasoning steps (3)", raw: "stop" }]) }).run("go");
+  assert.deepEqual([other.state, other.reason], ["COMPLETED", "the model answered"]);
+});
+
+test("the budgets' edges: exactly maxToolCalls calls and exactly maxToolRounds rounds run; the token budget stops at exactly maxTokens", async () => {
+  const echoTool = echo("echo");
+  const twoWaves = () =>
+    answering([
+      { calls: [["c1", "echo"], ["c2", "echo"]] },
+      { calls: [["c3", "echo"], ["c4", "echo"]] },
+      { text: "done" },
+    ]);
+  const calls4 = await new Agent({ model: twoWaves(), tools: [echoTool], maxToolCalls: 4 }).run("go");
+  assert.deepEqual([calls4.state, calls4.toolCalls], ["COMPLETED", 4]);
+  const calls3 = await new Agent({ model: twoWaves(), tools: [echoTool], maxToolCalls: 3 }).run("go");
+  assert.deepEqual([calls3.state, calls3.toolCalls, calls3.toolRounds], ["TOOL_BUDGET", 2, 1]);
+  assert.deepEqual(
+    calls3.messages.slice(-2).map((message) => message.role === "tool" && [message.toolCallId, message.content]),
+    [
+      ["c3", "Cancelled: the tool-call budget would be exceeded"],
+      ["c4", "Cancelled: the tool-call budget would be exceeded"],
+    ],
+  );
+  const rounds2 = await new Agent({ model: twoWaves(), tools: [echoTool], maxToolRounds: 2 }).run("go");
+  assert.deepEqual([rounds2.state, rounds2.toolRounds, rounds2.text], ["COMPLETED", 2, "done"]);
+
+  // Each call costs 10 tokens: a budget of 20 allows two calls, 21 three.
+  const wave = () => answering([{ calls: [["c1", "echo"]] }, { calls: [["c2", "echo"]] }, { calls: [["c3", "echo"]] }, { text: "done" }]);
+  const at20 = await new Agent({ model: wave(), tools: [echoTool], maxTokens: 20 }).run("go");
+  assert.deepEqual([at20.state, at20.turns, at20.reason], ["TOKEN_BUDGET", 2, "token budget (20) used: 20 tokens"]);
+  const at21 = await new Agent({ model: wave(), tools: [echoTool], maxTokens: 21 }).run("go");
+  assert.deepEqual([at21.state, at21.turns], ["TOKEN_BUDGET", 3]);
 });
