@@ -4,7 +4,7 @@
 // checked when built and when a toolset changes, and `run`'s own checks of its input and runId.
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { Agent, type AgentConfig, AgentLoopError, type Instrumentation, type Model, type ModelRequest, STEP_LIMIT_FINISH, ScriptedModel, type Tool } from "../../src/index.js";
+import { Agent, type AgentConfig, AgentLoopError, ApprovalBroker, type Instrumentation, type Model, type ModelRequest, STEP_LIMIT_FINISH, ScriptedModel, type Tool } from "../../src/index.js";
 import type { Toolset } from "../../src/loop/types.js";
 import { calls, eventsOf, ofType } from "./helpers.js";
 
@@ -474,4 +474,29 @@ test("the budgets' edges: exactly maxToolCalls calls and exactly maxToolRounds r
   assert.deepEqual([at20.state, at20.turns, at20.reason], ["TOKEN_BUDGET", 2, "token budget (20) used: 20 tokens"]);
   const at21 = await new Agent({ model: wave(), tools: [echoTool], maxTokens: 21 }).run("go");
   assert.deepEqual([at21.state, at21.turns], ["TOKEN_BUDGET", 3]);
+});
+
+test("how a run waits for approval: the run's onApproval and approvalTimeoutMs, else its parent's approvals, else the agent's, else wait", async () => {
+  const write = (): Tool => ({ name: "write", description: "", parameters: { type: "object" }, needsApproval: true, execute: () => "written" });
+  const script = () => new ScriptedModel([calls(["write", {}, "w1"]), "after"]);
+  const rejectedWith = (result: { messages: Array<{ role: string; content?: unknown }> }) => result.messages.find((message) => message.role === "tool")?.content;
+
+  const interrupting = new Agent({ model: script(), tools: [write()], onApproval: "interrupt", approvalTimeoutMs: 60_000 });
+  const waited = await interrupting.run("go", { onApproval: "wait", approvalTimeoutMs: 1 });
+  assert.equal(waited.state, "COMPLETED");
+  assert.equal(rejectedWith(waited), "Rejected: approval timed out after 1 ms");
+  assert.equal((await new Agent({ model: script(), tools: [write()], onApproval: "interrupt" }).run("go")).state, "INTERRUPTED");
+
+  // A parent's approvals (a sub-agent's run): their mode and timeout, unless the run names its own.
+  const broker = new ApprovalBroker();
+  const fromParent = await interrupting.run("go", { approvals: { broker, mode: "wait", timeoutMs: 2 } });
+  assert.equal(rejectedWith(fromParent), "Rejected: approval timed out after 2 ms");
+  const own = await interrupting.run("go", { approvals: { broker, mode: "wait", timeoutMs: 2 }, onApproval: "interrupt" });
+  assert.equal(own.state, "INTERRUPTED");
+  const ownTimeout = await interrupting.run("go", { approvals: { broker, mode: "wait", timeoutMs: 60_000 }, approvalTimeoutMs: 3 });
+  assert.equal(rejectedWith(ownTimeout), "Rejected: approval timed out after 3 ms");
+
+  // The agent's timeout when the run names none; no mode anywhere: wait.
+  const agentTimeout = await new Agent({ model: script(), tools: [write()], approvalTimeoutMs: 4 }).run("go");
+  assert.deepEqual([agentTimeout.state, rejectedWith(agentTimeout)], ["COMPLETED", "Rejected: approval timed out after 4 ms"]);
 });
