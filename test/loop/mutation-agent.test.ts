@@ -500,3 +500,24 @@ test("how a run waits for approval: the run's onApproval and approvalTimeoutMs, 
   const agentTimeout = await new Agent({ model: script(), tools: [write()], approvalTimeoutMs: 4 }).run("go");
   assert.deepEqual([agentTimeout.state, rejectedWith(agentTimeout)], ["COMPLETED", "Rejected: approval timed out after 4 ms"]);
 });
+
+test("tool calls in a limit's final answer or in a corrected structured answer get cancelled results; the answer's text stands", async () => {
+  const echoTool = echo("echo");
+  const limited = answering([{ calls: [["c1", "echo"]] }, { text: "best I have", calls: [["c2", "echo"]] }]);
+  const result = await new Agent({ model: limited, tools: [echoTool], maxTurns: 1, onLimit: "final-answer" }).run("go");
+  assert.equal(result.state, "TURN_LIMIT");
+  assert.equal(result.reason, "maxTurns (1) reached; final answer given without tools");
+  assert.equal(limited.requests[1]!.toolChoice, "none");
+  const last = result.messages.at(-1)!;
+  assert.deepEqual(last.role === "tool" && [last.toolCallId, last.content, last.isError], ["c2", "Cancelled: tools are disabled for the final answer", true]);
+  assert.equal(result.toolCalls, 1, "the final answer's call is not counted");
+
+  const schema = { type: "object", properties: { n: { type: "number" } }, required: ["n"] };
+  const reasked = answering([{ text: "not json" }, { text: '{"n":1}', calls: [["c9", "echo"]] }]);
+  const structured = await new Agent({ model: reasked, tools: [echoTool], output: schema }).run("go");
+  assert.equal(structured.state, "COMPLETED");
+  assert.deepEqual(structured.output, { n: 1 });
+  assert.equal(reasked.requests[1]!.toolChoice, "none");
+  const cancelled = structured.messages.at(-1)!;
+  assert.deepEqual(cancelled.role === "tool" && [cancelled.toolCallId, cancelled.content], ["c9", "Cancelled: tools are disabled for the corrected answer"]);
+});
