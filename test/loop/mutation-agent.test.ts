@@ -521,3 +521,48 @@ test("tool calls in a limit's final answer or in a corrected structured answer g
   const cancelled = structured.messages.at(-1)!;
   assert.deepEqual(cancelled.role === "tool" && [cancelled.toolCallId, cancelled.content], ["c9", "Cancelled: tools are disabled for the corrected answer"]);
 });
+
+test("resume: no options is a ResumeError naming the decisions; the resumed run's id, session and inputs; a wrapper failing before its loop gives a FAILED result", async () => {
+  const pay: Tool = { name: "pay", description: "", parameters: { type: "object" }, needsApproval: true, execute: (_args, context) => `paid for ${String(context.inputs.order)}` };
+  let failResume = false;
+  const instrumentation: Instrumentation = {
+    run: async (info, fn) => {
+      if (failResume && info.input === "") throw new Error("tracer down");
+      return fn();
+    },
+    modelCall: (_info, fn) => fn(),
+    toolCall: (_info, fn) => fn(),
+  };
+  const agent = new Agent({ model: new ScriptedModel([calls(["pay", {}, "p1"]), "paid"]), tools: [pay], onApproval: "interrupt", instrumentation });
+  const stopped = async () => {
+    const first = await agent.run("go", { sessionId: "s-1", inputs: { order: "o-7" }, runId: "first" });
+    assert.equal(first.state, "INTERRUPTED");
+    return first.checkpoint!;
+  };
+
+  const checkpoint = await stopped();
+  assert.throws(() => agent.resume(checkpoint, undefined as never), {
+    name: "ResumeError",
+    message: "agent.resume: decisions must be an object { [toolCallId]: { approve: true } | { approve: false, reason? } }",
+  });
+
+  const resumed = agent.resume(await stopped(), { decisions: { p1: { approve: true } } });
+  assert.match(resumed.id, /^run_[0-9a-f-]{36}$/);
+  const starts = ofType(await eventsOf(resumed), "run-start");
+  assert.equal(starts[0]!.sessionId, "s-1", "the checkpoint's session");
+  const result = await resumed;
+  assert.equal(result.state, "COMPLETED");
+  assert.equal(result.runId, resumed.id);
+  const paid = result.messages.find((message) => message.role === "tool");
+  assert.equal(paid?.content, "paid for o-7", "the checkpoint's inputs");
+
+  const named = agent.resume(await stopped(), { decisions: { p1: { approve: true } }, runId: "second", sessionId: "s-2" });
+  assert.equal(named.id, "second");
+  assert.equal(ofType(await eventsOf(named), "run-start")[0]!.sessionId, "s-2");
+
+  failResume = true;
+  const failing = agent.resume(await stopped(), { decisions: { p1: { approve: true } }, runId: "third" });
+  const failed = await failing;
+  assert.deepEqual([failed.runId, failed.state, failed.reason, failed.messages], ["third", "FAILED", "internal error: tracer down", []]);
+  assert.equal(failing.state, "FAILED");
+});
