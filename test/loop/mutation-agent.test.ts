@@ -566,3 +566,23 @@ test("resume: no options is a ResumeError naming the decisions; the resumed run'
   assert.deepEqual([failed.runId, failed.state, failed.reason, failed.messages], ["third", "FAILED", "internal error: tracer down", []]);
   assert.equal(failing.state, "FAILED");
 });
+
+test("each run streams from the model's per-run copy (forRun), natively and inside a text protocol", async () => {
+  for (const toolCallMode of ["native", "string", "auto"] as const) {
+    const streamedBy: string[] = [];
+    let copies = 0;
+    const make = (name: string): Model => ({
+      provider: "p",
+      modelId: "m",
+      forRun: () => make(`copy ${++copies}`),
+      stream(request) {
+        streamedBy.push(name);
+        return new ScriptedModel([`answer of ${name}`]).stream(request);
+      },
+    });
+    const agent = new Agent({ model: make("original"), toolCallMode });
+    assert.equal((await agent.run("one")).text, "answer of copy 1", toolCallMode);
+    assert.equal((await agent.run("two")).text, "answer of copy 2", toolCallMode);
+    assert.deepEqual(streamedBy, ["copy 1", "copy 2"], toolCallMode);
+  }
+});
