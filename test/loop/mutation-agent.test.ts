@@ -586,3 +586,20 @@ test("each run streams from the model's per-run copy (forRun), natively and insi
     assert.deepEqual(streamedBy, ["copy 1", "copy 2"], toolCallMode);
   }
 });
+
+test("a run, first or resumed, is RUNNING while its loop goes on, then in its end state", async () => {
+  const states: string[] = [];
+  let run: { state: string } | undefined;
+  const look: Tool = { name: "look", description: "", parameters: { type: "object" }, execute: () => (states.push(run!.state), "looked") };
+  const pay: Tool = { name: "pay", description: "", parameters: { type: "object" }, needsApproval: true, execute: () => (states.push(run!.state), "paid") };
+  const agent = new Agent({ model: new ScriptedModel([calls(["look", {}, "l1"]), calls(["pay", {}, "p1"]), "done"]), tools: [look, pay], onApproval: "interrupt" });
+  const first = agent.run("go");
+  run = first;
+  const stopped = await first;
+  assert.equal(first.state, "INTERRUPTED");
+  const resumed = agent.resume(stopped.checkpoint!, { decisions: { p1: { approve: true } } });
+  run = resumed;
+  assert.equal((await resumed).state, "COMPLETED");
+  assert.equal(resumed.state, "COMPLETED");
+  assert.deepEqual(states, ["RUNNING", "RUNNING"]);
+});
