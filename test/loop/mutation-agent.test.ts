@@ -546,10 +546,13 @@ test("resume: no options is a ResumeError naming the decisions; the resumed run'
     message: "agent.resume: decisions must be an object { [toolCallId]: { approve: true } | { approve: false, reason? } }",
   });
 
-  const resumed = agent.resume(await stopped(), { decisions: { p1: { approve: true } } });
+  const approved = await stopped();
+  const resumed = agent.resume(approved, { decisions: { p1: { approve: true } } });
   assert.match(resumed.id, /^run_[0-9a-f-]{36}$/);
   const starts = ofType(await eventsOf(resumed), "run-start");
   assert.equal(starts[0]!.sessionId, "s-1", "the checkpoint's session");
+  assert.deepEqual([starts[0]!.agent, starts[0]!.model, starts[0]!.input], ["agent", "scripted:scripted", ""]);
+  assert.deepEqual(starts[0]!.resumedFrom, { checkpointId: approved.id, decisions: { p1: { approve: true } } });
   const result = await resumed;
   assert.equal(result.state, "COMPLETED");
   assert.equal(result.runId, resumed.id);
@@ -590,8 +593,12 @@ test("each run streams from the model's per-run copy (forRun), natively and insi
 test("a run, first or resumed, is RUNNING while its loop goes on, then in its end state", async () => {
   const states: string[] = [];
   let run: { state: string } | undefined;
-  const look: Tool = { name: "look", description: "", parameters: { type: "object" }, execute: () => (states.push(run!.state), "looked") };
-  const pay: Tool = { name: "pay", description: "", parameters: { type: "object" }, needsApproval: true, execute: () => (states.push(run!.state), "paid") };
+  const noting = (answer: string) => () => {
+    states.push(run!.state);
+    return answer;
+  };
+  const look: Tool = { name: "look", description: "", parameters: { type: "object" }, execute: noting("looked") };
+  const pay: Tool = { name: "pay", description: "", parameters: { type: "object" }, needsApproval: true, execute: noting("paid") };
   const agent = new Agent({ model: new ScriptedModel([calls(["look", {}, "l1"]), calls(["pay", {}, "p1"]), "done"]), tools: [look, pay], onApproval: "interrupt" });
   const first = agent.run("go");
   run = first;
