@@ -610,3 +610,28 @@ test("a run, first or resumed, is RUNNING while its loop goes on, then in its en
   assert.equal(resumed.state, "COMPLETED");
   assert.deepEqual(states, ["RUNNING", "RUNNING"]);
 });
+
+test("a follow-up waits for a completed input: after an input that ended otherwise it is not taken", async () => {
+  const model = new ScriptedModel([calls(["echo", {}, "c1"]), "second answer"]);
+  const run = new Agent({ model, tools: [echo("echo")], maxTurns: 1 }).run("first");
+  run.followUp("second");
+  const events = await eventsOf(run);
+  const result = await run;
+  assert.equal(result.state, "TURN_LIMIT");
+  assert.deepEqual(
+    ofType(events, "user-message").map((event) => [event.content, event.followUp]),
+    [["first", false]],
+  );
+  assert.equal(model.requests.length, 1);
+});
+
+test("fenced mode, like action and plan, counts maxTurns as its steps and gets one more call for its answer", async () => {
+  const fencedCall = `\`\`\`tool_call\n${JSON.stringify({ tool: "echo", arguments: {} })}\n\`\`\``;
+  const model = new ScriptedModel([fencedCall, fencedCall, fencedCall, fencedCall]);
+  const result = await new Agent({ model, tools: [echo("echo")], toolCallMode: "fenced", maxTurns: 2, loopDetection: false }).run("go");
+  assert.equal(result.state, "TURN_LIMIT");
+  assert.equal(result.text, "Reached maximum reasoning steps (2)");
+  assert.equal(result.reason, "Reached maximum reasoning steps (2)");
+  assert.equal(result.turns, 3);
+  assert.equal(result.toolRounds, 2);
+});
