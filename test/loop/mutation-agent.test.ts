@@ -635,3 +635,47 @@ test("fenced mode, like action and plan, counts maxTurns as its steps and gets o
   assert.equal(result.turns, 3);
   assert.equal(result.toolRounds, 2);
 });
+
+test("aborted as it stops for approvals: ABORTED, no checkpoint, the calls cancelled with the abort's reason", async () => {
+  const pay: Tool = { name: "pay", description: "", parameters: { type: "object" }, needsApproval: true, execute: () => "paid" };
+  const agent = new Agent({ model: new ScriptedModel([calls(["pay", {}, "p1"]), "never"]), tools: [pay], onApproval: "interrupt" });
+  const run = agent.run("go", { onEvent: (event) => event.type === "approval-request" && run.abort("changed my mind") });
+  const result = await run;
+  assert.equal(result.state, "ABORTED");
+  assert.equal(result.reason, "aborted: changed my mind");
+  assert.equal(result.checkpoint, undefined);
+  const last = result.messages.at(-1)!;
+  assert.deepEqual(last.role === "tool" && [last.toolCallId, last.content], ["p1", "Cancelled: changed my mind"]);
+});
+
+test("aborted during a wave: the run ends after the wave, with no loop warning and no steering taken in", async () => {
+  let run: ReturnType<Agent["run"]> | undefined;
+  let waits = 0;
+  const wait: Tool = {
+    name: "wait",
+    description: "",
+    parameters: { type: "object" },
+    execute: () => {
+      if (++waits === 2) {
+        run!.steer("and then this");
+        run!.abort("enough");
+      }
+      return "waited";
+    },
+  };
+  // The second identical call completes a loop pattern in a window of 2.
+  const model = new ScriptedModel([calls(["wait", {}]), calls(["wait", {}]), "never"]);
+  run = new Agent({ model, tools: [wait], loopDetection: { window: 2 } }).run("go");
+  const events = await eventsOf(run);
+  const result = await run;
+  assert.equal(result.state, "ABORTED");
+  assert.equal(result.reason, "aborted: enough");
+  assert.equal(waits, 2);
+  assert.deepEqual(ofType(events, "steering"), []);
+  assert.deepEqual(ofType(events, "loop-warning"), []);
+  assert.equal(result.messages.at(-1)!.role, "tool");
+  // Not aborted, the same calls warn of the loop.
+  waits = -10;
+  run = new Agent({ model: new ScriptedModel([calls(["wait", {}]), calls(["wait", {}]), "done"]), tools: [wait], loopDetection: { window: 2 } }).run("go");
+  assert.equal(ofType(await eventsOf(run), "loop-warning").length, 1);
+});
