@@ -679,3 +679,47 @@ test("aborted during a wave: the run ends after the wave, with no loop warning a
   run = new Agent({ model: new ScriptedModel([calls(["wait", {}]), calls(["wait", {}]), "done"]), tools: [wait], loopDetection: { window: 2 } }).run("go");
   assert.equal(ofType(await eventsOf(run), "loop-warning").length, 1);
 });
+
+test("only a context-length error before any output is retried with less history: not another error, not one after text", async () => {
+  const long = (label: string) => `${label} ${"word ".repeat(400)}`;
+  const history = [
+    { role: "user" as const, content: long("first question") },
+    { role: "assistant" as const, content: [{ type: "text" as const, text: long("first answer") }] },
+    { role: "user" as const, content: long("second question") },
+    { role: "assistant" as const, content: [{ type: "text" as const, text: long("second answer") }] },
+  ];
+  const failing = (kind: string, text?: string) => {
+    const requests: ModelRequest[] = [];
+    const model: Model = {
+      provider: "test",
+      modelId: "failing",
+      async *stream(request: ModelRequest) {
+        requests.push(request);
+        if (text !== undefined) {
+          yield { type: "text-start" as const, id: "t" };
+          yield { type: "text-delta" as const, id: "t", delta: text };
+        }
+        yield { type: "error" as const, error: new AgentLoopError(kind as never, `${kind} failure`) };
+      },
+    };
+    return { model, requests };
+  };
+  for (const [kind, text] of [
+    ["server", undefined],
+    ["context_length", "partial answer"],
+  ] as const) {
+    const { model, requests } = failing(kind, text);
+    const run = new Agent({ model }).run("now", { history });
+    const events = await eventsOf(run);
+    const result = await run;
+    assert.equal(result.state, "FAILED", kind);
+    assert.equal(result.error?.kind, kind);
+    assert.equal(requests.length, 1, `${kind}: no retry`);
+    assert.deepEqual(ofType(events, "context-trimmed"), []);
+  }
+  // The same history and a context-length error before any output: one retry, trimmed.
+  const { model, requests } = failing("context_length");
+  await new Agent({ model }).run("now", { history });
+  assert.equal(requests.length, 2);
+  assert.ok(requests[1]!.messages.length < requests[0]!.messages.length);
+});
