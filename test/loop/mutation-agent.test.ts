@@ -723,3 +723,46 @@ test("only a context-length error before any output is retried with less history
   assert.equal(requests.length, 2);
   assert.ok(requests[1]!.messages.length < requests[0]!.messages.length);
 });
+
+test("empty text and reasoning parts are dropped from the transcript, unless they carry provider data; an answer of nothing adds no message", async () => {
+  const model: Model = {
+    provider: "test",
+    modelId: "empty-parts",
+    async *stream() {
+      yield { type: "reasoning-start" as const, id: "r" };
+      yield { type: "reasoning-end" as const, id: "r", providerData: { signature: "sig" } };
+      yield { type: "text-start" as const, id: "empty" };
+      yield { type: "text-end" as const, id: "empty" };
+      yield { type: "text-start" as const, id: "t" };
+      yield { type: "text-delta" as const, id: "t", delta: "hello" };
+      yield { type: "text-end" as const, id: "t" };
+      yield { type: "reasoning-start" as const, id: "r2" };
+      yield { type: "reasoning-end" as const, id: "r2" };
+      yield { type: "finish" as const, reason: { unified: "stop" as const } };
+    },
+  };
+  const result = await new Agent({ model }).run("go");
+  const answer = result.messages.at(-1)!;
+  assert.equal(answer.role, "assistant");
+  assert.deepEqual(
+    answer.role === "assistant" && answer.content.map((part) => [part.type, "text" in part ? part.text : undefined, part.providerData]),
+    [
+      ["reasoning", "", { signature: "sig" }],
+      ["text", "hello", undefined],
+    ],
+  );
+
+  const silent: Model = {
+    provider: "test",
+    modelId: "silent",
+    async *stream() {
+      yield { type: "text-start" as const, id: "t" };
+      yield { type: "text-end" as const, id: "t" };
+      yield { type: "finish" as const, reason: { unified: "stop" as const } };
+    },
+  };
+  const nothing = await new Agent({ model: silent }).run("go");
+  assert.equal(nothing.state, "COMPLETED");
+  assert.deepEqual(nothing.messages, [{ role: "user", content: "go" }]);
+  assert.equal(nothing.text, "");
+});
