@@ -766,3 +766,20 @@ test("empty text and reasoning parts are dropped from the transcript, unless the
   assert.deepEqual(nothing.messages, [{ role: "user", content: "go" }]);
   assert.equal(nothing.text, "");
 });
+
+test("an MCP tool answers to its other names (`<server>.<tool>`, `<tool>`) when exactly one tool has that name; a listed name wins", async () => {
+  const mcpTool = (name: string, server: string, tool: string): Tool => ({ name, description: "", parameters: { type: "object" }, mcp: { server, tool }, execute: () => `ran ${name}` });
+  const plain = echo("search");
+  const tools = [mcpTool("fs_read", "fs", "read"), mcpTool("db_read", "db", "read"), mcpTool("web_search", "web", "search"), mcpTool("git_log", "git", "log"), plain];
+  const model = new ScriptedModel([calls(["fs.read", {}, "c1"], ["read", {}, "c2"], ["search", {}, "c3"], ["web.search", {}, "c4"], ["log", {}, "c5"], ["git_log", {}, "c6"]), "done"]);
+  const result = await new Agent({ model, tools }).run("go");
+  const results = result.messages.filter((message) => message.role === "tool").map((message) => [message.toolCallId, message.toolName, message.content]);
+  assert.deepEqual(results, [
+    ["c1", "fs_read", "ran fs_read"],
+    ["c2", "read", "Unknown tool: read. Available tools: fs_read, db_read, web_search, git_log, search"],
+    ["c3", "search", "search"],
+    ["c4", "web_search", "ran web_search"],
+    ["c5", "git_log", "ran git_log"],
+    ["c6", "git_log", "ran git_log"],
+  ]);
+});
