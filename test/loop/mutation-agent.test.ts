@@ -783,3 +783,29 @@ test("an MCP tool answers to its other names (`<server>.<tool>`, `<tool>`) when 
     ["c6", "git_log", "ran git_log"],
   ]);
 });
+
+test("an output guardrail's deny drops only the answer's text: its reasoning stays in the transcript; the event says not allowed", async () => {
+  const model: Model = {
+    provider: "test",
+    modelId: "reasoning",
+    async *stream() {
+      yield { type: "reasoning-start" as const, id: "r" };
+      yield { type: "reasoning-delta" as const, id: "r", delta: "thinking it over" };
+      yield { type: "reasoning-end" as const, id: "r" };
+      yield { type: "text-start" as const, id: "t" };
+      yield { type: "text-delta" as const, id: "t", delta: "the code is 1234" };
+      yield { type: "text-end" as const, id: "t" };
+      yield { type: "finish" as const, reason: { unified: "stop" as const } };
+    },
+  };
+  const run = new Agent({ model, guardrails: { output: () => ({ allow: false, reason: "leaks a code" }) } }).run("go");
+  const events = await eventsOf(run);
+  const result = await run;
+  assert.equal(result.state, "GUARDRAIL");
+  const last = result.messages.at(-1)!;
+  assert.deepEqual(last.role === "assistant" && last.content.map((part) => [part.type, "text" in part ? part.text : undefined]), [["reasoning", "thinking it over"]]);
+  assert.deepEqual(
+    ofType(events, "guardrail").map((event) => [event.guardrail, event.allowed, event.reason]),
+    [["output", false, "leaks a code"]],
+  );
+});
