@@ -809,3 +809,20 @@ test("an output guardrail's deny drops only the answer's text: its reasoning sta
     [["output", false, "leaks a code"]],
   );
 });
+
+test("a model error of kind aborted ends the run ABORTED with its message, with no error event, though the run itself was not aborted", async () => {
+  const model: Model = {
+    provider: "test",
+    modelId: "cut",
+    async *stream() {
+      yield { type: "error" as const, error: new AgentLoopError("aborted", "the provider cut the stream") };
+    },
+  };
+  const run = new Agent({ model }).run("go");
+  const events = await eventsOf(run);
+  const result = await run;
+  assert.equal(result.state, "ABORTED");
+  assert.equal(result.reason, "aborted: the provider cut the stream");
+  assert.equal(result.error, undefined);
+  assert.deepEqual(ofType(events, "error"), []);
+});
