@@ -826,3 +826,83 @@ test("a model error of kind aborted ends the run ABORTED with its message, with 
   assert.equal(result.error, undefined);
   assert.deepEqual(ofType(events, "error"), []);
 });
+
+test("a limit's final answer: asked as a user message; a model error there fails the run; a toolset gone bad before it fails the run without the call", async () => {
+  const echoTool = echo("echo");
+  const asked = answering([{ calls: [["c1", "echo"]] }, { text: "best" }]);
+  await new Agent({ model: asked, tools: [echoTool], maxTurns: 1, onLimit: "final-answer" }).run("go");
+  const request = asked.requests[1]!.messages.at(-1)!;
+  assert.equal(request.role, "user");
+  assert.equal(request.content, "[agentloop] The run reached a limit (maxTurns (1) reached). Do not call tools; answer now with what you have.");
+
+  let call = 0;
+  const failingSecond: Model = {
+    provider: "test",
+    modelId: "second-fails",
+    async *stream(request) {
+      if (++call === 1) return yield* new ScriptedModel([calls(["echo", {}, "c1"])]).stream(request);
+      yield { type: "error" as const, error: new AgentLoopError("server", "down for the final answer") };
+    },
+  };
+  const failed = await new Agent({ model: failingSecond, tools: [echoTool], maxTurns: 1, onLimit: "final-answer" }).run("go");
+  assert.deepEqual([failed.state, failed.error?.kind, failed.reason], ["FAILED", "server", "model error (server): down for the final answer"]);
+
+  const live = new ListToolset("live", [echo("a")]);
+  const breaking: Tool = {
+    name: "break",
+    description: "",
+    parameters: { type: "object" },
+    execute: () => {
+      live.set([echo("break")]);
+      return "broken";
+    },
+  };
+  const model = new ScriptedModel([calls(["break", {}, "b1"]), "never asked"]);
+  const broken = await new Agent({ model, tools: [breaking, live], maxTurns: 1, onLimit: "final-answer" }).run("go");
+  assert.equal(broken.state, "FAILED");
+  assert.equal(broken.error?.kind, "configuration");
+  assert.match(broken.reason, /two tools are named "break" \(from toolset "live"\)/);
+  assert.equal(model.requests.length, 1, "no final-answer call");
+});
+
+test("structured output: aborted after an answer, an invalid one is not asked again and a valid one stands; a failing re-ask fails with its error; a second invalid answer is a fatal, non-retryable error", async () => {
+  const schema = { type: "object", properties: { n: { type: "number" } }, required: ["n"] };
+  for (const [answer, state] of [
+    ["not json", "ABORTED"],
+    ['{"n":2}', "COMPLETED"],
+  ] as const) {
+    const model = new ScriptedModel([answer, '{"n":3}']);
+    const run = new Agent({ model, output: schema }).run("go", { onEvent: (event) => event.type === "turn-end" && run.abort("stop") });
+    const result = await run;
+    assert.equal(result.state, state, answer);
+    assert.equal(model.requests.length, 1, answer);
+    assert.equal(result.turns, 1);
+    if (state === "COMPLETED") assert.deepEqual(result.output, { n: 2 });
+    else assert.equal(result.reason, "aborted: stop");
+  }
+
+  const reaskFails = answering([{ text: "not json" }]);
+  let calls2 = 0;
+  const failing: Model = {
+    provider: "test",
+    modelId: "reask-fails",
+    stream(request) {
+      if (++calls2 === 1) return reaskFails.stream(request);
+      return (async function* () {
+        yield { type: "error" as const, error: new AgentLoopError("rate_limit", "slow down") };
+      })();
+    },
+  };
+  const failed = await new Agent({ model: failing, output: schema }).run("go");
+  assert.deepEqual([failed.state, failed.error?.kind], ["FAILED", "rate_limit"]);
+
+  const run = new Agent({ model: new ScriptedModel(["nope", "still nope"]), output: schema }).run("go");
+  const events = await eventsOf(run);
+  const invalid = await run;
+  assert.equal(invalid.error?.kind, "output_validation");
+  assert.equal(invalid.error?.retryable, false);
+  assert.deepEqual(
+    ofType(events, "error").map((event) => [event.error.kind, event.fatal]),
+    [["output_validation", true]],
+  );
+});
