@@ -906,3 +906,13 @@ test("structured output: aborted after an answer, an invalid one is not asked ag
     [["output_validation", true]],
   );
 });
+
+test("loopDetection false: a full default window of the same call warns of nothing", async () => {
+  const same = Array.from({ length: 10 }, () => calls(["echo", {}]));
+  const off = new Agent({ model: new ScriptedModel([...same, "done"]), tools: [echo("echo")], maxTurns: 11, loopDetection: false }).run("go");
+  const events = await eventsOf(off);
+  assert.equal((await off).state, "COMPLETED");
+  assert.deepEqual(ofType(events, "loop-warning"), []);
+  const on = new Agent({ model: new ScriptedModel([...same, "done"]), tools: [echo("echo")], maxTurns: 11 }).run("go");
+  assert.equal(ofType(await eventsOf(on), "loop-warning").length, 1);
+});
