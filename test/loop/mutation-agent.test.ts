@@ -916,3 +916,14 @@ test("loopDetection false: a full default window of the same call warns of nothi
   const on = new Agent({ model: new ScriptedModel([...same, "done"]), tools: [echo("echo")], maxTurns: 11 }).run("go");
   assert.equal(ofType(await eventsOf(on), "loop-warning").length, 1);
 });
+
+test("loop detection keeps the last window of calls when it trims its record: a pattern right after the trim is caught", async () => {
+  const tools = ["a", "b", "c"].map((name) => echo(name));
+  const model = new ScriptedModel([calls(["a", {}]), calls(["b", {}]), calls(["c", {}]), calls(["c", {}]), "done"]);
+  const run = new Agent({ model, tools, loopDetection: { window: 2 } }).run("go");
+  const warnings = ofType(await eventsOf(run), "loop-warning");
+  assert.deepEqual(
+    warnings.map((warning) => warning.pattern),
+    [["c"]],
+  );
+});
