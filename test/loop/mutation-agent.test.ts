@@ -900,6 +900,7 @@ test("structured output: aborted after an answer, an invalid one is not asked ag
   const events = await eventsOf(run);
   const invalid = await run;
   assert.equal(invalid.error?.kind, "output_validation");
+  assert.equal(Object.hasOwn(invalid, "output"), false, "a result without an output has no output key");
   assert.equal(invalid.error?.retryable, false);
   assert.deepEqual(
     ofType(events, "error").map((event) => [event.error.kind, event.fatal]),
