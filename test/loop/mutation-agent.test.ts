@@ -928,3 +928,13 @@ test("loop detection keeps the last window of calls when it trims its record: a 
     [["c"]],
   );
 });
+
+test("maxDelegationDepth reaches the sub-agents' delegate tools: a delegation past it is refused", async () => {
+  const helper = new Agent({ name: "helper", model: new ScriptedModel(["helped"]) });
+  const lead = (maxDelegationDepth?: number) =>
+    new Agent({ name: "lead", model: new ScriptedModel([calls(["delegate_to_helper", { task: "help" }, "d1"]), "done"]), subAgents: [helper], maxDelegationDepth });
+  const resultOf = async (agent: Agent, depth: number) => (await agent.run("go", { depth })).messages.find((message) => message.role === "tool")?.content;
+  assert.equal(await resultOf(lead(1), 0), "helped");
+  assert.match(String(await resultOf(lead(1), 1)), /^Delegation refused: "helper" would run at depth 2, beyond the maximum delegation depth of 1/);
+  assert.equal(await resultOf(lead(), 2), "helped", "the default is 3");
+});
