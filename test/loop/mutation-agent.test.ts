@@ -434,9 +434,11 @@ function answering(answers: Array<{ text?: string; raw?: string; calls?: Array<[
 }
 
 test("a text protocol's step-limit answer ends the input TURN_LIMIT: its own text as the reason, or a plain one", async () => {
-  const exact = await new Agent({ model: answering([{ text: "Reached maximum reasoning steps (3)", raw: STEP_LIMIT_FINISH }]) }).run("go");
-  assert.deepEqual([exact.state, exact.reason, exact.text], ["TURN_LIMIT", "Reached maximum reasoning steps (3)", "Reached maximum reasoning steps (3)"]);
-  for (const text of ["Here is what I found", "Reached maximum reasoning steps (3) and more", "so: Reached maximum reasoning steps (3)", "Reached maximum reasoning steps ()"]) {
+  for (const text of ["Reached maximum reasoning steps (3)", "Reached maximum reasoning steps (12)"]) {
+    const exact = await new Agent({ model: answering([{ text, raw: STEP_LIMIT_FINISH }]) }).run("go");
+    assert.deepEqual([exact.state, exact.reason, exact.text], ["TURN_LIMIT", text, text]);
+  }
+  for (const text of ["Here is what I found", "Reached maximum reasoning steps (3) and more", "so: Reached maximum reasoning steps (3)", "Reached maximum reasoning steps ()", "Reached maximum reasoning steps (x)", "Reached maximum reasoning steps 3"]) {
     const result = await new Agent({ model: answering([{ text, raw: STEP_LIMIT_FINISH }]) }).run("go");
     assert.equal(result.state, "TURN_LIMIT");
     assert.equal(result.reason, "the tool-call protocol's steps ran out; final answer given without tools");
