@@ -940,3 +940,24 @@ test("maxDelegationDepth reaches the sub-agents' delegate tools: a delegation pa
   assert.match(String(await resultOf(lead(1), 1)), /^Delegation refused: "helper" would run at depth 2, beyond the maximum delegation depth of 1/);
   assert.equal(await resultOf(lead(), 2), "helped", "the default is 3");
 });
+
+test("a run aborted before it starts does not ask the session's memory for its history", async () => {
+  const loads: string[] = [];
+  const memory = {
+    loadHistory: async (sessionId: string) => {
+      loads.push(sessionId);
+      return [];
+    },
+    onEvent: () => {},
+  };
+  const controller = new AbortController();
+  controller.abort("gone");
+  const result = await new Agent({ model: new ScriptedModel(["never"]), memory }).run("go", { sessionId: "s-1", signal: controller.signal });
+  assert.equal(result.state, "ABORTED");
+  assert.deepEqual(loads, []);
+});
+
+test("a toolset is an object: a function carrying toolset fields is refused as a tool without execute", () => {
+  const functionSet = Object.assign(function set() {}, { toolsVersion: 0, loadedTools: [] });
+  assert.throws(() => make({ tools: [functionSet as never] }), { name: "TypeError", message: /every tool needs a name and an execute function.*\(got "set"\)$/ });
+});
