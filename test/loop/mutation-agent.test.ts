@@ -9,9 +9,10 @@ import type { Toolset } from "../../src/loop/types.js";
 import { calls, eventsOf, ofType } from "./helpers.js";
 
 const model = new ScriptedModel(["x"]);
-const make = (config: Partial<AgentConfig>) => new Agent({ model, ...config } as AgentConfig);
+/** An agent of `config` (values of any type: the checks are what is tested). */
+const make = (config: Record<string, unknown>) => new Agent({ model, ...config } as AgentConfig);
 /** The exact TypeError a bad config gets. */
-const rejects = (config: Partial<AgentConfig>, message: string) => assert.throws(() => make(config), { name: "TypeError", message });
+const rejects = (config: Record<string, unknown>, message: string) => assert.throws(() => make(config), { name: "TypeError", message });
 
 function echo(name: string): Tool {
   return { name, description: `echoes as ${name}`, parameters: { type: "object" }, execute: () => name };
