@@ -316,7 +316,11 @@ test("what a run hands its instrumentation, observers, memory and tools: ids, de
       record.memory!.push(event.type);
     },
   };
-  const observer = { onEvent: (event: { type: string }, info: { depth: number; sessionId?: string }) => record.observer!.push([event.type, info.depth, info.sessionId]) };
+  const observer = {
+    onEvent: (event: { type: string }, info: { depth: number; sessionId?: string }) => {
+      record.observer!.push([event.type, info.depth, info.sessionId]);
+    },
+  };
   const model = new ScriptedModel([calls(["probe", {}, "c1"]), "done", calls(["probe", {}, "c2"]), "done again"]);
   const agent = new Agent({ name: "worker", model, tools: [probe], instrumentation, observers: [observer], memory });
 
