@@ -286,30 +286,36 @@ async function runTest(test, record, inheritedFailure) {
   stryker.currentTestId = record ? test.fullName : undefined;
   const context = contextOf(test.name, test.fullName);
   const suites = chain(test.suite);
+  // `failed`, not `error !== undefined`: a test that throws `undefined` fails, as under node:test.
+  let failed = false;
   let error;
+  const fail = (thrown) => {
+    if (!failed) error = thrown;
+    failed = true;
+  };
   try {
     for (const suite of suites) await runHooks(suite.beforeEach, context);
     await awaitLive(call(test.fn, context, test.options.timeout));
   } catch (thrown) {
-    error = thrown;
+    fail(thrown);
   }
   try {
     await context.end();
   } catch (thrown) {
-    error ??= thrown;
+    fail(thrown);
   }
   for (const suite of suites.reverse()) {
     try {
       await runHooks(suite.afterEach, context);
     } catch (thrown) {
-      error ??= thrown;
+      fail(thrown);
     }
   }
-  if (stray.length > 0) error ??= stray.splice(0)[0];
+  if (stray.length > 0) fail(stray.splice(0)[0]);
   stryker.currentTestId = undefined;
   const ms = performance.now() - started;
-  if (error instanceof Skipped || (context.skipped && !error)) return { name: test.fullName, status: "skipped", ms };
-  return error === undefined ? { name: test.fullName, status: "passed", ms } : { name: test.fullName, status: "failed", ms, error: message(error) };
+  if (error instanceof Skipped || (context.skipped && !failed)) return { name: test.fullName, status: "skipped", ms };
+  return failed ? { name: test.fullName, status: "failed", ms, error: message(error) } : { name: test.fullName, status: "passed", ms };
 }
 
 /** The file's tests, by full name (those not skipped). */

@@ -344,7 +344,7 @@ test("resume refuses, naming the problem: each way a checkpoint is not one, deci
     return checkpoint as RunCheckpoint;
   };
   const notACheckpoint = /^ResumeError: agent\.resume: the checkpoint is not a run checkpoint \(expected the `checkpoint` of an INTERRUPTED run's result, version 1\)$/;
-  for (const checkpoint of [null, "ckpt", edited((c) => (c.version = 2)), edited((c) => (c.id = 7)), edited((c) => (c.pending = {})), edited((c) => delete c.wave), edited((c) => (c.wave = { calls: "w1" }))]) {
+  for (const checkpoint of [null, "ckpt", edited((c) => (c.version = 2)), edited((c) => (c.id = 7)), edited((c) => (c.pending = {})), edited((c) => delete c.wave), edited((c) => (c.wave = { calls: "w1" })), edited((c) => (c.wave.nested = null)), edited((c) => (c.wave.nested = 5)), edited((c) => (c.wave.nested = { d1: { version: 1 } }))]) {
     assert.throws(() => agent.resume(checkpoint as never, { decisions: { p1: { approve: true } } }), (error: Error) => notACheckpoint.test(`${error.name}: ${error.message}`), JSON.stringify(checkpoint)?.slice(0, 40));
   }
   for (const decisions of [null, "approve", undefined]) {

@@ -99,3 +99,17 @@ test("a test whose promise can never settle fails when the event loop empties, n
   assert.ok(Date.now() - started < 10_000);
   await worker.stop();
 });
+
+test("a test that throws or rejects with undefined fails, as under node:test", { timeout: 60_000 }, async () => {
+  const worker = start(await bundle(), { SAMPLE_UNDEFINED: "1" });
+  await worker.ready();
+  const run = await worker.run({ selection: ["throwing undefined fails", "rejecting with undefined fails"] });
+  assert.deepEqual(
+    run.results.map((result) => [result.name, result.status, result.error]),
+    [
+      ["throwing undefined fails", "failed", "undefined"],
+      ["rejecting with undefined fails", "failed", "undefined"],
+    ],
+  );
+  await worker.stop();
+});
