@@ -94,7 +94,8 @@ function earlierOf(calls: ToolCallPart[], settings: WaveSettings, resume: WaveRe
     const { run, emit } = settings;
     emit({ type: "approval-decision", runId: run.runId, toolCallId: entry.toolCallId, name: entry.toolName, approve: decision.approve, reason: decision.approve ? undefined : decision.reason, checkpointId: resume.checkpointId });
   }
-  for (const [callId, checkpoint] of Object.entries(resume.nested)) {
+  // A checkpoint written before sub-agents' checkpoints were kept (or by hand) has no `nested`: none to pass down.
+  for (const [callId, checkpoint] of Object.entries(resume.nested ?? {})) {
     const decisions: Record<string, ApprovalDecision> = {};
     for (const entry of checkpoint.pending) if (resume.decisions[entry.toolCallId]) decisions[entry.toolCallId] = resume.decisions[entry.toolCallId]!;
     earlier.nested[callId] = { checkpoint, decisions };

@@ -356,6 +356,11 @@ test("resume refuses, naming the problem: each way a checkpoint is not one, deci
   }
   assert.throws(() => agent.resume(edited((c) => (c.pending = [])), { decisions: { p1: { approve: true } } }), /no approval is pending for tool call "p1" \(pending: none\)$/);
   assert.deepEqual(pay.ran, [], "nothing ran on a refused resume");
+  // A checkpoint without `wave.nested` (written before sub-agents' checkpoints were kept) has none: it resumes.
+  const older = await agent.resume(edited((c) => delete c.wave.nested), { decisions: { p1: { approve: true } } });
+  assert.equal(older.state, "COMPLETED");
+  assert.deepEqual(pay.ran, [{ amount: 1 }], "the approved call ran once");
+  pay.ran.length = 0;
 
   // A sub-agent's pending call, edited in the parent's checkpoint, is refused as the parent's own would be.
   const write = recorded("write_file", true);
