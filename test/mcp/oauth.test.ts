@@ -3,6 +3,7 @@
 // the authorization-code flow with PKCE (the test plays the browser by following the printed URL),
 // tokens stored per server with 0600 and reused, refresh after expiry, and the error paths.
 import assert from "node:assert/strict";
+import { generateKeyPairSync, type KeyObject } from "node:crypto";
 import { mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -79,6 +80,29 @@ describe("client credentials", { concurrency: true }, () => {
         /^AgentLoopError: MCP server "docs" .*could not connect: OAuth client information is bound to authorization server https:\/\/auth\.example/,
       );
       assert.deepEqual(own.grants, ["client_credentials"]);
+    } finally {
+      await own.close();
+    }
+  });
+
+  test("private_key_jwt: the token request is signed with the key, its algorithm taken from the key or from `algorithm`", async () => {
+    const ec = generateKeyPairSync("ec", { namedCurve: "P-384" });
+    const rsa = generateKeyPairSync("rsa", { modulusLength: 2048 }); // jose signs RSA with 2048 bits or more
+    const pem = (key: KeyObject) => key.export({ type: "pkcs8", format: "pem" }).toString();
+    const own = await startOAuthServer({ keyClients: { ec: ec.publicKey, rsa: rsa.publicKey } });
+    try {
+      const byKey = await connectMcp({ name: "docs", url: own.mcpUrl, auth: { type: "client_credentials", clientId: "ec", privateKey: pem(ec.privateKey) } });
+      assert.deepEqual(await byKey.callTool("whoami", {}), { content: "client ec", isError: false });
+      await byKey.close();
+      const named = await connectMcp({ name: "docs", url: own.mcpUrl, auth: { type: "client_credentials", clientId: "rsa", privateKey: pem(rsa.privateKey), algorithm: "PS256" } });
+      assert.deepEqual(await named.callTool("whoami", {}), { content: "client rsa", isError: false });
+      await named.close();
+      assert.deepEqual(own.assertionAlgorithms, ["ES384", "PS256"]);
+      // A key the authorization server does not know for that client: refused there, the reason in the error.
+      await assert.rejects(
+        connectMcp({ name: "docs", url: own.mcpUrl, auth: { type: "client_credentials", clientId: "ec", privateKey: pem(rsa.privateKey) } }),
+        /^AgentLoopError: MCP server "docs" .*could not connect: .*signature does not verify/,
+      );
     } finally {
       await own.close();
     }
