@@ -6,6 +6,8 @@ import assert from "node:assert/strict";
 import { generateKeyPairSync, type KeyObject } from "node:crypto";
 import { mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { connectMcp } from "../../src/mcp/index.js";
@@ -221,6 +223,27 @@ describe("authorization code with PKCE", { concurrency: true }, () => {
       await toolset.close();
       await server.close();
     }
+  });
+
+  test("closing the toolset stops the loopback redirect: its pinned port is free again", async () => {
+    const own = await startOAuthServer();
+    const probe = createServer();
+    await new Promise<void>((resolve) => probe.listen(0, "127.0.0.1", resolve));
+    const callbackPort = (probe.address() as AddressInfo).port;
+    await new Promise((resolve) => probe.close(resolve));
+    const toolset = await connectMcp({ name: "mine", url: own.mcpUrl, auth: { type: "authorization_code", tokenDir: fresh("port"), callbackPort, onAuthorizationUrl: (url) => void browse(url) } });
+    try {
+      assert.match(String((await toolset.callTool("whoami", {})).content), /^client dyn-/);
+    } finally {
+      await toolset.close();
+      await own.close();
+    }
+    const again = createServer();
+    await new Promise<void>((resolve, reject) => {
+      again.once("error", reject);
+      again.listen(callbackPort, "127.0.0.1", resolve);
+    });
+    await new Promise((resolve) => again.close(resolve));
   });
 
   test("a refused consent fails the connection with an error naming the server and the reason", async () => {
