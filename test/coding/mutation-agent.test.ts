@@ -17,6 +17,7 @@ describe("createCodingAgent, mutation cases", () => {
   it("refuses a missing model, takes the workspace as a folder or the current one, and names every profile when one is unknown", async () => {
     await assert.rejects(createCodingAgent(undefined as never), { name: "TypeError", message: "createCodingAgent: model must be a Model" });
     await assert.rejects(createCodingAgent({ model: {} as never }), { name: "TypeError", message: "createCodingAgent: model must be a Model" });
+    await assert.rejects(createCodingAgent({} as never), { name: "TypeError", message: "createCodingAgent: model must be a Model" });
     const model = new ScriptedModel([]);
     const root = freshRoot();
     assert.equal((await createCodingAgent({ model, workspace: root, subagents: false })).workspace.root, root);
@@ -30,6 +31,9 @@ describe("createCodingAgent, mutation cases", () => {
     assert.equal(session.profile, mine);
     assert.ok(session.systemPrompt.startsWith("MY BASE PROMPT\n\n<environment>"));
     assert.deepEqual(session.agent.config.tools, []);
+    // Without sub-agents there is nothing to stop: close() still resolves.
+    assert.equal(session.subagents, undefined);
+    await session.close();
   });
 
   it("approvals: true asks for the writing tools, a list for those, none by default (or the agent settings' own)", async () => {

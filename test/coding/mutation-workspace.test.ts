@@ -21,6 +21,10 @@ describe("Workspace", () => {
     }
   });
 
+  it("a root that is a file is refused at once, naming it (not spawn ENOTDIR at the first command)", () => {
+    assert.throws(() => new Workspace({ root: join(root, "file.txt") }), { message: `Workspace: the root ${join(root, "file.txt")} is a file, not a folder` });
+  });
+
   it("a path that is empty, not a string, or holds a NUL is refused with a TypeError saying so", async () => {
     const workspace = new Workspace({ root });
     await assert.rejects(workspace.resolvePath(""), { name: "TypeError", message: "a file path must be a non-empty string" });

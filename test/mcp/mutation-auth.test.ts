@@ -6,7 +6,9 @@
 import assert from "node:assert/strict";
 import { generateKeyPairSync, type KeyObject } from "node:crypto";
 import { chmodSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
-import { homedir, tmpdir } from "node:os";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
+import { homedir, networkInterfaces, tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, describe, test } from "node:test";
 import type { OAuthClientProvider } from "@modelcontextprotocol/sdk/client/auth.js";
@@ -44,8 +46,11 @@ describe("OAuth configuration helpers", () => {
     assert.equal(signingAlgorithmOf(pem(generateKeyPairSync("rsa-pss", { modulusLength: 1024 }).privateKey), "docs"), "PS256");
     assert.equal(signingAlgorithmOf(pem(generateKeyPairSync("ec", { namedCurve: "P-384" }).privateKey), "docs"), "ES384");
     assert.equal(signingAlgorithmOf(pem(generateKeyPairSync("ec", { namedCurve: "P-521" }).privateKey), "docs"), "ES512");
+    // A configuration error (the CLI stops at start with exit 2).
+    assert.throws(() => signingAlgorithmOf("not a key", "docs"), { name: "AgentLoopError", kind: "configuration" });
     assert.throws(() => signingAlgorithmOf(pem(generateKeyPairSync("ec", { namedCurve: "secp256k1" }).privateKey), "docs"), {
       name: "AgentLoopError",
+      kind: "configuration",
       message: 'MCP server "docs": auth.privateKey is a ec key; use an RSA or P-256/P-384/P-521 EC key, or set auth.algorithm',
     });
     assert.throws(() => signingAlgorithmOf(pem(generateKeyPairSync("ed25519").privateKey), "x"), {
@@ -118,6 +123,42 @@ describe("the loopback redirect", () => {
     } finally {
       await provider.close();
     }
+  });
+
+  test("a pinned callback port already taken fails start() with the reason (no crash)", async () => {
+    const taken = createServer();
+    await new Promise<void>((resolve) => taken.listen(0, "127.0.0.1", resolve));
+    const port = (taken.address() as AddressInfo).port;
+    try {
+      await assert.rejects(loopback({ callbackPort: port }).start(), { code: "EADDRINUSE" });
+    } finally {
+      await new Promise((resolve) => taken.close(resolve));
+    }
+  });
+
+  test("the redirect listens on 127.0.0.1 only: another address of the machine reaches nothing", async (t) => {
+    const other = Object.values(networkInterfaces())
+      .flat()
+      .find((address) => address && !address.internal && address.family === "IPv4")?.address;
+    if (!other) return t.skip("this machine has no non-loopback IPv4 address");
+    const provider = loopback();
+    await provider.start();
+    try {
+      const port = new URL(redirectOf(provider)).port;
+      assert.equal((await fetch(`${redirectOf(provider)}?code=here`)).status, 200);
+      await assert.rejects(fetch(`http://${other}:${port}/callback?code=forged`), (error: Error) => (error.cause as { code?: string } | undefined)?.code === "ECONNREFUSED");
+    } finally {
+      await provider.close();
+    }
+  });
+
+  test("closed while someone signs in: the wait still ends with its timeout, and a wait after close too", async () => {
+    const provider = loopback({ timeoutMs: 50 });
+    await provider.start();
+    const waiting = provider.waitForAuthorizationCode();
+    await provider.close();
+    await assert.rejects(waiting, { message: 'MCP server "docs": nobody completed the authorization within 0 s' });
+    await assert.rejects(async () => provider.waitForAuthorizationCode(), { message: 'MCP server "docs": nobody completed the authorization within 0 s' });
   });
 
   test("the sign-in URL goes to stderr without onAuthorizationUrl", async () => {
@@ -197,5 +238,8 @@ describe("the authorization-code provider's registration and store", () => {
     assert.ok(readFileSync(file, "utf8").endsWith("}\n"));
     writeFileSync(file, "not json");
     assert.equal(loopback({}, url).tokens(), undefined);
+    // A run of unsafe characters is one "_".
+    loopback({}, "http://runs.example//a?/b").saveTokens({ access_token: "r", token_type: "Bearer" });
+    assert.deepEqual(JSON.parse(readFileSync(join(dir, "runs.example_a_b.json"), "utf8")).tokens.access_token, "r");
   });
 });

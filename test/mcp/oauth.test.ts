@@ -3,8 +3,11 @@
 // the authorization-code flow with PKCE (the test plays the browser by following the printed URL),
 // tokens stored per server with 0600 and reused, refresh after expiry, and the error paths.
 import assert from "node:assert/strict";
+import { generateKeyPairSync, type KeyObject } from "node:crypto";
 import { mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { connectMcp } from "../../src/mcp/index.js";
@@ -79,6 +82,29 @@ describe("client credentials", { concurrency: true }, () => {
         /^AgentLoopError: MCP server "docs" .*could not connect: OAuth client information is bound to authorization server https:\/\/auth\.example/,
       );
       assert.deepEqual(own.grants, ["client_credentials"]);
+    } finally {
+      await own.close();
+    }
+  });
+
+  test("private_key_jwt: the token request is signed with the key, its algorithm taken from the key or from `algorithm`", async () => {
+    const ec = generateKeyPairSync("ec", { namedCurve: "P-384" });
+    const rsa = generateKeyPairSync("rsa", { modulusLength: 2048 }); // jose signs RSA with 2048 bits or more
+    const pem = (key: KeyObject) => key.export({ type: "pkcs8", format: "pem" }).toString();
+    const own = await startOAuthServer({ keyClients: { ec: ec.publicKey, rsa: rsa.publicKey } });
+    try {
+      const byKey = await connectMcp({ name: "docs", url: own.mcpUrl, auth: { type: "client_credentials", clientId: "ec", privateKey: pem(ec.privateKey) } });
+      assert.deepEqual(await byKey.callTool("whoami", {}), { content: "client ec", isError: false });
+      await byKey.close();
+      const named = await connectMcp({ name: "docs", url: own.mcpUrl, auth: { type: "client_credentials", clientId: "rsa", privateKey: pem(rsa.privateKey), algorithm: "PS256" } });
+      assert.deepEqual(await named.callTool("whoami", {}), { content: "client rsa", isError: false });
+      await named.close();
+      assert.deepEqual(own.assertionAlgorithms, ["ES384", "PS256"]);
+      // A key the authorization server does not know for that client: refused there, the reason in the error.
+      await assert.rejects(
+        connectMcp({ name: "docs", url: own.mcpUrl, auth: { type: "client_credentials", clientId: "ec", privateKey: pem(rsa.privateKey) } }),
+        /^AgentLoopError: MCP server "docs" .*could not connect: .*signature does not verify/,
+      );
     } finally {
       await own.close();
     }
@@ -197,6 +223,27 @@ describe("authorization code with PKCE", { concurrency: true }, () => {
       await toolset.close();
       await server.close();
     }
+  });
+
+  test("closing the toolset stops the loopback redirect: its pinned port is free again", async () => {
+    const own = await startOAuthServer();
+    const probe = createServer();
+    await new Promise<void>((resolve) => probe.listen(0, "127.0.0.1", resolve));
+    const callbackPort = (probe.address() as AddressInfo).port;
+    await new Promise((resolve) => probe.close(resolve));
+    const toolset = await connectMcp({ name: "mine", url: own.mcpUrl, auth: { type: "authorization_code", tokenDir: fresh("port"), callbackPort, onAuthorizationUrl: (url) => void browse(url) } });
+    try {
+      assert.match(String((await toolset.callTool("whoami", {})).content), /^client dyn-/);
+    } finally {
+      await toolset.close();
+      await own.close();
+    }
+    const again = createServer();
+    await new Promise<void>((resolve, reject) => {
+      again.once("error", reject);
+      again.listen(callbackPort, "127.0.0.1", resolve);
+    });
+    await new Promise((resolve) => again.close(resolve));
   });
 
   test("a refused consent fails the connection with an error naming the server and the reason", async () => {
