@@ -4,6 +4,7 @@
 // routes/agent-info.ts, routes/memory.ts, memory.ts, routes/studio.ts, context.ts).
 import assert from "node:assert/strict";
 import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { type AddressInfo, createServer, type Socket } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
@@ -217,6 +218,10 @@ describe("GET /v1/agent", () => {
         [["helper", "http://peer:[redacted]@127.0.0.1:9/", "down"]],
       );
       assert.equal(typeof info.subAgents[0].reason, "string");
+      // Degraded (the peer and an MCP server down) is still ready to serve: 200.
+      const ready = await fetch(`${server.url}/ready`);
+      assert.equal(ready.status, 200);
+      assert.equal(((await ready.json()) as { status: string }).status, "degraded");
     } finally {
       await server.close();
       await rm(folder, { recursive: true, force: true });
@@ -237,6 +242,32 @@ describe("GET /v1/agent", () => {
     } finally {
       await server.close();
       await peer.close();
+    }
+  });
+});
+
+describe("GET /ready while the agent is still being built", () => {
+  it("is 503 starting until then; /health answers at once", async () => {
+    // A peer that accepts the connection and never answers: the agent waits for its card.
+    const sockets: Socket[] = [];
+    const silent = createServer((socket) => {
+      sockets.push(socket);
+    });
+    await new Promise<void>((resolve) => silent.listen(0, "127.0.0.1", resolve));
+    const port = (silent.address() as AddressInfo).port;
+    const server = await startTestServer({ AGENT_NAME: "slow", DEBUG_MOCK_RESPONSES: script("x"), PEER_AGENTS: "mute", PEER_AGENT_MUTE_CARD_URL: `http://127.0.0.1:${port}/.well-known/agent` }, { readyTimeoutMs: 60_000 });
+    try {
+      const ready = await fetch(`${server.url}/ready`);
+      assert.equal(ready.status, 503);
+      assert.deepEqual(((await ready.json()) as { status: string; name: string }).status, "starting");
+      const health = await getJson(`${server.url}/health`);
+      assert.equal(health.status, 200);
+      assert.deepEqual([health.body.status, health.body.name], ["healthy", "slow"]);
+      assert.ok(Number.isInteger(health.body.timestamp) && Math.abs(health.body.timestamp - Date.now() / 1000) < 60, String(health.body.timestamp));
+    } finally {
+      await server.close();
+      for (const socket of sockets) socket.destroy();
+      await new Promise((resolve) => silent.close(resolve));
     }
   });
 });
