@@ -298,8 +298,15 @@ describe("A2A: what a task reports", () => {
       assert.equal(event.taskId, task.id);
       assert.equal(event.contextId, "stream-ctx");
     }
+    assert.deepEqual(
+      task.history.map((message: any) => [message.role, message.parts]),
+      [["user", [{ kind: "text", text: "stream it" }]]],
+    );
+    assert.equal(task.artifacts, undefined, "a new task has no artifact yet");
     const statuses = events.filter((event) => event.kind === "status-update");
     assert.equal(statuses[0].status.state, "working");
+    assert.equal(statuses[0].status.message, undefined, "working, with nothing to say yet");
+    assert.equal(statuses.filter((status) => status.status.message?.parts.some((part: any) => part.kind === "text")).length, 2, "the progress block and the final answer carry text");
     for (const status of statuses) assert.ok(!Number.isNaN(Date.parse(status.status.timestamp)), JSON.stringify(status));
     // The tool call's events as data parts; the progress block also as JSON text.
     const wire = statuses.flatMap((status) => (status.status.message?.parts ?? []).filter((part: any) => part.kind === "data").map((part: any) => part.data.agentloop_event.type));
@@ -378,6 +385,56 @@ describe("A2A: what a task reports", () => {
   });
 });
 
+describe("A2A 1.0: the parts and messages of a task, as the SDK's client reads them", () => {
+  it("text parts say text/plain; the answer is one artifact named answer; the status message is the agent's", async () => {
+    const test = await startTestServer({ DEBUG_MOCK_RESPONSES: script("Exact answer.") }, { build: {} });
+    try {
+      const answer = await rpc(test.url, "SendMessage", { message: { role: "ROLE_USER", parts: [{ text: "hi" }], messageId: "m-1", contextId: "ctx-10" } }, "1.0");
+      const task = answer.body.result.task;
+      const message = task.status.message;
+      assert.deepEqual({ ...message, messageId: typeof message.messageId }, {
+        messageId: "string",
+        contextId: "ctx-10",
+        taskId: task.id,
+        role: "ROLE_AGENT",
+        parts: [{ text: "Exact answer.", mediaType: "text/plain" }],
+      });
+      assert.notEqual(message.messageId, "m-1");
+      assert.deepEqual(
+        task.artifacts.map((artifact: any) => ({ ...artifact, artifactId: typeof artifact.artifactId })),
+        [{ artifactId: "string", name: "answer", parts: [{ text: "Exact answer.", mediaType: "text/plain" }] }],
+      );
+      assert.ok(!Number.isNaN(Date.parse(task.status.timestamp)));
+    } finally {
+      await test.close();
+    }
+  });
+});
+
+describe("A2A cancel", () => {
+  it("aborts the running task's run with a reason that says so; the task stays canceled with no message", async () => {
+    const model = new ScriptedModel([Array.from({ length: 400 }, (_, index) => `w${index}`).join(" ")], { chunkDelayMs: 10 });
+    const test = await startTestServer({}, { build: { model } });
+    try {
+      const started = await rpc(test.url, "message/send", { message: legacyMessage([legacyText("long job")], { contextId: "cancel-ctx" }), configuration: { blocking: false } });
+      const taskId = started.body.result?.id as string;
+      assert.ok(taskId, JSON.stringify(started.body));
+      const canceled = await rpc(test.url, "tasks/cancel", { id: taskId });
+      assert.equal(canceled.body.result?.status?.state, "canceled", JSON.stringify(canceled.body));
+      await test.waitForLog(/session cancel-ctx ABORTED/);
+      const events = (await (await fetch(`${test.url}/memory/events?session_id=cancel-ctx`)).json()) as { events: Array<{ event_type: string; content: any }> };
+      const ended = events.events.find((event) => event.event_type === "run_ended");
+      assert.equal(ended?.content.state, "ABORTED");
+      assert.match(JSON.stringify(ended?.content), /task canceled through A2A/);
+      const fetched = await rpc(test.url, "tasks/get", { id: taskId });
+      assert.equal(fetched.body.result.status.state, "canceled");
+      assert.equal(fetched.body.result.status.message, undefined);
+    } finally {
+      await test.close();
+    }
+  });
+});
+
 describe("A2A: a run that fails", () => {
   it("ends its task failed with the error's message", async () => {
     const broken: Model = {
@@ -447,6 +504,7 @@ describe("A2A approvals: the wire of an input-required task", () => {
     // The stream starts with the task, working again (not still input-required).
     assert.equal(events[0].kind, "task");
     assert.equal(events[0].status.state, "working");
+    assert.equal(events[0].status.message, undefined);
     assert.equal(events.at(-1).status.state, "completed");
     assert.deepEqual(written.sort(), ["a.txt", "b.txt"]);
   });
@@ -470,6 +528,13 @@ describe("A2A approvals: the wire of an input-required task", () => {
       ["text", "data"],
     );
     assert.match(malformed.body.result.status.message.parts[0].text, /^Not resumed: decisions must be/);
+  });
+
+  it("a task waiting for approvals (no run going on) can be canceled", async () => {
+    const contextId = randomUUID();
+    const task = await ask(contextId);
+    const canceled = await rpc(test.url, "tasks/cancel", { id: task.id });
+    assert.equal(canceled.body.result?.status?.state, "canceled", JSON.stringify(canceled.body));
   });
 
   it("decisions the server no longer waits for (decided through POST /v1/approvals) fail the task, saying so", async () => {
