@@ -11,6 +11,7 @@ import { after, before, describe, it } from "node:test";
 import { AgentLoopError } from "../../src/errors.js";
 import { defineTool, ScriptedModel } from "../../src/index.js";
 import { InMemoryStore } from "../../src/memory/index.js";
+import { everythingServerPath } from "../mcp/helpers.js";
 import { script, startTestServer, type TestServer } from "./helpers.js";
 
 const getJson = async (url: string, headers: Record<string, string> = {}) => {
@@ -120,6 +121,22 @@ describe("the agent cards", () => {
     }
   });
 
+  it("keeps each version's card's validators apart: asking for the other version changes neither", async () => {
+    const url = `${test.url}/.well-known/agent-card.json`;
+    const validators = async (headers: Record<string, string>) => {
+      const response = await fetch(url, { headers });
+      await response.text();
+      return [response.headers.get("etag"), response.headers.get("last-modified")];
+    };
+    const modern = await validators({});
+    const legacy = await validators({ "A2A-Version": "0.3" });
+    assert.notEqual(legacy[0], modern[0]);
+    for (let round = 0; round < 2; round++) {
+      assert.deepEqual(await validators({}), modern);
+      assert.deepEqual(await validators({ "A2A-Version": "0.3" }), legacy);
+    }
+  });
+
   it("KAOS's card at /.well-known/agent: tools but not delegation tools as skills, the capabilities they bring", async () => {
     const { body } = await getJson(`${test.url}/.well-known/agent`);
     assert.deepEqual(body, {
@@ -163,6 +180,7 @@ describe("GET /v1/agent", () => {
       [
         "name: informed",
         "description: Tells about itself.",
+        "instructions: Never say tok-123456, pw-remote-77, pw-model-42, pw-db-31, pw-peer-99 or key-456789.",
         "mcpServers:",
         "  - name: remote",
         "    url: http://user:pw-remote-77@127.0.0.1:9/mcp",
@@ -207,6 +225,8 @@ describe("GET /v1/agent", () => {
       assert.equal(typeof byName.remote.reason, "string");
       assert.equal(byName.plain.url, "http://127.0.0.1:9/plain");
       assert.equal(byName.plain.auth, undefined);
+      assert.equal("env" in byName.plain, false);
+      assert.equal(info.settings.instructions, "Never say [redacted], [redacted], [redacted], [redacted], [redacted] or [redacted].");
       assert.equal(byName.local.transport, "stdio");
       assert.equal(byName.local.command, "definitely-not-a-command-xyz");
       assert.deepEqual(byName.local.args, []);
@@ -375,6 +395,8 @@ describe("memory settings of the server", () => {
       } finally {
         await test.close();
       }
+      // The caller's store: the server does not close it.
+      assert.ok((await store.events("kept", { limit: 100 })).length >= 6);
     }
   });
 });
@@ -477,6 +499,29 @@ describe("the studio's assets", () => {
       const error = ((await response.json()) as any).error;
       assert.equal(error.code, "unknown_route");
       assert.match(error.message, /^no studio asset /);
+    }
+  });
+});
+
+describe("GET /v1/agent: the model and the MCP servers' states", () => {
+  it("a model named by the agent file; an MCP server connected", async () => {
+    const folder = await mkdtemp(join(tmpdir(), "agentloop-agent-model-"));
+    const file = join(folder, "agent.yaml");
+    await writeFile(file, ["name: filed", "model: openai:gpt-test-mini", "mcpServers:", "  - name: everything", `    command: ${JSON.stringify(process.execPath)}`, `    args: [${JSON.stringify(everythingServerPath)}, stdio]`].join("\n"));
+    const server = await startTestServer({ OPENAI_API_KEY: "sk-not-used" }, { agentFile: file, build: {} });
+    try {
+      await server.server.ready();
+      const { body: info } = await getJson(`${server.url}/v1/agent`);
+      assert.equal(info.settings.model, "openai:gpt-test-mini");
+      assert.deepEqual(
+        info.mcpServers.map((entry: { name: string; transport: string; state: string; args: string[] }) => [entry.name, entry.transport, entry.state, entry.args.at(-1)]),
+        [["everything", "stdio", "connected", "stdio"]],
+      );
+      assert.equal(info.mcpServers[0].reason, undefined);
+      assert.ok(info.tools.some((tool: { name: string }) => tool.name === "echo"));
+    } finally {
+      await server.close();
+      await rm(folder, { recursive: true, force: true });
     }
   });
 });
