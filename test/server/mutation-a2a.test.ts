@@ -6,6 +6,10 @@ import { randomUUID } from "node:crypto";
 import { request as httpRequest } from "node:http";
 import { after, before, describe, it } from "node:test";
 import type { Model } from "../../src/index.js";
+import type { ModelEvent } from "../../src/model/model.js";
+// Loaded with this file, not on the first A2A request: the modules' constants are then seen by
+// every test here (the mutation runner counts what a file reaches while loading for all its tests).
+import "../../src/server/a2a-endpoint.js";
 import { ScriptedModel } from "../../src/index.js";
 import { script, startTestServer, type TestServer, toolCall, writeFileTool } from "./helpers.js";
 
@@ -129,8 +133,16 @@ describe("A2A: params the SDK would read leniently are refused as invalid params
       }
     }
     // 0 and null are fine: the task is then looked for (and not found).
-    for (const value of [0, null]) {
-      const answer = await rpc(test.url, "GetTask", { id: "nope", historyLength: value }, "1.0");
+    for (const params of [{ historyLength: 0 }, { historyLength: null }, { history_length: null }, { history_length: 0 }]) {
+      const answer = await rpc(test.url, "GetTask", { id: "nope", ...params }, "1.0");
+      assert.equal(answer.body.error?.code, -32001, JSON.stringify(answer.body));
+    }
+    // Only ListTasks has a timestamp to check.
+    for (const [method, version] of [
+      ["GetTask", "1.0"],
+      ["tasks/get", undefined],
+    ] as const) {
+      const answer = await rpc(test.url, method, { id: "nope", statusTimestampAfter: "nonsense" }, version);
       assert.equal(answer.body.error?.code, -32001, JSON.stringify(answer.body));
     }
     const listed = await rpc(test.url, "ListTasks", { historyLength: 0 }, "1.0");
@@ -184,7 +196,7 @@ describe("A2A: Content-Type, protocol versions, paths and malformed requests", (
   const getTask = JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tasks/get", params: { id: "nope" } });
 
   it("takes JSON by any name (or no Content-Type at all) and refuses anything else with -32005", async () => {
-    for (const type of [undefined, "", "application/json; charset=utf-8", "APPLICATION/JSON", "application/vnd.a2a+json"]) {
+    for (const type of [undefined, "", "application/json; charset=utf-8", "application/json ; charset=utf-8", "APPLICATION/JSON", "application/vnd.a2a+json"]) {
       const answer = await rawPost(test.url, type === undefined ? {} : { "content-type": type }, getTask);
       assert.equal(JSON.parse(answer.text).error.code, -32001, `${type}: ${answer.text}`);
     }
@@ -270,8 +282,19 @@ describe("A2A: Content-Type, protocol versions, paths and malformed requests", (
       const answer = (await response.json()) as RpcAnswer["body"];
       assert.notEqual(answer.error?.data?.code, "invalid_session_id", JSON.stringify(answer));
     }
-    const nullParams = await rpc(test.url, "tasks/get", null);
-    assert.notEqual(nullParams.status, 400, JSON.stringify(nullParams.body));
+    // Null params or a null message: the SDK's own JSON-RPC error, not a crash.
+    for (const [method, params] of [
+      ["tasks/get", null],
+      ["tasks/resubscribe", null],
+      ["tasks/resubscribe", [1]],
+      ["message/send", { message: null }],
+    ] as const) {
+      const response = await fetch(`${test.url}/a2a`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ jsonrpc: "2.0", id: 4, method, params }) });
+      assert.equal(response.status, 200, `${method} ${JSON.stringify(params)}`);
+      const text = await response.text();
+      assert.doesNotMatch(text, /-32603|internal/i, `${method} ${JSON.stringify(params)}: ${text}`);
+      assert.match(text, /"code":-326\d\d/, `${method} ${JSON.stringify(params)}: ${text}`);
+    }
   });
 });
 
@@ -429,6 +452,41 @@ describe("A2A cancel", () => {
       const fetched = await rpc(test.url, "tasks/get", { id: taskId });
       assert.equal(fetched.body.result.status.state, "canceled");
       assert.equal(fetched.body.result.status.message, undefined);
+      assert.equal(fetched.body.result.contextId, "cancel-ctx");
+    } finally {
+      await test.close();
+    }
+  });
+});
+
+describe("A2A: a model that streams empty text", () => {
+  it("sends no empty chunk", async () => {
+    const model: Model = {
+      provider: "test",
+      modelId: "gappy",
+      async *stream(): AsyncGenerator<ModelEvent> {
+        yield { type: "text-start", id: "t" };
+        for (const delta of ["", "Hello", "", " there", ""]) yield { type: "text-delta", id: "t", delta };
+        yield { type: "text-end", id: "t" };
+        yield { type: "finish", reason: "stop" };
+      },
+    };
+    const test = await startTestServer({}, { build: { model } });
+    try {
+      const response = await fetch(`${test.url}/a2a`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "message/stream", params: { message: legacyMessage([legacyText("hi")]) } }),
+      });
+      const chunks = (await sseEvents(response)).map((event) => event.data.result).filter((event) => event.kind === "artifact-update");
+      assert.deepEqual(
+        chunks.map((chunk) => [chunk.artifact.parts[0].text, chunk.append ?? false]),
+        [
+          ["Hello", false],
+          [" there", true],
+          ["Hello there", false],
+        ],
+      );
     } finally {
       await test.close();
     }
@@ -450,7 +508,8 @@ describe("A2A: a run that fails", () => {
       const answer = await rpc(test.url, "message/send", { message: legacyMessage([legacyText("hi")]) });
       const status = answer.body.result?.status;
       assert.equal(status?.state, "failed", JSON.stringify(answer.body));
-      assert.match(status.message.parts[0].text, /the model is on fire/);
+      assert.equal(status.message.parts.length, 1);
+      assert.equal(status.message.parts[0].text, "the model is on fire");
     } finally {
       await test.close();
     }
@@ -487,7 +546,8 @@ describe("A2A approvals: the wire of an input-required task", () => {
     assert.equal(data.data.approval_required.session_id, contextId);
     // In 1.0 a data part names its media type.
     const modern = await rpc(test.url, "GetTask", { id: task.id }, "1.0");
-    assert.equal(modern.body.result.status.message.parts[1].mediaType, "application/json");
+    assert.deepEqual(modern.body.result.status.message.parts[1], { data: data.data, mediaType: "application/json" });
+    assert.deepEqual(modern.body.result.status.message.parts[0], { text: text.text, mediaType: "text/plain" });
   });
 
   it("reads the decisions from the first data part that has them, after text and other data; the task works again", async () => {
