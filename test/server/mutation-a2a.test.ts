@@ -468,7 +468,7 @@ describe("A2A: a model that streams empty text", () => {
         yield { type: "text-start", id: "t" };
         for (const delta of ["", "Hello", "", " there", ""]) yield { type: "text-delta", id: "t", delta };
         yield { type: "text-end", id: "t" };
-        yield { type: "finish", reason: "stop" as const };
+        yield { type: "finish", reason: { unified: "stop" } };
       },
     };
     const test = await startTestServer({}, { build: { model } });
