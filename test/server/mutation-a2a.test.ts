@@ -364,6 +364,17 @@ describe("A2A: what a task reports", () => {
     assert.equal(last.status.message.parts[0].text, "The answer is here.");
   });
 
+  it("skips a part with nothing in it (A2A 1.0) when it reads the text", async () => {
+    const message = { role: "ROLE_USER", parts: [{}, { text: "only this" }], messageId: randomUUID(), contextId: "empty-part-ctx" };
+    const sent = await rpc(test.url, "SendMessage", { message }, "1.0");
+    assert.equal(sent.body.result?.task?.status?.state, "TASK_STATE_COMPLETED", JSON.stringify(sent.body));
+    const events = (await (await fetch(`${test.url}/memory/events?session_id=empty-part-ctx`)).json()) as { events: Array<{ event_type: string; content: unknown }> };
+    assert.deepEqual(
+      events.events.filter((event) => event.event_type === "user_message").map((event) => event.content),
+      ["only this"],
+    );
+  });
+
   it("hands the agent the message's text parts joined, and rejects a message with no text", async () => {
     const parts = [legacyText("hel"), { kind: "data", data: { ignored: true } }, legacyText("lo")];
     const sent = await rpc(test.url, "message/send", { message: legacyMessage(parts, { contextId: "joined-ctx" }) });
@@ -567,6 +578,15 @@ describe("A2A approvals: the wire of an input-required task", () => {
     assert.equal(events[0].status.message, undefined);
     assert.equal(events.at(-1).status.state, "completed");
     assert.deepEqual(written.sort(), ["a.txt", "b.txt"]);
+  });
+
+  it("skips a part with nothing in it (A2A 1.0) before the decisions", async () => {
+    const contextId = randomUUID();
+    const task = await ask(contextId);
+    const decisions = { call_a: { approve: false }, call_b: { approve: false } };
+    const message = { role: "ROLE_USER", parts: [{}, { data: { decisions } }], messageId: randomUUID(), contextId, taskId: task.id };
+    const answer = await rpc(test.url, "SendMessage", { message }, "1.0");
+    assert.equal(answer.body.result?.task?.status?.state, "TASK_STATE_COMPLETED", JSON.stringify(answer.body));
   });
 
   it("a wrong answer keeps the task waiting: told why, with the pending calls and nothing else", async () => {
