@@ -31,13 +31,16 @@ const plan: Plan = (messages) => {
 };
 
 let holding: () => void = () => undefined;
+/** Set: `hold` answers "released" at once (a cancelled run resumed). */
+let released = false;
 const hold = defineTool<Record<string, never>>({
   name: "hold",
   description: "Holds its session until its run is aborted",
   parameters: { type: "object", properties: {} },
   idempotent: true,
   execute: (_args, context) =>
-    new Promise<string>((_resolve, reject) => {
+    new Promise<string>((resolve, reject) => {
+      if (released) return resolve("released");
       holding();
       context.signal.addEventListener("abort", () => reject(new Error("aborted")));
     }),
@@ -247,7 +250,7 @@ test("recover: one executor id or a list, answered with the runs recovered; anyt
   assert.equal((await refusal(await postJson(`${server.url}/v1/runs/recover`, "null"))).status, 400);
 });
 
-test("cancel stops a queued run (its stream ends with the cancellation) and a running one; resume runs the queued run to its end", async () => {
+test("cancel stops a queued run (its stream ends with the cancellation) and a running one; resume runs each to its end, the replayed events stored once", async () => {
   const sessionId = session();
   const inTool = new Promise<void>((resolve) => {
     holding = resolve;
@@ -273,6 +276,24 @@ test("cancel stops a queued run (its stream ends with the cancellation) and a ru
   const runningEnd = await reading;
   assert.ok(runningEnd.complete, runningEnd.events.join("\n"));
   assert.match(runningEnd.events.at(-2)!, new RegExp(`"message":"run ${runningId} was cancelled"`));
+
+  // The running run resumed: its recorded steps replay, its memory events are not stored twice.
+  released = true;
+  assert.equal((await post(`/v1/runs/${runningId}/resume`)).status, 200);
+  // Read once it finished: a reader attached while the resumed run goes on was seen to wait for ever (see docs/mutation.md).
+  assert.equal(await finished(runningId), "SUCCESS");
+  const rerun = await readEvents(await get(`/v1/runs/${runningId}/events`));
+  assert.ok(rerun.complete, rerun.events.join("\n"));
+  assert.equal(answerOf(rerun.events), "Done: released.");
+  const recovered = await server.waitForLog(new RegExp(`run ${runningId} session ${sessionId} recovered: its \\d+ stored event\\(s\\) are not stored again`));
+  assert.ok(Number(/its (\d+) stored/.exec(recovered)![1]) >= 3, recovered);
+  const stored = ((await (await get(`/memory/events?session_id=${sessionId}&limit=1000`)).json()) as { events: Array<{ event_type: string; content: unknown; metadata: { run_id?: string } }> }).events.filter(
+    (event) => event.metadata.run_id === runningId,
+  );
+  // What the first execution stored is not stored again by the replay (what the abort stored, a
+  // tool result and a run_ended, may precede the recovered run's end: see docs/mutation.md).
+  for (const type of ["run_started", "user_message", "tool_call"]) assert.equal(stored.filter((event) => event.event_type === type).length, 1, type);
+  assert.deepEqual(stored.at(-1), { ...stored.at(-1), event_type: "run_ended", content: { state: "COMPLETED", reason: "the model answered" } });
 
   const resumed = await post(`/v1/runs/${queuedId}/resume`);
   assert.equal(resumed.status, 200);
