@@ -20,14 +20,14 @@ function gatedModel() {
   const model: Model = {
     provider: "test",
     modelId: "gated",
-    async *stream(_request, options) {
+    async *stream(request) {
       const call = calls++;
       yield { type: "text-start", id: "t" };
       yield { type: "text-delta", id: "t", delta: `${call + 1}: one` };
       await new Promise<void>((resolve, reject) => {
         arrival(call);
         reached[call]!(resolve);
-        options?.signal?.addEventListener("abort", () => reject(options.signal?.reason), { once: true });
+        request.signal?.addEventListener("abort", () => reject(request.signal?.reason), { once: true });
       });
       yield { type: "text-delta", id: "t", delta: " two" };
       yield { type: "text-end", id: "t" };
