@@ -1,0 +1,130 @@
+// The run lifecycle of src/server/runs.ts as a client and an operator see it: approvals over two
+// rounds in one session (the second decided as the first was), the refusals' error bodies with and
+// without memory, and the shutdown (a run held by its model aborted at the grace period's end, one
+// queued behind it aborted too; a server with no request going on waits for none).
+import assert from "node:assert/strict";
+import { after, before, describe, it } from "node:test";
+import { ScriptedModel } from "../../src/index.js";
+import type { Model } from "../../src/model/model.js";
+import { postJson, startTestServer, type TestServer, writeFileTool } from "./helpers.js";
+
+const calls = (id: string, path: string) => JSON.stringify({ tool_calls: [{ id, name: "write_file", arguments: { path } }] });
+type Completion = { choices: Array<{ message: { content: string | null }; finish_reason: string }>; approval_required?: { checkpoint_id: string; pending: Array<{ tool_call_id: string }> } };
+type ErrorBody = { error: { message: string; type: string; code: string; param: string | null } };
+
+for (const memory of [true, false]) {
+  describe(`approvals in two rounds, memory ${memory ? "on" : "off"}`, () => {
+    let test: TestServer;
+    const written: string[] = [];
+    before(async () => {
+      // One run: a call needing approval, then (resumed) another, then the answer; the next test's run asks for one call.
+      const model = new ScriptedModel([calls("call_a", "a.txt"), calls("call_b", "b.txt"), "Both written.", calls("call_c", "c.txt")], { continueAcrossRuns: true });
+      test = await startTestServer({ AGENT_NAME: "rounds" }, { ...(memory ? {} : { memory: false }), build: { model, tools: [writeFileTool(written)] } });
+    });
+    after(() => test.close());
+    const chat = (content: string, sessionId: string) => postJson(`${test.url}/v1/chat/completions`, { messages: [{ role: "user", content }], session_id: sessionId });
+    const decide = (sessionId: string, decisions: object) => postJson(`${test.url}/v1/approvals`, { session_id: sessionId, decisions, stream: false });
+
+    it("the resumed leg stops again for its next call; that checkpoint is decided in turn; a checkpoint decided twice is refused with 409", async () => {
+      const first = (await (await chat("write both", "rounds")).json()) as Completion;
+      assert.equal(first.choices[0]!.finish_reason, "approval_required");
+      const checkpointA = first.approval_required!.checkpoint_id;
+      assert.deepEqual(
+        first.approval_required!.pending.map((entry) => entry.tool_call_id),
+        ["call_a"],
+      );
+      const second = (await (await decide("rounds", { call_a: { approve: true } })).json()) as Completion;
+      assert.equal(second.choices[0]!.finish_reason, "approval_required");
+      assert.deepEqual(
+        second.approval_required!.pending.map((entry) => entry.tool_call_id),
+        ["call_b"],
+      );
+      assert.notEqual(second.approval_required!.checkpoint_id, checkpointA);
+      const done = await decide("rounds", { call_b: { approve: true } });
+      assert.equal(done.status, 200);
+      const end = (await done.json()) as Completion;
+      assert.deepEqual([end.choices[0]!.message.content, end.choices[0]!.finish_reason], ["Both written.", "stop"]);
+      assert.deepEqual(written, ["a.txt", "b.txt"]);
+
+      const again = await decide("rounds", { call_b: { approve: true } });
+      const refused = (await again.json()) as ErrorBody;
+      if (memory) {
+        assert.equal(again.status, 409);
+        assert.deepEqual(refused.error, {
+          message: `the approvals of checkpoint ${second.approval_required!.checkpoint_id} in session "rounds" were decided already`,
+          type: "invalid_request_error",
+          code: "approval_already_decided",
+          param: null,
+        });
+      } else {
+        // Without memory, a resumed checkpoint is forgotten: nothing is pending.
+        assert.equal(again.status, 404);
+        assert.deepEqual(refused.error, { message: 'no approval is pending in session "rounds"', type: "not_found_error", code: "no_pending_approval", param: "session_id" });
+      }
+    });
+
+    it("nothing pending: 404 naming the session; a decision for a call not pending: 400 invalid_decisions", async () => {
+      const none = await decide("never-asked", { call_x: { approve: true } });
+      assert.equal(none.status, 404);
+      assert.deepEqual(((await none.json()) as ErrorBody).error, { message: 'no approval is pending in session "never-asked"', type: "not_found_error", code: "no_pending_approval", param: "session_id" });
+
+      const asked = (await (await chat("write c", "unknown-call")).json()) as Completion;
+      assert.equal(asked.choices[0]!.finish_reason, "approval_required");
+      const unknown = await decide("unknown-call", { call_nope: { approve: true } });
+      assert.equal(unknown.status, 400);
+      const { error } = (await unknown.json()) as ErrorBody;
+      assert.deepEqual([error.type, error.code], ["invalid_request_error", "invalid_decisions"]);
+      assert.match(error.message, /call_nope/);
+    });
+  });
+}
+
+/** A model that answers "held" only once `open` is called; `reached` resolves at its first call. */
+function heldModel() {
+  let reach: () => void = () => undefined;
+  const reached = new Promise<void>((resolve) => {
+    reach = resolve;
+  });
+  const model: Model = {
+    provider: "test",
+    modelId: "held",
+    async *stream(request) {
+      reach();
+      await new Promise<void>((_resolve, reject) => {
+        request.signal?.addEventListener("abort", () => reject(request.signal?.reason), { once: true });
+      });
+      yield { type: "finish", reason: { unified: "stop", raw: "stop" } };
+    },
+  };
+  return { model, reached };
+}
+
+describe("shutdown", () => {
+  it("a server with no request going on waits for none; the runs held when the grace period ends are aborted, the one queued behind them too", async () => {
+    const held = heldModel();
+    const test = await startTestServer({ AGENT_NAME: "closing" }, { build: { model: new ScriptedModel(["quick"], { continueAcrossRuns: true }) } });
+    const answered = await postJson(`${test.url}/v1/chat/completions`, { messages: [{ role: "user", content: "hi" }] });
+    assert.equal(answered.status, 200);
+    await answered.json();
+    await test.server.close({ graceMs: 5_000 });
+    assert.ok(!test.logs.some((line) => /waiting up to/.test(line)), test.logs.join("\n"));
+
+    const holding = await startTestServer({ AGENT_NAME: "holding" }, { build: { model: held.model } });
+    const running = postJson(`${holding.url}/v1/chat/completions`, { messages: [{ role: "user", content: "one" }], session_id: "held", stream: true });
+    await held.reached;
+    // Through AgentServer.fetch: the request is in before the shutdown starts (no socket between).
+    const queued = holding.server.fetch(
+      new Request("http://agent/v1/chat/completions", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ messages: [{ role: "user", content: "two" }], session_id: "held", stream: true }) }),
+    );
+    const closed = holding.server.close({ graceMs: 50 });
+    const [first, second] = await Promise.all([running, queued]);
+    const texts = await Promise.all([first.text(), second.text()]);
+    await closed;
+    for (const text of texts) {
+      assert.match(text, /"code":"aborted"/, text);
+      assert.ok(text.endsWith("data: [DONE]\n\n"), text);
+    }
+    assert.ok(holding.logs.some((line) => /grace period over: aborting \d request\(s\)/.test(line)), holding.logs.join("\n"));
+    assert.equal(holding.logs.filter((line) => / ABORTED: /.test(line)).length, 2, holding.logs.join("\n"));
+  });
+});
