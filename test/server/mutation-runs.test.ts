@@ -128,3 +128,40 @@ describe("shutdown", () => {
     assert.equal(holding.logs.filter((line) => / ABORTED: /.test(line)).length, 2, holding.logs.join("\n"));
   });
 });
+
+describe("/api/chat's continuation carries the outputs of every client call the message shows", () => {
+  let test: TestServer;
+  const pickColor = { name: "pick_color", description: "Asks the user to pick a color", parameters: { type: "object", properties: { choices: { type: "array", items: { type: "string" } } }, required: ["choices"] } };
+  const pick = (id: string) => JSON.stringify({ tool_calls: [{ id, name: "pick_color", arguments: { choices: ["red", "blue"] } }] });
+  before(async () => {
+    const file = { tools: [{ ...pickColor, client: true as const }] };
+    test = await startTestServer({ AGENT_NAME: "two-picks" }, { file, build: { model: new ScriptedModel([pick("call_1"), pick("call_2"), "Red, then blue."], { continueAcrossRuns: true }) } });
+  });
+  after(() => test.close());
+
+  const part = (id: string, output?: string) => ({ type: "tool-pick_color", toolCallId: id, input: { choices: ["red", "blue"] }, ...(output ? { state: "output-available", output } : { state: "input-available" }) });
+  const send = (parts: object[]) =>
+    postJson(`${test.url}/api/chat`, { id: "two-picks", trigger: "submit-message", messages: [{ id: "u1", role: "user", parts: [{ type: "text", text: "pick twice" }] }, { id: "a1", role: "assistant", parts }] });
+  const chunks = async (response: Response) => {
+    assert.equal(response.status, 200, await response.clone().text());
+    return (await response.text())
+      .split("\n\n")
+      .filter((block) => block.startsWith("data: {"))
+      .map((block) => JSON.parse(block.slice(6)) as { type: string; toolCallId?: string; delta?: string });
+  };
+
+  it("the output of a call answered before is not taken again: only the pending call's goes on", async () => {
+    const first = await chunks(await postJson(`${test.url}/api/chat`, { id: "two-picks", trigger: "submit-message", messages: [{ id: "u1", role: "user", parts: [{ type: "text", text: "pick twice" }] }] }));
+    assert.ok(first.some((chunk) => chunk.type === "tool-input-available" && chunk.toolCallId === "call_1"));
+    const second = await chunks(await send([part("call_1", "red")]));
+    assert.ok(second.some((chunk) => chunk.type === "tool-input-available" && chunk.toolCallId === "call_2"));
+    const third = await chunks(await send([part("call_1", "red"), part("call_2", "blue")]));
+    assert.equal(
+      third
+        .filter((chunk) => chunk.type === "text-delta")
+        .map((chunk) => chunk.delta)
+        .join(""),
+      "Red, then blue.",
+    );
+  });
+});
