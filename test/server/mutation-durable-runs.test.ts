@@ -237,7 +237,7 @@ test("recover: one executor id or a list, answered with the runs recovered; anyt
   await server.waitForLog(new RegExp(`recovered 0 run\\(s\\) of executor\\(s\\) a-${tag}, b-${tag}$`));
   assert.equal((await post("/v1/runs/recover", { executor_id: "x".repeat(256) })).status, 200);
   assert.equal((await post("/v1/runs/recover", { executor_id: Array.from({ length: 100 }, (_, index) => `e${index}`) })).status, 200);
-  for (const executorId of [[], "", "x".repeat(257), Array.from({ length: 101 }, (_, index) => `e${index}`), 7, ["ok", 7], "a\u007fb", "a\u001fb", "\ud800"]) {
+  for (const executorId of [[], "", "x".repeat(257), Array.from({ length: 101 }, (_, index) => `e${index}`), 7, ["ok", 7], "a\u007fb", "a\u001fb", "\ud800", [{ length: 1 }], null]) {
     const refused = await refusal(await post("/v1/runs/recover", { executor_id: executorId }));
     assert.equal(refused.status, 400, JSON.stringify(executorId));
     assert.equal(refused.error.param, "executor_id");

@@ -63,6 +63,18 @@ for (const memory of [true, false]) {
       }
     });
 
+    it("the run routes of a server without durable runs: 404 durable_off", async () => {
+      for (const [method, path] of [
+        ["GET", "/v1/runs"],
+        ["GET", "/v1/runs/run_1"],
+        ["POST", "/v1/runs/run_1/cancel"],
+      ]) {
+        const response = await fetch(`${test.url}${path}`, { method });
+        assert.equal(response.status, 404, path);
+        assert.deepEqual(((await response.json()) as ErrorBody).error, { message: "durable runs are off on this server (DURABLE=true turns them on)", type: "not_found_error", code: "durable_off", param: null });
+      }
+    });
+
     it("nothing pending: 404 naming the session; a decision for a call not pending: 400 invalid_decisions", async () => {
       const none = await decide("never-asked", { call_x: { approve: true } });
       assert.equal(none.status, 404);
