@@ -5,6 +5,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { ScriptedModel } from "../../src/index.js";
+import { InMemoryStore, type MemoryEvent, type NewMemoryEvent } from "../../src/memory/index.js";
 import type { Model } from "../../src/model/model.js";
 import { postJson, startTestServer, type TestServer, writeFileTool } from "./helpers.js";
 
@@ -175,5 +176,55 @@ describe("/api/chat's continuation carries the outputs of every client call the 
         .join(""),
       "Red, then blue.",
     );
+  });
+});
+
+/** A store whose appends of `task_delegation_received` fail. */
+class NoDelegationStore extends InMemoryStore {
+  override async append(sessionId: string, events: readonly NewMemoryEvent[]): Promise<MemoryEvent[]> {
+    if (events.some((event) => event.event_type === "task_delegation_received")) throw new Error("disk full");
+    return super.append(sessionId, events);
+  }
+}
+
+describe("a delegated task and a client that leaves", () => {
+  const delegation = (sessionId: string) => ({ session_id: sessionId, messages: [{ role: "task-delegation", content: "process the data" }] });
+
+  it("the task is recorded first, marked as a delegation; a failure to record it is logged and the run goes on", async () => {
+    const test = await startTestServer({ AGENT_NAME: "worker", DEBUG_MOCK_RESPONSES: JSON.stringify(["done", "done again"]) });
+    try {
+      assert.equal((await postJson(`${test.url}/v1/chat/completions`, delegation("delegated"))).status, 200);
+      const { events } = (await (await fetch(`${test.url}/memory/events?session_id=delegated`)).json()) as { events: Array<{ event_type: string; content: unknown; metadata: Record<string, unknown> }> };
+      assert.equal(events[0]!.event_type, "task_delegation_received");
+      assert.equal(events[0]!.content, "process the data");
+      assert.equal(events[0]!.metadata.source, "task-delegation");
+    } finally {
+      await test.close();
+    }
+    const failing = await startTestServer({ AGENT_NAME: "worker" }, { memory: new NoDelegationStore(), build: { model: new ScriptedModel(["done anyway"]) } });
+    try {
+      const answered = await postJson(`${failing.url}/v1/chat/completions`, delegation("not-recorded"));
+      assert.equal(answered.status, 200);
+      assert.equal(((await answered.json()) as Completion).choices[0]!.message.content, "done anyway");
+      assert.ok(failing.logs.includes("[worker] could not record task_delegation_received in not-recorded: disk full"), failing.logs.join("\n"));
+    } finally {
+      await failing.close();
+    }
+  });
+
+  it("a client leaving mid-stream: the run is aborted and the log says the client disconnected", async () => {
+    const held = heldModel();
+    const test = await startTestServer({ AGENT_NAME: "leaving" }, { build: { model: held.model } });
+    try {
+      const controller = new AbortController();
+      const response = await postJson(`${test.url}/v1/chat/completions`, { session_id: "leaving", stream: true, messages: [{ role: "user", content: "hi" }] }, {}, controller.signal);
+      assert.equal(response.status, 200);
+      await held.reached;
+      controller.abort();
+      const line = await test.waitForLog(/session leaving ABORTED/);
+      assert.match(line, /^\[leaving\] run \S+ session leaving ABORTED: .* \(client disconnected\)$/);
+    } finally {
+      await test.close();
+    }
   });
 });
