@@ -27,6 +27,8 @@ const plan: Plan = (messages) => {
   const pay = /^pay (\d+)/.exec(input);
   if (pay) return { calls: [{ id: "call_pay", name: "pay", arguments: { amount: Number(pay[1]) } }] };
   if (input === "hold") return { calls: [{ id: "call_hold", name: "hold", arguments: {} }] };
+  // What the model was given: the session's history too.
+  if (input === "count") return { text: `Done: ${messages.filter((message) => message.role === "user").length} user messages.` };
   return { text: `Done: ${input}.` };
 };
 
@@ -110,6 +112,12 @@ test("a streamed durable chat: its run id in the header and the chunks' id; the 
   assert.ok(streamed.complete, streamed.events.join("\n"));
   assert.ok(streamed.events[0]!.startsWith(`{"id":"chatcmpl-${runId}"`), streamed.events[0]);
   assert.equal(answerOf(streamed.events), "Done: hello.");
+  // A plain (not structured) answer streams as the model's deltas come.
+  const deltas = streamed.events.flatMap((event) => (event.startsWith("{") ? [(JSON.parse(event) as { choices: Array<{ delta: { content?: string } }> }).choices[0]?.delta.content] : []));
+  assert.deepEqual(
+    deltas.filter((content) => content),
+    ["Done: ", "hello."],
+  );
 
   const whole = await get(`/v1/runs/${runId}/events`);
   assert.equal(whole.status, 200);
@@ -180,17 +188,22 @@ test("a durable chat answered as JSON, on node:http and through AgentServer.fetc
   assert.ok(events[0]!.startsWith(`{"id":"chatcmpl-${streamRunId}"`));
   assert.equal(answerOf(events), "Done: fetch stream.");
 
-  // The three runs are the session's, with their status.
-  for (const id of [runId, fetchRunId, streamRunId]) assert.equal(await finished(id), "SUCCESS");
+  // A durable chat naming its session gets the session's history.
+  const counted = await postJson(`${server.url}/v1/chat/completions`, { messages: [{ role: "user", content: "count" }], session_id: sessionId });
+  assert.equal(((await counted.json()) as { choices: Array<{ message: { content: string } }> }).choices[0]!.message.content, "Done: 4 user messages.");
+  const countRunId = counted.headers.get("x-agentloop-run-id")!;
+
+  // The four runs are the session's, with their status.
+  for (const id of [runId, fetchRunId, streamRunId, countRunId]) assert.equal(await finished(id), "SUCCESS");
   const listed = (await (await get(`/v1/runs?session_id=${sessionId}`)).json()) as { runs: Array<{ runId: string; status: string; input: string }>; total: number };
-  assert.equal(listed.total, 3);
-  assert.deepEqual(new Set(listed.runs.map((run) => run.runId)), new Set([runId, fetchRunId, streamRunId]));
+  assert.equal(listed.total, 4);
+  assert.deepEqual(new Set(listed.runs.map((run) => run.runId)), new Set([runId, fetchRunId, streamRunId, countRunId]));
   assert.ok(listed.runs.every((run) => run.status === "SUCCESS"));
   const one = (await (await get(`/v1/runs?session_id=${sessionId}&limit=1`)).json()) as { runs: unknown[]; total: number };
   assert.equal(one.total, 1);
   assert.equal(one.runs.length, 1);
   const succeeded = (await (await get(`/v1/runs?session_id=${sessionId}&status=success`)).json()) as { total: number };
-  assert.equal(succeeded.total, 3);
+  assert.equal(succeeded.total, 4);
   const cancelled = (await (await get(`/v1/runs?session_id=${sessionId}&status=Cancelled`)).json()) as { total: number };
   assert.equal(cancelled.total, 0);
 
