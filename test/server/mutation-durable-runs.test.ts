@@ -97,6 +97,12 @@ async function finished(runId: string): Promise<string> {
     await new Promise((resolve) => setTimeout(resolve, 20));
   }
 }
+/** Reads an SSE body as `readEvents` does, first checking its raw text: a chat's stream numbers no event (`id:` lines are the reattach route's). */
+async function unnumbered(response: Response): Promise<Awaited<ReturnType<typeof readEvents>>> {
+  const text = await response.text();
+  assert.doesNotMatch(text, /^id: /m, text.slice(0, 300));
+  return readEvents(new Response(text));
+}
 /** The SSE blocks of a body (`id: <seq>` lines kept). */
 const blocks = (text: string) => text.split("\n\n").filter(Boolean);
 
@@ -108,7 +114,7 @@ test("a streamed durable chat: its run id in the header and the chunks' id; the 
   assert.match(runId, /^run_[0-9a-f-]{36}$/);
   assert.equal(response.headers.get("x-session-id"), sessionId);
   assert.match(response.headers.get("content-type") ?? "", /^text\/event-stream/);
-  const streamed = await readEvents(response);
+  const streamed = await unnumbered(response);
   assert.ok(streamed.complete, streamed.events.join("\n"));
   assert.ok(streamed.events[0]!.startsWith(`{"id":"chatcmpl-${runId}"`), streamed.events[0]);
   assert.equal(answerOf(streamed.events), "Done: hello.");
@@ -183,7 +189,7 @@ test("a durable chat answered as JSON, on node:http and through AgentServer.fetc
   const streamed = await viaFetch({ messages: [{ role: "user", content: "fetch stream" }], session_id: sessionId, stream: true });
   assert.equal(streamed.headers.get("x-session-id"), sessionId);
   const streamRunId = streamed.headers.get("x-agentloop-run-id")!;
-  const { events, complete } = await readEvents(streamed);
+  const { events, complete } = await unnumbered(streamed);
   assert.ok(complete);
   assert.ok(events[0]!.startsWith(`{"id":"chatcmpl-${streamRunId}"`));
   assert.equal(answerOf(events), "Done: fetch stream.");
@@ -336,7 +342,7 @@ test("a durable run stopped for approval goes on with POST /v1/approvals: the ne
     assert.match(runId, /^run_/);
     assert.equal(decided.headers.get("x-session-id"), sessionId);
     if (stream) {
-      const leg = await readEvents(decided);
+      const leg = await unnumbered(decided);
       assert.ok(leg.complete, leg.events.join("\n"));
       assert.equal(answerOf(leg.events), "Done: paid 5.");
     } else {
