@@ -9,6 +9,8 @@
 //                                            scripts/mutation/baseline/*.incremental.json.gz is unpacked there first)
 //   --concurrency N (default 1)              test processes at once
 //   --runner agentloop|tap (default agentloop) see below
+//   --tests <test file or glob>              (repeatable) only these candidate tests, not the folder's:
+//                                            quicker, and the score a lower bound
 //   --list                                   print what would be mutated, run nothing
 //   npm run mutation -- --report [reports or folders] [--markdown]
 //                                            the score per folder and file merged from Stryker JSON
@@ -77,17 +79,21 @@ const TOOLS = join(ROOT, "node_modules/.cache/agentloop-mutation/tools");
 const REPORTS = join(ROOT, "reports/mutation");
 
 function usage(message) {
-  console.error(`npm run mutation: ${message}\nusage: npm run mutation -- [src/<folder>|src/<folder>/<file>.ts ...] [--since <git ref>] [--incremental] [--concurrency N] [--runner agentloop|tap] [--list]\n       npm run mutation -- --report [<report.json or folder> ...] [--markdown] [--survivors]\nfolders: ${Object.keys(FOLDERS).join(", ")}`);
+  console.error(`npm run mutation: ${message}\nusage: npm run mutation -- [src/<folder>|src/<folder>/<file>.ts ...] [--since <git ref>] [--incremental] [--concurrency N] [--runner agentloop|tap] [--tests <test file or glob> ...] [--list]\n       npm run mutation -- --report [<report.json or folder> ...] [--markdown] [--survivors]\nfolders: ${Object.keys(FOLDERS).join(", ")}`);
   process.exit(2);
 }
 
 function parseArgs(argv) {
-  const options = { targets: [], since: undefined, incremental: false, concurrency: 1, runner: "agentloop" };
+  const options = { targets: [], since: undefined, incremental: false, concurrency: 1, runner: "agentloop", tests: [] };
   for (let index = 0; index < argv.length; index++) {
     const arg = argv[index];
     if (arg === "--since") {
       options.since = argv[++index];
       if (!options.since) usage("--since needs a git ref (a branch, a tag, a commit)");
+    } else if (arg === "--tests") {
+      const glob = argv[++index];
+      if (!glob) usage("--tests needs a test file or glob (repository-relative)");
+      options.tests.push(glob);
     } else if (arg === "--incremental") options.incremental = true;
     else if (arg === "--list") options.list = true;
     else if (arg === "--runner") {
@@ -163,19 +169,26 @@ function tools() {
   return { node, stryker };
 }
 
+/**
+ * The candidate test files of a folder's run: the folder's (FOLDERS), or only those `--tests` names
+ * (a quicker run whose score is a lower bound: a test left out might have detected a survivor).
+ */
+const testFilesOf = (folder, options) => (options.tests.length > 0 ? options.tests : FOLDERS[folder]);
+
 /** The Stryker configuration of one folder's run. */
 function configOf(folder, mutate, options) {
   const name = folder.replaceAll("/", "-");
+  const testFiles = testFilesOf(folder, options);
   const runner =
     options.runner === "tap"
-      ? { testRunner: "tap", tap: { testFiles: FOLDERS[folder], nodeArgs: ["--test-reporter=tap", "scripts/mutation/test-file.mjs"], forceBail: true } }
+      ? { testRunner: "tap", tap: { testFiles, nodeArgs: ["--test-reporter=tap", "scripts/mutation/test-file.mjs"], forceBail: true } }
       : {
           testRunner: "agentloop",
           plugins: ["@stryker-mutator/*", join(ROOT, "scripts/mutation/stryker-runner.mjs")],
           // The runner times each of its test runs itself: past their first run × timeoutFactor + 2 s a run whose
           // processes are all asleep has hung, a working one gets until + agentloop.timeoutMS (stryker-runner.mjs's
           // budget); a mutant may need several runs (a kill confirmed, new processes), so Stryker's own timer is only a safety net.
-          agentloop: { testFiles: FOLDERS[folder], timeoutMS: 8_000 },
+          agentloop: { testFiles, timeoutMS: 8_000 },
           dryRunTimeoutMinutes: 60,
         };
   return {
@@ -319,7 +332,7 @@ for (const [folder, mutate] of chosen) {
     console.log(`# ${folder}: no earlier run here; reusing the baseline ${relative(ROOT, baseline)}`);
   }
   writeFileSync(configFile, `${JSON.stringify(configOf(folder, mutate, options), null, 2)}\n`);
-  console.log(`\n# ${folder}: mutating ${mutate.join(" ")} (tests: ${FOLDERS[folder].join(" ")})`);
+  console.log(`\n# ${folder}: mutating ${mutate.join(" ")} (tests: ${testFilesOf(folder, options).join(" ")})`);
   const started = Date.now();
   const exit = await runStryker(node, stryker, configFile);
   const minutes = (Date.now() - started) / 60_000;

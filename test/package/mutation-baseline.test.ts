@@ -47,3 +47,19 @@ test("--incremental in a fresh clone starts from the committed baseline; the clo
   assert.equal(readFileSync(join(clone, "incremental"), "utf8"), '{"own":true}');
   assert.deepEqual(readFileSync(baseline), gzipSync('{"baseline":true}'), "the baseline is never written by a run");
 });
+
+test("--tests names the run's candidate tests instead of the folder's; without a glob it is refused", { timeout: 60_000 }, async () => {
+  const clone = mkdtempSync(join(scratch, "clone-"));
+  mkdirSync(join(clone, "src/mcp"), { recursive: true });
+  writeFileSync(join(clone, "src/mcp/result.ts"), "export const x = 1;\n");
+  const chosen = await run(clone, ["--tests", "test/mcp/result.test.ts", "--tests", "test/mcp/a*.test.ts"]);
+  assert.equal(chosen.code, 0, chosen.stderr);
+  assert.match(chosen.stdout, /mutating src\/mcp\/result\.ts \(tests: test\/mcp\/result\.test\.ts test\/mcp\/a\*\.test\.ts\)/);
+  const config = JSON.parse(readFileSync(join(clone, "node_modules/.cache/agentloop-mutation/src-mcp.config.json"), "utf8")) as { agentloop: { testFiles: string[] } };
+  assert.deepEqual(config.agentloop.testFiles, ["test/mcp/result.test.ts", "test/mcp/a*.test.ts"]);
+  const folders = await run(clone, []);
+  assert.match(folders.stdout, /\(tests: test\/mcp\/\*\*\/\*\.test\.ts test\/prompty\/mcp\.test\.ts\)/);
+  const missing = await run(clone, ["--tests"]);
+  assert.notEqual(missing.code, 0);
+  assert.match(missing.stderr, /--tests needs a test file or glob/);
+});

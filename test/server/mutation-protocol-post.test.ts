@@ -4,7 +4,7 @@
 // streamed before it.
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
-import { ScriptedModel } from "../../src/index.js";
+import { AgentLoopError, ScriptedModel } from "../../src/index.js";
 import { type EventQuery, InMemoryStore, type MemoryEvent } from "../../src/memory/index.js";
 import { postJson, startTestServer, type TestServer, writeFileTool } from "./helpers.js";
 
@@ -53,5 +53,41 @@ describe("an AG-UI resume on the node:http door", () => {
     const { error } = (await again.json()) as { error: { code: string } };
     assert.equal(error.code, "approval_already_decided");
     assert.deepEqual(written, ["a.txt"]);
+  });
+});
+
+/** A store whose reads of one session's approvals fail, as a database gone away does. */
+class FailingStore extends InMemoryStore {
+  override async events(sessionId: string, query?: EventQuery): Promise<MemoryEvent[]> {
+    if (sessionId === "ag-store-down" && query?.types?.includes("approval_requested")) throw new AgentLoopError("network", "the store is down");
+    return super.events(sessionId, query);
+  }
+}
+
+describe("an AG-UI resume on the node:http door whose checkpoint cannot be read", () => {
+  let test: TestServer;
+  before(async () => {
+    test = await startTestServer({ AGENT_NAME: "ag-store-down" }, { memory: new FailingStore(), build: { model: new ScriptedModel(["unused"]) } });
+  });
+  after(() => test.close());
+
+  it("answers a JSON 503 naming the failure, nothing streamed, and logs the request's method and path", async () => {
+    const resume = {
+      threadId: "ag-store-down",
+      runId: "r2",
+      state: {},
+      messages: [{ id: "u1", role: "user", content: "write" }],
+      tools: [],
+      context: [],
+      forwardedProps: {},
+      resume: [{ interruptId: "call_w", status: "resolved", payload: { approve: true } }],
+    };
+    // The log lines of this request only (a test may run again in the same process).
+    const seen = test.logs.length;
+    const refused = await postJson(`${test.url}/ag-ui`, resume);
+    assert.equal(refused.status, 503);
+    assert.match(refused.headers.get("content-type") ?? "", /^application\/json/);
+    assert.deepEqual(((await refused.json()) as { error: { message: string; code: string } }).error, { message: "the store is down", type: "server_error", code: "network", param: null });
+    assert.deepEqual(test.logs.slice(seen), ["[ag-store-down] POST /ag-ui failed: network: the store is down"]);
   });
 });

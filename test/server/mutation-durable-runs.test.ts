@@ -1,0 +1,363 @@
+// The durable mode's routes in this process (src/server/routes/runs.ts, durable-runs.ts), as a client
+// sees them on the wire: the chat's run id and journal, the reattach route's ids and `after`, the
+// list/show/cancel/resume/recover routes and their refusals, the approvals of a durable run. One
+// durable server (DBOS on the test PostgreSQL) for the file; the replica tests (test/durable/serve*)
+// test the same routes across processes.
+import assert from "node:assert/strict";
+import { randomUUID } from "node:crypto";
+import { after, before, test } from "node:test";
+import pg from "pg";
+import { defineTool } from "../../src/index.js";
+import { asyncCleanupModel, type Plan } from "../durable/models.js";
+import { answerOf, readEvents } from "../durable/serve-helpers.js";
+import { postgresUrl } from "../memory/postgres-server.js";
+import { postJson, startTestServer, type TestServer } from "./helpers.js";
+
+const tag = randomUUID().slice(0, 8);
+const schemas = [`t_mut_durable_${tag}`, `dbos_mut_durable_${tag}`];
+const executor = `mut-durable-${tag}`;
+let server: TestServer;
+
+// "pay <n>" asks for `pay` (needs approval), "hold" calls `hold` (waits until its run is aborted),
+// anything else is answered "Done: <input>."; after a tool's result, "Done: <result>.".
+const plan: Plan = (messages) => {
+  const last = messages.at(-1);
+  if (last?.role === "tool") return { text: `Done: ${typeof last.content === "string" ? last.content : "?"}.` };
+  const input = typeof last?.content === "string" ? last.content : "";
+  const pay = /^pay (\d+)/.exec(input);
+  if (pay) return { calls: [{ id: "call_pay", name: "pay", arguments: { amount: Number(pay[1]) } }] };
+  if (input === "hold") return { calls: [{ id: "call_hold", name: "hold", arguments: {} }] };
+  // What the model was given: the session's history too.
+  if (input === "count") return { text: `Done: ${messages.filter((message) => message.role === "user").length} user messages.` };
+  return { text: `Done: ${input}.` };
+};
+
+let holding: () => void = () => undefined;
+/** Set: `hold` answers "released" at once (a cancelled run resumed). */
+let released = false;
+const hold = defineTool<Record<string, never>>({
+  name: "hold",
+  description: "Holds its session until its run is aborted",
+  parameters: { type: "object", properties: {} },
+  idempotent: true,
+  execute: (_args, context) =>
+    new Promise<string>((resolve, reject) => {
+      if (released) return resolve("released");
+      holding();
+      context.signal.addEventListener("abort", () => reject(new Error("aborted")));
+    }),
+});
+const pay = defineTool<{ amount: number }>({
+  name: "pay",
+  description: "Pays an amount",
+  parameters: { type: "object", properties: { amount: { type: "number" } }, required: ["amount"] },
+  needsApproval: true,
+  execute: async ({ amount }) => `paid ${amount}`,
+});
+
+before(async () => {
+  server = await startTestServer(
+    {
+      AGENT_NAME: "durable-routes",
+      MEMORY_TYPE: "postgres",
+      MEMORY_POSTGRES_URL: postgresUrl(),
+      MEMORY_POSTGRES_SCHEMA: schemas[0],
+      DURABLE: "true",
+      DURABLE_SCHEMA: schemas[1],
+      DURABLE_EXECUTOR_ID: executor,
+    },
+    { build: { model: asyncCleanupModel(plan, { asyncCleanup: false }), tools: [hold, pay] } },
+  );
+  assert.equal((await server.server.ready()).status, "ready");
+});
+
+after(async () => {
+  await server?.server.close({ graceMs: 0 });
+  const client = new pg.Client({ connectionString: postgresUrl() });
+  await client.connect();
+  for (const schema of schemas) await client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+  await client.end();
+});
+
+const session = () => `s-${randomUUID().slice(0, 8)}`;
+const chat = (content: string, sessionId: string, extra: object = {}) =>
+  postJson(`${server.url}/v1/chat/completions`, { messages: [{ role: "user", content }], session_id: sessionId, stream: true, ...extra });
+const get = (path: string, headers: Record<string, string> = {}) => fetch(`${server.url}${path}`, { headers });
+const post = (path: string, body?: unknown) => postJson(`${server.url}${path}`, body ?? {});
+/** A refusal's status and error body. */
+async function refusal(response: Response): Promise<{ status: number; error: { message: string; code: string; param?: string; type: string } }> {
+  return { status: response.status, error: ((await response.json()) as { error: { message: string; code: string; param?: string; type: string } }).error };
+}
+/** A run's status once it is no longer queued or running (its stream's `[DONE]` comes before DBOS records its end). */
+async function finished(runId: string): Promise<string> {
+  const deadline = Date.now() + 10_000;
+  for (;;) {
+    const { status } = (await (await get(`/v1/runs/${runId}`)).json()) as { status: string };
+    if ((status !== "PENDING" && status !== "ENQUEUED") || Date.now() > deadline) return status;
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+/** Reads an SSE body as `readEvents` does, first checking its raw text: a chat's stream numbers no event (`id:` lines are the reattach route's). */
+async function unnumbered(response: Response): Promise<Awaited<ReturnType<typeof readEvents>>> {
+  const text = await response.text();
+  assert.doesNotMatch(text, /^id: /m, text.slice(0, 300));
+  return readEvents(new Response(text));
+}
+/** The SSE blocks of a body (`id: <seq>` lines kept). */
+const blocks = (text: string) => text.split("\n\n").filter(Boolean);
+
+test("a streamed durable chat: its run id in the header and the chunks' id; the reattach route numbers the events and starts after `after` or Last-Event-ID", async () => {
+  const sessionId = session();
+  const response = await chat("hello", sessionId);
+  assert.equal(response.status, 200);
+  const runId = response.headers.get("x-agentloop-run-id")!;
+  assert.match(runId, /^run_[0-9a-f-]{36}$/);
+  assert.equal(response.headers.get("x-session-id"), sessionId);
+  assert.match(response.headers.get("content-type") ?? "", /^text\/event-stream/);
+  const streamed = await unnumbered(response);
+  assert.ok(streamed.complete, streamed.events.join("\n"));
+  assert.ok(streamed.events[0]!.startsWith(`{"id":"chatcmpl-${runId}"`), streamed.events[0]);
+  assert.equal(answerOf(streamed.events), "Done: hello.");
+  // A plain (not structured) answer streams as the model's deltas come.
+  const deltas = streamed.events.flatMap((event) => (event.startsWith("{") ? [(JSON.parse(event) as { choices: Array<{ delta: { content?: string } }> }).choices[0]?.delta.content] : []));
+  assert.deepEqual(
+    deltas.filter((content) => content),
+    ["Done: ", "hello."],
+  );
+
+  const whole = await get(`/v1/runs/${runId}/events`);
+  assert.equal(whole.status, 200);
+  assert.equal(whole.headers.get("x-agentloop-run-id"), runId);
+  assert.equal(whole.headers.get("cache-control"), "no-cache");
+  assert.match(whole.headers.get("content-type") ?? "", /^text\/event-stream/);
+  const numbered = blocks(await whole.text());
+  assert.deepEqual(
+    numbered.map((block) => block.split("\n")[0]),
+    streamed.events.map((_, index) => `id: ${index + 1}`),
+  );
+  assert.deepEqual(
+    numbered.map((block) => block.slice(block.indexOf("\n") + 1)),
+    streamed.events.map((event) => `data: ${event}`),
+  );
+
+  const rest = blocks(await (await get(`/v1/runs/${runId}/events?after=2`)).text());
+  assert.deepEqual(rest, numbered.slice(2));
+  const byHeader = blocks(await (await get(`/v1/runs/${runId}/events`, { "last-event-id": "3" })).text());
+  assert.deepEqual(byHeader, numbered.slice(3));
+  // `after` wins over the header; an empty `after` is no `after`.
+  assert.deepEqual(blocks(await (await get(`/v1/runs/${runId}/events?after=1`, { "last-event-id": "3" })).text()), numbered.slice(1));
+  assert.deepEqual(blocks(await (await get(`/v1/runs/${runId}/events?after=`, { "last-event-id": "3" })).text()), numbered.slice(3));
+
+  const badAfter = await refusal(await get(`/v1/runs/${runId}/events?after=1.5`));
+  assert.equal(badAfter.status, 400);
+  assert.equal(badAfter.error.param, "after");
+  assert.equal(badAfter.error.code, "invalid_after");
+  assert.equal(badAfter.error.message, 'after must be a non-negative integer (the seq of the last event received), got "1.5"');
+  const badHeader = await refusal(await get(`/v1/runs/${runId}/events`, { "last-event-id": "x1" }));
+  assert.equal(badHeader.status, 400);
+  assert.equal(badHeader.error.param, "Last-Event-ID");
+  assert.match(badHeader.error.message, /^Last-Event-ID must be a non-negative integer .*got "x1"$/);
+
+  const unknown = await refusal(await get("/v1/runs/run_nope/events"));
+  assert.deepEqual([unknown.status, unknown.error.code, unknown.error.param, unknown.error.message], [404, "run_not_found", "run_id", 'no durable run "run_nope"']);
+  const badId = await refusal(await get(`/v1/runs/${"r".repeat(201)}`));
+  assert.deepEqual([badId.status, badId.error.code, badId.error.param], [400, "invalid_run_id", "run_id"]);
+  assert.equal((await get(`/v1/runs/${"r".repeat(200)}`)).status, 404);
+  assert.equal((await get("/v1/runs/a.b_c:d-e")).status, 404);
+});
+
+test("a durable chat answered as JSON, on node:http and through AgentServer.fetch: the completion, the session and run ids", async () => {
+  const sessionId = session();
+  const response = await postJson(`${server.url}/v1/chat/completions`, { model: "m", messages: [{ role: "user", content: "json please" }], session_id: sessionId });
+  assert.equal(response.status, 200);
+  const runId = response.headers.get("x-agentloop-run-id")!;
+  assert.match(runId, /^run_/);
+  assert.equal(response.headers.get("x-session-id"), sessionId);
+  const body = (await response.json()) as { id: string; object: string; choices: Array<{ message: { content: string }; finish_reason: string }> };
+  assert.equal(body.object, "chat.completion");
+  assert.equal(body.choices[0]!.message.content, "Done: json please.");
+  assert.equal(body.choices[0]!.finish_reason, "stop");
+
+  const viaFetch = (body: object) =>
+    server.server.fetch(new Request("http://agent/v1/chat/completions", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) }));
+  const json = await viaFetch({ messages: [{ role: "user", content: "fetch json" }], session_id: sessionId });
+  assert.equal(json.status, 200);
+  assert.equal(json.headers.get("x-session-id"), sessionId);
+  const fetchRunId = json.headers.get("x-agentloop-run-id")!;
+  assert.match(fetchRunId, /^run_/);
+  assert.notEqual(fetchRunId, runId);
+  assert.equal(((await json.json()) as { choices: Array<{ message: { content: string } }> }).choices[0]!.message.content, "Done: fetch json.");
+  const streamed = await viaFetch({ messages: [{ role: "user", content: "fetch stream" }], session_id: sessionId, stream: true });
+  assert.equal(streamed.headers.get("x-session-id"), sessionId);
+  const streamRunId = streamed.headers.get("x-agentloop-run-id")!;
+  const { events, complete } = await unnumbered(streamed);
+  assert.ok(complete);
+  assert.ok(events[0]!.startsWith(`{"id":"chatcmpl-${streamRunId}"`));
+  assert.equal(answerOf(events), "Done: fetch stream.");
+
+  // A durable chat naming its session gets the session's history.
+  const counted = await postJson(`${server.url}/v1/chat/completions`, { messages: [{ role: "user", content: "count" }], session_id: sessionId });
+  assert.equal(((await counted.json()) as { choices: Array<{ message: { content: string } }> }).choices[0]!.message.content, "Done: 4 user messages.");
+  const countRunId = counted.headers.get("x-agentloop-run-id")!;
+
+  // The four runs are the session's, with their status.
+  for (const id of [runId, fetchRunId, streamRunId, countRunId]) assert.equal(await finished(id), "SUCCESS");
+  const listed = (await (await get(`/v1/runs?session_id=${sessionId}`)).json()) as { runs: Array<{ runId: string; status: string; input: string }>; total: number };
+  assert.equal(listed.total, 4);
+  assert.deepEqual(new Set(listed.runs.map((run) => run.runId)), new Set([runId, fetchRunId, streamRunId, countRunId]));
+  assert.ok(listed.runs.every((run) => run.status === "SUCCESS"));
+  const one = (await (await get(`/v1/runs?session_id=${sessionId}&limit=1`)).json()) as { runs: unknown[]; total: number };
+  assert.equal(one.total, 1);
+  assert.equal(one.runs.length, 1);
+  const succeeded = (await (await get(`/v1/runs?session_id=${sessionId}&status=success`)).json()) as { total: number };
+  assert.equal(succeeded.total, 4);
+  const cancelled = (await (await get(`/v1/runs?session_id=${sessionId}&status=Cancelled`)).json()) as { total: number };
+  assert.equal(cancelled.total, 0);
+
+  const shown = (await (await get(`/v1/runs/${runId}`)).json()) as { runId: string; status: string; sessionId: string };
+  assert.deepEqual([shown.runId, shown.status, shown.sessionId], [runId, "SUCCESS", sessionId]);
+  const missing = await refusal(await get("/v1/runs/run_missing"));
+  assert.deepEqual([missing.status, missing.error.code, missing.error.message], [404, "run_not_found", 'no durable run "run_missing"']);
+
+  // A finished run can be neither cancelled nor resumed.
+  const cancel = await refusal(await post(`/v1/runs/${runId}/cancel`));
+  assert.deepEqual([cancel.status, cancel.error.code, cancel.error.type], [409, "run_finished", "invalid_request_error"]);
+  assert.equal(cancel.error.message, `run "${runId}" already finished (SUCCESS): nothing to cancel`);
+  const resume = await refusal(await post(`/v1/runs/${runId}/resume`));
+  assert.equal(resume.status, 409);
+  assert.equal(resume.error.message, `run "${runId}" already finished (SUCCESS): nothing to resume`);
+  assert.equal((await refusal(await post("/v1/runs/run_missing/cancel"))).status, 404);
+  assert.equal((await refusal(await post("/v1/runs/run_missing/resume"))).status, 404);
+});
+
+test("the list's filters are checked: a status not a run's, a limit not a positive integer", async () => {
+  const status = await refusal(await get("/v1/runs?status=done"));
+  assert.deepEqual([status.status, status.error.param, status.error.code], [400, "status", "invalid_status"]);
+  assert.equal(status.error.message, 'status must be one of ENQUEUED, PENDING, SUCCESS, ERROR, CANCELLED, MAX_RECOVERY_ATTEMPTS_EXCEEDED, got "done"');
+  for (const status of ["enqueued", "PENDING", "error", "max_recovery_attempts_exceeded"]) assert.equal((await get(`/v1/runs?status=${status}`)).status, 200, status);
+  for (const limit of ["0", "-1", "1.5", "x", ""]) {
+    const refused = await refusal(await get(`/v1/runs?limit=${limit}`));
+    assert.deepEqual([refused.status, refused.error.param, refused.error.code, refused.error.message], [400, "limit", "invalid_limit", "limit must be a positive integer"], limit);
+  }
+  const all = (await (await get("/v1/runs?limit=100000")).json()) as { runs: unknown[]; total: number };
+  assert.ok(all.total >= 3);
+  assert.equal(all.total, all.runs.length);
+  const bad = await refusal(await get("/v1/runs?session_id=a%20b"));
+  assert.equal(bad.status, 400);
+  assert.equal(bad.error.param, "session_id");
+});
+
+test("recover: one executor id or a list, answered with the runs recovered; anything else is refused naming executor_id", async () => {
+  // The log lines this request adds (a test may run again in the same process: earlier lines do not count).
+  let seen = server.logs.length;
+  const logged = () => server.logs.slice(seen);
+  const one = await post("/v1/runs/recover", { executor_id: `gone-${tag}` });
+  assert.equal(one.status, 200);
+  assert.deepEqual(await one.json(), { recovered: [], total: 0 });
+  assert.ok(logged().includes(`[durable-routes] recovered 0 run(s) of executor(s) gone-${tag}`), logged().join("\n"));
+  seen = server.logs.length;
+  const list = await post("/v1/runs/recover", { executor_id: [`a-${tag}`, `b-${tag}`] });
+  assert.deepEqual(await list.json(), { recovered: [], total: 0 });
+  assert.ok(logged().includes(`[durable-routes] recovered 0 run(s) of executor(s) a-${tag}, b-${tag}`), logged().join("\n"));
+  assert.equal((await post("/v1/runs/recover", { executor_id: "x".repeat(256) })).status, 200);
+  assert.equal((await post("/v1/runs/recover", { executor_id: Array.from({ length: 100 }, (_, index) => `e${index}`) })).status, 200);
+  for (const executorId of [[], "", "x".repeat(257), Array.from({ length: 101 }, (_, index) => `e${index}`), 7, ["ok", 7], "a\u007fb", "a\u001fb", "\ud800", [{ length: 1 }], null]) {
+    const refused = await refusal(await post("/v1/runs/recover", { executor_id: executorId }));
+    assert.equal(refused.status, 400, JSON.stringify(executorId));
+    assert.equal(refused.error.param, "executor_id");
+    assert.equal(refused.error.code, "invalid_executor_id");
+    assert.equal(
+      refused.error.message,
+      'executor_id must be an executor id or a list of 1-100 of them (each 1-256 characters, without control characters or lone surrogates), e.g. { "executor_id": "replica-0" }',
+    );
+  }
+  assert.equal((await refusal(await postJson(`${server.url}/v1/runs/recover`, "null"))).status, 400);
+});
+
+test("cancel stops a queued run (its stream ends with the cancellation) and a running one; resume runs each to its end, the replayed events stored once", async () => {
+  const sessionId = session();
+  const inTool = new Promise<void>((resolve) => {
+    holding = resolve;
+  });
+  const running = await chat("hold", sessionId);
+  const runningId = running.headers.get("x-agentloop-run-id")!;
+  const reading = readEvents(running);
+  await inTool;
+  const queued = await chat("queued one", sessionId);
+  const queuedId = queued.headers.get("x-agentloop-run-id")!;
+  const shownQueued = (await (await get(`/v1/runs/${queuedId}`)).json()) as { status: string };
+  assert.equal(shownQueued.status, "ENQUEUED");
+  const cancelled = await post(`/v1/runs/${queuedId}/cancel`);
+  assert.equal(cancelled.status, 200);
+  assert.equal(((await cancelled.json()) as { status: string }).status, "CANCELLED");
+  const ended = await readEvents(queued);
+  assert.ok(ended.complete, ended.events.join("\n"));
+  const failure = JSON.parse(ended.events[0]!) as { error: { message: string; code: string; type: string } };
+  assert.deepEqual(failure.error, { message: `run ${queuedId} was cancelled`, type: "server_error", code: "aborted", param: null });
+
+  const stopped = await post(`/v1/runs/${runningId}/cancel`);
+  assert.equal(((await stopped.json()) as { status: string }).status, "CANCELLED");
+  const runningEnd = await reading;
+  assert.ok(runningEnd.complete, runningEnd.events.join("\n"));
+  assert.match(runningEnd.events.at(-2)!, new RegExp(`"message":"run ${runningId} was cancelled"`));
+
+  // The running run resumed: its recorded steps replay, its memory events are not stored twice.
+  released = true;
+  assert.equal((await post(`/v1/runs/${runningId}/resume`)).status, 200);
+  // Read once it finished: a reader attached while the resumed run goes on was seen to wait for ever (see docs/mutation.md).
+  assert.equal(await finished(runningId), "SUCCESS");
+  const rerun = await readEvents(await get(`/v1/runs/${runningId}/events`));
+  assert.ok(rerun.complete, rerun.events.join("\n"));
+  assert.equal(answerOf(rerun.events), "Done: released.");
+  const recovered = await server.waitForLog(new RegExp(`run ${runningId} session ${sessionId} recovered: its \\d+ stored event\\(s\\) are not stored again`));
+  assert.ok(Number(/its (\d+) stored/.exec(recovered)![1]) >= 3, recovered);
+  const stored = ((await (await get(`/memory/events?session_id=${sessionId}&limit=1000`)).json()) as { events: Array<{ event_type: string; content: unknown; metadata: { run_id?: string } }> }).events.filter(
+    (event) => event.metadata.run_id === runningId,
+  );
+  // What the first execution stored is not stored again by the replay (what the abort stored, a
+  // tool result and a run_ended, may precede the recovered run's end: see docs/mutation.md).
+  for (const type of ["run_started", "user_message", "tool_call"]) assert.equal(stored.filter((event) => event.event_type === type).length, 1, type);
+  assert.deepEqual(stored.at(-1), { ...stored.at(-1), event_type: "run_ended", content: { state: "COMPLETED", reason: "the model answered" } });
+
+  const resumed = await post(`/v1/runs/${queuedId}/resume`);
+  assert.equal(resumed.status, 200);
+  assert.ok(["ENQUEUED", "PENDING", "SUCCESS"].includes(((await resumed.json()) as { status: string }).status));
+  const whole = await readEvents(await get(`/v1/runs/${queuedId}/events`));
+  assert.ok(whole.complete, whole.events.join("\n"));
+  assert.equal(answerOf(whole.events), "Done: queued one.");
+  assert.equal(await finished(queuedId), "SUCCESS");
+});
+
+test("a durable run stopped for approval goes on with POST /v1/approvals: the next leg streamed (or as JSON) with the run id; refusals for nothing pending, an unknown call, a second decision", async () => {
+  for (const stream of [true, false]) {
+    const sessionId = session();
+    const asked = await readEvents(await chat("pay 5", sessionId));
+    assert.ok(asked.complete);
+    assert.match(asked.events.join(""), /"finish_reason":"approval_required"/);
+    const unknownCall = await refusal(await post("/v1/approvals", { session_id: sessionId, decisions: { call_nope: { approve: true } } }));
+    assert.deepEqual([unknownCall.status, unknownCall.error.code, unknownCall.error.param], [400, "invalid_decisions", "decisions.call_nope"]);
+    assert.equal(unknownCall.error.message, 'no approval is pending for tool call "call_nope" (pending: call_pay)');
+    const otherArguments = await refusal(await post("/v1/approvals", { session_id: sessionId, decisions: { call_pay: { approve: true, arguments_hash: "0".repeat(64) } } }));
+    assert.deepEqual([otherArguments.status, otherArguments.error.code], [400, "invalid_decisions"]);
+    assert.match(otherArguments.error.message, /^the decision for "call_pay" \(pay\) was made for other arguments/);
+
+    const decided = await post("/v1/approvals", { session_id: sessionId, decisions: { call_pay: { approve: true } }, stream });
+    assert.equal(decided.status, 200);
+    const runId = decided.headers.get("x-agentloop-run-id")!;
+    assert.match(runId, /^run_/);
+    assert.equal(decided.headers.get("x-session-id"), sessionId);
+    if (stream) {
+      const leg = await unnumbered(decided);
+      assert.ok(leg.complete, leg.events.join("\n"));
+      assert.equal(answerOf(leg.events), "Done: paid 5.");
+    } else {
+      const body = (await decided.json()) as { choices: Array<{ message: { content: string }; finish_reason: string }> };
+      assert.equal(body.choices[0]!.message.content, "Done: paid 5.");
+      assert.equal(body.choices[0]!.finish_reason, "stop");
+    }
+    const again = await refusal(await post("/v1/approvals", { session_id: sessionId, decisions: { call_pay: { approve: true } } }));
+    assert.deepEqual([again.status, again.error.code], [409, "approval_already_decided"]);
+  }
+  const nothing = await refusal(await post("/v1/approvals", { session_id: session(), decisions: { call_pay: { approve: true } } }));
+  assert.deepEqual([nothing.status, nothing.error.code], [404, "no_pending_approval"]);
+});
