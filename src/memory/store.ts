@@ -80,6 +80,16 @@ export interface NewMemoryEvent {
   timestamp?: string | Date;
 }
 
+/** How `MemoryStore.append` answers. */
+export interface AppendOptions {
+  /**
+   * False: the caller does not read the stored events, and the store may resolve with an empty
+   * array instead of building them (the PostgreSQL store then skips parsing its appends back).
+   * Default true.
+   */
+  returnEvents?: boolean;
+}
+
 export interface SessionInfo {
   session_id: string;
   /** ISO 8601. */
@@ -141,9 +151,11 @@ export interface MemoryStore {
   /**
    * Appends events atomically (all or none), creating the session if needed. Seqs are assigned
    * in the given order and continue the session's sequence, even across processes sharing the
-   * store. Returns the stored events.
+   * store. Returns the stored events; with `{ returnEvents: false }` (a writer that never reads
+   * them, as session memory) a store may resolve with an empty array instead of building them:
+   * what is stored, the order, the atomicity and the errors are the same.
    */
-  append(sessionId: string, events: readonly NewMemoryEvent[]): Promise<MemoryEvent[]>;
+  append(sessionId: string, events: readonly NewMemoryEvent[], options?: AppendOptions): Promise<MemoryEvent[]>;
   /** The session's events (empty when the session does not exist). */
   events(sessionId: string, query?: EventQuery): Promise<MemoryEvent[]>;
   /** The most recent events of all sessions. */
