@@ -8,7 +8,7 @@ import type { RunInfo, SessionMemory } from "../loop/types.js";
 import { type Message, textOf } from "../messages.js";
 import { DEFAULT_CONTEXT_LIMIT, historyFromEvents } from "./history.js";
 import { InMemoryStore } from "./in-memory-store.js";
-import type { AppendOptions, MemoryEventMetadata, MemoryStore, NewMemoryEvent } from "./store.js";
+import { type AppendOptions, isoOf, type MemoryEventMetadata, type MemoryStore, type NewMemoryEvent } from "./store.js";
 
 export interface TraceIds {
   traceId: string;
@@ -110,6 +110,8 @@ const notRecorded: ReadonlySet<LoopEvent["type"]> = new Set<LoopEvent["type"]>([
   "nested",
   "guardrail",
   "model-fallback",
+  "messages-updated",
+  "context-trimmed",
 ]);
 
 function activeSpanIds(): TraceIds | undefined {
@@ -307,7 +309,7 @@ export function sessionMemory(store: MemoryStore, options: SessionMemoryOptions 
         const startedAt = state.turnStartedAt ?? timestamp.getTime();
         state.modelCall = {
           turn: event.turn,
-          started_at: new Date(startedAt).toISOString(),
+          started_at: isoOf(startedAt),
           duration_ms: Math.max(0, timestamp.getTime() - startedAt),
           usage: { input_tokens: event.usage.inputTokens, output_tokens: event.usage.outputTokens, total_tokens: event.usage.totalTokens },
           ...(event.usage.cost !== undefined ? { cost: event.usage.cost } : {}),

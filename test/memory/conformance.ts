@@ -560,6 +560,26 @@ export function memoryStoreConformance(name: string, factory: StoreFactory): voi
         assert.ok(at >= before - 1000 && at <= Date.now() + 1000, `${stamped.timestamp} is the time of the append`);
         await rejectsWith(store.append("s", [{ event_type: "x", timestamp: new Date(Number.NaN) }]), "invalid_request", /invalid event timestamp/);
         assert.deepEqual((await store.events("s")).map((event) => event.timestamp), [offset.timestamp, date.timestamp, stamped.timestamp]);
+        // Calendar edges, in a Date and in text: leap days, ends of months and years, the epoch, the last 4-digit year.
+        const edges = [
+          "1970-01-01T00:00:00.000Z",
+          "1999-12-31T23:59:59.999Z",
+          "2000-02-29T12:00:00.001Z",
+          "2024-02-29T23:59:59.090Z",
+          "2025-03-01T00:00:00.000Z",
+          "2100-02-28T08:09:10.100Z",
+          "2100-03-01T00:00:00.000Z",
+          "9999-12-31T23:59:59.999Z",
+        ];
+        const dated = await store.append("edges", [...edges.map((text) => ({ event_type: "x", timestamp: new Date(text) })), ...edges.map((text) => ({ event_type: "x", timestamp: text.replace(".000Z", "Z") }))]);
+        assert.deepEqual(
+          dated.map((event) => event.timestamp),
+          [...edges, ...edges],
+        );
+        assert.deepEqual(
+          (await store.events("edges")).map((event) => event.timestamp),
+          [...edges, ...edges],
+        );
       });
     });
 
