@@ -26,6 +26,8 @@ const FLOOR = "node:http floor";
 const OFF = "agentloop serve, memory off";
 const EMBEDDED = "agentloop serve, embedded memory (the default store)";
 const POSTGRES = "agentloop serve, PostgreSQL memory";
+/** Not in a default run (`BENCH_INSTRUCTIONS_ROWS=in-process`): session memory on the in-process store, what recording costs without a database. */
+const IN_PROCESS = "agentloop serve, in-process memory store";
 const POSTGRES_URL = process.env.AGENTLOOP_TEST_PG_URL;
 /** Chat completions per chat, ÷ the floor's. */
 const TARGETS: Record<string, number> = { [OFF]: 1.3, [EMBEDDED]: 1.5, [POSTGRES]: 1.5 };
@@ -75,16 +77,16 @@ interface Row {
 }
 
 function rows(): Row[] {
-  const storeKey: Record<string, string> = { [FLOOR]: "floor", [OFF]: "off", [EMBEDDED]: "embedded", [POSTGRES]: "postgres" };
+  const storeKey: Record<string, string> = { [FLOOR]: "floor", [OFF]: "off", [EMBEDDED]: "embedded", [POSTGRES]: "postgres", [IN_PROCESS]: "in-process" };
   const all: Row[] = [];
-  for (const server of [FLOOR, OFF, EMBEDDED, ...(POSTGRES_URL ? [POSTGRES] : [])]) {
+  // BENCH_INSTRUCTIONS_ROWS=floor,off,off/api/chat,off/ag-ui,embedded,embedded+session,embedded/api/chat,embedded/ag-ui,postgres,in-process (a subset; the floor always runs).
+  const filter = process.env.BENCH_INSTRUCTIONS_ROWS?.split(",").map((word) => word.trim());
+  for (const server of [FLOOR, OFF, EMBEDDED, ...(POSTGRES_URL ? [POSTGRES] : []), ...(filter?.includes("in-process") ? [IN_PROCESS] : [])]) {
     // The UI protocols on memory off and the default store (issue 29's rows); on the store, chat
     // completions naming its session too (their base), beside the plain row (issue 33's figure).
     const protocols = server === OFF ? PROTOCOLS : server === EMBEDDED ? [CHAT_COMPLETIONS, CHAT_COMPLETIONS_SESSION, UI_CHAT, AG_UI] : [CHAT_COMPLETIONS];
     for (const protocol of protocols) all.push({ server, protocol, key: storeKey[server] + protocolKey(protocol) });
   }
-  // BENCH_INSTRUCTIONS_ROWS=floor,off,off/api/chat,off/ag-ui,embedded,embedded+session,embedded/api/chat,embedded/ag-ui,postgres (a subset; the floor always runs).
-  const filter = process.env.BENCH_INSTRUCTIONS_ROWS?.split(",").map((word) => word.trim());
   return filter ? all.filter((row) => row.server === FLOOR || filter.includes(row.key)) : all;
 }
 
@@ -215,6 +217,7 @@ async function countServer(row: Row, directory: string): Promise<Count> {
   let schema: string | undefined;
   let storeDirectory: string | undefined;
   if (server === OFF) env.BENCH_SERVER_MEMORY = "off";
+  if (server === IN_PROCESS) env.BENCH_SERVER_MEMORY = "memory";
   if (server === EMBEDDED) {
     storeDirectory = mkdtempSync(join(tmpdir(), "agentloop-bench-instructions-"));
     Object.assign(env, { BENCH_SERVER_MEMORY: "embedded", BENCH_SERVER_MEMORY_PATH: storeDirectory });

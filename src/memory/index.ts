@@ -18,6 +18,7 @@ export { DEFAULT_CONTEXT_LIMIT, type HistoryOptions, historyFromEvents, INTERRUP
 export { InMemoryStore } from "./in-memory-store.js";
 export { type SessionMemoryHandle, type SessionMemoryOptions, sessionMemory, type TraceIds } from "./session-memory.js";
 export {
+  type AppendOptions,
   DEFAULT_MAX_EVENTS_PER_SESSION,
   DEFAULT_MAX_SESSIONS,
   defaultEmbeddedPath,

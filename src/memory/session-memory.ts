@@ -8,7 +8,7 @@ import type { RunInfo, SessionMemory } from "../loop/types.js";
 import { type Message, textOf } from "../messages.js";
 import { DEFAULT_CONTEXT_LIMIT, historyFromEvents } from "./history.js";
 import { InMemoryStore } from "./in-memory-store.js";
-import type { MemoryEventMetadata, MemoryStore, NewMemoryEvent } from "./store.js";
+import { type AppendOptions, isoOf, type MemoryEventMetadata, type MemoryStore, type NewMemoryEvent } from "./store.js";
 
 export interface TraceIds {
   traceId: string;
@@ -110,6 +110,8 @@ const notRecorded: ReadonlySet<LoopEvent["type"]> = new Set<LoopEvent["type"]>([
   "nested",
   "guardrail",
   "model-fallback",
+  "messages-updated",
+  "context-trimmed",
 ]);
 
 function activeSpanIds(): TraceIds | undefined {
@@ -158,9 +160,11 @@ export function sessionMemory(store: MemoryStore, options: SessionMemoryOptions 
     throw failure;
   };
 
+  /** Session memory never reads the stored events an append returns: a store may skip building them. */
+  const appendOptions: AppendOptions = { returnEvents: false };
   const appendNow = (sessionId: string, events: NewMemoryEvent[]): Promise<unknown> => {
     try {
-      return Promise.resolve(store.append(sessionId, events));
+      return Promise.resolve(store.append(sessionId, events, appendOptions));
     } catch (error) {
       return Promise.reject(error);
     }
@@ -196,7 +200,7 @@ export function sessionMemory(store: MemoryStore, options: SessionMemoryOptions 
     }
     // A store that keeps a session's appends in call order is called at once (the events join the
     // group commit already waiting); any other after the previous append settled.
-    const next = previous && !inOrder ? previous.then(() => store.append(sessionId, events)) : appendNow(sessionId, events);
+    const next = previous && !inOrder ? previous.then(() => store.append(sessionId, events, appendOptions)) : appendNow(sessionId, events);
     const settled = next.then(
       () => {},
       (error: unknown) => failed(sessionId, error),
@@ -305,7 +309,7 @@ export function sessionMemory(store: MemoryStore, options: SessionMemoryOptions 
         const startedAt = state.turnStartedAt ?? timestamp.getTime();
         state.modelCall = {
           turn: event.turn,
-          started_at: new Date(startedAt).toISOString(),
+          started_at: isoOf(startedAt),
           duration_ms: Math.max(0, timestamp.getTime() - startedAt),
           usage: { input_tokens: event.usage.inputTokens, output_tokens: event.usage.outputTokens, total_tokens: event.usage.totalTokens },
           ...(event.usage.cost !== undefined ? { cost: event.usage.cost } : {}),

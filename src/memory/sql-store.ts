@@ -4,6 +4,7 @@
 import { AgentLoopError } from "../errors.js";
 import { appendText, storedEvents } from "./sql-group.js";
 import {
+  type AppendOptions,
   checkAfterSeq,
   checkLimit,
   checkSessionId,
@@ -70,6 +71,8 @@ interface PendingAppend {
   text: string;
   /** Its number of events. */
   count: number;
+  /** False when the caller does not read the stored events (`AppendOptions.returnEvents`): none are parsed back. */
+  returnEvents: boolean;
   resolve(stored: MemoryEvent[]): void;
   reject(error: unknown): void;
 }
@@ -146,6 +149,11 @@ function isStatementError(error: unknown): boolean {
   const cause = AgentLoopError.isInstance(error) ? (error as { cause?: unknown }).cause : error;
   const code = (cause as { code?: unknown } | undefined)?.code;
   return typeof code === "string" && /^[0-9A-Z]{5}$/.test(code) && !["08", "28", "3D", "53", "57", "58"].includes(code.slice(0, 2));
+}
+
+/** Settles a written append: its stored events parsed back from its text, unless its caller does not read them. */
+function resolveMember(member: PendingAppend, firstSeq: number): void {
+  member.resolve(member.returnEvents ? storedEvents(member.text, firstSeq) : []);
 }
 
 /** The lane of a session: a stable hash of its id (FNV-1a). */
@@ -320,22 +328,24 @@ export class SqlMemoryStore implements MemoryStore {
     return this.lanes.length > 0;
   }
 
-  async append(sessionId: string, events: readonly NewMemoryEvent[]): Promise<MemoryEvent[]> {
+  async append(sessionId: string, events: readonly NewMemoryEvent[], options?: AppendOptions): Promise<MemoryEvent[]> {
     this.check();
     checkSessionId(sessionId);
     if (!Array.isArray(events)) throw new TypeError("memory: append expects an array of events");
     const count = events.length;
     if (count === 0) return [];
     const text = appendText(sessionId, events);
+    const returnEvents = options?.returnEvents !== false;
     const written =
       this.lanes.length === 0
         ? this.run(async () => {
             await this.maybePrune();
-            return (await this.writeGroup([{ sessionId, text, count }]))[0];
+            const [firstSeq] = await this.writeGroup([{ sessionId, text, count }]);
+            return returnEvents ? storedEvents(text, firstSeq) : [];
           })
         : new Promise<MemoryEvent[]>((resolve, reject) => {
             const lane = this.lanes.length === 1 ? this.lanes[0] : this.lanes[laneOf(sessionId, this.lanes.length)];
-            lane.pending.push({ sessionId, text, count, resolve, reject });
+            lane.pending.push({ sessionId, text, count, returnEvents, resolve, reject });
             lane.running ??= this.drain(lane);
           });
     // A lock release waits for the session's appends made before it (see `MemoryStore.lockSession`).
@@ -379,11 +389,11 @@ export class SqlMemoryStore implements MemoryStore {
    */
   private async commitGroup(group: PendingAppend[], lane: number): Promise<void> {
     try {
-      const stored = await this.run(async () => {
+      const firstSeqs = await this.run(async () => {
         await this.maybePrune();
         return this.writeGroup(group, lane);
       });
-      for (const [index, member] of group.entries()) member.resolve(stored[index]);
+      for (let index = 0; index < group.length; index++) resolveMember(group[index], firstSeqs[index]);
       return;
     } catch (error) {
       // Only a statement error can come from one member's data; when the database itself is
@@ -395,7 +405,7 @@ export class SqlMemoryStore implements MemoryStore {
     }
     for (const [index, member] of group.entries()) {
       try {
-        member.resolve((await this.run(() => this.writeGroup([member], lane)))[0]);
+        resolveMember(member, (await this.run(() => this.writeGroup([member], lane)))[0]);
       } catch (error) {
         member.reject(error);
         if (!isStatementError(error)) {
@@ -407,7 +417,7 @@ export class SqlMemoryStore implements MemoryStore {
   }
 
   /**
-   * Writes the appends of a group (in arrival order) and returns each one's stored events.
+   * Writes the appends of a group (in arrival order) and returns each one's first seq.
    *
    * One statement, so one implicit transaction: all of the group or nothing. It upserts the session
    * rows, which takes their row locks until commit: concurrent appenders to one session (another
@@ -417,7 +427,7 @@ export class SqlMemoryStore implements MemoryStore {
    * any the session's event limit would trim at once, and deletes the session's events the limit
    * now trims.
    */
-  private async writeGroup(group: ReadonlyArray<Pick<PendingAppend, "sessionId" | "text" | "count">>, lane?: number): Promise<MemoryEvent[][]> {
+  private async writeGroup(group: ReadonlyArray<Pick<PendingAppend, "sessionId" | "text" | "count">>, lane?: number): Promise<number[]> {
     const now = isoOf(Date.now());
     const maxEvents = String(this.limits.maxEventsPerSession);
     if (group.length === 1) {
@@ -425,7 +435,7 @@ export class SqlMemoryStore implements MemoryStore {
       const [{ sessionId, text, count }] = group;
       const [[, lastSeq, inserted]] = await this.database.statement(this.groupOfOne, [`[${text}]`, now, maxEvents, sessionId, String(count)], lane);
       if (inserted === "t") this.madeSessions(1);
-      return [storedEvents(text, Number(lastSeq) - count + 1)];
+      return [Number(lastSeq) - count + 1];
     }
     // Per session: events in the group, and the index of its last append (its place in "least recently updated").
     const sessions = new Map<string, { count: number; last: number; lastSeq: number }>();
@@ -455,13 +465,13 @@ export class SqlMemoryStore implements MemoryStore {
     }
     // Seqs continue each session's sequence, in arrival order within the group.
     const nextSeq = new Map([...sessions].map(([sessionId, entry]) => [sessionId, entry.lastSeq - entry.count + 1]));
-    const stored = group.map((member) => {
+    const firstSeqs = group.map((member) => {
       const seq = nextSeq.get(member.sessionId)!;
       nextSeq.set(member.sessionId, seq + member.count);
-      return storedEvents(member.text, seq);
+      return seq;
     });
     if (made > 0) this.madeSessions(made);
-    return stored;
+    return firstSeqs;
   }
 
   async events(sessionId: string, query: EventQuery = {}): Promise<MemoryEvent[]> {

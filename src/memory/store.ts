@@ -80,6 +80,16 @@ export interface NewMemoryEvent {
   timestamp?: string | Date;
 }
 
+/** How `MemoryStore.append` answers. */
+export interface AppendOptions {
+  /**
+   * False: the caller does not read the stored events, and the store may resolve with an empty
+   * array instead of building them (the PostgreSQL store then skips parsing its appends back).
+   * Default true.
+   */
+  returnEvents?: boolean;
+}
+
 export interface SessionInfo {
   session_id: string;
   /** ISO 8601. */
@@ -141,9 +151,11 @@ export interface MemoryStore {
   /**
    * Appends events atomically (all or none), creating the session if needed. Seqs are assigned
    * in the given order and continue the session's sequence, even across processes sharing the
-   * store. Returns the stored events.
+   * store. Returns the stored events; with `{ returnEvents: false }` (a writer that never reads
+   * them, as session memory) a store may resolve with an empty array instead of building them:
+   * what is stored, the order, the atomicity and the errors are the same.
    */
-  append(sessionId: string, events: readonly NewMemoryEvent[]): Promise<MemoryEvent[]>;
+  append(sessionId: string, events: readonly NewMemoryEvent[], options?: AppendOptions): Promise<MemoryEvent[]>;
   /** The session's events (empty when the session does not exist). */
   events(sessionId: string, query?: EventQuery): Promise<MemoryEvent[]>;
   /** The most recent events of all sessions. */
@@ -317,13 +329,46 @@ function jsonRoundTrip(value: unknown, what: string): unknown {
 let lastMs = Number.NaN;
 let lastIso = "";
 
-/** The ISO 8601 text of a time in milliseconds (the same string again for the same millisecond). */
+/** 10000-01-01T00:00:00.000Z: from here on `toISOString` writes a six-digit year. */
+const YEAR_10000_MS = 253_402_300_800_000;
+
+/**
+ * The ISO 8601 text of a time in milliseconds, exactly as `Date.prototype.toISOString` writes it
+ * (the same string again for the same millisecond). Times from 1970 to year 9999 are formatted
+ * here: V8's `toISOString` goes through a printf (~4 K instructions a call, several per stored
+ * event and chat, bench/README.md issue 33); others by `toISOString`.
+ */
 export function isoOf(ms: number): string {
   if (ms !== lastMs) {
-    lastIso = new Date(ms).toISOString();
+    lastIso = ms >= 0 && ms < YEAR_10000_MS ? formatIso(Math.trunc(ms)) : new Date(ms).toISOString();
     lastMs = ms;
   }
   return lastIso;
+}
+
+const twoDigits = (value: number): string => (value < 10 ? `0${value}` : `${value}`);
+
+/** `toISOString` of a whole number of milliseconds from 0 to YEAR_10000_MS (days to a civil date: H. Hinnant's `civil_from_days`). */
+function formatIso(ms: number): string {
+  const days = Math.floor(ms / 86_400_000);
+  let rest = ms - days * 86_400_000;
+  const shifted = days + 719_468; // days since 0000-03-01
+  const era = Math.floor(shifted / 146_097);
+  const dayOfEra = shifted - era * 146_097;
+  const yearOfEra = Math.floor((dayOfEra - Math.floor(dayOfEra / 1460) + Math.floor(dayOfEra / 36_524) - Math.floor(dayOfEra / 146_096)) / 365);
+  const dayOfYear = dayOfEra - (365 * yearOfEra + Math.floor(yearOfEra / 4) - Math.floor(yearOfEra / 100));
+  const shiftedMonth = Math.floor((5 * dayOfYear + 2) / 153); // March = 0
+  const day = dayOfYear - Math.floor((153 * shiftedMonth + 2) / 5) + 1;
+  const month = shiftedMonth < 10 ? shiftedMonth + 3 : shiftedMonth - 9;
+  const year = yearOfEra + era * 400 + (month <= 2 ? 1 : 0);
+  const hours = Math.floor(rest / 3_600_000);
+  rest -= hours * 3_600_000;
+  const minutes = Math.floor(rest / 60_000);
+  rest -= minutes * 60_000;
+  const seconds = Math.floor(rest / 1000);
+  const millis = rest - seconds * 1000;
+  const millisText = millis < 10 ? `00${millis}` : millis < 100 ? `0${millis}` : `${millis}`;
+  return `${year}-${twoDigits(month)}-${twoDigits(day)}T${twoDigits(hours)}:${twoDigits(minutes)}:${twoDigits(seconds)}.${millisText}Z`;
 }
 
 /** An event's timestamp as ISO 8601 (now when not given); `invalid_request` when it is no time. */

@@ -439,6 +439,33 @@ export function memoryStoreConformance(name: string, factory: StoreFactory): voi
       });
     });
 
+    it("stores an append made with returnEvents: false exactly as any other, in order with the others, all or nothing", async () => {
+      await withStore(factory, undefined, async (store) => {
+        await store.append("s", [{ event_type: "user_message", content: "first" }]);
+        const quiet = await Promise.all([
+          store.append("s", [{ event_type: "tool_call", content: { tool: "echo", arguments: { n: [1, 2] } }, metadata: { run_id: "r1" }, event_id: "q1", timestamp: "2030-01-02T03:04:05.678Z" }], { returnEvents: false }),
+          store.append("s", [{ event_type: "agent_response", content: "done" }]),
+        ]);
+        // The result is not for reading: the stored events, or none.
+        assert.ok(Array.isArray(quiet[0]) && (quiet[0].length === 0 || quiet[0][0].event_id === "q1"));
+        const events = await store.events("s");
+        assert.deepEqual(
+          events.map((event) => [event.seq, event.event_type, event.content]),
+          [
+            [1, "user_message", "first"],
+            [2, "tool_call", { tool: "echo", arguments: { n: [1, 2] } }],
+            [3, "agent_response", "done"],
+          ],
+        );
+        assert.deepEqual(events[1].metadata, { run_id: "r1" });
+        assert.equal(events[1].event_id, "q1");
+        assert.equal(events[1].timestamp, "2030-01-02T03:04:05.678Z");
+        assert.deepEqual(quiet[1], [events[2]], "an append without the option still returns its events");
+        await rejectsWith(store.append("s", [{ event_type: "x" }, { event_type: "" }], { returnEvents: false }), "invalid_request", /event_type/);
+        assert.equal((await store.events("s")).length, 3, "the failed append stored nothing");
+      });
+    });
+
     it("serializes concurrent appends to one session without gaps or duplicates", async () => {
       await withStore(factory, undefined, async (store) => {
         await Promise.all(Array.from({ length: 40 }, (_, index) => store.append("s", [{ event_type: "x", content: index }, { event_type: "y", content: index }])));
@@ -533,6 +560,26 @@ export function memoryStoreConformance(name: string, factory: StoreFactory): voi
         assert.ok(at >= before - 1000 && at <= Date.now() + 1000, `${stamped.timestamp} is the time of the append`);
         await rejectsWith(store.append("s", [{ event_type: "x", timestamp: new Date(Number.NaN) }]), "invalid_request", /invalid event timestamp/);
         assert.deepEqual((await store.events("s")).map((event) => event.timestamp), [offset.timestamp, date.timestamp, stamped.timestamp]);
+        // Calendar edges, in a Date and in text: leap days, ends of months and years, the epoch, the last 4-digit year.
+        const edges = [
+          "1970-01-01T00:00:00.000Z",
+          "1999-12-31T23:59:59.999Z",
+          "2000-02-29T12:00:00.001Z",
+          "2024-02-29T23:59:59.090Z",
+          "2025-03-01T00:00:00.000Z",
+          "2100-02-28T08:09:10.100Z",
+          "2100-03-01T00:00:00.000Z",
+          "9999-12-31T23:59:59.999Z",
+        ];
+        const dated = await store.append("edges", [...edges.map((text) => ({ event_type: "x", timestamp: new Date(text) })), ...edges.map((text) => ({ event_type: "x", timestamp: text.replace(".000Z", "Z") }))]);
+        assert.deepEqual(
+          dated.map((event) => event.timestamp),
+          [...edges, ...edges],
+        );
+        assert.deepEqual(
+          (await store.events("edges")).map((event) => event.timestamp),
+          [...edges, ...edges],
+        );
       });
     });
 

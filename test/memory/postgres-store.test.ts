@@ -165,6 +165,37 @@ describe("postgres store: replicas", () => {
   });
 });
 
+describe("postgres store: appends whose events the caller does not read", () => {
+  for (const groupCommit of [undefined, false] as const) {
+    it(`resolves with no events (none parsed back), beside appends in the same group that get theirs${groupCommit === false ? ", without group commit" : ""}`, async () => {
+      const store = await openPostgresStore({ url: postgresUrl(), schema: uniqueSchema("quiet"), poolSize: 4, ...(groupCommit === false ? { groupCommit } : {}) });
+      try {
+        const appends = [
+          () => store.append("s", [{ event_type: "user_message", content: "a" }]),
+          () => store.append("s", [{ event_type: "tool_call", content: { n: 1 } }, { event_type: "tool_result", content: "r" }], { returnEvents: false }),
+          () => store.append("s", [{ event_type: "agent_response", content: "b" }], { returnEvents: true }),
+        ];
+        // Made in one turn, one group with group commit; without it, one after the other (appends in flight together have no order there).
+        const [before, quiet, after] = groupCommit === false ? [await appends[0](), await appends[1](), await appends[2]()] : await Promise.all(appends.map((append) => append()));
+        assert.deepEqual(quiet, []);
+        const events = await store.events("s");
+        assert.deepEqual(
+          events.map((event) => [event.seq, event.content]),
+          [
+            [1, "a"],
+            [2, { n: 1 }],
+            [3, "r"],
+            [4, "b"],
+          ],
+        );
+        assert.deepEqual([...before, ...after], [events[0], events[3]]);
+      } finally {
+        await store.close();
+      }
+    });
+  }
+});
+
 describe("postgres store: session locks across replicas", () => {
   it("a release made right after an append (not awaited) hands the session over only once that append is committed", async () => {
     const schema = uniqueSchema("locks");
