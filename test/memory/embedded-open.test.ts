@@ -4,7 +4,8 @@
 // database file grows when a checkpoint copies the log into it).
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
-import { mkdirSync, mkdtempSync, renameSync, rmSync, statSync } from "node:fs";
+import { mkdirSync, mkdtempSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, describe, it } from "node:test";
@@ -44,6 +45,15 @@ async function refuses(options: EmbeddedStoreOptions, message: RegExp): Promise<
   });
 }
 
+/** Resolves once `condition` holds, checking every few ms; fails after `ms`. */
+async function until(condition: () => boolean, ms: number, what: string): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!condition()) {
+    if (Date.now() > deadline) assert.fail(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+}
+
 const writeModes = [
   ["group commits off the thread", {}],
   ["group commits on the JavaScript thread", { writesOffThread: false }],
@@ -64,6 +74,97 @@ describe("openEmbeddedStore: settings", () => {
     await refuses({ backgroundCheckpoints: { truncatePages: 1.5 } }, /^memory: backgroundCheckpoints\.truncatePages must be a positive integer, got 1\.5$/);
     await refuses({ backgroundCheckpoints: { truncatePages: -3 } }, /^memory: backgroundCheckpoints\.truncatePages must be a positive integer, got -3$/);
     await refuses({ synchronous: "FULL" as never }, /^memory: synchronous must be "normal" or "full", got "FULL"$/);
+  });
+
+  it("names the file and keeps the cause: a folder that cannot be created, a file that is no database, tables that are not agentloop's, a PGlite directory", async () => {
+    const notADirectory = join(root, "a-file");
+    writeFileSync(notADirectory, "not a directory");
+    await assert.rejects(openEmbeddedStore({ path: join(notADirectory, "memory.db") }), (error: unknown) => {
+      assert.ok(AgentLoopError.isInstance(error) && error.kind === "configuration", String(error));
+      const cause = error.cause as NodeJS.ErrnoException;
+      assert.equal(error.message, `memory: cannot create the folder of the embedded store ${join(notADirectory, "memory.db")}: ${cause.message}`);
+      assert.equal(cause.code, "EEXIST");
+      return true;
+    });
+    const garbage = join(root, "garbage.db");
+    writeFileSync(garbage, "this is not a SQLite database, just some text that is long enough to have a header".repeat(20));
+    await assert.rejects(openEmbeddedStore({ path: garbage }), (error: unknown) => {
+      assert.ok(AgentLoopError.isInstance(error) && error.kind === "configuration", String(error));
+      assert.equal(error.message, `memory: cannot open the embedded store ${garbage}: ${(error.cause as Error).message}`);
+      assert.match((error.cause as Error).message, /not a database/);
+      return true;
+    });
+    // Another program's table of the same name: the schema cannot apply, nothing of it is written.
+    const foreign = freshFile();
+    const Database = createRequire(import.meta.url)("libsql");
+    const raw = new Database(foreign);
+    raw.exec("CREATE TABLE agentloop_sessions (name TEXT)");
+    await assert.rejects(openEmbeddedStore({ path: foreign }), (error: unknown) => {
+      assert.ok(AgentLoopError.isInstance(error) && error.kind === "configuration", String(error));
+      assert.match(error.message, /^memory: cannot open the embedded store .*: .*activity/);
+      return true;
+    });
+    assert.deepEqual(
+      raw.prepare("SELECT name FROM sqlite_master ORDER BY name").all().map((row: { name: string }) => row.name),
+      ["agentloop_sessions"],
+    );
+    raw.close();
+    const pglite = join(root, "old-pglite");
+    mkdirSync(pglite);
+    writeFileSync(join(pglite, "PG_VERSION"), "17\n");
+    await assert.rejects(openEmbeddedStore({ path: pglite }), (error: unknown) => AgentLoopError.isInstance(error) && error.kind === "configuration");
+  });
+
+  it("background checkpoints are on by default: the database file fills from the log a little after commits", async () => {
+    const path = freshFile();
+    const store = await openEmbeddedStore({ path });
+    try {
+      const empty = sizeOf(path);
+      await fill(store, 40);
+      await until(() => sizeOf(path) > empty + 100_000, 20_000, "the database file to receive the log's pages");
+    } finally {
+      await store.close();
+    }
+  });
+
+  it("backgroundCheckpoints: false starts none: the log keeps the commits while the store is left alone", async () => {
+    const path = freshFile();
+    const store = await openEmbeddedStore({ path, backgroundCheckpoints: false });
+    try {
+      const empty = sizeOf(path);
+      await fill(store, 40);
+      // Nothing to wait for but time: three times the default delay of a background checkpoint.
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      assert.equal(sizeOf(path), empty);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it("a log below truncatePages is checkpointed but kept (SQLite writes it again from its start); one at truncatePages is emptied", async () => {
+    const path = freshFile();
+    const store = await openEmbeddedStore({ path, backgroundCheckpoints: { delayMs: 0, truncatePages: 1000 } });
+    try {
+      const empty = sizeOf(path);
+      await fill(store, 60);
+      await until(() => sizeOf(path) > empty + 100_000, 20_000, "the database file to receive the log's pages");
+      const copied = sizeOf(path);
+      // The next checkpoint starts only once the first has ended (truncating, if it did).
+      await fill(store, 20);
+      await until(() => sizeOf(path) > copied + 40_000, 20_000, "the next checkpoint");
+      assert.ok(sizeOf(`${path}-wal`) > 60 * 4096, `the log file was kept (${sizeOf(`${path}-wal`)} bytes)`);
+    } finally {
+      await store.close();
+    }
+    const small = freshFile();
+    const truncating = await openEmbeddedStore({ path: small, backgroundCheckpoints: { delayMs: 0, truncatePages: 16 } });
+    try {
+      await fill(truncating, 60);
+      await until(() => sizeOf(`${small}-wal`) === 0, 20_000, "the log file to be emptied");
+      assert.equal((await truncating.events("s")).length, 60);
+    } finally {
+      await truncating.close();
+    }
   });
 
   for (const [mode, options] of writeModes) {
