@@ -318,6 +318,24 @@ describe("embedded store: its file", () => {
     }
   });
 
+  it("maxSessions holds with sessions made empty by createSession between the counts", async () => {
+    // Below 20 sessions this store counts them only every 2 new sessions of its groups: the sessions
+    // createSession makes must count as made too (they once did not: 21 sessions were kept).
+    for (const writesOffThread of [true, false]) {
+      const store = await openEmbeddedStore({ path: freshFile(), maxSessions: 20, writesOffThread });
+      try {
+        await store.append("first", [{ event_type: "user_message", content: "counted" }]);
+        for (let index = 0; index < 19; index++) await store.createSession(`empty${index}`);
+        await store.append("next", [{ event_type: "user_message", content: "one too many" }]);
+        const kept = (await store.listSessions()).map((session) => session.session_id);
+        assert.equal(kept.length, 20);
+        assert.deepEqual([kept.includes("first"), kept.at(-1)], [false, "next"]);
+      } finally {
+        await store.close();
+      }
+    }
+  });
+
   it("a file of an earlier version loses its index of sessions by update time on open (one b-tree less per write); retention still applies", async () => {
     const path = freshFile();
     const first = await openEmbeddedStore({ path });
