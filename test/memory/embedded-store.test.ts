@@ -318,6 +318,59 @@ describe("embedded store: its file", () => {
     }
   });
 
+  it("lockSession: a lock held by a live process of this host, or by any process of another host, is not taken over", async () => {
+    const path = freshFile();
+    const store = await openEmbeddedStore({ path });
+    const Database = createRequire(import.meta.url)("libsql");
+    const raw = new Database(path);
+    try {
+      // The test runner's process is alive; a pid that cannot exist here may live on the other host.
+      raw.prepare("INSERT INTO agentloop_session_locks (session_id, owner_pid, owner_host, token) VALUES (?, ?, ?, ?)").run(["live", process.ppid, hostname(), "t1"]);
+      raw.prepare("INSERT INTO agentloop_session_locks (session_id, owner_pid, owner_host, token) VALUES (?, ?, ?, ?)").run(["remote", 2147483646, `not-${hostname()}`, "t2"]);
+      for (const sessionId of ["live", "remote"]) {
+        const controller = new AbortController();
+        const waiting = store.lockSession(sessionId, controller.signal);
+        // Two polls at least, then given up.
+        setTimeout(() => controller.abort(), 80);
+        await assert.rejects(waiting, (error: unknown) => AgentLoopError.isInstance(error) && error.kind === "aborted", sessionId);
+      }
+    } finally {
+      raw.close();
+      await store.close();
+    }
+  });
+
+  it("a group's sessions are updated in the order of their last appends", async () => {
+    const store = await openEmbeddedStore({ path: freshFile() });
+    try {
+      await Promise.all([store.append("a", [{ event_type: "x" }]), store.append("b", [{ event_type: "x" }]), store.append("a", [{ event_type: "x" }])]);
+      assert.deepEqual(
+        (await store.listSessions()).map((session) => session.session_id),
+        ["b", "a"],
+      );
+    } finally {
+      await store.close();
+    }
+  });
+
+  it("maxSessions holds with sessions made empty by createSession between the counts", async () => {
+    // Below 20 sessions this store counts them only every 2 new sessions of its groups: the sessions
+    // createSession makes must count as made too (they once did not: 21 sessions were kept).
+    for (const writesOffThread of [true, false]) {
+      const store = await openEmbeddedStore({ path: freshFile(), maxSessions: 20, writesOffThread });
+      try {
+        await store.append("first", [{ event_type: "user_message", content: "counted" }]);
+        for (let index = 0; index < 19; index++) await store.createSession(`empty${index}`);
+        await store.append("next", [{ event_type: "user_message", content: "one too many" }]);
+        const kept = (await store.listSessions()).map((session) => session.session_id);
+        assert.equal(kept.length, 20);
+        assert.deepEqual([kept.includes("first"), kept.at(-1)], [false, "next"]);
+      } finally {
+        await store.close();
+      }
+    }
+  });
+
   it("a file of an earlier version loses its index of sessions by update time on open (one b-tree less per write); retention still applies", async () => {
     const path = freshFile();
     const first = await openEmbeddedStore({ path });

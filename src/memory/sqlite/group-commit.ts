@@ -86,6 +86,11 @@ export class GroupCommit {
     });
   }
 
+  /** A session made outside the groups (`createSession`): one more made since the last count, so the next group's count is not skipped past `maxSessions`. */
+  sessionMade(): void {
+    this.sessionCount?.made(1);
+  }
+
   /** Forgets what this process knows of a session (deleted). */
   forget(sessionId: string): void {
     this.lastSeqs.delete(sessionId);

@@ -90,6 +90,7 @@ export class EmbeddedMemoryStore implements MemoryStore {
              VALUES (?, ?, ?, ?, (SELECT coalesce(max(activity), 0) + 1 FROM agentloop_sessions), 0, ?)`,
           ).run([id, isoOf(now), isoOf(now), now, metadataJson]);
           this.db.exec(evictStep(id, this.limits.maxSessions).sql);
+          this.groups.sessionMade();
         } else if (existing[0][0] < cutoff) {
           // An expired session that was not pruned yet is revived (its old events stay hidden).
           this.statement(
