@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { type AddressInfo, createServer, type Socket } from "node:net";
 import { after, describe, it } from "node:test";
 import pg from "pg";
 import { AgentLoopError } from "../../src/errors.js";
@@ -287,6 +288,63 @@ describe("postgres store: errors", () => {
       assert.doesNotMatch(error.message, /secret/);
       return true;
     });
+  });
+
+  it("reports a host name that does not resolve as a network error, naming the host without the password", async () => {
+    // `.invalid` never resolves (RFC 2606): getaddrinfo fails at once with ENOTFOUND.
+    await assert.rejects(openPostgresStore({ url: "postgres://user:secret@agentloop-no-such-host.invalid:5433/app" }), (error: unknown) => {
+      assert.ok(AgentLoopError.isInstance(error));
+      assert.equal(error.kind, "network");
+      assert.match(error.message, /^memory: cannot reach PostgreSQL at agentloop-no-such-host\.invalid:5433\/app: .*ENOTFOUND/);
+      assert.doesNotMatch(error.message, /secret/);
+      return true;
+    });
+  });
+
+  it("reports a password refused (28P01) as an authentication error, and a connection that never answers as a timeout", async () => {
+    // A server on loopback that answers every startup with PostgreSQL's error for a wrong password,
+    // or, for the second test, never answers: what a real server gives with password authentication
+    // (the test server trusts every local connection) and what a stalled one does.
+    const sockets = new Set<Socket>();
+    let silent = false;
+    const server = createServer((socket) => {
+      sockets.add(socket);
+      socket.on("error", () => {});
+      socket.once("data", () => {
+        if (silent) return;
+        const fields = Buffer.from('SFATAL\0C28P01\0Mpassword authentication failed for user "ada"\0\0');
+        const header = Buffer.alloc(5);
+        header.write("E");
+        header.writeInt32BE(4 + fields.length, 1);
+        socket.end(Buffer.concat([header, fields]));
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    const { port } = server.address() as AddressInfo;
+    try {
+      await assert.rejects(openPostgresStore({ url: `postgres://ada:secret@127.0.0.1:${port}/app` }), (error: unknown) => {
+        assert.ok(AgentLoopError.isInstance(error));
+        assert.equal(error.kind, "authentication");
+        assert.match(error.message, new RegExp(`^memory: PostgreSQL at 127\\.0\\.0\\.1:${port}/app refused the credentials: password authentication failed`));
+        assert.doesNotMatch(error.message, /secret/);
+        return true;
+      });
+      silent = true;
+      const pool = new pg.Pool({ connectionString: `postgres://ada:secret@127.0.0.1:${port}/app`, connectionTimeoutMillis: 100 });
+      try {
+        await assert.rejects(openPostgresStore({ pool }), (error: unknown) => {
+          assert.ok(AgentLoopError.isInstance(error));
+          assert.equal(error.kind, "timeout");
+          assert.match(error.message, /^memory: PostgreSQL at the given pool: .*timeout/i);
+          return true;
+        });
+      } finally {
+        await pool.end();
+      }
+    } finally {
+      for (const socket of sockets) socket.destroy();
+      await new Promise((resolve) => server.close(resolve));
+    }
   });
 
   it("refuses a bad pool size, and names a malformed URL by its host and database only", async () => {
