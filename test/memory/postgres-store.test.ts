@@ -301,17 +301,18 @@ describe("postgres store: errors", () => {
     });
   });
 
-  it("reports a password refused (28P01) as an authentication error, and a connection that never answers as a timeout", async () => {
+  it("reports a password refused (28P01) as an authentication error, a connection reset as a network error, and a connection that never answers as a timeout", async () => {
     // A server on loopback that answers every startup with PostgreSQL's error for a wrong password,
     // or, for the second test, never answers: what a real server gives with password authentication
     // (the test server trusts every local connection) and what a stalled one does.
     const sockets = new Set<Socket>();
-    let silent = false;
+    let answer: "refuse" | "reset" | "silent" = "refuse";
     const server = createServer((socket) => {
       sockets.add(socket);
       socket.on("error", () => {});
       socket.once("data", () => {
-        if (silent) return;
+        if (answer === "silent") return;
+        if (answer === "reset") return void socket.resetAndDestroy();
         const fields = Buffer.from('SFATAL\0C28P01\0Mpassword authentication failed for user "ada"\0\0');
         const header = Buffer.alloc(5);
         header.write("E");
@@ -329,7 +330,14 @@ describe("postgres store: errors", () => {
         assert.doesNotMatch(error.message, /secret/);
         return true;
       });
-      silent = true;
+      answer = "reset";
+      await assert.rejects(openPostgresStore({ url: `postgres://ada:secret@127.0.0.1:${port}/app` }), (error: unknown) => {
+        assert.ok(AgentLoopError.isInstance(error));
+        assert.equal(error.kind, "network", "a connection reset (ECONNRESET) is the network's");
+        assert.match(error.message, new RegExp(`^memory: cannot reach PostgreSQL at 127\\.0\\.0\\.1:${port}/app: .*ECONNRESET`));
+        return true;
+      });
+      answer = "silent";
       const pool = new pg.Pool({ connectionString: `postgres://ada:secret@127.0.0.1:${port}/app`, connectionTimeoutMillis: 100 });
       try {
         await assert.rejects(openPostgresStore({ pool }), (error: unknown) => {
