@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { type AddressInfo, createServer, type Socket } from "node:net";
+import { type AddressInfo, createServer, Socket } from "node:net";
 import { after, describe, it } from "node:test";
 import pg from "pg";
 import { AgentLoopError } from "../../src/errors.js";
@@ -326,6 +326,7 @@ describe("postgres store: errors", () => {
       await assert.rejects(openPostgresStore({ url: `postgres://ada:secret@127.0.0.1:${port}/app` }), (error: unknown) => {
         assert.ok(AgentLoopError.isInstance(error));
         assert.equal(error.kind, "authentication");
+        assert.equal((error.cause as { code?: string }).code, "28P01");
         assert.match(error.message, new RegExp(`^memory: PostgreSQL at 127\\.0\\.0\\.1:${port}/app refused the credentials: password authentication failed`));
         assert.doesNotMatch(error.message, /secret/);
         return true;
@@ -343,6 +344,7 @@ describe("postgres store: errors", () => {
         await assert.rejects(openPostgresStore({ pool }), (error: unknown) => {
           assert.ok(AgentLoopError.isInstance(error));
           assert.equal(error.kind, "timeout");
+          assert.ok(error.cause instanceof Error, "the driver's error is its cause");
           assert.match(error.message, /^memory: PostgreSQL at the given pool: .*timeout/i);
           return true;
         });
@@ -352,6 +354,41 @@ describe("postgres store: errors", () => {
     } finally {
       for (const socket of sockets) socket.destroy();
       await new Promise((resolve) => server.close(resolve));
+    }
+  });
+
+  it("names each way the network fails as a network error, with the driver's error as its cause; any other failure is unknown", async () => {
+    // A pool whose connections fail as Node reports each failure (these need a real network to
+    // happen: a route, a DNS server, a host that drops packets).
+    const failingWith = (code: string) =>
+      new pg.Pool({
+        stream: () => {
+          const socket = new Socket();
+          socket.connect = (() => {
+            process.nextTick(() => socket.destroy(Object.assign(new Error(`connect ${code} db.example:5432`), { code })));
+            return socket;
+          }) as never;
+          return socket;
+        },
+      });
+    for (const code of ["ECONNREFUSED", "ENOTFOUND", "ETIMEDOUT", "ECONNRESET", "EHOSTUNREACH", "EAI_AGAIN", "EACCES"]) {
+      const pool = failingWith(code);
+      try {
+        await assert.rejects(openPostgresStore({ pool }), (error: unknown) => {
+          assert.ok(AgentLoopError.isInstance(error));
+          assert.equal((error.cause as { code?: string }).code, code);
+          if (code === "EACCES") {
+            assert.equal(error.kind, "unknown");
+            assert.equal(error.message, "memory (postgres): connect EACCES db.example:5432");
+          } else {
+            assert.equal(error.kind, "network", code);
+            assert.equal(error.message, `memory: cannot reach PostgreSQL at the given pool: connect ${code} db.example:5432`);
+          }
+          return true;
+        });
+      } finally {
+        await pool.end();
+      }
     }
   });
 
@@ -413,6 +450,7 @@ describe("postgres store: errors", () => {
       assert.ok(AgentLoopError.isInstance(error));
       assert.equal(error.kind, "configuration");
       assert.match(error.message, /agentloop_no_such_database/);
+      assert.equal((error.cause as { code?: string }).code, "3D000");
       return true;
     });
   });
