@@ -439,7 +439,7 @@ describe("postgres store: errors", () => {
     for (const local of ["postgres://u@localhost/db", "postgres://127.0.0.1:5432/db", "postgres://[::1]/db", "postgres:///db?host=/var/run/postgresql", "postgres://db.example/db?host=/tmp", "localhost", "/tmp", "::1", "127.0.0.2"]) {
       assert.equal(defaultWriteLanes(local), 1, local);
     }
-    for (const remote of ["postgres://db.example/db", "postgres://10.0.0.5/db", "db.example", "postgres://localhost.example/db"]) assert.equal(defaultWriteLanes(remote), 4, remote);
+    for (const remote of ["postgres://db.example/db", "postgres://10.0.0.5/db", "db.example", "postgres://localhost.example/db", "postgres://10.0.127.1/db", "127a.example", "1270.example"]) assert.equal(defaultWriteLanes(remote), 4, remote);
     assert.equal(defaultWriteLanes(undefined), 4);
   });
 
