@@ -366,6 +366,29 @@ export function memoryStoreConformance(name: string, factory: StoreFactory): voi
       });
     });
 
+    it("replaces a lone surrogate with U+FFFD in an append that holds no NUL, high or low, in content, metadata, ids and types", async () => {
+      await withStore(factory, undefined, async (store) => {
+        // Each alone in its append: nothing else in it (a NUL) makes the store look for what to replace.
+        const [high] = await store.append("s", [{ event_type: "x", content: "a\ud800b" }]);
+        const [low] = await store.append("s", [{ event_type: "x", content: { text: "c\udfffd" } }]);
+        const [meta] = await store.append("s", [{ event_type: "x", metadata: { note: "\udbff" } }]);
+        const [named] = await store.append("s", [{ event_type: "t\udc00", event_id: "id\ud83d" }]);
+        assert.deepEqual(
+          [high.content, low.content, meta.metadata, named.event_type, named.event_id],
+          ["a\uFFFDb", { text: "c\uFFFDd" }, { note: "\uFFFD" }, "t\uFFFD", "id\uFFFD"],
+        );
+        assert.deepEqual(
+          (await store.events("s")).map((event) => [event.content, event.metadata.note, event.event_type, event.event_id]),
+          [
+            ["a\uFFFDb", undefined, "x", high.event_id],
+            [{ text: "c\uFFFDd" }, undefined, "x", low.event_id],
+            [null, "\uFFFD", "x", meta.event_id],
+            [null, undefined, "t\uFFFD", "id\uFFFD"],
+          ],
+        );
+      });
+    });
+
     it("makes a session's metadata storable as event metadata is: NUL and lone surrogates become U+FFFD, in keys, values and nesting", async () => {
       await withStore(factory, undefined, async (store) => {
         const metadata = {

@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { type AddressInfo, createServer, Socket } from "node:net";
 import { after, describe, it } from "node:test";
 import pg from "pg";
 import { AgentLoopError } from "../../src/errors.js";
@@ -320,6 +321,108 @@ describe("postgres store: errors", () => {
     });
   });
 
+  it("reports a host name that does not resolve as a network error, naming the host without the password", async () => {
+    // `.invalid` never resolves (RFC 2606): getaddrinfo fails at once with ENOTFOUND.
+    await assert.rejects(openPostgresStore({ url: "postgres://user:secret@agentloop-no-such-host.invalid:5433/app" }), (error: unknown) => {
+      assert.ok(AgentLoopError.isInstance(error));
+      assert.equal(error.kind, "network");
+      assert.match(error.message, /^memory: cannot reach PostgreSQL at agentloop-no-such-host\.invalid:5433\/app: .*ENOTFOUND/);
+      assert.doesNotMatch(error.message, /secret/);
+      return true;
+    });
+  });
+
+  it("reports a password refused (28P01) as an authentication error, a connection reset as a network error, and a connection that never answers as a timeout", async () => {
+    // A server on loopback that answers every startup with PostgreSQL's error for a wrong password,
+    // or, for the second test, never answers: what a real server gives with password authentication
+    // (the test server trusts every local connection) and what a stalled one does.
+    const sockets = new Set<Socket>();
+    let answer: "refuse" | "reset" | "silent" = "refuse";
+    const server = createServer((socket) => {
+      sockets.add(socket);
+      socket.on("error", () => {});
+      socket.once("data", () => {
+        if (answer === "silent") return;
+        if (answer === "reset") return void socket.resetAndDestroy();
+        const fields = Buffer.from('SFATAL\0C28P01\0Mpassword authentication failed for user "ada"\0\0');
+        const header = Buffer.alloc(5);
+        header.write("E");
+        header.writeInt32BE(4 + fields.length, 1);
+        socket.end(Buffer.concat([header, fields]));
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    const { port } = server.address() as AddressInfo;
+    try {
+      await assert.rejects(openPostgresStore({ url: `postgres://ada:secret@127.0.0.1:${port}/app` }), (error: unknown) => {
+        assert.ok(AgentLoopError.isInstance(error));
+        assert.equal(error.kind, "authentication");
+        assert.equal((error.cause as { code?: string }).code, "28P01");
+        assert.match(error.message, new RegExp(`^memory: PostgreSQL at 127\\.0\\.0\\.1:${port}/app refused the credentials: password authentication failed`));
+        assert.doesNotMatch(error.message, /secret/);
+        return true;
+      });
+      answer = "reset";
+      await assert.rejects(openPostgresStore({ url: `postgres://ada:secret@127.0.0.1:${port}/app` }), (error: unknown) => {
+        assert.ok(AgentLoopError.isInstance(error));
+        assert.equal(error.kind, "network", "a connection reset (ECONNRESET) is the network's");
+        assert.match(error.message, new RegExp(`^memory: cannot reach PostgreSQL at 127\\.0\\.0\\.1:${port}/app: .*ECONNRESET`));
+        return true;
+      });
+      answer = "silent";
+      const pool = new pg.Pool({ connectionString: `postgres://ada:secret@127.0.0.1:${port}/app`, connectionTimeoutMillis: 100 });
+      try {
+        await assert.rejects(openPostgresStore({ pool }), (error: unknown) => {
+          assert.ok(AgentLoopError.isInstance(error));
+          assert.equal(error.kind, "timeout");
+          assert.ok(error.cause instanceof Error, "the driver's error is its cause");
+          assert.match(error.message, /^memory: PostgreSQL at the given pool: .*timeout/i);
+          return true;
+        });
+      } finally {
+        await pool.end();
+      }
+    } finally {
+      for (const socket of sockets) socket.destroy();
+      await new Promise((resolve) => server.close(resolve));
+    }
+  });
+
+  it("names each way the network fails as a network error, with the driver's error as its cause; any other failure is unknown", async () => {
+    // A pool whose connections fail as Node reports each failure (these need a real network to
+    // happen: a route, a DNS server, a host that drops packets).
+    const failingWith = (code: string) =>
+      new pg.Pool({
+        stream: () => {
+          const socket = new Socket();
+          socket.connect = (() => {
+            process.nextTick(() => socket.destroy(Object.assign(new Error(`connect ${code} db.example:5432`), { code })));
+            return socket;
+          }) as never;
+          return socket;
+        },
+      });
+    for (const code of ["ECONNREFUSED", "ENOTFOUND", "ETIMEDOUT", "ECONNRESET", "EHOSTUNREACH", "EAI_AGAIN", "EACCES"]) {
+      const pool = failingWith(code);
+      try {
+        await assert.rejects(openPostgresStore({ pool }), (error: unknown) => {
+          assert.ok(AgentLoopError.isInstance(error));
+          assert.equal((error.cause as { code?: string }).code, code);
+          if (code === "EACCES") {
+            assert.equal(error.kind, "unknown");
+            assert.equal(error.message, "memory (postgres): connect EACCES db.example:5432");
+          } else {
+            assert.equal(error.kind, "network", code);
+            assert.equal(error.message, `memory: cannot reach PostgreSQL at the given pool: connect ${code} db.example:5432`);
+          }
+          return true;
+        });
+      } finally {
+        await pool.end();
+      }
+    }
+  });
+
   it("refuses a bad pool size, and names a malformed URL by its host and database only", async () => {
     for (const poolSize of [0, 1.5, -1]) {
       await assert.rejects(openPostgresStore({ url: postgresUrl(), poolSize }), (error: unknown) => AgentLoopError.isInstance(error) && error.kind === "configuration" && /poolSize must be a positive integer/.test(error.message));
@@ -367,7 +470,7 @@ describe("postgres store: errors", () => {
     for (const local of ["postgres://u@localhost/db", "postgres://127.0.0.1:5432/db", "postgres://[::1]/db", "postgres:///db?host=/var/run/postgresql", "postgres://db.example/db?host=/tmp", "localhost", "/tmp", "::1", "127.0.0.2"]) {
       assert.equal(defaultWriteLanes(local), 1, local);
     }
-    for (const remote of ["postgres://db.example/db", "postgres://10.0.0.5/db", "db.example", "postgres://localhost.example/db"]) assert.equal(defaultWriteLanes(remote), 4, remote);
+    for (const remote of ["postgres://db.example/db", "postgres://10.0.0.5/db", "db.example", "postgres://localhost.example/db", "postgres://10.0.127.1/db", "127a.example", "1270.example"]) assert.equal(defaultWriteLanes(remote), 4, remote);
     assert.equal(defaultWriteLanes(undefined), 4);
   });
 
@@ -378,6 +481,7 @@ describe("postgres store: errors", () => {
       assert.ok(AgentLoopError.isInstance(error));
       assert.equal(error.kind, "configuration");
       assert.match(error.message, /agentloop_no_such_database/);
+      assert.equal((error.cause as { code?: string }).code, "3D000");
       return true;
     });
   });
