@@ -8,7 +8,7 @@ import { randomUUID } from "node:crypto";
 import { after, before, test } from "node:test";
 import pg from "pg";
 import { durableAgent } from "../../src/durable/index.js";
-import { Agent, defineTool, type LoopEvent, ScriptedModel } from "../../src/index.js";
+import { Agent, AgentLoopError, defineTool, type LoopEvent, ScriptedModel } from "../../src/index.js";
 import type { SessionMemory } from "../../src/loop/types.js";
 import { postgresUrl } from "../memory/postgres-server.js";
 
@@ -118,7 +118,10 @@ test("a run cancelled while its tool runs: the tool's signal aborts, and the run
   const runEnd = await end;
   assert.equal(runEnd.state, "ABORTED");
   assert.equal(runEnd.reason, `aborted: run ${runId} was cancelled`);
-  assert.ok(signalled instanceof Error && signalled.message === `run ${runId} was cancelled`, String(signalled));
+  // The tool's signal says why: an AgentLoopError of kind "aborted" naming the run.
+  assert.ok(signalled instanceof AgentLoopError, String(signalled));
+  assert.equal(signalled.kind, "aborted");
+  assert.equal(signalled.message, `run ${runId} was cancelled`);
   assert.equal(
     events.filter((event) => event.type === "error").length,
     0,
