@@ -152,10 +152,17 @@ test("a run cancelled between two steps (its tool ignores the signal and ends ju
 
 test("a durable run whose session history fails to load ends as the plain run does (an error, not a cancel)", { timeout: 60_000 }, async () => {
   const plain = await forgetful.run("hi", { sessionId: "s1" });
-  const durable = await (await forgetfulDurable.run("hi", { sessionId: "s1" })).result();
+  const run = await forgetfulDurable.run("hi", { sessionId: "s1" });
+  const durable = await run.result();
   assert.equal(plain.state, "FAILED");
   assert.equal(durable.state, plain.state);
   assert.equal(durable.reason, plain.reason);
   assert.deepEqual(durable.error, { kind: plain.error?.kind, message: plain.error?.message });
   assert.match(durable.error?.message ?? "", /history store unreachable/);
+  // show lists the failed step with its error.
+  const steps = (await forgetfulDurable.show(run.runId))?.steps ?? [];
+  assert.deepEqual(
+    steps.filter((step) => !step.name.startsWith("DBOS.")).map((step) => [step.name, step.error]),
+    [["history", "history store unreachable"]],
+  );
 });
