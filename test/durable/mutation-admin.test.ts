@@ -1,7 +1,8 @@
 // `recover` (src/durable/admin.ts) in this process: an executor's unfinished runs put back on the
 // queue each ran from (a run started without one on DBOS's own), where this process takes them; each
 // then goes on from its checkpoints (a run waiting for approval waits again, and its decision
-// completes it, the approved call run once). Real PostgreSQL, its own schema and executor id.
+// completes it, the approved call run once); and the queue's partitions (src/durable/launch.ts
+// registers it): one run at a time per key. Real PostgreSQL, its own schema and executor id.
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
 import { after, before, test } from "node:test";
@@ -77,4 +78,27 @@ test("recover puts an executor's unfinished runs back on the queue each ran from
     assert.equal(result.text, "Paid.");
   }
   assert.deepEqual(paid.sort(), [`${plain} 5`, `${queued} 5`].sort());
+});
+
+test("the queue runs one run at a time per partition key: a second run of the key waits on the queue while the first waits for its approval", { timeout: 60_000 }, async () => {
+  paid.length = 0;
+  const key = `customer-${randomUUID().slice(0, 8)}`;
+  const first = `run_partition_1_${randomUUID().slice(0, 8)}`;
+  const second = `run_partition_2_${randomUUID().slice(0, 8)}`;
+  await payer.run("pay", { runId: first, partitionKey: key });
+  await waiting(payer, first);
+  await payer.run("pay", { runId: second, partitionKey: key });
+  // Another key is not held up by this one.
+  const other = `run_partition_other_${randomUUID().slice(0, 8)}`;
+  await payer.run("pay", { runId: other, partitionKey: `${key}-other` });
+  await waiting(payer, other);
+  assert.equal((await payer.show(second))?.status, "ENQUEUED");
+  await payer.decide(first, { p1: { approve: true } });
+  assert.equal((await payer.retrieve(first).result()).text, "Paid.");
+  await waiting(payer, second);
+  for (const runId of [second, other]) {
+    await payer.decide(runId, { p1: { approve: false } });
+    assert.equal((await payer.retrieve(runId).result()).text, "Paid.");
+  }
+  assert.deepEqual(paid, [`${first} 5`]);
 });
