@@ -337,7 +337,9 @@ test("a run cancelled while it waits for approvals stops (its result says so); r
   const run = await payer.run("pay both", { runId });
   await waiting(payer, runId);
   await payer.cancel(runId);
-  assert.equal((await payer.show(runId))?.status, "CANCELLED");
+  const cancelled = await payer.show(runId);
+  assert.equal(cancelled?.status, "CANCELLED");
+  assert.equal(cancelled?.pendingApprovals, undefined, "a cancelled run waits on no decision");
   await assert.rejects(run.result(), new RegExp(`${runId} has been cancelled`));
   await payer.resume(runId);
   assert.notEqual((await payer.show(runId))?.status, "CANCELLED");
