@@ -65,7 +65,14 @@ test("recover puts an executor's unfinished runs back on the queue each ran from
   assert.equal((await payer.show(plain))?.queue, undefined);
   assert.equal((await payer.show(queued))?.queue, queueName);
 
+  // A finished run of the executor is not recovered.
+  const finished = `run_recover_done_${randomUUID().slice(0, 8)}`;
+  await payer.run("pay", { runId: finished });
+  await waiting(payer, finished);
+  await payer.decide(finished, { p1: { approve: false } });
+  await payer.retrieve(finished).result();
   const recovered = await payer.recover([executorId, `gone-${randomUUID().slice(0, 8)}`]);
+  assert.ok(!recovered.includes(finished), "a finished run is not recovered");
   assert.deepEqual(recovered.filter((id) => id === plain || id === queued).sort(), [plain, queued].sort());
   assert.equal((await payer.show(queued))?.queue, queueName, "back on its own queue");
   const plainQueue = (await payer.show(plain))?.queue;
