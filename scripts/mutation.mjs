@@ -69,7 +69,7 @@ const FOLDERS = {
   "src/server": ["test/server/**/*.test.ts", "test/ui/server.test.ts", "test/ui/client-tools.test.ts", "test/ui/endings.test.ts", "test/ui/wire-paths.test.ts", "test/studio/routes.test.ts"],
 };
 /** Files of those folders with nothing to mutate (re-exports only). */
-const NOT_MUTATED = ["src/coding/index.ts", "src/mcp/index.ts", "src/memory/index.ts", "src/server/index.ts"];
+const NOT_MUTATED = ["src/coding/index.ts", "src/durable/index.ts", "src/mcp/index.ts", "src/memory/index.ts", "src/server/index.ts"];
 
 /** agentloop: test processes kept alive across mutants (scripts/mutation/stryker-runner.mjs); tap: a process per mutant and test file. */
 const RUNNERS = ["agentloop", "tap"];

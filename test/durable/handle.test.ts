@@ -232,6 +232,17 @@ test("runs are the agent's own: another agent's run does not exist for it; list 
     [second.runId],
   );
   assert.equal((await greeter.show(first.runId))?.input, "hi");
+  // A session's runs with a limit: the most recent of that session.
+  const third = await greeter.run("and again", { sessionId: "greet-session" });
+  assert.equal((await third.result()).text, "hello");
+  assert.deepEqual(
+    (await greeter.list({ sessionId: "greet-session", limit: 1 })).map((info) => info.runId),
+    [third.runId],
+  );
+  assert.deepEqual(
+    (await greeter.list({ sessionId: "greet-session" })).slice(0, 2).map((info) => info.runId),
+    [third.runId, second.runId],
+  );
 });
 
 test("a run with a partition key goes through the queue, and show names it", { timeout: 60_000 }, async () => {
@@ -326,7 +337,9 @@ test("a run cancelled while it waits for approvals stops (its result says so); r
   const run = await payer.run("pay both", { runId });
   await waiting(payer, runId);
   await payer.cancel(runId);
-  assert.equal((await payer.show(runId))?.status, "CANCELLED");
+  const cancelled = await payer.show(runId);
+  assert.equal(cancelled?.status, "CANCELLED");
+  assert.equal(cancelled?.pendingApprovals, undefined, "a cancelled run waits on no decision");
   await assert.rejects(run.result(), new RegExp(`${runId} has been cancelled`));
   await payer.resume(runId);
   assert.notEqual((await payer.show(runId))?.status, "CANCELLED");

@@ -1,0 +1,111 @@
+// `recover` (src/durable/admin.ts) in this process: an executor's unfinished runs put back on the
+// queue each ran from (a run started without one on DBOS's own), where this process takes them; each
+// then goes on from its checkpoints (a run waiting for approval waits again, and its decision
+// completes it, the approved call run once); and the queue's partitions (src/durable/launch.ts
+// registers it): one run at a time per key. Real PostgreSQL, its own schema and executor id.
+import assert from "node:assert/strict";
+import { randomUUID } from "node:crypto";
+import { after, before, test } from "node:test";
+import pg from "pg";
+import { type DurableAgent, durableAgent } from "../../src/durable/index.js";
+import { Agent, defineTool, ScriptedModel } from "../../src/index.js";
+import { postgresUrl } from "../memory/postgres-server.js";
+
+const schema = `dbos_admin_${randomUUID().slice(0, 8)}`;
+const queueName = `admin_queue_${randomUUID().slice(0, 8)}`;
+const executorId = `admin-${randomUUID().slice(0, 8)}`;
+const paid: string[] = [];
+const pay = defineTool<{ amount: number }>({
+  name: "pay",
+  description: "Pays an amount",
+  parameters: { type: "object", properties: { amount: { type: "number" } }, required: ["amount"] },
+  needsApproval: true,
+  execute: ({ amount }, context) => {
+    paid.push(`${context.runId} ${amount}`);
+    return `paid ${amount}`;
+  },
+});
+const payOnce = JSON.stringify({ tool_calls: [{ id: "p1", name: "pay", arguments: { amount: 5 } }] });
+const payer = durableAgent(new Agent({ name: "admin-payer", model: new ScriptedModel([payOnce, "Paid."]), tools: [pay] }), {
+  databaseUrl: postgresUrl(),
+  schema,
+  executorId,
+  logLevel: "error",
+  queue: { name: queueName, pollingIntervalMs: 20 },
+});
+
+before(async () => {
+  await payer.launch();
+});
+
+after(async () => {
+  await payer.shutdown();
+  const client = new pg.Client({ connectionString: postgresUrl() });
+  await client.connect();
+  await client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+  await client.end();
+});
+
+async function waiting(durable: DurableAgent, runId: string) {
+  for (let attempt = 0; attempt < 600; attempt++) {
+    const wait = await durable.approvalWait(runId);
+    if (wait) return wait;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  assert.fail(`run ${runId} never waited for approvals`);
+}
+
+test("recover puts an executor's unfinished runs back on the queue each ran from; each waits again, and a decision completes it once", { timeout: 60_000 }, async () => {
+  paid.length = 0;
+  const plain = `run_recover_plain_${randomUUID().slice(0, 8)}`;
+  const queued = `run_recover_queued_${randomUUID().slice(0, 8)}`;
+  await payer.run("pay", { runId: plain });
+  await payer.run("pay", { runId: queued, partitionKey: "customer-1" });
+  await Promise.all([waiting(payer, plain), waiting(payer, queued)]);
+  assert.equal((await payer.show(plain))?.queue, undefined);
+  assert.equal((await payer.show(queued))?.queue, queueName);
+
+  // A finished run of the executor is not recovered.
+  const finished = `run_recover_done_${randomUUID().slice(0, 8)}`;
+  await payer.run("pay", { runId: finished });
+  await waiting(payer, finished);
+  await payer.decide(finished, { p1: { approve: false } });
+  await payer.retrieve(finished).result();
+  const recovered = await payer.recover([executorId, `gone-${randomUUID().slice(0, 8)}`]);
+  assert.ok(!recovered.includes(finished), "a finished run is not recovered");
+  assert.deepEqual(recovered.filter((id) => id === plain || id === queued).sort(), [plain, queued].sort());
+  assert.equal((await payer.show(queued))?.queue, queueName, "back on its own queue");
+  const plainQueue = (await payer.show(plain))?.queue;
+  assert.ok(plainQueue !== undefined && plainQueue !== queueName, `a run started without a queue goes to DBOS's own, got ${plainQueue}`);
+
+  for (const runId of [plain, queued]) {
+    await waiting(payer, runId);
+    await payer.decide(runId, { p1: { approve: true } });
+    const result = await payer.retrieve(runId).result();
+    assert.equal(result.text, "Paid.");
+  }
+  assert.deepEqual(paid.sort(), [`${plain} 5`, `${queued} 5`].sort());
+});
+
+test("the queue runs one run at a time per partition key: a second run of the key waits on the queue while the first waits for its approval", { timeout: 60_000 }, async () => {
+  paid.length = 0;
+  const key = `customer-${randomUUID().slice(0, 8)}`;
+  const first = `run_partition_1_${randomUUID().slice(0, 8)}`;
+  const second = `run_partition_2_${randomUUID().slice(0, 8)}`;
+  await payer.run("pay", { runId: first, partitionKey: key });
+  await waiting(payer, first);
+  await payer.run("pay", { runId: second, partitionKey: key });
+  // Another key is not held up by this one.
+  const other = `run_partition_other_${randomUUID().slice(0, 8)}`;
+  await payer.run("pay", { runId: other, partitionKey: `${key}-other` });
+  await waiting(payer, other);
+  assert.equal((await payer.show(second))?.status, "ENQUEUED");
+  await payer.decide(first, { p1: { approve: true } });
+  assert.equal((await payer.retrieve(first).result()).text, "Paid.");
+  await waiting(payer, second);
+  for (const runId of [second, other]) {
+    await payer.decide(runId, { p1: { approve: false } });
+    assert.equal((await payer.retrieve(runId).result()).text, "Paid.");
+  }
+  assert.deepEqual(paid, [`${first} 5`]);
+});
