@@ -1,5 +1,6 @@
 import { createAgentServer, type AgentServer, type AgentServerOptions } from "../../src/server/index.js";
 import { defineTool, type Tool } from "../../src/index.js";
+import type { Model } from "../../src/model/model.js";
 
 /** A tool the scripted model can call: answers `echo: <text>`. */
 export const echoTool: Tool = defineTool({
@@ -108,4 +109,24 @@ export async function twinServers(): Promise<{ test: TestServer; embedded: Agent
   const test = await startTestServer(env, { bodyLimitBytes: 1024 });
   const embedded = await createAgentServer({ env, bodyLimitBytes: 1024, log: () => undefined });
   return { test, embedded };
+}
+
+/** A model that never answers: its call ends when its run is aborted; `reached` resolves at its first call. */
+export function heldModel() {
+  let reach: () => void = () => undefined;
+  const reached = new Promise<void>((resolve) => {
+    reach = resolve;
+  });
+  const model: Model = {
+    provider: "test",
+    modelId: "held",
+    async *stream(request) {
+      reach();
+      await new Promise<void>((_resolve, reject) => {
+        request.signal?.addEventListener("abort", () => reject(request.signal?.reason), { once: true });
+      });
+      yield { type: "finish", reason: { unified: "stop", raw: "stop" } };
+    },
+  };
+  return { model, reached };
 }

@@ -6,8 +6,7 @@ import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { ScriptedModel } from "../../src/index.js";
 import { InMemoryStore, type MemoryEvent, type NewMemoryEvent } from "../../src/memory/index.js";
-import type { Model } from "../../src/model/model.js";
-import { postJson, startTestServer, type TestServer, writeFileTool } from "./helpers.js";
+import { heldModel, postJson, startTestServer, type TestServer, writeFileTool } from "./helpers.js";
 
 const calls = (id: string, path: string) => JSON.stringify({ tool_calls: [{ id, name: "write_file", arguments: { path } }] });
 type Completion = { choices: Array<{ message: { content: string | null }; finish_reason: string }>; approval_required?: { checkpoint_id: string; pending: Array<{ tool_call_id: string }> } };
@@ -90,26 +89,6 @@ for (const memory of [true, false]) {
       assert.match(error.message, /call_nope/);
     });
   });
-}
-
-/** A model that answers "held" only once `open` is called; `reached` resolves at its first call. */
-function heldModel() {
-  let reach: () => void = () => undefined;
-  const reached = new Promise<void>((resolve) => {
-    reach = resolve;
-  });
-  const model: Model = {
-    provider: "test",
-    modelId: "held",
-    async *stream(request) {
-      reach();
-      await new Promise<void>((_resolve, reject) => {
-        request.signal?.addEventListener("abort", () => reject(request.signal?.reason), { once: true });
-      });
-      yield { type: "finish", reason: { unified: "stop", raw: "stop" } };
-    },
-  };
-  return { model, reached };
 }
 
 describe("shutdown", () => {

@@ -4,29 +4,8 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { AgentLoopError, ScriptedModel } from "../../src/index.js";
-import type { Model } from "../../src/model/model.js";
 import { createAgentServer } from "../../src/server/index.js";
-import { postJson, startTestServer } from "./helpers.js";
-
-/** A model that never answers: its call ends when its run is aborted; `reached` resolves at its first call. */
-function heldModel() {
-  let reach: () => void = () => undefined;
-  const reached = new Promise<void>((resolve) => {
-    reach = resolve;
-  });
-  const model: Model = {
-    provider: "test",
-    modelId: "held",
-    async *stream(request) {
-      reach();
-      await new Promise<void>((_resolve, reject) => {
-        request.signal?.addEventListener("abort", () => reject(request.signal?.reason), { once: true });
-      });
-      yield { type: "finish", reason: { unified: "stop", raw: "stop" } };
-    },
-  };
-  return { model, reached };
-}
+import { heldModel, postJson, startTestServer } from "./helpers.js";
 
 describe("listen", () => {
   it("answers its URL (127.0.0.1 for 0.0.0.0), refuses a second call, and names an address it cannot take", async () => {
