@@ -151,9 +151,9 @@ function isStatementError(error: unknown): boolean {
   return typeof code === "string" && /^[0-9A-Z]{5}$/.test(code) && !["08", "28", "3D", "53", "57", "58"].includes(code.slice(0, 2));
 }
 
-/** Settles a written append: its stored events parsed back from its text, unless its caller does not read them. */
-function resolveMember(member: PendingAppend, firstSeq: number): void {
-  member.resolve(member.returnEvents ? storedEvents(member.text, firstSeq) : []);
+/** What a written append resolves with: its stored events parsed back from its text, unless its caller does not read them. */
+function answerOf(append: Pick<PendingAppend, "text" | "returnEvents">, firstSeq: number): MemoryEvent[] {
+  return append.returnEvents ? storedEvents(append.text, firstSeq) : [];
 }
 
 /** The lane of a session: a stable hash of its id (FNV-1a). */
@@ -341,7 +341,7 @@ export class SqlMemoryStore implements MemoryStore {
         ? this.run(async () => {
             await this.maybePrune();
             const [firstSeq] = await this.writeGroup([{ sessionId, text, count }]);
-            return returnEvents ? storedEvents(text, firstSeq) : [];
+            return answerOf({ text, returnEvents }, firstSeq);
           })
         : new Promise<MemoryEvent[]>((resolve, reject) => {
             const lane = this.lanes.length === 1 ? this.lanes[0] : this.lanes[laneOf(sessionId, this.lanes.length)];
@@ -393,7 +393,7 @@ export class SqlMemoryStore implements MemoryStore {
         await this.maybePrune();
         return this.writeGroup(group, lane);
       });
-      for (let index = 0; index < group.length; index++) resolveMember(group[index], firstSeqs[index]);
+      for (let index = 0; index < group.length; index++) group[index].resolve(answerOf(group[index], firstSeqs[index]));
       return;
     } catch (error) {
       // Only a statement error can come from one member's data; when the database itself is
@@ -405,7 +405,7 @@ export class SqlMemoryStore implements MemoryStore {
     }
     for (const [index, member] of group.entries()) {
       try {
-        resolveMember(member, (await this.run(() => this.writeGroup([member], lane)))[0]);
+        member.resolve(answerOf(member, (await this.run(() => this.writeGroup([member], lane)))[0]));
       } catch (error) {
         member.reject(error);
         if (!isStatementError(error)) {
