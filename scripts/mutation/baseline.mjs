@@ -13,8 +13,9 @@
 //   and name;
 // - a test file's source is the one of the latest run that ran it. Our runner reports no test locations,
 //   so Stryker judges a test file as a whole: a result of an earlier run that rests on a test file whose
-//   source has changed since (a mutant's covering or killing tests) would be reused against the newer
-//   file as if it had been made with it. Such a result is left out: Stryker runs that mutant again.
+//   source has changed since would be reused against the newer file as if it had been made with it. Such a
+//   result is left out (Stryker runs that mutant again), by Stryker's own rule of reuse: a killed mutant
+//   rests on its killing test only, any other result on every test that covered it.
 // Written gzipped (`src-<folder>.incremental.json.gz`): mutation.mjs unpacks it when it is the last run.
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -76,13 +77,21 @@ export function buildBaselines(files) {
     };
     const mutants = [];
     for (const mutant of entry.mutants) {
-      const named = [...(mutant.coveredBy ?? []), ...(mutant.killedBy ?? [])].map((id) => tests.get(id));
-      const stale = named.find((test) => test !== undefined && !test.current);
+      // What a result rests on, as Stryker's incremental mode reuses it: a killed mutant its killing test (a
+      // covering test changed since does not undo the kill); any other its every covering test.
+      const killed = mutant.status === "Killed" && mutant.killedBy?.length > 0;
+      const restsOn = killed ? mutant.killedBy : [...(mutant.coveredBy ?? []), ...(mutant.killedBy ?? [])];
+      const stale = restsOn.map((id) => tests.get(id)).find((test) => test !== undefined && !test.current);
       if (stale) {
         dropped.push({ file: path, mutant: `${mutant.mutatorName} ${mutant.location.start.line}:${mutant.location.start.column}`, testFile: stale.testPath });
         continue;
       }
-      const remap = (ids) => ids?.map((id) => tests.get(id)).filter(Boolean).map(idOf);
+      // A kept kill's covering tests in a since-changed file are no longer these tests: not carried over.
+      const remap = (ids) =>
+        ids
+          ?.map((id) => tests.get(id))
+          .filter((test) => test !== undefined && test.current)
+          .map(idOf);
       mutants.push({ ...mutant, coveredBy: remap(mutant.coveredBy), killedBy: remap(mutant.killedBy) });
       kept++;
     }

@@ -60,6 +60,10 @@ test("reports merged into one baseline per folder: the latest run of a file, tes
         { id: "1", status: "Killed", coveredBy: ["0", "1"], killedBy: ["0"], line: 1 },
         { id: "2", status: "Killed", coveredBy: ["2"], killedBy: ["2"], line: 2 },
         { id: "3", status: "Survived", coveredBy: ["2"], line: 3 },
+        // Killed by b.test.ts, also covered by a.test.ts v1: the kill stands (Stryker's rule), a's test not carried.
+        { id: "5", status: "Killed", coveredBy: ["1", "2"], killedBy: ["2"], line: 5 },
+        // Survived with a.test.ts v1 among its covering tests: left out.
+        { id: "6", status: "Survived", coveredBy: ["0", "2"], line: 6 },
       ],
       "src/mcp/config.ts": [{ id: "4", status: "Survived", coveredBy: ["2"] }],
     },
@@ -77,8 +81,8 @@ test("reports merged into one baseline per folder: the latest run of a file, tes
   const { code, stdout, stderr } = await run([folder, "--out", out]);
   assert.equal(code, 0, stderr);
   assert.deepEqual(readdirSync(out).sort(), ["src-mcp.incremental.json.gz", "src-memory.incremental.json.gz"]);
-  assert.match(stdout, /4 results kept from 2 report\(s\); 1 left out/);
-  assert.match(stdout, /1\tsrc\/mcp\/result\.ts ← test\/a\.test\.ts/);
+  assert.match(stdout, /5 results kept from 2 report\(s\); 2 left out/);
+  assert.match(stdout, /2\tsrc\/mcp\/result\.ts ← test\/a\.test\.ts/);
 
   const mcp = read(join(out, "src-mcp.incremental.json.gz"));
   // config.ts from the newer run (the older one replaced whole); its result rests on a.test.ts v2, the current one: kept.
@@ -95,6 +99,7 @@ test("reports merged into one baseline per folder: the latest run of a file, tes
     [
       ["2", "Killed", ["b one"], ["b one"]],
       ["3", "Survived", ["b one"], []],
+      ["5", "Killed", ["b one"], ["b one"]],
     ],
   );
   // One id per test name; a test file carries the latest run's source.
