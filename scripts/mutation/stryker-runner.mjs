@@ -473,7 +473,12 @@ export class AgentloopTestRunner {
     const answer = await this.runTests(worker, record, { selection, mutant, hitLimit, bail: true }, "warm", false);
     if (answer.timedOut) {
       this.warm.delete(file);
-      return { status: MutantRunStatus.Timeout, reason: `the tests of ${file} hung (${Math.round(answer.afterMs)} ms, ${answer.idle ? "idle" : "working"})` };
+      if (answer.idle) return { status: MutantRunStatus.Timeout, reason: `the tests of ${file} hung (${Math.round(answer.afterMs)} ms, idle)` };
+      // Still working at the hard limit: a mutant's endless loop, or a warm process grown slower than its
+      // first run (a test file's state piling up across runs; the machine's load): a new process decides, and
+      // counts it a timeout only if it too runs past its own budget.
+      this.way.push("slow");
+      return this.decideFresh(file, selection, mutant);
     }
     if (answer.crashed) {
       this.retire(file);

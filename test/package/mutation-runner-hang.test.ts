@@ -50,3 +50,27 @@ test("an idle hang is a timeout soon after the soft limit; a run working past it
     await runner.dispose();
   }
 });
+
+test("a warm run still working at the hard limit goes to a new process: survived if that one runs in time, a timeout if it too runs on", { timeout: 120_000 }, async () => {
+  process.chdir(root);
+  const { AgentloopTestRunner } = (await import(join(root, "scripts/mutation/stryker-runner.mjs"))) as { AgentloopTestRunner: new (options: object, log: object) => Runner };
+  // A 2 s hard limit past the first run × 1.5, to keep the test short.
+  const runner = new AgentloopTestRunner({ agentloop: { testFiles: [sample], timeoutMS: 2_000 }, timeoutFactor: 1.5, concurrency: 1 }, { info() {} });
+  try {
+    await runner.init();
+    const dry = await runner.dryRun({});
+    assert.equal(dry.status, "complete", dry.errorMessage);
+    const mutant = (id: string) => ({
+      activeMutant: { id, fileName: join(root, "src/x.ts"), location: { start: { line: 0, column: 0 }, end: { line: 0, column: 1 } }, mutatorName: "sample" },
+      testFilter: [`${sample}: hangs or works long`],
+    });
+    // 4 s of work in the warm worker, none in a new one: the warm run is cut at its limit, the new process passes.
+    const slow = await runner.mutantRun(mutant("slow-warm"));
+    assert.equal(slow.status, "survived", JSON.stringify(slow));
+    const endless = await runner.mutantRun(mutant("endless"));
+    assert.equal(endless.status, "timeout", JSON.stringify(endless));
+    assert.match(endless.reason ?? "", /hung \(\d+ ms, working\)/);
+  } finally {
+    await runner.dispose();
+  }
+});
