@@ -90,7 +90,7 @@ export function buildBaselines(files) {
       const remap = (ids) =>
         ids
           ?.map((id) => tests.get(id))
-          .filter((test) => test !== undefined && test.current)
+          .filter((test) => test?.current)
           .map(idOf);
       mutants.push({ ...mutant, coveredBy: remap(mutant.coveredBy), killedBy: remap(mutant.killedBy) });
       kept++;
