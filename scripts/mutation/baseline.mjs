@@ -8,7 +8,8 @@
 //
 // A Stryker JSON report is already an incremental file (the mutation-testing-report-schema with its
 // `testFiles`); what this adds is the merge of several runs, each of some files of a folder:
-// - a source file is taken from its latest run, whole (as `--report` counts it: scores.mjs);
+// - a source file is taken from its latest run, whole (as `--report` counts it: scores.mjs; what an
+//   incremental run only carried over of the files it did not mutate counts only if no run measured it);
 // - test ids are per run ("0", "1", ...): they are renumbered into one space, a test named by its file
 //   and name;
 // - a test file's source is the one of the latest run that ran it. Our runner reports no test locations,
@@ -21,7 +22,7 @@ import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { gzipSync } from "node:zlib";
-import { folderOf, reportFiles } from "./scores.mjs";
+import { carriedOver, folderOf, reportFiles } from "./scores.mjs";
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 
@@ -46,13 +47,16 @@ export function buildBaselines(files) {
   // The latest source of each test file, and of each mutated file with its report.
   const testSources = new Map();
   const sources = new Map();
+  const carried = new Map();
   for (const { file, report } of reports) {
     for (const [path, testFile] of Object.entries(report.testFiles)) testSources.set(path, { source: testFile.source, file });
     for (const [path, entry] of Object.entries(report.files)) {
       if (!Array.isArray(entry?.mutants)) throw new Error(`${file}: ${path} has no "mutants" list`);
-      sources.set(path, { entry, report });
+      // A file an incremental run only carried over is older than its report (scores.mjs, carriedOver).
+      (carriedOver(entry) ? carried : sources).set(path, { entry, report });
     }
   }
+  for (const [path, entry] of carried) if (!sources.has(path)) sources.set(path, entry);
   const folders = new Map();
   const dropped = [];
   let kept = 0;

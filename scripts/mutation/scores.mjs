@@ -13,7 +13,9 @@
 //
 // A folder stands for the *.json reports in it (Stryker's *.incremental.json beside them are left out:
 // the same run again). A file measured by several reports is taken from the most recently modified
-// report (a later run of a file replaces an earlier one, whole); ties go to the later argument.
+// report (a later run of a file replaces an earlier one, whole); ties go to the later argument. The
+// earlier results an `--incremental` run carries over for the files it did not mutate count only for a
+// file no report measured (`carriedOver`).
 // Score = (killed + timed out) / (killed + timed out + survived + no coverage), Stryker's mutation score:
 // mutants that did not compile, errors and ignored ones are counted apart and left out of it.
 import { readdirSync, readFileSync, statSync } from "node:fs";
@@ -42,9 +44,20 @@ export function reportFiles(paths) {
   return found.sort((a, b) => a.mtime - b.mtime || a.order - b.order).map((entry) => entry.file);
 }
 
-/** Merges reports (oldest first): source file → { report, mutants }. */
+/**
+ * Whether a report's entry for a file is only carried over: an `--incremental` run writes into its report
+ * the earlier results of the files it did not mutate, each mutant's id then Stryker's identifying key
+ * (`<file>@<line>:<column>-…\n<mutator>: <replacement>`) where a mutant of the run has a number. Such an
+ * entry is older than its report: it never replaces a run of the file, and counts only if none exists.
+ */
+export function carriedOver(entry) {
+  return entry.mutants.length > 0 && entry.mutants.every((mutant) => typeof mutant.id === "string" && mutant.id.includes("\n"));
+}
+
+/** Merges reports (oldest first): source file → { report, mutants }, each file from its latest run. */
 export function merge(files) {
   const merged = new Map();
+  const carried = new Map();
   for (const file of files) {
     let report;
     try {
@@ -56,9 +69,10 @@ export function merge(files) {
     for (const [path, entry] of Object.entries(report.files)) {
       if (!Array.isArray(entry?.mutants)) throw new Error(`${file}: ${path} has no "mutants" list`);
       const source = isAbsolute(path) && report.projectRoot ? relative(report.projectRoot, path) : path;
-      merged.set(source.replaceAll("\\", "/"), { report: file, mutants: entry.mutants, source: entry.source });
+      (carriedOver(entry) ? carried : merged).set(source.replaceAll("\\", "/"), { report: file, mutants: entry.mutants, source: entry.source });
     }
   }
+  for (const [source, entry] of carried) if (!merged.has(source)) merged.set(source, entry);
   return merged;
 }
 

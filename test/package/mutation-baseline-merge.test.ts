@@ -77,11 +77,19 @@ test("reports merged into one baseline per folder: the latest run of a file, tes
     { "test/b.test.ts": ["b v1", ["b one"]], "test/a.test.ts": ["a v2", ["a one", "a two", "a three"]] },
     60,
   );
+  // The newest: an incremental run of nothing in src/mcp but carrying result.ts over (Stryker's keys as
+  // ids): not a run of result.ts, so it replaces nothing.
+  report(
+    join(folder, "carry.json"),
+    { "src/mcp/result.ts": [{ id: "src/mcp/result.ts@2:1-2:5\nBooleanLiteral: true", status: "Survived", coveredBy: [], line: 2 }] },
+    { "test/b.test.ts": ["b v1", ["b one"]] },
+    30,
+  );
   const out = join(scratch, "baseline");
   const { code, stdout, stderr } = await run([folder, "--out", out]);
   assert.equal(code, 0, stderr);
   assert.deepEqual(readdirSync(out).sort(), ["src-mcp.incremental.json.gz", "src-memory.incremental.json.gz"]);
-  assert.match(stdout, /5 results kept from 2 report\(s\); 2 left out/);
+  assert.match(stdout, /5 results kept from 3 report\(s\); 2 left out/);
   assert.match(stdout, /2\tsrc\/mcp\/result\.ts ← test\/a\.test\.ts/);
 
   const mcp = read(join(out, "src-mcp.incremental.json.gz"));

@@ -21,9 +21,18 @@ function run(script: string, args: string[]): Promise<{ code: number; stdout: st
 
 const mutants = (statuses: Record<string, number>) => Object.entries(statuses).flatMap(([status, count]) => Array.from({ length: count }, () => ({ status })));
 
-/** Writes a report with the given files' mutant statuses, modified `age` seconds ago. */
-function report(path: string, files: Record<string, Record<string, number>>, age: number) {
-  const body = { schemaVersion: "1.0", thresholds: { high: 80, low: 60 }, files: Object.fromEntries(Object.entries(files).map(([file, statuses]) => [file, { language: "typescript", source: "", mutants: mutants(statuses) }])) };
+/**
+ * Writes a report with the given files' mutant statuses, modified `age` seconds ago. Files named in
+ * `carried` are written as an incremental run writes the files it did not mutate (each mutant's id
+ * Stryker's identifying key), the others as measured (numbered ids).
+ */
+function report(path: string, files: Record<string, Record<string, number>>, age: number, carried: string[] = []) {
+  const entry = (file: string, statuses: Record<string, number>) => ({
+    language: "typescript",
+    source: "",
+    mutants: mutants(statuses).map((mutant, index) => ({ ...mutant, id: carried.includes(file) ? `${file}@${index + 1}:0-${index + 1}:4\nBooleanLiteral: true` : String(index) })),
+  });
+  const body = { schemaVersion: "1.0", thresholds: { high: 80, low: 60 }, files: Object.fromEntries(Object.entries(files).map(([file, statuses]) => [file, entry(file, statuses)])) };
   writeFileSync(path, JSON.stringify(body));
   const when = Date.now() / 1000 - age;
   utimesSync(path, when, when);
@@ -60,6 +69,26 @@ test("reports merged per folder and file: a later run of a file replaces the ear
   // The folders in order, each followed by its files.
   const names = [...table.keys()];
   assert.deepEqual(names, ["src/mcp", "config.ts", "result.ts", "src/memory", "history.ts", "all"]);
+});
+
+test("what an incremental run carried over of files it did not mutate never replaces a run of them; it counts for a file no run measured", async () => {
+  const folder = join(scratch, "carried");
+  mkdirSync(folder);
+  // One engineer's run of protocol-post.ts (newer results), then another's later incremental run of runs.ts
+  // carrying older results of protocol-post.ts and of chat-request.ts (measured by no report here).
+  report(join(folder, "one.json"), { "src/server/routes/protocol-post.ts": { Killed: 9, Survived: 1 } }, 600);
+  report(
+    join(folder, "two.json"),
+    { "src/server/runs.ts": { Killed: 4 }, "src/server/routes/protocol-post.ts": { Killed: 5, Survived: 5 }, "src/server/chat-request.ts": { Killed: 3, Survived: 1 } },
+    60,
+    ["src/server/routes/protocol-post.ts", "src/server/chat-request.ts"],
+  );
+  const { code, stdout, stderr } = await run(scores, [folder]);
+  assert.equal(code, 0, stderr);
+  const table = rows(stdout);
+  assert.deepEqual(table.get("routes/protocol-post.ts"), ["10", "9", "0", "1", "0", "0", "90.0 %"]);
+  assert.deepEqual(table.get("chat-request.ts"), ["4", "3", "0", "1", "0", "0", "75.0 %"]);
+  assert.deepEqual(table.get("runs.ts"), ["4", "4", "0", "0", "0", "0", "100.0 %"]);
 });
 
 test("a file in a subfolder counts for its measured folder; --markdown prints README's table rows; --report on the wrapper runs nothing but the merge", async () => {
