@@ -3,7 +3,7 @@
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { describe, it } from "node:test";
-import { MEMORY_EVENT_TYPES } from "../../src/memory/index.js";
+import { defaultEmbeddedPath, InMemoryStore, MEMORY_EVENT_TYPES } from "../../src/memory/index.js";
 
 /** The `event_type` column of docs/memory.md's table of what `sessionMemory` writes. */
 function documentedEventTypes(): string[] {
@@ -19,5 +19,39 @@ describe("MEMORY_EVENT_TYPES", () => {
     assert.equal(documented.size, 14);
     assert.equal(new Set(MEMORY_EVENT_TYPES).size, MEMORY_EVENT_TYPES.length, "no type twice");
     assert.deepEqual([...MEMORY_EVENT_TYPES].sort(), [...documented].sort());
+  });
+});
+
+describe("defaultEmbeddedPath", () => {
+  it("keeps the dots inside an agent's name and replaces only leading ones, and other characters, with _", () => {
+    assert.equal(defaultEmbeddedPath("team.lead-2"), ".agentloop/team.lead-2/memory.db");
+    assert.equal(defaultEmbeddedPath("..hidden.db"), ".agentloop/_hidden.db/memory.db");
+    assert.equal(defaultEmbeddedPath("my agent/v1.0"), ".agentloop/my_agent_v1.0/memory.db");
+    assert.equal(defaultEmbeddedPath(""), ".agentloop/agent/memory.db");
+    assert.equal(defaultEmbeddedPath(), ".agentloop/agent/memory.db");
+  });
+});
+
+describe("event timestamps", () => {
+  it("are written exactly as Date's toISOString writes them, for any time: before 1970, years below 1000, from year 10000 on, and 2,000 times spread over 1970-9999", async () => {
+    const store = new InMemoryStore({ maxEventsPerSession: 10_000 });
+    const year10000 = Date.UTC(10000, 0, 1);
+    const edges = [-1, -86_400_001, Date.UTC(999, 11, 31, 23, 59, 59, 999), Date.UTC(-1, 0, 1), 0, 1, year10000 - 1, year10000, year10000 + 1, 8.64e15];
+    // A fixed sequence (the MINSTD generator, exact in doubles), so a failure can be reproduced.
+    let state = 12_345;
+    const spread = Array.from({ length: 2000 }, () => {
+      state = (state * 48_271) % 2_147_483_647;
+      return Math.floor((state / 2_147_483_647) * year10000);
+    });
+    const times = [...edges, ...spread];
+    const stored = await store.append("times", times.map((ms) => ({ event_type: "x", timestamp: new Date(ms) })));
+    assert.deepEqual(
+      stored.map((event) => event.timestamp),
+      times.map((ms) => new Date(ms).toISOString()),
+    );
+    // The same time twice in a row, then another: each gets its own text.
+    const [first, again, other] = await store.append("times", [{ event_type: "x", timestamp: new Date(5) }, { event_type: "x", timestamp: new Date(5) }, { event_type: "x", timestamp: new Date(6) }]);
+    assert.deepEqual([first.timestamp, again.timestamp, other.timestamp], ["1970-01-01T00:00:00.005Z", "1970-01-01T00:00:00.005Z", "1970-01-01T00:00:00.006Z"]);
+    await store.close();
   });
 });
