@@ -3,6 +3,7 @@
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { describe, it } from "node:test";
+import { AgentLoopError } from "../../src/errors.js";
 import { defaultEmbeddedPath, InMemoryStore, MEMORY_EVENT_TYPES } from "../../src/memory/index.js";
 
 /** The `event_type` column of docs/memory.md's table of what `sessionMemory` writes. */
@@ -52,6 +53,39 @@ describe("event timestamps", () => {
     // The same time twice in a row, then another: each gets its own text.
     const [first, again, other] = await store.append("times", [{ event_type: "x", timestamp: new Date(5) }, { event_type: "x", timestamp: new Date(5) }, { event_type: "x", timestamp: new Date(6) }]);
     assert.deepEqual([first.timestamp, again.timestamp, other.timestamp], ["1970-01-01T00:00:00.005Z", "1970-01-01T00:00:00.005Z", "1970-01-01T00:00:00.006Z"]);
+    await store.close();
+  });
+});
+
+describe("content and metadata that JSON cannot write", () => {
+  const refused = (pattern: RegExp) => (error: unknown) => {
+    assert.ok(AgentLoopError.isInstance(error), `expected an AgentLoopError, got ${String(error)}`);
+    assert.equal(error.kind, "invalid_request");
+    assert.match(error.message, pattern);
+    return true;
+  };
+
+  it("refuses an array or object that contains itself, naming the field, and stores nothing", async () => {
+    const store = new InMemoryStore();
+    const loop: unknown[] = ["start"];
+    loop.push(loop);
+    const nested: Record<string, unknown> = { list: [] };
+    (nested.list as unknown[]).push({ back: nested });
+    await assert.rejects(store.append("s", [{ event_type: "x", content: loop }]), refused(/content is not JSON-serializable/));
+    await assert.rejects(store.append("s", [{ event_type: "x", metadata: { loop } }]), refused(/metadata is not JSON-serializable/));
+    await assert.rejects(store.append("s", [{ event_type: "x", content: nested }]), refused(/content is not JSON-serializable/));
+    await assert.rejects(store.createSession("s", { nested }), refused(/session metadata is not JSON-serializable/));
+    assert.equal(await store.getSession("s"), undefined);
+    await store.close();
+  });
+
+  it("stores a content JSON writes as nothing (a function, a symbol) as null", async () => {
+    const store = new InMemoryStore();
+    const stored = await store.append("s", [{ event_type: "x", content: () => 1 }, { event_type: "x", content: Symbol("s") }, { event_type: "x", content: { toJSON: () => undefined } }]);
+    assert.deepEqual(
+      stored.map((event) => event.content),
+      [null, null, null],
+    );
     await store.close();
   });
 });
