@@ -89,3 +89,41 @@ describe("content and metadata that JSON cannot write", () => {
     await store.close();
   });
 });
+
+describe("text in content that takes the JSON round trip (nested deeper than 32, or with an own __proto__ key)", () => {
+  const deep = (inner: unknown) => Array.from({ length: 40 }).reduce<unknown>((value) => ({ value }), inner);
+  const bottom = (value: unknown): unknown => {
+    let at = value as { value?: unknown };
+    while (at && typeof at === "object" && !Array.isArray(at) && "value" in at) at = at.value as { value?: unknown };
+    return at;
+  };
+  // Text holding a backslash then u0000 or ud800 (escaped code, a JSON document as a string) is text, not an escape.
+  const literal = ["\\u0000 is how JSON writes NUL", "\\ud800", "a\\\\udc00", "\\ud83d\\ude00"];
+
+  it("keeps a backslash-u sequence written as text, as it does in shallow content, and still replaces real NULs and lone surrogates", async () => {
+    const store = new InMemoryStore();
+    const [shallow, nested, withProto] = await store.append("s", [
+      { event_type: "x", content: [...literal, "nul\u0000", "lone\ud800"] },
+      { event_type: "x", content: deep([...literal, "nul\u0000", "lone\ud800"]) },
+      { event_type: "x", content: JSON.parse(`{"__proto__": ${JSON.stringify([...literal, "nul\u0000"])}, "k": "\\\\u0000"}`) },
+    ]);
+    const expected = [...literal, "nul\uFFFD", "lone\uFFFD"];
+    assert.deepEqual(shallow.content, expected);
+    assert.deepEqual(bottom(nested.content), expected);
+    assert.deepEqual(Object.getOwnPropertyDescriptor(withProto.content, "__proto__")?.value, [...literal, "nul\uFFFD"]);
+    assert.equal((withProto.content as { k: string }).k, "\\u0000");
+    await store.close();
+  });
+
+  it("replaces NULs and lone surrogates in its keys, keeping their order and an own __proto__ key as a key", async () => {
+    const store = new InMemoryStore();
+    const keyed = JSON.parse('{"first": 1, "a\\u0000b": 2, "__proto__": {"c\\ud800": 3}, "last\\\\u0000": 4}');
+    const [stored] = await store.append("s", [{ event_type: "x", content: deep(keyed) }]);
+    const inner = bottom(stored.content) as Record<string, unknown>;
+    assert.deepEqual(Object.keys(inner), ["first", "a\uFFFDb", "__proto__", "last\\u0000"]);
+    assert.equal(Object.getPrototypeOf(inner), Object.prototype);
+    assert.deepEqual(Object.getOwnPropertyDescriptor(inner, "__proto__")?.value, { "c\uFFFD": 3 });
+    assert.deepEqual([inner.first, inner["a\uFFFDb"], inner["last\\u0000"]], [1, 2, 4]);
+    await store.close();
+  });
+});
