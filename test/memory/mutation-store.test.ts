@@ -1,9 +1,12 @@
 // The memory contract's shared helpers (src/memory/store.ts) through the public API: what the
 // mutation run of store.ts found no test for.
 import assert from "node:assert/strict";
-import { readFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { describe, it } from "node:test";
 import { AgentLoopError } from "../../src/errors.js";
+import { openEmbeddedStore } from "../../src/memory/embedded.js";
 import { defaultEmbeddedPath, InMemoryStore, MEMORY_EVENT_TYPES } from "../../src/memory/index.js";
 
 /** The `event_type` column of docs/memory.md's table of what `sessionMemory` writes. */
@@ -103,11 +106,11 @@ describe("text in content that takes the JSON round trip (nested deeper than 32,
   it("keeps a backslash-u sequence written as text, as it does in shallow content, and still replaces real NULs and lone surrogates", async () => {
     const store = new InMemoryStore();
     const [shallow, nested, withProto] = await store.append("s", [
-      { event_type: "x", content: [...literal, "nul\u0000", "lone\ud800"] },
-      { event_type: "x", content: deep([...literal, "nul\u0000", "lone\ud800"]) },
+      { event_type: "x", content: [...literal, "nul\u0000", "lone\ud800", null, 7] },
+      { event_type: "x", content: deep([...literal, "nul\u0000", "lone\ud800", null, 7]) },
       { event_type: "x", content: JSON.parse(`{"__proto__": ${JSON.stringify([...literal, "nul\u0000"])}, "k": "\\\\u0000"}`) },
     ]);
-    const expected = [...literal, "nul\uFFFD", "lone\uFFFD"];
+    const expected = [...literal, "nul\uFFFD", "lone\uFFFD", null, 7];
     assert.deepEqual(shallow.content, expected);
     assert.deepEqual(bottom(nested.content), expected);
     assert.deepEqual(Object.getOwnPropertyDescriptor(withProto.content, "__proto__")?.value, [...literal, "nul\uFFFD"]);
@@ -125,5 +128,34 @@ describe("text in content that takes the JSON round trip (nested deeper than 32,
     assert.deepEqual(Object.getOwnPropertyDescriptor(inner, "__proto__")?.value, { "c\uFFFD": 3 });
     assert.deepEqual([inner.first, inner["a\uFFFDb"], inner["last\\u0000"]], [1, 2, 4]);
     await store.close();
+  });
+});
+
+describe("metadata whose JSON is null", () => {
+  it("is refused, as any metadata that is not an object, for an event and for a session", async () => {
+    const store = new InMemoryStore();
+    const toNull = { toJSON: () => null };
+    await assert.rejects(store.append("s", [{ event_type: "x", metadata: toNull as never }]), /memory: metadata must be an object/);
+    await assert.rejects(store.createSession("s", toNull as never), /memory: session metadata must be an object/);
+    assert.equal(await store.getSession("s"), undefined);
+    await store.close();
+  });
+});
+
+describe("a session lock wait stopped by its signal", () => {
+  it("rejects with an aborted error that says why", async () => {
+    const folder = mkdtempSync(join(tmpdir(), "agentloop-lock-"));
+    const store = await openEmbeddedStore({ path: join(folder, "memory.db"), backgroundCheckpoints: false });
+    try {
+      await assert.rejects(store.lockSession("s", AbortSignal.abort()), (error: unknown) => {
+        assert.ok(AgentLoopError.isInstance(error));
+        assert.equal(error.kind, "aborted");
+        assert.equal(error.message, "memory: stopped waiting for the session, which another run is using");
+        return true;
+      });
+    } finally {
+      await store.close();
+      rmSync(folder, { recursive: true, force: true });
+    }
   });
 });
