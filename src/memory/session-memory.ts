@@ -418,8 +418,11 @@ export function sessionMemory(store: MemoryStore, options: SessionMemoryOptions 
         return events;
       }
       default: {
+        // Every event type is handled above; one added to the loop later (an older memory module
+        // under a newer loop) records nothing rather than breaking the run's writes.
         const unknown: never = event;
-        return unknown;
+        void unknown;
+        return [];
       }
     }
   };
