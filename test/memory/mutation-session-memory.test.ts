@@ -174,7 +174,7 @@ describe("sessionMemory with a store that keeps appends in call order (appendsIn
 
 const usage = { inputTokens: 1, outputTokens: 1, totalTokens: 2 };
 const turnEnd = (runId: string, turn: number, content: Array<Record<string, unknown>>, toolCalls: number, finish = "stop"): LoopEvent =>
-  ({ type: "turn-end", runId, turn, message: { role: "assistant", content }, finishReason: { unified: finish, raw: finish }, usage, toolCalls }) as LoopEvent;
+  ({ type: "turn-end", runId, turn, message: { role: "assistant", content }, finishReason: { unified: finish, raw: finish }, usage, toolCalls }) as unknown as LoopEvent;
 const toolStart = (runId: string, toolCallId: string, name: string, args: unknown, action: "tool_call" | "delegate" = "tool_call"): LoopEvent =>
   ({ type: "tool-start", runId, step: 1, toolCallId, name, arguments: args, action }) as LoopEvent;
 const runEnd = (runId: string, text: string, state = "COMPLETED"): LoopEvent =>
