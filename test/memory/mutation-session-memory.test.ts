@@ -187,7 +187,7 @@ function recordingStore() {
   class Recording extends InMemoryStore {
     override async append(sessionId: string, events: readonly NewMemoryEvent[], options?: { returnEvents?: boolean }): Promise<MemoryEvent[]> {
       appends.push({ types: events.map((event) => event.event_type), options });
-      return super.append(sessionId, events, options);
+      return super.append(sessionId, events);
     }
   }
   return { store: new Recording(), appends };
