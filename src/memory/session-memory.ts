@@ -99,7 +99,7 @@ export interface ModelCallRecord {
 }
 
 /** Loop events that leave nothing in the log (deltas, usage, progress): `onEvent` returns at once for them. */
-const notRecorded: ReadonlySet<LoopEvent["type"]> = new Set<LoopEvent["type"]>([
+const NOT_RECORDED = [
   "text-delta",
   "reasoning-delta",
   "commentary-delta",
@@ -112,7 +112,15 @@ const notRecorded: ReadonlySet<LoopEvent["type"]> = new Set<LoopEvent["type"]>([
   "model-fallback",
   "messages-updated",
   "context-trimmed",
-]);
+] as const satisfies ReadonlyArray<LoopEvent["type"]>;
+const notRecorded: ReadonlySet<string> = new Set(NOT_RECORDED);
+
+/** The loop events `eventsFor` maps to log events (a turn's start only times its model call). */
+type RecordedEvent = Exclude<LoopEvent, { type: (typeof NOT_RECORDED)[number] | "turn-start" }>;
+
+function isNotRecorded(event: LoopEvent): event is Extract<LoopEvent, { type: (typeof NOT_RECORDED)[number] }> {
+  return notRecorded.has(event.type);
+}
 
 function activeSpanIds(): TraceIds | undefined {
   const context = trace.getActiveSpan()?.spanContext();
@@ -256,7 +264,7 @@ export function sessionMemory(store: MemoryStore, options: SessionMemoryOptions 
     return written;
   };
 
-  const eventsFor = (event: LoopEvent, run: RunInfo, state: RunState): NewMemoryEvent[] => {
+  const eventsFor = (event: RecordedEvent, run: RunInfo, state: RunState): NewMemoryEvent[] => {
     // A Date, not its ISO text: the store writes it as ISO 8601 without parsing text back.
     const timestamp = new Date();
     const ids = traceIds(event, run);
@@ -302,9 +310,6 @@ export function sessionMemory(store: MemoryStore, options: SessionMemoryOptions 
         ];
       case "user-message":
         return [{ event_type: "user_message", timestamp, content: event.content, metadata: metadata(event.followUp ? { follow_up: true } : {}) }];
-      case "turn-start":
-        state.turn = event.turn;
-        return [];
       case "turn-end": {
         const startedAt = state.turnStartedAt ?? timestamp.getTime();
         state.modelCall = {
@@ -412,22 +417,12 @@ export function sessionMemory(store: MemoryStore, options: SessionMemoryOptions 
         }
         return events;
       }
-      case "text-delta":
-      case "reasoning-delta":
-      case "commentary-delta":
-      case "progress":
-      case "tool-progress":
-      case "tool-error":
-      case "usage":
-      case "model-fallback":
-      case "nested":
-      case "messages-updated":
-      case "context-trimmed":
-      case "guardrail":
-        return [];
       default: {
+        // Every event type is handled above; one added to the loop later (an older memory module
+        // under a newer loop) records nothing rather than breaking the run's writes.
         const unknown: never = event;
-        return unknown;
+        void unknown;
+        return [];
       }
     }
   };
@@ -439,7 +434,7 @@ export function sessionMemory(store: MemoryStore, options: SessionMemoryOptions 
     ordersItself: true,
     onEvent(event: LoopEvent, run: RunInfo): Promise<void> | undefined {
       // Most events of a run (one per streamed chunk) are not stored: they cost nothing here.
-      if (notRecorded.has(event.type)) return undefined;
+      if (isNotRecorded(event)) return undefined;
       let state = runs.get(event.runId);
       if (!state) {
         const sessionId = run.sessionId ?? (event.type === "run-start" ? event.sessionId : undefined);

@@ -309,9 +309,6 @@ function plainCopy(value: unknown, depth: number): unknown {
   }
 }
 
-/** A lone surrogate as `JSON.stringify` escapes it (a high one not followed by a low one, or a low one alone). */
-const LONE_SURROGATE_ESCAPE = /\\u[dD][89abAB][0-9a-fA-F]{2}(?!\\u[dD][c-fC-F][0-9a-fA-F]{2})|(?<!\\u[dD][89abAB][0-9a-fA-F]{2})\\u[dD][c-fC-F][0-9a-fA-F]{2}/g;
-
 function jsonRoundTrip(value: unknown, what: string): unknown {
   let text: string | undefined;
   try {
@@ -322,7 +319,25 @@ function jsonRoundTrip(value: unknown, what: string): unknown {
   if (text === undefined) return null;
   // The round trip's result is plain data: its strings (NULs, lone surrogates) are made storable like any other.
   const copy = plainCopy(JSON.parse(text), 0);
-  return copy === notPlain ? JSON.parse(text.replaceAll("\\u0000", "\\ufffd").replace(LONE_SURROGATE_ESCAPE, "\\ufffd")) : copy;
+  return copy === notPlain ? JSON.parse(text, storableJsonValue) : copy;
+}
+
+/**
+ * `JSON.parse`'s reviver for what `plainCopy` does not take (deep nesting, an own `__proto__` key):
+ * each string and key made storable, as `plainCopy` makes them. On the parsed values, not on the
+ * JSON text: a text holding a backslash and `u0000` (escaped code, say) is kept as written.
+ */
+function storableJsonValue(_key: string, value: unknown): unknown {
+  if (typeof value === "string") return withoutNul(value);
+  if (typeof value !== "object" || value === null || Array.isArray(value)) return value;
+  const keys = Object.keys(value);
+  if (keys.every((key) => withoutNul(key) === key)) return value;
+  const object: Record<string, unknown> = {};
+  for (const key of keys) {
+    // A data property, not an assignment: an own "__proto__" key stays a key.
+    Object.defineProperty(object, withoutNul(key), { value: (value as Record<string, unknown>)[key], enumerable: true, writable: true, configurable: true });
+  }
+  return object;
 }
 
 /** The last millisecond formatted, and its text: events written together mostly share one. */
