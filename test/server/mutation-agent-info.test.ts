@@ -1,7 +1,8 @@
 // `GET /v1/agent`'s edges (src/server/routes/agent-info.ts): secrets of any length in their
 // fields, a password inside free text, an empty secret, the guardrails, a model given in code, and
-// an agent that could not be built.
+// an agent that could not be built; and where the studio page is read from (routes/studio.ts).
 import assert from "node:assert/strict";
+import { existsSync, readFileSync } from "node:fs";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -89,6 +90,36 @@ describe("GET /v1/agent of an agent that could not be built", () => {
       assert.equal(info.ready.status, "failed");
     } finally {
       await test.close();
+    }
+  });
+});
+
+describe("the studio page without AGENTLOOP_STUDIO_ASSETS", () => {
+  it("is read from dist/studio of the package the server belongs to, wherever the process runs", async () => {
+    const root = process.cwd();
+    const saved = process.env.AGENTLOOP_STUDIO_ASSETS;
+    const elsewhere = await mkdtemp(join(tmpdir(), "agentloop-studio-cwd-"));
+    delete process.env.AGENTLOOP_STUDIO_ASSETS;
+    process.chdir(elsewhere);
+    let test: TestServer | undefined;
+    try {
+      test = await startTestServer({ AGENT_NAME: "paged" }, { build: { model: new ScriptedModel(["ok"]) } });
+      const response = await fetch(`${test.url}/studio`);
+      const page = join(root, "dist", "studio", "index.html");
+      if (existsSync(page)) {
+        assert.equal(response.status, 200);
+        assert.equal(await response.text(), readFileSync(page, "utf8"));
+      } else {
+        assert.equal(response.status, 503);
+        const error = ((await response.json()) as { error: { code: string; message: string } }).error;
+        assert.equal(error.code, "studio_not_built");
+        assert.equal(error.message, `the studio page is not built (no ${page}): run npm run build`);
+      }
+    } finally {
+      process.chdir(root);
+      if (saved !== undefined) process.env.AGENTLOOP_STUDIO_ASSETS = saved;
+      await test?.close();
+      await rm(elsewhere, { recursive: true, force: true });
     }
   });
 });
