@@ -85,6 +85,17 @@ describe("GET /v1/agent: what is redacted and what is shown", () => {
   });
 });
 
+describe("GET /v1/agent: a model named without its URL", () => {
+  it("shows the name at `?` when the model itself is given in code", async () => {
+    const test = await startTestServer({ AGENT_NAME: "half", MODEL_NAME: "gpt-half" }, { build: { model: new ScriptedModel(["ok"]) } });
+    try {
+      assert.equal(JSON.parse((await getJson(`${test.url}/v1/agent`)).text).settings.model, "gpt-half at ?");
+    } finally {
+      await test.close();
+    }
+  });
+});
+
 describe("GET /v1/agent of an agent that could not be built", () => {
   it("answers 200 with no tools, its MCP servers starting and /ready failed", async () => {
     const twin = defineTool({ name: "twin", description: "One of two", parameters: { type: "object", properties: {} }, execute: () => "x" });
