@@ -2,9 +2,11 @@
 // routes/agent-card.ts), and who closes the memory store (src/server/memory.ts).
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
+import pg from "pg";
 import { ScriptedModel } from "../../src/index.js";
 import { createAgentServer } from "../../src/server/index.js";
 import { DisabledMemoryStore } from "../../src/memory/index.js";
+import { dropSchemas, postgresUrl, uniqueSchema } from "../memory/postgres-server.js";
 import { startTestServer, type TestServer } from "./helpers.js";
 
 describe("the A2A card's version and validators", () => {
@@ -73,5 +75,35 @@ describe("who closes the memory store", () => {
     const server = await createAgentServer({ env: { AGENT_NAME: "lent" }, build: { model: new ScriptedModel(["ok"]) }, memory: new CountingStore(), log: () => undefined });
     await server.close({ graceMs: 0 });
     assert.equal(closed, 0);
+  });
+
+  it("the PostgreSQL store the server opened from MEMORY_* is closed with it: none of its connections is left", async () => {
+    const schema = uniqueSchema("owned");
+    const observer = new pg.Client({ connectionString: postgresUrl() });
+    await observer.connect();
+    // The store's connections are the ones whose last statement named its schema.
+    const connections = async () =>
+      Number((await observer.query("SELECT count(*) AS n FROM pg_stat_activity WHERE pid <> pg_backend_pid() AND position($1 in query) > 0", [`"${schema}".`])).rows[0].n);
+    try {
+      const server = await createAgentServer({
+        env: { AGENT_NAME: "owner", MEMORY_TYPE: "postgres", MEMORY_POSTGRES_URL: postgresUrl(), MEMORY_POSTGRES_SCHEMA: schema },
+        build: { model: new ScriptedModel(["ok"]) },
+        log: () => undefined,
+      });
+      const answer = await server.fetch(
+        new Request("http://agent.test/v1/chat/completions", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ session_id: "s", messages: [{ role: "user", content: "hi" }] }) }),
+      );
+      assert.equal(answer.status, 200);
+      await answer.text();
+      assert.ok((await connections()) > 0, "the store is connected");
+      await server.close({ graceMs: 0 });
+      // A backend leaves pg_stat_activity a moment after its client said goodbye.
+      const deadline = Date.now() + 5000;
+      while ((await connections()) > 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
+      assert.equal(await connections(), 0);
+    } finally {
+      await observer.end();
+      await dropSchemas();
+    }
   });
 });
