@@ -85,12 +85,12 @@ const LEGACY_CARD_FIELDS = ["url", "protocolVersion", "preferredTransport"] as c
 /**
  * The card for the protocol version a request names (`A2A-Version`, header or query parameter).
  * A 0.x client gets the card with the 0.3 fields too; a 1.x client gets the pure 1.0 card (the
- * 1.0 schema allows no other fields). A request that names no version gets `unnamed`'s card:
+ * 1.0 schema allows no other fields). A request that names no version gets `unnamed`'s card (each path names its own):
  * the discovery path `/.well-known/agent-card.json` serves the pure 1.0 card (what the A2A TCK's
  * 1.0 line validates, and what the official SDK's card handler serves unless its legacy mode is
  * on), the pre-1.0 path `/.well-known/agent.json` the card with the 0.3 fields.
  */
-export function agentCardForVersion(card: Record<string, unknown>, requestedVersion: string | undefined, unnamed: "1.0" | "0.3" = "1.0"): Record<string, unknown> {
+export function agentCardForVersion(card: Record<string, unknown>, requestedVersion: string | undefined, unnamed: "1.0" | "0.3"): Record<string, unknown> {
   const version = requestedVersion?.trim() || unnamed;
   if (version.startsWith("0.")) return card;
   const modern = { ...card };

@@ -90,10 +90,10 @@ export class ReplayableStreams {
         for (const follower of stream.followers) follower.write(text);
       },
       end: () => {
-        const streams = this.active.get(sessionId);
-        const index = streams?.indexOf(stream) ?? -1;
-        if (index >= 0) streams!.splice(index, 1);
-        if (streams?.length === 0) this.active.delete(sessionId);
+        // The session's other streams (queued behind this one) stay; with none left, the session goes.
+        const rest = (this.active.get(sessionId) ?? []).filter((other) => other !== stream);
+        if (rest.length > 0) this.active.set(sessionId, rest);
+        else this.active.delete(sessionId);
         for (const follower of stream.followers) follower.end();
         stream.followers.clear();
       },
