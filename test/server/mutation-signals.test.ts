@@ -5,15 +5,22 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { describe, it } from "node:test";
+import { after, describe, it } from "node:test";
 import { type CliProcess, spawnNode } from "../cli/helpers.js";
 import { tsChild } from "../ts-child.js";
 import { postJson } from "./helpers.js";
 
 const child = join(fileURLToPath(new URL(".", import.meta.url)), "signals-child.ts");
 
+const started: CliProcess[] = [];
+after(() => {
+  // A failed assertion leaves its process running: killed, so the test file ends.
+  for (const { child } of started) if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
+});
+
 async function start(beforeExit: "ok" | "fail" | "hang") {
   const server = spawnNode(await tsChild(child), { ...process.env, BEFORE_EXIT: beforeExit });
+  started.push(server);
   const [, url] = (await server.waitFor(/listening (\S+)\n/)) as RegExpMatchArray;
   return { server, url: url! };
 }
