@@ -1,11 +1,12 @@
 // src/server/runs.ts's resume as a client sees it, beyond test/server/mutation-runs.test.ts: a session
 // log holding approval events another writer left without content (skipped, not a 500), and
 // /api/chat's continuation naming a result for a call that waits for a person's approval (ignored:
-// the call still waits for its decision); and the body of the 503 a draining server answers.
+// the call still waits for its decision); the 503 a draining server answers; the log lines of a run
+// ending and of the store writing again.
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { ScriptedModel } from "../../src/index.js";
-import { InMemoryStore } from "../../src/memory/index.js";
+import { InMemoryStore, type MemoryEvent, type NewMemoryEvent } from "../../src/memory/index.js";
 import { heldModel, postJson, startTestServer, type TestServer, writeFileTool } from "./helpers.js";
 
 const calls = (...entries: Array<[string, string, object]>) => JSON.stringify({ tool_calls: entries.map(([id, name, args]) => ({ id, name, arguments: args })) });
@@ -40,6 +41,7 @@ describe("resuming a session", () => {
     assert.equal(decided.status, 200, JSON.stringify(answer));
     assert.deepEqual([answer.choices[0]!.message.content, answer.choices[0]!.finish_reason], ["Written.", "stop"]);
     assert.deepEqual(written, ["a.txt"]);
+    assert.match(test.logs.at(-1)!, /^\[resumer\] run \S+ session foreign COMPLETED: the model answered$/);
   });
 
   it("/api/chat: a result the message shows for a call waiting for approval is not taken; the client call's result goes on and the other call still waits", async () => {
@@ -80,5 +82,38 @@ describe("a request while the server drains", () => {
     assert.deepEqual(await refused.json(), { error: { message: "the server is shutting down", type: "server_error", param: null, code: "shutting_down" } });
     await Promise.all([test.server.close({ graceMs: 0 }), closed]);
     assert.match(await (await answer).text(), /"code":"aborted"/);
+    // Aborted by the shutdown, not by its client.
+    assert.ok(test.logs.some((line) => /^\[draining\] run \S+ session \S+ ABORTED: aborted: server shutting down$/.test(line)), test.logs.join("\n"));
+  });
+});
+
+/** A store whose `run_ended` appends fail while `failing` is set. */
+class FlakyStore extends InMemoryStore {
+  failing = false;
+  override async append(sessionId: string, events: readonly NewMemoryEvent[]): Promise<MemoryEvent[]> {
+    if (this.failing && events.some((event) => event.event_type === "run_ended")) throw new Error("disk full");
+    return super.append(sessionId, events);
+  }
+}
+
+describe("the memory store's writes failing, then working again", () => {
+  it("the operator is told once that the store writes again, after the first run stored again, not after every run", async () => {
+    const store = new FlakyStore();
+    const test = await startTestServer({ AGENT_NAME: "flaky", DEBUG_MOCK_RESPONSES: JSON.stringify(Array(4).fill("ok")) }, { memory: store });
+    const chat = (sessionId: string) => postJson(`${test.url}/v1/chat/completions`, { session_id: sessionId, messages: [{ role: "user", content: "hi" }] });
+    const again = () => test.logs.filter((line) => line === "[flaky] memory store memory writes again");
+    try {
+      assert.equal((await chat("fine")).status, 200);
+      assert.deepEqual(again(), []);
+      store.failing = true;
+      assert.equal((await chat("lost")).status, 503);
+      store.failing = false;
+      assert.equal((await chat("back")).status, 200);
+      assert.equal(again().length, 1, test.logs.join("\n"));
+      assert.equal((await chat("still")).status, 200);
+      assert.equal(again().length, 1, test.logs.join("\n"));
+    } finally {
+      await test.close();
+    }
   });
 });
