@@ -2,7 +2,8 @@
 // log holding approval events another writer left without content (skipped, not a 500), and
 // /api/chat's continuation naming a result for a call that waits for a person's approval (ignored:
 // the call still waits for its decision); the 503 a draining server answers; the log lines of a run
-// ending and of the store writing again.
+// ending and of the store writing again; decisions sent again after their run could not be stored; an
+// approval left waiting while the session chats on (memory on and off alike).
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { ScriptedModel } from "../../src/index.js";
@@ -87,11 +88,11 @@ describe("a request while the server drains", () => {
   });
 });
 
-/** A store whose `run_ended` appends fail while `failing` is set. */
+/** A store whose appends holding an event of the type `failing` names fail. */
 class FlakyStore extends InMemoryStore {
-  failing = false;
+  failing: string | undefined;
   override async append(sessionId: string, events: readonly NewMemoryEvent[]): Promise<MemoryEvent[]> {
-    if (this.failing && events.some((event) => event.event_type === "run_ended")) throw new Error("disk full");
+    if (events.some((event) => event.event_type === this.failing)) throw new Error("disk full");
     return super.append(sessionId, events);
   }
 }
@@ -105,9 +106,9 @@ describe("the memory store's writes failing, then working again", () => {
     try {
       assert.equal((await chat("fine")).status, 200);
       assert.deepEqual(again(), []);
-      store.failing = true;
+      store.failing = "run_ended";
       assert.equal((await chat("lost")).status, 503);
-      store.failing = false;
+      store.failing = undefined;
       assert.equal((await chat("back")).status, 200);
       assert.equal(again().length, 1, test.logs.join("\n"));
       assert.equal((await chat("still")).status, 200);
@@ -117,3 +118,52 @@ describe("the memory store's writes failing, then working again", () => {
     }
   });
 });
+
+describe("decisions whose resumed run could not be stored", () => {
+  it("sent again: 409 approval_already_decided (the checkpoint was taken), not a second run of the call", async () => {
+    const store = new FlakyStore();
+    const written: string[] = [];
+    const model = new ScriptedModel([calls(["call_f", "write_file", { path: "f.txt" }]), "Written."], { continueAcrossRuns: true });
+    const test = await startTestServer({ AGENT_NAME: "retry" }, { memory: store, build: { model, tools: [writeFileTool(written)] } });
+    const decide = () => postJson(`${test.url}/v1/approvals`, { session_id: "retried", decisions: { call_f: { approve: true } }, stream: false });
+    try {
+      const first = (await (await postJson(`${test.url}/v1/chat/completions`, { session_id: "retried", messages: [{ role: "user", content: "write f" }] })).json()) as Completion;
+      assert.equal(first.choices[0]!.finish_reason, "approval_required");
+      store.failing = "approval_decided";
+      const lost = await decide();
+      assert.equal(lost.status, 503);
+      assert.equal(((await lost.json()) as { error: { code: string } }).error.code, "memory_write_failed");
+      store.failing = undefined;
+      const again = await decide();
+      assert.equal(again.status, 409);
+      const { error } = (await again.json()) as { error: { type: string; code: string; message: string } };
+      assert.deepEqual([error.type, error.code], ["invalid_request_error", "approval_already_decided"]);
+      assert.match(error.message, /already resumed/);
+      assert.deepEqual(written, ["f.txt"]);
+    } finally {
+      await test.close();
+    }
+  });
+});
+
+for (const memory of [true, false]) {
+  describe(`an approval left waiting while the session chats on, memory ${memory ? "on" : "off"}`, () => {
+    it("is still pending: deciding it later resumes its run", async () => {
+      const written: string[] = [];
+      const model = new ScriptedModel([calls(["call_l", "write_file", { path: "later.txt" }]), "Something else.", "Written later."], { continueAcrossRuns: true });
+      const test = await startTestServer({ AGENT_NAME: "later" }, { ...(memory ? {} : { memory: false }), build: { model, tools: [writeFileTool(written)] } });
+      const chat = async (content: string) => (await (await postJson(`${test.url}/v1/chat/completions`, { session_id: "later", messages: [{ role: "user", content }] })).json()) as Completion;
+      try {
+        assert.equal((await chat("write later")).choices[0]!.finish_reason, "approval_required");
+        assert.equal((await chat("meanwhile")).choices[0]!.message.content, "Something else.");
+        const decided = await postJson(`${test.url}/v1/approvals`, { session_id: "later", decisions: { call_l: { approve: true } }, stream: false });
+        const answer = (await decided.json()) as Completion;
+        assert.equal(decided.status, 200, JSON.stringify(answer));
+        assert.equal(answer.choices[0]!.message.content, "Written later.");
+        assert.deepEqual(written, ["later.txt"]);
+      } finally {
+        await test.close();
+      }
+    });
+  });
+}
