@@ -1,0 +1,63 @@
+// src/server/server.ts's wiring as a client and an operator see it: an agent that cannot be built
+// (two tools of one name) leaves the server up, /ready "failed" naming why and every chat a 503
+// agent_unavailable; the cards' URL before the server listens (AGENT_PORT on localhost), once it
+// listens, and a public URL's trailing slashes dropped.
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import { ScriptedModel } from "../../src/index.js";
+import { createAgentServer } from "../../src/server/index.js";
+import { echoTool, postJson, startTestServer } from "./helpers.js";
+
+describe("an agent that cannot be built", () => {
+  it("/ready is failed with the reason; a chat is 503 agent_unavailable on node:http and through fetch; the log says why", async () => {
+    const test = await startTestServer({ AGENT_NAME: "broken" }, { build: { model: new ScriptedModel(["never"]), tools: [echoTool, echoTool] } });
+    try {
+      const ready = await test.server.ready();
+      assert.equal(ready.status, "failed");
+      assert.equal(ready.name, "broken");
+      assert.match(ready.error!, /^agent "broken": .*echo/);
+      const probe = await fetch(`${test.url}/ready`);
+      assert.equal(probe.status, 503);
+      assert.equal(((await probe.json()) as { status: string }).status, "failed");
+      const chat = { messages: [{ role: "user", content: "hi" }] };
+      for (const response of [
+        await postJson(`${test.url}/v1/chat/completions`, chat),
+        await test.server.fetch(new Request("http://agent/v1/chat/completions", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(chat) })),
+      ]) {
+        assert.equal(response.status, 503);
+        const { error } = (await response.json()) as { error: { message: string; type: string; code: string } };
+        assert.deepEqual([error.type, error.code], ["server_error", "agent_unavailable"]);
+        assert.equal(error.message, `the agent is not available: ${ready.error}`);
+      }
+      assert.ok(test.logs.includes(`[broken] agent could not be built: ${ready.error}`), test.logs.join("\n"));
+    } finally {
+      await test.close();
+    }
+  });
+});
+
+describe("the URL the cards advertise", () => {
+  const cardUrl = async (fetchCard: (path: string) => Promise<Response>) => {
+    const card = (await (await fetchCard("/.well-known/agent.json")).json()) as { url: string };
+    const kaos = (await (await fetchCard("/.well-known/agent")).json()) as { url: string };
+    return [card.url, kaos.url];
+  };
+
+  it("is AGENT_PORT on localhost before listening, the listening address after, and a public URL without its trailing slashes", async () => {
+    const server = await createAgentServer({ env: { AGENT_NAME: "where", AGENT_PORT: "8123", MEMORY_TYPE: "memory" }, build: { model: new ScriptedModel(["hi"]) }, log: () => undefined });
+    try {
+      const viaFetch = (path: string) => server.fetch(new Request(`http://agent${path}`));
+      assert.deepEqual(await cardUrl(viaFetch), ["http://localhost:8123/a2a", "http://localhost:8123"]);
+      const url = await server.listen(0, "127.0.0.1");
+      assert.deepEqual(await cardUrl(viaFetch), [`${url}/a2a`, url]);
+    } finally {
+      await server.close({ graceMs: 0 });
+    }
+    const proxied = await createAgentServer({ env: { AGENT_NAME: "proxied", MEMORY_TYPE: "memory" }, publicUrl: "https://example.com/agents/proxied//", build: { model: new ScriptedModel(["hi"]) }, log: () => undefined });
+    try {
+      assert.deepEqual(await cardUrl((path) => proxied.fetch(new Request(`http://agent${path}`))), ["https://example.com/agents/proxied/a2a", "https://example.com/agents/proxied"]);
+    } finally {
+      await proxied.close({ graceMs: 0 });
+    }
+  });
+});
