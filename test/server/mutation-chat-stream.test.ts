@@ -47,7 +47,7 @@ describe("a stream read through AgentServer.fetch", () => {
       await held.reached;
       await reader.cancel();
       const line = await test.waitForLog(/session cancelled ABORTED/);
-      assert.match(line, /^\[reader\] run \S+ session cancelled ABORTED: .* \(client disconnected\)$/);
+      assert.match(line, /^\[reader\] run \S+ session cancelled ABORTED: aborted: client disconnected \(client disconnected\)$/);
     } finally {
       await test.close();
     }
