@@ -17,9 +17,21 @@ type Completion = {
 describe("a request body with a byte order mark", () => {
   let test: TestServer;
   before(async () => {
-    test = await startTestServer({ AGENT_NAME: "bom" }, { build: { model: new ScriptedModel(["marked", "marked again"], { continueAcrossRuns: true }) } });
+    test = await startTestServer({ AGENT_NAME: "bom" }, { build: { model: new ScriptedModel(["streamed", "streamed again", "marked", "marked again"], { continueAcrossRuns: true }) } });
   });
   after(() => test.close());
+
+  it("a stream's headers, on node:http and through fetch: an event stream, not cached, naming the session", async () => {
+    const init = { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ session_id: "headed", stream: true, messages: [{ role: "user", content: "hi" }] }) };
+    for (const response of [await fetch(`${test.url}/v1/chat/completions`, init), await test.server.fetch(new Request("http://agent/v1/chat/completions", init))]) {
+      assert.equal(response.status, 200);
+      assert.deepEqual(
+        ["content-type", "cache-control", "x-session-id"].map((name) => response.headers.get(name)),
+        ["text/event-stream; charset=utf-8", "no-cache", "headed"],
+      );
+      assert.match(await response.text(), /data: \[DONE\]\n\n$/);
+    }
+  });
 
   it("is JSON all the same, on node:http and through fetch", async () => {
     const body = `\ufeff${JSON.stringify({ messages: [{ role: "user", content: "hi" }] })}`;
