@@ -1,7 +1,7 @@
 // src/server/runs.ts's session lock across replicas, as a client sees it: a request naming a session
 // another replica is answering in waits for that run to end before its own run starts, so its model
 // sees the other run's answer. Two servers on one PostgreSQL schema; the first one's model answers
-// only when told to.
+// only when told to. A request whose client leaves while it waits for the lock calls its attempt off.
 import assert from "node:assert/strict";
 import { after, describe, it } from "node:test";
 import type { Message } from "../../src/messages.js";
@@ -74,6 +74,48 @@ describe("a session another replica is answering in", () => {
           ["user", "two"],
         ],
       );
+    } finally {
+      await Promise.all([replicaA.server.close({ graceMs: 0 }), replicaB.server.close({ graceMs: 0 })]);
+      await store.close();
+    }
+  });
+
+  it("a client leaving while its request waits for the lock: the attempt is called off (its signal aborted), no run is recorded for it", async () => {
+    const schema = uniqueSchema("lockleave");
+    let openFirst!: () => void;
+    const first = gatedModel("the first answer", new Promise((resolve) => (openFirst = resolve)));
+    const second = gatedModel("the third answer");
+    const store = await openPostgresStore({ url: postgresUrl(), schema });
+    const signals: Array<AbortSignal | undefined> = [];
+    let attempted!: () => void;
+    const lockAttempted = new Promise<void>((resolve) => (attempted = resolve));
+    const lockSession = store.lockSession!.bind(store);
+    store.lockSession = (sessionId, signal) => {
+      signals.push(signal);
+      attempted();
+      return lockSession(sessionId, signal);
+    };
+    const replicaA = await startTestServer({ AGENT_NAME: "leave", MEMORY_TYPE: "postgres", MEMORY_POSTGRES_URL: postgresUrl(), MEMORY_POSTGRES_SCHEMA: schema }, { build: { model: first.model } });
+    const replicaB = await startTestServer({ AGENT_NAME: "leave" }, { memory: store, build: { model: second.model } });
+    try {
+      const ask = (url: string, content: string, signal?: AbortSignal) => postJson(`${url}/v1/chat/completions`, { session_id: "left", messages: [{ role: "user", content }] }, {}, signal);
+      const answerA = ask(replicaA.url, "one");
+      await first.called;
+      const leaving = new AbortController();
+      const gone = ask(replicaB.url, "two", leaving.signal).catch((error: unknown) => error);
+      await lockAttempted;
+      const signal = signals[0];
+      assert.ok(signal, "the lock attempt gets the request's signal");
+      const calledOff = new Promise((resolve) => signal.addEventListener("abort", resolve, { once: true }));
+      leaving.abort();
+      await calledOff;
+      assert.ok((await gone) instanceof Error);
+      openFirst();
+      assert.equal((await answerA).status, 200);
+      assert.equal((await ask(replicaB.url, "three")).status, 200);
+      const ended = (await store.events("left")).filter((event) => event.event_type === "run_ended").map((event) => (event.content as { state: string }).state);
+      assert.deepEqual(ended, ["COMPLETED", "COMPLETED"]);
+      assert.equal(second.seen.length, 1);
     } finally {
       await Promise.all([replicaA.server.close({ graceMs: 0 }), replicaB.server.close({ graceMs: 0 })]);
       await store.close();
