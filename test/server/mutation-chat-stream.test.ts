@@ -17,7 +17,7 @@ type Completion = {
 describe("a request body with a byte order mark", () => {
   let test: TestServer;
   before(async () => {
-    test = await startTestServer({ AGENT_NAME: "bom" }, { build: { model: new ScriptedModel(["streamed", "streamed again", "marked", "marked again"], { continueAcrossRuns: true }) } });
+    test = await startTestServer({ AGENT_NAME: "bom" }, { bodyLimitBytes: 1024, build: { model: new ScriptedModel(["streamed", "streamed again", "marked", "marked again"], { continueAcrossRuns: true }) } });
   });
   after(() => test.close());
 
@@ -31,6 +31,12 @@ describe("a request body with a byte order mark", () => {
       );
       assert.match(await response.text(), /data: \[DONE\]\n\n$/);
     }
+  });
+
+  it("over the body limit, on node:http: 413 request_too_large naming the limit", async () => {
+    const response = await postJson(`${test.url}/v1/chat/completions`, { messages: [{ role: "user", content: "x".repeat(2000) }] });
+    assert.equal(response.status, 413);
+    assert.deepEqual(await response.json(), { error: { message: "the request body is larger than 1024 bytes", type: "invalid_request_error", param: null, code: "request_too_large" } });
   });
 
   it("is JSON all the same, on node:http and through fetch", async () => {
