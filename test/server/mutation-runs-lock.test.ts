@@ -1,7 +1,8 @@
 // src/server/runs.ts's session lock across replicas, as a client sees it: a request naming a session
 // another replica is answering in waits for that run to end before its own run starts, so its model
 // sees the other run's answer. Two servers on one PostgreSQL schema; the first one's model answers
-// only when told to. A request whose client leaves while it waits for the lock calls its attempt off.
+// only when told to. A request whose client leaves while it waits for the lock calls its attempt off, and so does one
+// whose turn comes after the shutdown began.
 import assert from "node:assert/strict";
 import { after, describe, it } from "node:test";
 import type { Message } from "../../src/messages.js";
@@ -35,8 +36,8 @@ function gatedModel(text: string, open: Promise<void> = Promise.resolve()) {
   return { model, seen, called };
 }
 
-describe("a session another replica is answering in", () => {
-  it("waits for that run to end: its model is called after, with the other run's answer in the history", async () => {
+describe("the session lock on PostgreSQL", () => {
+  it("a session another replica is answering in: a request waits for that run to end; its model is called after, with the other run's answer in the history", async () => {
     const schema = uniqueSchema("lockturn");
     let openFirst!: () => void;
     const first = gatedModel("the first answer", new Promise((resolve) => (openFirst = resolve)));
@@ -118,6 +119,28 @@ describe("a session another replica is answering in", () => {
       assert.equal(second.seen.length, 1);
     } finally {
       await Promise.all([replicaA.server.close({ graceMs: 0 }), replicaB.server.close({ graceMs: 0 })]);
+      await store.close();
+    }
+  });
+
+  it("a request queued behind a run when the shutdown comes: its lock attempt is called off at once, it records no run", async () => {
+    const schema = uniqueSchema("lockshut");
+    const held = gatedModel("never", new Promise(() => {}));
+    const store = await openPostgresStore({ url: postgresUrl(), schema });
+    const test = await startTestServer({ AGENT_NAME: "shut" }, { memory: store, build: { model: held.model } });
+    try {
+      const ask = (content: string) =>
+        test.server.fetch(new Request("http://agent/v1/chat/completions", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ session_id: "queued", messages: [{ role: "user", content }] }) }));
+      const running = ask("one");
+      await held.called;
+      const queued = ask("two");
+      await test.server.close({ graceMs: 0 });
+      await Promise.all([running, queued]);
+      const ended = (await store.events("queued")).filter((event) => event.event_type === "run_ended").map((event) => (event.content as { state: string }).state);
+      assert.deepEqual(ended, ["ABORTED"]);
+      assert.equal(held.seen.length, 1);
+    } finally {
+      await test.server.close({ graceMs: 0 });
       await store.close();
     }
   });
