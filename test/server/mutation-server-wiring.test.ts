@@ -1,8 +1,11 @@
 // src/server/server.ts's wiring as a client and an operator see it: an agent that cannot be built
 // (two tools of one name) leaves the server up, /ready "failed" naming why and every chat a 503
 // agent_unavailable; the cards' URL before the server listens (AGENT_PORT on localhost), once it
-// listens, and a public URL's trailing slashes dropped.
+// listens, and a public URL's trailing slashes dropped; a chat arriving while the agent is still
+// being built (its peer's card not answered yet) waits for it and is answered.
 import assert from "node:assert/strict";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { describe, it } from "node:test";
 import { ScriptedModel } from "../../src/index.js";
 import { createAgentServer } from "../../src/server/index.js";
@@ -58,6 +61,41 @@ describe("the URL the cards advertise", () => {
       assert.deepEqual(await cardUrl((path) => proxied.fetch(new Request(`http://agent${path}`))), ["https://example.com/agents/proxied/a2a", "https://example.com/agents/proxied"]);
     } finally {
       await proxied.close({ graceMs: 0 });
+    }
+  });
+});
+
+describe("a chat arriving while the agent is being built", () => {
+  it("waits for the build (a peer's card answering) and is answered, not refused", async () => {
+    let answerCard!: () => void;
+    const cardGate = new Promise<void>((resolve) => (answerCard = resolve));
+    let cardAsked!: () => void;
+    const asked = new Promise<void>((resolve) => (cardAsked = resolve));
+    const peer = createServer((_request, response) => {
+      cardAsked();
+      void cardGate.then(() => {
+        response.setHeader("content-type", "application/json");
+        response.end(JSON.stringify({ name: "slow", description: "a slow peer", url: "http://127.0.0.1:1", version: "1" }));
+      });
+    });
+    await new Promise<void>((resolve) => peer.listen(0, "127.0.0.1", resolve));
+    const peerUrl = `http://127.0.0.1:${(peer.address() as AddressInfo).port}`;
+    const test = await startTestServer({ AGENT_NAME: "building", AGENT_SUB_AGENTS: `slow:${peerUrl}` }, { readyTimeoutMs: 60_000, build: { model: new ScriptedModel(["built"]) } });
+    try {
+      await asked;
+      const answer = postJson(`${test.url}/v1/chat/completions`, { messages: [{ role: "user", content: "hi" }] });
+      // Not answered while the build goes on (a refusal would come at once).
+      const early = await Promise.race([answer.then(() => "answered"), new Promise((resolve) => setTimeout(() => resolve("waiting"), 300))]);
+      assert.equal(early, "waiting");
+      answerCard();
+      const response = await answer;
+      assert.equal(response.status, 200);
+      assert.equal(((await response.json()) as { choices: Array<{ message: { content: string } }> }).choices[0]!.message.content, "built");
+    } finally {
+      answerCard();
+      await test.close();
+      peer.closeAllConnections();
+      await new Promise((resolve) => peer.close(resolve));
     }
   });
 });
