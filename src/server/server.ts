@@ -127,8 +127,13 @@ export async function createAgentServer(options: AgentServerOptions = {}): Promi
     .then((built) => (durable ? durable.launch(built).then(() => built) : built))
     .then(
       (built) => {
-        // From now on the readiness is read live from the runtime (currentReadyStatus).
         runtime = built;
+        readyStatus = {
+          status: built.unavailable.length === 0 ? "ready" : "degraded",
+          name: settings.name,
+          timestamp: unixSeconds(),
+          ...(built.unavailable.length > 0 ? { unavailable: built.unavailable } : {}),
+        };
         for (const missing of built.unavailable) log(`[${settings.name}] degraded: ${missing.kind} "${missing.name}" unavailable: ${missing.reason}`);
         return built;
       },
