@@ -2,7 +2,9 @@
 // (two tools of one name) leaves the server up, /ready "failed" naming why and every chat a 503
 // agent_unavailable; the cards' URL before the server listens (AGENT_PORT on localhost), once it
 // listens, and a public URL's trailing slashes dropped; a chat arriving while the agent is still
-// being built (its peer's card not answered yet) waits for it and is answered.
+// being built (its peer's card not answered yet) waits for it and is answered. The broken agent's cards
+// still answer, and so does a chat declaring client tools (503 too); KAOS's card offers no delegation
+// without sub-agents.
 import assert from "node:assert/strict";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -32,6 +34,16 @@ describe("an agent that cannot be built", () => {
         assert.deepEqual([error.type, error.code], ["server_error", "agent_unavailable"]);
         assert.equal(error.message, `the agent is not available: ${ready.error}`);
       }
+      // The cards still answer (the agent's name, no tools).
+      for (const path of ["/.well-known/agent-card.json", "/.well-known/agent"]) {
+        const card = await fetch(`${test.url}${path}`);
+        assert.equal(card.status, 200, path);
+        assert.equal(((await card.json()) as { name: string }).name, "broken", path);
+      }
+      // With client tools declared (their names checked against the agent's): the same 503.
+      const withTools = await postJson(`${test.url}/v1/chat/completions`, { ...chat, tools: [{ type: "function", function: { name: "where", parameters: { type: "object" } } }] });
+      assert.equal(withTools.status, 503);
+      assert.equal(((await withTools.json()) as { error: { code: string } }).error.code, "agent_unavailable");
       assert.ok(test.logs.includes(`[broken] agent could not be built: ${ready.error}`), test.logs.join("\n"));
     } finally {
       await test.close();
@@ -51,6 +63,8 @@ describe("the URL the cards advertise", () => {
     try {
       const viaFetch = (path: string) => server.fetch(new Request(`http://agent${path}`));
       assert.deepEqual(await cardUrl(viaFetch), ["http://localhost:8123/a2a", "http://localhost:8123"]);
+      // No sub-agents: KAOS's card offers no delegation.
+      assert.deepEqual(((await (await viaFetch("/.well-known/agent")).json()) as { capabilities: string[] }).capabilities, ["message_processing", "task_execution"]);
       const url = await server.listen(0, "127.0.0.1");
       assert.deepEqual(await cardUrl(viaFetch), [`${url}/a2a`, url]);
     } finally {
