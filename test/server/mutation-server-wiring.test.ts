@@ -4,7 +4,7 @@
 // listens, and a public URL's trailing slashes dropped; a chat arriving while the agent is still
 // being built (its peer's card not answered yet) waits for it and is answered. The broken agent's cards
 // still answer, and so does a chat declaring client tools (503 too); KAOS's card offers no delegation
-// without sub-agents.
+// without sub-agents; listen() with no arguments takes AGENT_PORT and answers 127.0.0.1.
 import assert from "node:assert/strict";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -110,6 +110,24 @@ describe("a chat arriving while the agent is being built", () => {
       await test.close();
       peer.closeAllConnections();
       await new Promise((resolve) => peer.close(resolve));
+    }
+  });
+});
+
+describe("listen() with no arguments", () => {
+  it("takes AGENT_PORT on every interface and answers 127.0.0.1 as its URL", async () => {
+    // A port free a moment ago.
+    const probe = createServer();
+    await new Promise<void>((resolve) => probe.listen(0, "127.0.0.1", resolve));
+    const port = (probe.address() as AddressInfo).port;
+    await new Promise((resolve) => probe.close(resolve));
+    const server = await createAgentServer({ env: { AGENT_NAME: "defaults", AGENT_PORT: String(port), MEMORY_TYPE: "memory" }, build: { model: new ScriptedModel(["hi"]) }, log: () => undefined });
+    try {
+      const url = await server.listen();
+      assert.equal(url, `http://127.0.0.1:${port}`);
+      assert.equal((await fetch(`${url}/health`)).status, 200);
+    } finally {
+      await server.close({ graceMs: 0 });
     }
   });
 });
