@@ -3,7 +3,8 @@
 // /api/chat's continuation naming a result for a call that waits for a person's approval (ignored:
 // the call still waits for its decision); the 503 a draining server answers; the log lines of a run
 // ending and of the store writing again; decisions sent again after their run could not be stored; an
-// approval left waiting while the session chats on (memory on and off alike).
+// approval left waiting while the session chats on (memory on and off alike); a lock that cannot be
+// given back, logged.
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { ScriptedModel } from "../../src/index.js";
@@ -167,3 +168,26 @@ for (const memory of [true, false]) {
     });
   });
 }
+
+/** A store whose session locks are taken at once and cannot be given back. */
+class StickyLockStore extends InMemoryStore {
+  async lockSession(): Promise<() => Promise<void>> {
+    return async () => {
+      throw new Error("lock table gone");
+    };
+  }
+}
+
+describe("a session lock that cannot be given back", () => {
+  it("is logged, naming the session; the answer was given all the same", async () => {
+    const test = await startTestServer({ AGENT_NAME: "sticky", DEBUG_MOCK_RESPONSES: JSON.stringify(["answered"]) }, { memory: new StickyLockStore() });
+    try {
+      const response = await postJson(`${test.url}/v1/chat/completions`, { session_id: "stuck", messages: [{ role: "user", content: "hi" }] });
+      assert.equal(response.status, 200);
+      const line = await test.waitForLog(/could not give back/);
+      assert.equal(line, "[sticky] could not give back the lock of session stuck: lock table gone");
+    } finally {
+      await test.close();
+    }
+  });
+});
