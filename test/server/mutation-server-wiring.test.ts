@@ -4,7 +4,8 @@
 // listens, and a public URL's trailing slashes dropped; a chat arriving while the agent is still
 // being built (its peer's card not answered yet) waits for it and is answered. The broken agent's cards
 // still answer, and so does a chat declaring client tools (503 too); KAOS's card offers no delegation
-// without sub-agents; listen() with no arguments takes AGENT_PORT and answers 127.0.0.1.
+// without sub-agents; listen() with no arguments takes AGENT_PORT and answers 127.0.0.1, on a named
+// host answers that host, and its refusals carry node's error as their cause.
 import assert from "node:assert/strict";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -128,6 +129,31 @@ describe("listen() with no arguments", () => {
       assert.equal((await fetch(`${url}/health`)).status, 200);
     } finally {
       await server.close({ graceMs: 0 });
+    }
+  });
+});
+
+describe("listen() on a named host, or where it cannot", () => {
+  it("answers the host it was given; its refusals carry node's error as their cause", async () => {
+    const server = await createAgentServer({ env: { AGENT_NAME: "named", MEMORY_TYPE: "memory" }, build: { model: new ScriptedModel(["hi"]) }, log: () => undefined });
+    const taken = await createAgentServer({ env: { AGENT_NAME: "taken", MEMORY_TYPE: "memory" }, build: { model: new ScriptedModel(["hi"]) }, log: () => undefined });
+    const nowhere = await createAgentServer({ env: { AGENT_NAME: "nowhere", MEMORY_TYPE: "memory" }, build: { model: new ScriptedModel(["hi"]) }, log: () => undefined });
+    try {
+      const url = await server.listen(0, "localhost");
+      assert.match(url, /^http:\/\/localhost:\d+$/);
+      const port = Number(new URL(url).port);
+      await assert.rejects(taken.listen(port, "localhost"), (error: Error & { kind?: string; cause?: { code?: string } }) => {
+        assert.equal(error.kind, "configuration");
+        assert.equal(error.message, `AGENT_PORT: port ${port} is already in use`);
+        assert.equal(error.cause?.code, "EADDRINUSE");
+        return true;
+      });
+      await assert.rejects(nowhere.listen(0, "host.invalid"), (error: Error & { cause?: { code?: string } }) => {
+        assert.match(String(error.cause?.code), /^(ENOTFOUND|EAI_AGAIN)$/);
+        return true;
+      });
+    } finally {
+      await Promise.all([server.close({ graceMs: 0 }), taken.close({ graceMs: 0 }), nowhere.close({ graceMs: 0 })]);
     }
   });
 });
