@@ -5,12 +5,14 @@
 // being built (its peer's card not answered yet) waits for it and is answered. The broken agent's cards
 // still answer, and so does a chat declaring client tools (503 too); KAOS's card offers no delegation
 // without sub-agents; listen() with no arguments takes AGENT_PORT and answers 127.0.0.1, on a named
-// host answers that host, and its refusals carry node's error as their cause.
+// host answers that host, and its refusals carry node's error as their cause; close waits for a
+// request finishing within its grace period, a second close with a non-zero grace changing nothing.
 import assert from "node:assert/strict";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { describe, it } from "node:test";
 import { ScriptedModel } from "../../src/index.js";
+import type { Model } from "../../src/model/model.js";
 import { createAgentServer } from "../../src/server/index.js";
 import { echoTool, postJson, startTestServer } from "./helpers.js";
 
@@ -155,5 +157,40 @@ describe("listen() on a named host, or where it cannot", () => {
     } finally {
       await Promise.all([server.close({ graceMs: 0 }), taken.close({ graceMs: 0 }), nowhere.close({ graceMs: 0 })]);
     }
+  });
+});
+
+describe("close while a request finishes within the grace period", () => {
+  it("waits for it, aborts nothing, and a second close with a shorter, non-zero grace changes nothing", async () => {
+    let reach!: () => void;
+    const reached = new Promise<void>((resolve) => (reach = resolve));
+    let finish!: () => void;
+    const finished = new Promise<void>((resolve) => (finish = resolve));
+    const model: Model = {
+      provider: "test",
+      modelId: "gated",
+      async *stream() {
+        reach();
+        await finished;
+        yield { type: "text-start", id: "t" };
+        yield { type: "text-delta", id: "t", delta: "finished in time" };
+        yield { type: "text-end", id: "t" };
+        yield { type: "finish", reason: { unified: "stop", raw: "stop" } };
+      },
+    };
+    const test = await startTestServer({ AGENT_NAME: "graceful" }, { build: { model } });
+    const answer = postJson(`${test.url}/v1/chat/completions`, { messages: [{ role: "user", content: "hi" }] });
+    await reached;
+    const closing = test.server.close({ graceMs: 600_000 });
+    await test.waitForLog(/shutting down/);
+    const again = test.server.close({ graceMs: 5_000 });
+    await new Promise((resolve) => setImmediate(resolve));
+    finish();
+    const response = await answer;
+    assert.equal(response.status, 200);
+    assert.equal(((await response.json()) as { choices: Array<{ message: { content: string } }> }).choices[0]!.message.content, "finished in time");
+    await Promise.all([closing, again]);
+    const shutdown = test.logs.filter((line) => !/ run \S+ session /.test(line));
+    assert.deepEqual(shutdown, ["[graceful] shutting down: waiting up to 600000 ms for 1 request(s)", "[graceful] shut down"]);
   });
 });
