@@ -1,6 +1,6 @@
 // src/server/server.ts's `startAgentServer({ handleSignals: true })` as an operator sees it, in real
-// processes (test/server/signals-child.ts): one signal drains and exits 0 (a failing `beforeExit` does
-// not change that); a second during the drain aborts the runs still going and exits 130 (SIGINT) or
+// processes (test/server/signals-child.ts): one signal drains and exits 0 (with no `beforeExit`); a
+// failing `beforeExit` changes no exit code; a second during the drain aborts the runs still going and exits 130 (SIGINT) or
 // 143 (SIGTERM); a third exits at once. The three processes run side by side.
 import assert from "node:assert/strict";
 import { join } from "node:path";
@@ -18,7 +18,7 @@ after(() => {
   for (const { child } of started) if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
 });
 
-async function start(beforeExit: "ok" | "fail" | "hang") {
+async function start(beforeExit: "none" | "ok" | "fail" | "hang") {
   const server = spawnNode(await tsChild(child), { ...process.env, BEFORE_EXIT: beforeExit });
   started.push(server);
   const [, url] = (await server.waitFor(/listening (\S+)\n/)) as RegExpMatchArray;
@@ -39,17 +39,17 @@ describe("startAgentServer with handleSignals", () => {
   it("one signal: drains, runs beforeExit, exits 0; two: aborts the runs, exits 130 / 143; three: exits at once", async () => {
     await Promise.all([
       (async () => {
-        // SIGTERM, nothing going on; beforeExit rejects: still a clean exit.
-        const { server } = await start("fail");
+        // SIGTERM, nothing going on, no beforeExit: a clean exit.
+        const { server } = await start("none");
         server.child.kill("SIGTERM");
         const { code } = await server.exited;
         assert.equal(code, 0, server.stderr());
-        assert.match(server.stdout(), /before exit\n/);
+        assert.doesNotMatch(server.stdout(), /before exit/);
         assert.deepEqual(server.stderr().trim().split("\n"), ["[signals] SIGTERM received: shutting down", "[signals] shut down"]);
       })(),
       (async () => {
-        // SIGINT twice with a run held: the stream gets the abort and [DONE], the exit is 130.
-        const { server, url } = await start("ok");
+        // SIGINT twice with a run held: the stream gets the abort and [DONE]; beforeExit rejects; the exit is 130.
+        const { server, url } = await start("fail");
         const { body } = await heldStream(server, url);
         server.child.kill("SIGINT");
         await server.waitFor(/shutting down: waiting up to 600000 ms for 1 request\(s\)/, "stderr");

@@ -1,7 +1,7 @@
 // `startAgentServer({ handleSignals: true })` in a process of its own, for test/server/mutation-signals.test.ts:
 // no `log` option (its lines go to stderr, as the CLI's do), a model that holds its answer until the
 // run is aborted, and a `beforeExit` that BEFORE_EXIT makes resolve ("ok"), reject ("fail") or never
-// settle ("hang"). Prints "listening <url>", "model reached" and "before exit" on stdout.
+// settle ("hang"), or none ("none"). Prints "listening <url>", "model reached" and "before exit" on stdout.
 import { startAgentServer } from "../../src/server/index.js";
 import { heldModel } from "./helpers.js";
 
@@ -15,10 +15,14 @@ const server = await startAgentServer({
   port: 0,
   shutdownGraceMs: 600_000,
   handleSignals: true,
-  beforeExit: async () => {
-    process.stdout.write("before exit\n");
-    if (mode === "fail") throw new Error("trace flush failed");
-    if (mode === "hang") await new Promise(() => setInterval(() => {}, 60_000));
-  },
+  ...(mode === "none"
+    ? {}
+    : {
+        beforeExit: async () => {
+          process.stdout.write("before exit\n");
+          if (mode === "fail") throw new Error("trace flush failed");
+          if (mode === "hang") await new Promise(() => setInterval(() => {}, 60_000));
+        },
+      }),
 });
 process.stdout.write(`listening ${server.url}\n`);
