@@ -26,3 +26,6 @@ const server = await startAgentServer({
       }),
 });
 process.stdout.write(`listening ${server.url}\n`);
+// A test process that dies (a mutation run's timeout) leaves no server behind: its pipe closes.
+process.stdin.on("end", () => process.exit(1));
+process.stdin.resume();
