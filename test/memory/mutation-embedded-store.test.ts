@@ -2,6 +2,7 @@
 // open, through its public API.
 import assert from "node:assert/strict";
 import { mkdtempSync, rmSync } from "node:fs";
+import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, describe, it } from "node:test";
@@ -12,6 +13,12 @@ const root = mkdtempSync(join(tmpdir(), "agentloop-embedded-rules-"));
 after(() => rmSync(root, { recursive: true, force: true }));
 let files = 0;
 const freshFile = () => join(root, `store-${files++}.db`);
+
+/** Another connection to the store's file (what a user's `sqlite3` shell would see). */
+function otherConnection(path: string): { exec(sql: string): void; prepare(sql: string): { get(): Record<string, unknown> }; close(): void } {
+  const Database = createRequire(import.meta.url)("libsql");
+  return new Database(path);
+}
 
 describe("embedded store: what it says of itself, sessions made again, an aborted lock", () => {
   it("is of kind embedded, its appends kept in call order; closed, it says so by its kind", async () => {
@@ -47,6 +54,106 @@ describe("embedded store: what it says of itself, sessions made again, an aborte
       await release();
     } finally {
       await store.close();
+    }
+  });
+});
+
+describe("embedded store: a write that fails on this thread", () => {
+  for (const [label, options] of [
+    ["no group commit", { groupCommit: false }],
+    ["group commits on the JavaScript thread", { writesOffThread: false }],
+    ["group commits off the thread", {}],
+  ] as const) {
+    it(`${label}: the failure is an unknown AgentLoopError with the driver's error as its cause, the transaction is rolled back, the next write goes through`, async () => {
+      const path = freshFile();
+      const store = await openEmbeddedStore({ path, ...options });
+      const other = otherConnection(path);
+      try {
+        await store.append("s", [{ event_type: "x", content: 1 }]);
+        // A rule of the database's own, as a user may add one.
+        other.exec("CREATE TRIGGER refuse_poison BEFORE INSERT ON agentloop_events WHEN NEW.event_type = 'poison' BEGIN SELECT RAISE(ABORT, 'poison refused'); END");
+        await assert.rejects(store.append("s", [{ event_type: "poison" }]), (error: unknown) => {
+          assert.ok(AgentLoopError.isInstance(error), String(error));
+          assert.equal(error.kind, "unknown");
+          assert.equal(error.retryable, false);
+          const cause = error.cause as Error;
+          assert.match(cause.message, /poison refused/);
+          assert.equal(error.message, `memory (embedded): ${cause.message}`);
+          return true;
+        });
+        const [next] = await store.append("s", [{ event_type: "x", content: 2 }]);
+        assert.equal(next.seq, 2, "the failed append used no seq");
+        assert.deepEqual(
+          (await store.events("s")).map((event) => event.content),
+          [1, 2],
+        );
+      } finally {
+        other.close();
+        await store.close();
+      }
+    });
+  }
+
+  it("past the busy timeout, the error is a retryable rate_limit naming the file", async () => {
+    const path = freshFile();
+    const store = await openEmbeddedStore({ path, busyTimeoutMs: 0, groupCommit: false });
+    const other = otherConnection(path);
+    try {
+      other.exec("BEGIN IMMEDIATE");
+      await assert.rejects(store.createSession("s"), (error: unknown) => {
+        assert.ok(AgentLoopError.isInstance(error), String(error));
+        assert.equal(error.kind, "rate_limit");
+        assert.equal(error.retryable, true);
+        assert.ok(error.message.startsWith(`memory (embedded): ${path} stayed locked by another process's write past the busy timeout (`), error.message);
+        return true;
+      });
+      other.exec("COMMIT");
+      assert.equal((await store.createSession("s")).session_id, "s");
+    } finally {
+      other.close();
+      await store.close();
+    }
+  });
+});
+
+describe("embedded store: retention", () => {
+  it("expired rows are deleted by prune(), by a store's first write (a session made, or a group), then at most once a minute; the first group after open keeps the limits", async () => {
+    const path = freshFile();
+    const hour = 3_600_000;
+    const old = new Date(Date.now() - 2 * hour).toISOString();
+    const expired = (content: number) => [{ event_type: "x", content, timestamp: old }];
+    const other = otherConnection(path);
+    const rows = () => Number(other.prepare("SELECT count(*) AS n FROM agentloop_events").get().n);
+    const first = await openEmbeddedStore({ path, retentionMs: hour, maxEventsPerSession: 2 });
+    try {
+      // The first group prunes (nothing yet) and keeps the limit of 2 events.
+      await first.append("kept", [1, 2, 3].map((content) => ({ event_type: "x", content })));
+      assert.deepEqual(
+        (await first.events("kept")).map((event) => event.content),
+        [2, 3],
+      );
+      await first.append("s", expired(1));
+      await first.createSession("n1");
+      assert.equal(rows(), 3, "within the minute: neither the group nor the session made pruned");
+      await first.prune();
+      assert.equal(rows(), 2);
+      await first.append("s", expired(2));
+      assert.equal(rows(), 3);
+      // Another store's first session made prunes.
+      const second = await openEmbeddedStore({ path, retentionMs: hour });
+      await second.createSession("n2");
+      assert.equal(rows(), 2);
+      await second.close();
+      await first.append("s", expired(3));
+      // Another store's first group prunes.
+      const third = await openEmbeddedStore({ path, retentionMs: hour });
+      await third.append("t", [{ event_type: "x", content: 4 }]);
+      assert.equal(rows(), 3);
+      await third.close();
+      assert.deepEqual(await first.events("s"), []);
+    } finally {
+      other.close();
+      await first.close();
     }
   });
 });
