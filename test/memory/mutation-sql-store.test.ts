@@ -44,6 +44,8 @@ function recordingDatabase(options: { withLock?: boolean; withDescribe?: boolean
   const log: string[] = [];
   /** Gates for the next group writes, one each. */
   const holds: Array<Promise<void>> = [];
+  /** Gates for the answers of the next counts of the sessions (the count runs, its answer waits). */
+  const countAnswers: Array<Promise<void>> = [];
   let inFlight = 0;
   const database: Database = {
     async statement(text: string, values: ReadonlyArray<string | null>, lane?: number): Promise<TextRow[]> {
@@ -61,6 +63,7 @@ function recordingDatabase(options: { withLock?: boolean; withDescribe?: boolean
         if (events > 0 && holds.length > 0) await holds.shift();
         if (failures.length > 0) throw failures.shift();
         const result = await pool.query({ text, values: [...values], rowMode: "array", types: asText });
+        if (/^SELECT count\(\*\) FROM/.test(text) && countAnswers.length > 0) await countAnswers.shift();
         return result.rows as TextRow[];
       } finally {
         inFlight--;
@@ -103,6 +106,16 @@ function recordingDatabase(options: { withLock?: boolean; withDescribe?: boolean
     holdNext(): () => void {
       let open!: () => void;
       holds.push(
+        new Promise<void>((resolve) => {
+          open = resolve;
+        }),
+      );
+      return () => open();
+    },
+    /** Holds the answer of the next count of the sessions (made once it ran) until the returned function is called. */
+    holdNextCountAnswer(): () => void {
+      let open!: () => void;
+      countAnswers.push(
         new Promise<void>((resolve) => {
           open = resolve;
         }),
@@ -414,6 +427,61 @@ describe("SqlMemoryStore: sessions beyond maxSessions", () => {
         ["m5", 5],
       ]);
       assert.equal((await store.listSessions()).length, 30);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it("a session made while an eviction runs, after its count, is evicted by the next one, before the next read", async () => {
+    const recording = recordingDatabase();
+    const store = await SqlMemoryStore.open("custom", recording.database, { schema: uniqueSchema("during"), maxSessions: 1 });
+    try {
+      const answer = recording.holdNextCountAnswer();
+      await store.append("a", [x("a")]);
+      const counted = () => recording.calls.filter((call) => /^SELECT count\(\*\) FROM/.test(call.text)).length;
+      await until(() => counted() === 1);
+      await store.append("b", [x("b")]);
+      answer();
+      assert.deepEqual(
+        (await store.listSessions()).map((session) => session.session_id),
+        ["b"],
+      );
+    } finally {
+      await store.close();
+    }
+  });
+
+  it("a store whose first groups write only sessions it finds made does not count them", async () => {
+    const schema = uniqueSchema("known");
+    const maker = await SqlMemoryStore.open("custom", recordingDatabase().database, { schema, maxSessions: 30 });
+    await Promise.all([maker.append("k1", [x(1)]), maker.append("k2", [x(1)])]);
+    await maker.close();
+    const recording = recordingDatabase();
+    const store = await SqlMemoryStore.open("custom", recording.database, { schema, maxSessions: 30 });
+    try {
+      await store.append("k1", [x(2)]);
+      await Promise.all([store.append("k1", [x(3)]), store.append("k2", [x(2)])]);
+      await store.listSessions();
+      assert.equal(recording.calls.filter((call) => /^SELECT count\(\*\) FROM/.test(call.text)).length, 0);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it("a group's sessions take their places in update order by their last appends", async () => {
+    const store = await SqlMemoryStore.open("custom", recordingDatabase().database, { schema: uniqueSchema("order") });
+    try {
+      // One group: a, b, then a again: b was updated before a.
+      await Promise.all([store.append("a", [x(1)]), store.append("b", [x(1)]), store.append("a", [x(2)])]);
+      assert.deepEqual(
+        (await store.listSessions()).map((session) => session.session_id),
+        ["b", "a"],
+      );
+      await Promise.all([store.append("b", [x(2)]), store.append("c", [x(1)]), store.append("a", [x(3)]), store.append("c", [x(2)])]);
+      assert.deepEqual(
+        (await store.listSessions()).map((session) => session.session_id),
+        ["b", "a", "c"],
+      );
     } finally {
       await store.close();
     }
