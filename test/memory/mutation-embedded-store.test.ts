@@ -1,7 +1,7 @@
 // The embedded store's own rules (src/memory/sqlite/store.ts) that the conformance suite leaves
 // open, through its public API.
 import assert from "node:assert/strict";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync, statSync } from "node:fs";
 import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -154,6 +154,31 @@ describe("embedded store: retention", () => {
     } finally {
       other.close();
       await first.close();
+    }
+  });
+});
+
+describe("embedded store: transactions", () => {
+  it("groupCommit: false commits each append on its own; with group commit, appends made at once share one commit (frames the log grew by)", async () => {
+    const frames = async (options: { groupCommit?: boolean; writesOffThread?: boolean }) => {
+      const path = freshFile();
+      const store = await openEmbeddedStore({ path, backgroundCheckpoints: false, ...options });
+      try {
+        await store.append("warm", [{ event_type: "x" }]);
+        const log = () => statSync(`${path}-wal`).size;
+        const before = log();
+        await Promise.all(Array.from({ length: 10 }, (_, index) => store.append(`s${index}`, [{ event_type: "x", content: index }])));
+        // 4,096-byte pages, each frame with its 24-byte header.
+        return (log() - before) / (4096 + 24);
+      } finally {
+        await store.close();
+      }
+    };
+    const alone = await frames({ groupCommit: false });
+    assert.ok(alone >= 10, `ten appends alone: ${alone} frames`);
+    for (const options of [{}, { writesOffThread: false }]) {
+      const together = await frames(options);
+      assert.ok(together < 10, `ten appends at once, ${JSON.stringify(options)}: ${together} frames`);
     }
   });
 });
