@@ -183,3 +183,25 @@ describe("embedded store: transactions", () => {
     }
   });
 });
+
+describe("embedded store: locks on the JavaScript thread", () => {
+  for (const [label, options] of [
+    ["group commits on the JavaScript thread", { writesOffThread: false }],
+    ["no group commit", { groupCommit: false }],
+  ] as const) {
+    it(`${label}: a lock attempt alone and a release alone are each written`, async () => {
+      const path = freshFile();
+      const store = await openEmbeddedStore({ path, ...options });
+      const other = otherConnection(path);
+      try {
+        const release = await store.lockSession("s", AbortSignal.timeout(5000));
+        assert.equal(Number(other.prepare("SELECT count(*) AS n FROM agentloop_session_locks").get().n), 1);
+        await release();
+        assert.equal(Number(other.prepare("SELECT count(*) AS n FROM agentloop_session_locks").get().n), 0);
+      } finally {
+        other.close();
+        await store.close();
+      }
+    });
+  }
+});
