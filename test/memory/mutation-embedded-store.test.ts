@@ -205,3 +205,49 @@ describe("embedded store: locks on the JavaScript thread", () => {
     });
   }
 });
+
+describe("embedded store: groups with locks", () => {
+  it("two lock attempts, then two releases, each made at once in one group, all take effect", async () => {
+    const path = freshFile();
+    const store = await openEmbeddedStore({ path });
+    const other = otherConnection(path);
+    const held = () => Number(other.prepare("SELECT count(*) AS n FROM agentloop_session_locks").get().n);
+    try {
+      const releases = await Promise.all([store.lockSession("a"), store.lockSession("b")]);
+      assert.equal(held(), 2);
+      await Promise.all(releases.map((release) => release()));
+      assert.equal(held(), 0);
+    } finally {
+      other.close();
+      await store.close();
+    }
+  });
+
+  it("a group with a lock attempt and appends to sessions another store on the file wrote: the appends continue those sessions' seqs", async () => {
+    const path = freshFile();
+    const store = await openEmbeddedStore({ path });
+    const writer = await openEmbeddedStore({ path });
+    try {
+      await store.append("mine", [{ event_type: "x" }]);
+      await Promise.all(["s1", "s2"].map((session) => writer.append(session, [{ event_type: "x" }, { event_type: "x" }])));
+      const [release, first, second] = await Promise.all([
+        store.lockSession("t"),
+        store.append("s1", [{ event_type: "x", content: "s1" }]),
+        store.append("s2", [{ event_type: "x", content: "s2" }]),
+      ]);
+      assert.deepEqual(
+        [first[0].seq, second[0].seq],
+        [3, 3],
+      );
+      await release();
+      // And with sessions it wrote last, which another store wrote since.
+      await Promise.all(["s1", "s2"].map((session) => writer.append(session, [{ event_type: "x" }])));
+      const [again, third] = await Promise.all([store.lockSession("t"), store.append("s1", [{ event_type: "x" }])]);
+      assert.equal(third[0].seq, 5);
+      await again();
+    } finally {
+      await writer.close();
+      await store.close();
+    }
+  });
+});
