@@ -69,9 +69,11 @@ describe("embedded store: a write that fails on this thread", () => {
       const store = await openEmbeddedStore({ path, ...options });
       const other = otherConnection(path);
       try {
-        await store.append("s", [{ event_type: "x", content: 1 }]);
         // A rule of the database's own, as a user may add one.
         other.exec("CREATE TRIGGER refuse_poison BEFORE INSERT ON agentloop_events WHEN NEW.event_type = 'poison' BEGIN SELECT RAISE(ABORT, 'poison refused'); END");
+        // The store's first group (its sessions not counted yet: the longer way, which reads first), then one on a session it wrote.
+        await assert.rejects(store.append("p", [{ event_type: "poison" }]), /poison refused/);
+        await store.append("s", [{ event_type: "x", content: 1 }]);
         await assert.rejects(store.append("s", [{ event_type: "poison" }]), (error: unknown) => {
           assert.ok(AgentLoopError.isInstance(error), String(error));
           assert.equal(error.kind, "unknown");
