@@ -253,3 +253,27 @@ describe("embedded store: groups with locks", () => {
     }
   });
 });
+
+describe("embedded store: sessions beyond maxSessions", () => {
+  it("another store's sessions are counted at this store's next count; the sessions it makes itself never pass the limit once counted", async () => {
+    const path = freshFile();
+    // maxSessions 30: a count every 3 sessions made here.
+    const store = await openEmbeddedStore({ path, maxSessions: 30 });
+    const other = await openEmbeddedStore({ path, maxSessions: 1000 });
+    try {
+      for (let index = 1; index <= 6; index++) await store.append(`n${index}`, [{ event_type: "x" }]);
+      await Promise.all(Array.from({ length: 22 }, (_, index) => other.append(`r${index}`, [{ event_type: "x" }])));
+      const sizes: number[] = [];
+      for (let index = 1; index <= 5; index++) {
+        await store.append(`m${index}`, [{ event_type: "x" }]);
+        sizes.push((await store.listSessions()).length);
+      }
+      // 6 counted at 4 (2 made since), 22 more: m1 is the third made since, a count (29); m2 is not
+      // past 30 with it (30); m3 is (29 counted + 2 made): counted, evicted to 30, and so on.
+      assert.deepEqual(sizes, [29, 30, 30, 30, 30]);
+    } finally {
+      await other.close();
+      await store.close();
+    }
+  });
+});
