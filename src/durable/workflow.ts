@@ -21,7 +21,10 @@ export function registerRunWorkflow(inner: Agent, options: DurableOptions, name:
   async function journaledRun(input: string, runOptions: Omit<StoredOptions, "journal">, spec: unknown, runId: string, signal: AbortSignal, onEvent?: (event: LoopEvent) => void): Promise<DurableRunResult> {
     const encoder = options.journal!(spec, runId);
     const journal = new Journal();
+    // An earlier execution's journal still here (a cancelled execution not ended yet): its readers go on with this one.
+    const earlier = journals.get(runId);
     journals.set(runId, journal);
+    if (earlier) for (const wake of earlier.readers) wake();
     const waiting = journalWaiters.get(runId);
     journalWaiters.delete(runId);
     if (waiting) for (const wake of waiting) wake();
