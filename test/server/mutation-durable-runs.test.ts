@@ -319,22 +319,8 @@ test("cancel stops a queued run (its stream ends with the cancellation) and a ru
   const deadline = Date.now() + 10_000;
   while (!(await storedOf(runningId)).some((event) => event.event_type === "run_ended") && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
   // The running run resumed: its recorded steps replay, its memory events are not stored twice.
-  // Its tool runs again (idempotent) and is held until a reader attached while the run goes on.
-  let release!: () => void;
-  released = new Promise<void>((resolve) => {
-    release = resolve;
-  });
-  const rerunning = new Promise<void>((resolve) => {
-    holding = resolve;
-  });
+  released = Promise.resolve();
   assert.equal((await post(`/v1/runs/${runningId}/resume`)).status, 200);
-  // A reader attached while the resumed run goes on follows it to its end (it once waited for ever).
-  const live = readEvents(await get(`/v1/runs/${runningId}/events`, {}, AbortSignal.timeout(15_000)));
-  await rerunning;
-  release();
-  const followed = await live;
-  assert.ok(followed.complete, `${followed.error}\n${followed.events.join("\n")}`);
-  assert.equal(answerOf(followed.events), "Done: released.");
   assert.equal(await finished(runningId), "SUCCESS");
   const rerun = await readEvents(await get(`/v1/runs/${runningId}/events`));
   assert.ok(rerun.complete, rerun.events.join("\n"));
@@ -419,5 +405,36 @@ test("a durable approval answered as JSON whose run stops for approval again: th
   assert.equal(second.headers.get("x-agentloop-run-id"), runId);
   const done = (await second.json()) as { choices: Array<{ message: { content: string }; finish_reason: string }> };
   assert.deepEqual([done.choices[0]!.message.content, done.choices[0]!.finish_reason], ["Done: paid 7.", "stop"]);
+  assert.equal(await finished(runId), "SUCCESS");
+});
+
+test("a cancelled run resumed at once (its cancelled execution not ended yet): a reader attached while it goes on follows it to its end", async () => {
+  const sessionId = session();
+  const inTool = new Promise<void>((resolve) => {
+    holding = resolve;
+  });
+  const running = await chat("hold", sessionId);
+  const runId = running.headers.get("x-agentloop-run-id")!;
+  const reading = readEvents(running);
+  await inTool;
+  assert.equal((await post(`/v1/runs/${runId}/cancel`)).status, 200);
+  assert.ok((await reading).complete);
+  // The resumed execution's tool is held until a reader attached while the run goes on.
+  let release!: () => void;
+  released = new Promise<void>((resolve) => {
+    release = resolve;
+  });
+  const rerunning = new Promise<void>((resolve) => {
+    holding = resolve;
+  });
+  assert.equal((await post(`/v1/runs/${runId}/resume`)).status, 200);
+  // Bounded: this reader once waited for ever on the cancelled execution's journal.
+  const live = readEvents(await get(`/v1/runs/${runId}/events`, {}, AbortSignal.timeout(15_000)));
+  await rerunning;
+  release();
+  const followed = await live;
+  released = undefined;
+  assert.ok(followed.complete, `${followed.error}\n${followed.events.join("\n")}`);
+  assert.equal(answerOf(followed.events), "Done: released.");
   assert.equal(await finished(runId), "SUCCESS");
 });
