@@ -68,7 +68,7 @@ export function registerRunWorkflow(inner: Agent, options: DurableOptions, name:
       const onEvent = listeners.get(runId);
       const { journal: spec, ...runOptions } = stored;
       const stop = new AbortController();
-      executions.set(runId, stop);
+      executions.set(runId, { workflow: name, stop });
       try {
         if (spec !== undefined && options.journal) return await journaledRun(input, runOptions, spec, runId, stop.signal, onEvent);
         // Approvals stop the loop with a checkpoint; the workflow waits for the decisions as a DBOS
@@ -82,7 +82,7 @@ export function registerRunWorkflow(inner: Agent, options: DurableOptions, name:
       } finally {
         // A model call left open (the loop stopped before the tools it asked for) is recorded before the run ends.
         await closeModelCall(runId).catch(() => undefined);
-        if (executions.get(runId) === stop) executions.delete(runId);
+        if (executions.get(runId)?.stop === stop) executions.delete(runId);
         modelRecords.delete(runId);
         replayedStarts.delete(runId);
       }
