@@ -215,11 +215,17 @@ test("a journaled run cancelled while its tool runs: a reader following it live 
   run.result().catch(() => undefined);
   await started;
   const reader = collect(waiter.readJournal(runId));
+  // The items before the tool call are written to the database before its step (a reader in
+  // another process gets them while the tool runs): the write is one of the run's recorded steps.
+  const written = async () => ((await waiter.show(runId))?.steps ?? []).some((step) => step.name === "DBOS.writeStream");
+  for (const deadline = Date.now() + 10_000; !(await written()) && Date.now() < deadline; ) await new Promise((resolve) => setTimeout(resolve, 20));
   await waiter.cancel(runId);
   const live = await reader;
   const later = await collect(waiter.readJournal(runId));
   // The live reader has what the execution here made up to its end (the leg's end included); the
-  // database has what was written before the cancel stopped the run's writes: a prefix of it.
+  // database has what was written before the cancel stopped the run's writes: a prefix of it, the
+  // items before the tool call at least.
+  assert.deepEqual(later.slice(0, 2), ["start:cancelled", "call:waits"]);
   assert.deepEqual(live, ["start:cancelled", "call:waits", "end:ABORTED"]);
   assert.deepEqual(later, live.slice(0, later.length));
 });
