@@ -217,7 +217,8 @@ test("a journaled run cancelled while its tool runs: a reader following it live 
   const reader = collect(waiter.readJournal(runId));
   // The items before the tool call are written to the database before its step (a reader in
   // another process gets them while the tool runs): the write is one of the run's recorded steps.
-  const written = async () => ((await waiter.show(runId))?.steps ?? []).some((step) => step.name === "DBOS.writeStream");
+  // (Two writes: the leg's start before the model call, the call's item before the tool's step.)
+  const written = async () => ((await waiter.show(runId))?.steps ?? []).filter((step) => step.name === "DBOS.writeStream").length >= 2;
   for (const deadline = Date.now() + 10_000; !(await written()) && Date.now() < deadline; ) await new Promise((resolve) => setTimeout(resolve, 20));
   await waiter.cancel(runId);
   const live = await reader;
