@@ -31,6 +31,16 @@ export function durableAgent(agent: Agent, options: DurableOptions): DurableAgen
   });
   const workflowName = `agentloop.run.${agent.name}`;
   const workflow = registerRunWorkflow(inner, options, workflowName);
+  /** Whether run `runId` is one of this agent's: at once when it executes here, else one query. */
+  const isOwn = async (runId: string) => {
+    const here = executions.get(runId);
+    if (here) return here.workflow === workflowName;
+    return (await DBOS.getWorkflowStatus(runId))?.workflowName === workflowName;
+  };
+  /** Refuses a run that is not this agent's (another durable agent's in the same database, or none). */
+  const ownRun = async (what: string, runId: string) => {
+    if (!(await isOwn(runId))) throw new Error(`durable ${what}: no run "${runId}" of agent "${agent.name}"`);
+  };
   const handleOf = (runId: string): DurableRun => ({
     runId,
     result: () => DBOS.retrieveWorkflow<DurableRunResult>(runId).getResult({ pollingIntervalMs: 100 }) as Promise<DurableRunResult>,
@@ -71,9 +81,7 @@ export function durableAgent(agent: Agent, options: DurableOptions): DurableAgen
     retrieve: handleOf,
     async exists(runId) {
       ensureLaunched("exists");
-      if (executions.has(runId)) return true;
-      const status = await DBOS.getWorkflowStatus(runId);
-      return status?.workflowName === workflowName;
+      return isOwn(runId);
     },
     async approvalWait(runId) {
       ensureLaunched("approvalWait");
@@ -101,10 +109,12 @@ export function durableAgent(agent: Agent, options: DurableOptions): DurableAgen
     },
     async cancel(runId) {
       ensureLaunched("cancel");
+      await ownRun("cancel", runId);
       await DBOS.cancelWorkflow(runId);
     },
     async resume(runId) {
       ensureLaunched("resume");
+      await ownRun("resume", runId);
       await DBOS.resumeWorkflow(runId);
     },
     async recover(executorIds) {

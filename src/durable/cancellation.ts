@@ -2,19 +2,25 @@
 import { DBOS, Error as DBOSErrors } from "@dbos-inc/dbos-sdk";
 import { AgentLoopError } from "../errors.js";
 
+/** A run executing in this process: the workflow of its agent, and the signal its loop runs with. */
+export interface Execution {
+  workflow: string;
+  stop: AbortController;
+}
+
 /**
- * The runs executing in this process, each with the signal its loop runs with: a step that finds its
- * run cancelled (`cancel`, DBOS's cancel, from any process) aborts the loop, which stops at its next
- * checkpoint (ABORTED) instead of going on with the failed step as an error.
+ * The runs executing in this process (of every durable agent: each tells its own by `workflow`): a
+ * step that finds its run cancelled (`cancel`, DBOS's cancel, from any process) aborts the loop,
+ * which stops at its next checkpoint (ABORTED) instead of going on with the failed step as an error.
  */
-export const executions = new Map<string, AbortController>();
+export const executions = new Map<string, Execution>();
 
 function isCancelled(error: unknown): boolean {
   return error instanceof DBOSErrors.DBOSWorkflowCancelledError;
 }
 
 function abortCancelled(runId: string): void {
-  executions.get(runId)?.abort(new AgentLoopError("aborted", `run ${runId} was cancelled`));
+  executions.get(runId)?.stop.abort(new AgentLoopError("aborted", `run ${runId} was cancelled`));
 }
 
 /** A step of run `runId`: if it fails because the run was cancelled, the run's loop is aborted first. */

@@ -125,8 +125,17 @@ export async function* readJournal(runId: string, after: number): AsyncGenerator
           yield { seq: cursor, item: local.items[cursor - 1]! };
         }
         if (local.ended) return;
+        const current = journals.get(runId);
+        if (current && current !== local) {
+          // A new execution of the run began here (a cancelled run resumed while the cancelled
+          // execution had not let go of its journal): its items take the same positions.
+          local.readers.delete(signal);
+          local = current;
+          local.readers.add(signal);
+          continue;
+        }
         // The execution here stopped unfinished (its process lost the run to another): the rest is in the database.
-        if (journals.get(runId) !== local) readDatabase();
+        if (!current) readDatabase();
       }
       while (fromDatabase.has(cursor + 1)) {
         cursor++;

@@ -133,9 +133,9 @@ export interface DurableAgent {
   list(filter?: { status?: string; sessionId?: string; limit?: number }): Promise<DurableRunInfo[]>;
   /** One run with its steps and pending approvals; undefined when there is no such run. */
   show(runId: string): Promise<DurableRunInfo | undefined>;
-  /** Cancels a run (it stops at its next step; it can be resumed). */
+  /** Cancels a run of this agent (it stops at its next step; it can be resumed). Another agent's run, or none: an error. */
   cancel(runId: string): Promise<void>;
-  /** Resumes a cancelled or failed run from its last completed step. */
+  /** Resumes a cancelled or failed run of this agent from its last completed step. Another agent's run, or none: an error. */
   resume(runId: string): Promise<void>;
   /**
    * Recovers the unfinished runs of other executors (processes that died and will not come back

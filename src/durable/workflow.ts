@@ -21,7 +21,10 @@ export function registerRunWorkflow(inner: Agent, options: DurableOptions, name:
   async function journaledRun(input: string, runOptions: Omit<StoredOptions, "journal">, spec: unknown, runId: string, signal: AbortSignal, onEvent?: (event: LoopEvent) => void): Promise<DurableRunResult> {
     const encoder = options.journal!(spec, runId);
     const journal = new Journal();
+    // An earlier execution's journal still here (a cancelled execution not ended yet): its readers go on with this one.
+    const earlier = journals.get(runId);
     journals.set(runId, journal);
+    if (earlier) for (const wake of earlier.readers) wake();
     const waiting = journalWaiters.get(runId);
     journalWaiters.delete(runId);
     if (waiting) for (const wake of waiting) wake();
@@ -65,7 +68,7 @@ export function registerRunWorkflow(inner: Agent, options: DurableOptions, name:
       const onEvent = listeners.get(runId);
       const { journal: spec, ...runOptions } = stored;
       const stop = new AbortController();
-      executions.set(runId, stop);
+      executions.set(runId, { workflow: name, stop });
       try {
         if (spec !== undefined && options.journal) return await journaledRun(input, runOptions, spec, runId, stop.signal, onEvent);
         // Approvals stop the loop with a checkpoint; the workflow waits for the decisions as a DBOS
@@ -79,7 +82,7 @@ export function registerRunWorkflow(inner: Agent, options: DurableOptions, name:
       } finally {
         // A model call left open (the loop stopped before the tools it asked for) is recorded before the run ends.
         await closeModelCall(runId).catch(() => undefined);
-        if (executions.get(runId) === stop) executions.delete(runId);
+        if (executions.get(runId)?.stop === stop) executions.delete(runId);
         modelRecords.delete(runId);
         replayedStarts.delete(runId);
       }

@@ -43,7 +43,7 @@ type RunSpec = ChatStreamSpec & {
 export class DurableRuns {
   private durable?: DurableAgent;
   /** Memory events a recovered run's replay must not store again, by run id (see `skipReplayed`): one entry per execution. */
-  private readonly replayed = new Map<string, { left: number }>();
+  private readonly replayed = new Map<string, StoredRun>();
   private launching?: Promise<DurableAgent>;
   private failure?: AgentLoopError;
 
@@ -58,9 +58,12 @@ export class DurableRuns {
   }
 
   /**
-   * A recovered run replays its recorded steps, and so emits its first events again: the memory
-   * events its earlier execution stored (counted when the execution begins) are not stored twice.
-   * The replay regenerates the same events in the same order, so the first ones are skipped.
+   * A recovered (or resumed) run replays its recorded steps, and so emits its first events again:
+   * the memory events its earlier execution stored (read when the execution begins) are not stored
+   * twice. A replayed event is skipped when an event stored earlier matches it (its type, its tool
+   * call, its content where a replay gives the same; each stored event matches once, in any order:
+   * a wave's calls may end in another order on replay). What the earlier execution did not get to
+   * do, or did otherwise (a cancelled execution's aborted tool result and end), is stored.
    */
   private skipReplayed(): void {
     const { store } = this.memory;
@@ -72,7 +75,15 @@ export class DurableRuns {
         const runId = event.metadata?.run_id;
         const skip = typeof runId === "string" ? replayed.get(runId) : undefined;
         if (!skip) return true;
-        if (--skip.left === 0) replayed.delete(runId as string);
+        if (skip.unknown > 0) skip.unknown--;
+        else {
+          const key = replayKey(event);
+          const left = skip.keys.get(key);
+          if (!left) return true;
+          if (left === 1) skip.keys.delete(key);
+          else skip.keys.set(key, left - 1);
+        }
+        if (skip.unknown === 0 && skip.keys.size === 0) replayed.delete(runId as string);
         return false;
       });
       return kept.length > 0 ? append(sessionId, kept) : Promise.resolve([]);
@@ -134,16 +145,17 @@ export class DurableRuns {
     const { memory, settings, log } = this;
     const chunks = new ChatStreamEncoder({ ...spec, agent: settings.name });
     /** This execution's skip of its replayed events (an execution ending never drops another's). */
-    let skip: { left: number } | undefined;
+    let skip: StoredRun | undefined;
     return {
       begin: async () => {
         // What an earlier execution of this run stored (none for a run's first execution): every
         // event of the run after where the session's log stood when the run was queued.
         const stored = await storedSince(memory.store, spec.sessionId, runId, spec.memoryStart ?? 0);
-        if (stored > 0) {
-          skip = { left: stored };
+        const count = stored.unknown + stored.count;
+        if (count > 0) {
+          skip = stored;
           this.replayed.set(runId, skip);
-          log(`[${settings.name}] run ${runId} session ${spec.sessionId} recovered: its ${stored} stored event(s) are not stored again`);
+          log(`[${settings.name}] run ${runId} session ${spec.sessionId} recovered: its ${count} stored event(s) are not stored again`);
         } else if (spec.delegatedTask !== undefined) {
           // As the plain server does, with the session to itself: the delegated task first.
           await memory.store
@@ -282,21 +294,57 @@ export class DurableRuns {
   }
 }
 
+/** The events an earlier execution of a run stored, which its replay regenerates: how many of each key, after `unknown` trimmed ones. */
+interface StoredRun {
+  /** Events the store trimmed away since the run was queued (counted as the run's: skipped unread). */
+  unknown: number;
+  /** The stored events not matched yet, by key (`replayKey`). */
+  keys: Map<string, number>;
+  /** How many events were read (the keys' counts at first). */
+  count: number;
+}
+
+/** The event types whose content a replay regenerates as it was (the others carry ids new in each execution, such as a checkpoint's). */
+const SAME_CONTENT = new Set(["run_started", "user_message", "tool_call", "tool_result", "delegation_request", "delegation_response", "agent_response", "run_ended", "steering", "error", "loop_warning"]);
+
+/** What tells a replayed event from another: its type, its tool call, and its content when a replay gives the same. */
+function replayKey(event: { event_type: string; content?: unknown; metadata?: Record<string, unknown> | null }): string {
+  const callId = event.metadata?.tool_call_id;
+  return JSON.stringify([event.event_type, typeof callId === "string" ? callId : null, SAME_CONTENT.has(event.event_type) ? canonical(event.content) : null]);
+}
+
+/** JSON with object keys sorted (PostgreSQL's jsonb gives them back in its own order). */
+function canonical(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonical).join(",")}]`;
+  if (value && typeof value === "object" && !(value instanceof Date)) {
+    const entries = Object.keys(value)
+      .sort()
+      .map((key) => `${JSON.stringify(key)}:${canonical((value as Record<string, unknown>)[key])}`);
+    return `{${entries.join(",")}}`;
+  }
+  return JSON.stringify(value) ?? "null";
+}
+
 /**
- * How many events run `runId` stored in the session after seq `base`, however many (the store's
- * `events` without `afterSeq` gives only the most recent). Events the store trimmed away (its
- * per-session limit) since `base` are counted as the run's (when the run alone outgrew the limit,
- * they may include those of runs queued before it on the session: an overcount, rare).
+ * What run `runId` stored in the session after seq `base`, however much (the store's `events`
+ * without `afterSeq` gives only the most recent). Events the store trimmed away (its per-session
+ * limit) since `base` are counted as the run's (when the run alone outgrew the limit, they may
+ * include those of runs queued before it on the session: an overcount, rare).
  */
-async function storedSince(store: ServerMemory["store"], sessionId: string, runId: string, base: number): Promise<number> {
+async function storedSince(store: ServerMemory["store"], sessionId: string, runId: string, base: number): Promise<StoredRun> {
   const page = 1000;
-  let count = 0;
+  const stored: StoredRun = { unknown: 0, keys: new Map(), count: 0 };
   let after = base;
   for (;;) {
     const events = await store.events(sessionId, { afterSeq: after, limit: page });
-    if (after === base && events.length > 0) count += events[0]!.seq - base - 1;
-    for (const event of events) if (event.metadata?.run_id === runId) count++;
-    if (events.length < page) return count;
+    if (after === base && events.length > 0) stored.unknown += events[0]!.seq - base - 1;
+    for (const event of events) {
+      if (event.metadata?.run_id !== runId) continue;
+      const key = replayKey(event);
+      stored.keys.set(key, (stored.keys.get(key) ?? 0) + 1);
+      stored.count++;
+    }
+    if (events.length < page) return stored;
     after = events.at(-1)!.seq;
   }
 }

@@ -22,8 +22,14 @@ let server: TestServer;
 // anything else is answered "Done: <input>."; after a tool's result, "Done: <result>.".
 const plan: Plan = (messages) => {
   const last = messages.at(-1);
+  const asked = messages.findLast((message) => message.role === "user");
+  const input = typeof asked?.content === "string" ? asked.content : "";
+  // "pay <n> then <m>": a second call needing approval once the first one's result is in.
+  const then = /^pay \d+ then (\d+)/.exec(input);
+  if (last?.role === "tool" && then && !messages.some((message) => message.role === "tool" && message.toolCallId === "call_pay_2")) {
+    return { calls: [{ id: "call_pay_2", name: "pay", arguments: { amount: Number(then[1]) } }] };
+  }
   if (last?.role === "tool") return { text: `Done: ${typeof last.content === "string" ? last.content : "?"}.` };
-  const input = typeof last?.content === "string" ? last.content : "";
   const pay = /^pay (\d+)/.exec(input);
   if (pay) return { calls: [{ id: "call_pay", name: "pay", arguments: { amount: Number(pay[1]) } }] };
   if (input === "hold") return { calls: [{ id: "call_hold", name: "hold", arguments: {} }] };
@@ -33,8 +39,8 @@ const plan: Plan = (messages) => {
 };
 
 let holding: () => void = () => undefined;
-/** Set: `hold` answers "released" at once (a cancelled run resumed). */
-let released = false;
+/** Set: `hold` answers "released" once this settles (a cancelled run resumed). */
+let released: Promise<void> | undefined;
 const hold = defineTool<Record<string, never>>({
   name: "hold",
   description: "Holds its session until its run is aborted",
@@ -42,7 +48,10 @@ const hold = defineTool<Record<string, never>>({
   idempotent: true,
   execute: (_args, context) =>
     new Promise<string>((resolve, reject) => {
-      if (released) return resolve("released");
+      if (released) {
+        holding();
+        return void released.then(() => resolve("released"));
+      }
       holding();
       context.signal.addEventListener("abort", () => reject(new Error("aborted")));
     }),
@@ -82,7 +91,7 @@ after(async () => {
 const session = () => `s-${randomUUID().slice(0, 8)}`;
 const chat = (content: string, sessionId: string, extra: object = {}) =>
   postJson(`${server.url}/v1/chat/completions`, { messages: [{ role: "user", content }], session_id: sessionId, stream: true, ...extra });
-const get = (path: string, headers: Record<string, string> = {}) => fetch(`${server.url}${path}`, { headers });
+const get = (path: string, headers: Record<string, string> = {}, signal?: AbortSignal) => fetch(`${server.url}${path}`, { headers, signal });
 const post = (path: string, body?: unknown) => postJson(`${server.url}${path}`, body ?? {});
 /** A refusal's status and error body. */
 async function refusal(response: Response): Promise<{ status: number; error: { message: string; code: string; param?: string; type: string } }> {
@@ -301,23 +310,41 @@ test("cancel stops a queued run (its stream ends with the cancellation) and a ru
   assert.ok(runningEnd.complete, runningEnd.events.join("\n"));
   assert.match(runningEnd.events.at(-2)!, new RegExp(`"message":"run ${runningId} was cancelled"`));
 
+  // What the cancelled execution stored: its start, the call, and the ending the cancel gave it.
+  const storedOf = async (runId: string) =>
+    ((await (await get(`/memory/events?session_id=${sessionId}&limit=1000`)).json()) as { events: Array<{ event_type: string; content: unknown; metadata: { run_id?: string } }> }).events.filter(
+      (event) => event.metadata.run_id === runId,
+    );
+  // (Waited for: a resume counting them before they are stored is the case a crash gives.)
+  const deadline = Date.now() + 10_000;
+  while (!(await storedOf(runningId)).some((event) => event.event_type === "run_ended") && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
   // The running run resumed: its recorded steps replay, its memory events are not stored twice.
-  released = true;
+  released = Promise.resolve();
   assert.equal((await post(`/v1/runs/${runningId}/resume`)).status, 200);
-  // Read once it finished: a reader attached while the resumed run goes on was seen to wait for ever (see docs/mutation.md).
   assert.equal(await finished(runningId), "SUCCESS");
   const rerun = await readEvents(await get(`/v1/runs/${runningId}/events`));
   assert.ok(rerun.complete, rerun.events.join("\n"));
   assert.equal(answerOf(rerun.events), "Done: released.");
   const recovered = await server.waitForLog(new RegExp(`run ${runningId} session ${sessionId} recovered: its \\d+ stored event\\(s\\) are not stored again`));
   assert.ok(Number(/its (\d+) stored/.exec(recovered)![1]) >= 3, recovered);
-  const stored = ((await (await get(`/memory/events?session_id=${sessionId}&limit=1000`)).json()) as { events: Array<{ event_type: string; content: unknown; metadata: { run_id?: string } }> }).events.filter(
-    (event) => event.metadata.run_id === runningId,
+  const stored = await storedOf(runningId);
+  // The session's log: what the first execution stored (its start, the call, what its cancel
+  // ended with), then only what the resumed execution did that the first did not: the call's new
+  // result, the answer, the end. The replayed start and call are not stored again.
+  assert.deepEqual(
+    stored.map((event) => [event.event_type, event.content]),
+    [
+      ["run_started", stored[0]!.content],
+      ["user_message", "hold"],
+      ["tool_call", { tool: "hold", arguments: {} }],
+      ["tool_result", { tool: "hold", result: `Cancelled: run ${runningId} was cancelled` }],
+      ["run_ended", { state: "ABORTED", reason: `aborted: run ${runningId} was cancelled` }],
+      ["tool_result", { tool: "hold", result: "released" }],
+      ["agent_response", "Done: released."],
+      ["run_ended", { state: "COMPLETED", reason: "the model answered" }],
+    ],
   );
-  // What the first execution stored is not stored again by the replay (what the abort stored, a
-  // tool result and a run_ended, may precede the recovered run's end: see docs/mutation.md).
-  for (const type of ["run_started", "user_message", "tool_call"]) assert.equal(stored.filter((event) => event.event_type === type).length, 1, type);
-  assert.deepEqual(stored.at(-1), { ...stored.at(-1), event_type: "run_ended", content: { state: "COMPLETED", reason: "the model answered" } });
+  released = undefined;
 
   const resumed = await post(`/v1/runs/${queuedId}/resume`);
   assert.equal(resumed.status, 200);
@@ -360,4 +387,54 @@ test("a durable run stopped for approval goes on with POST /v1/approvals: the ne
   }
   const nothing = await refusal(await post("/v1/approvals", { session_id: session(), decisions: { call_pay: { approve: true } } }));
   assert.deepEqual([nothing.status, nothing.error.code], [404, "no_pending_approval"]);
+});
+
+test("a durable approval answered as JSON whose run stops for approval again: the answer is the second stop, and its decision completes the run", async () => {
+  const sessionId = session();
+  const asked = await readEvents(await chat("pay 5 then 7", sessionId));
+  assert.ok(asked.complete, asked.events.join("\n"));
+  assert.match(asked.events.join(""), /"finish_reason":"approval_required"/);
+  // Bounded: this answer once never came (the run's second stop was not seen).
+  const first = await postJson(`${server.url}/v1/approvals`, { session_id: sessionId, decisions: { call_pay: { approve: true } }, stream: false }, {}, AbortSignal.timeout(15_000));
+  assert.equal(first.status, 200);
+  const runId = first.headers.get("x-agentloop-run-id")!;
+  const stopped = (await first.json()) as { choices: Array<{ message: { content: string | null }; finish_reason: string }> };
+  assert.equal(stopped.choices[0]!.finish_reason, "approval_required");
+  const second = await postJson(`${server.url}/v1/approvals`, { session_id: sessionId, decisions: { call_pay_2: { approve: true } }, stream: false }, {}, AbortSignal.timeout(15_000));
+  assert.equal(second.status, 200);
+  assert.equal(second.headers.get("x-agentloop-run-id"), runId);
+  const done = (await second.json()) as { choices: Array<{ message: { content: string }; finish_reason: string }> };
+  assert.deepEqual([done.choices[0]!.message.content, done.choices[0]!.finish_reason], ["Done: paid 7.", "stop"]);
+  assert.equal(await finished(runId), "SUCCESS");
+});
+
+test("a cancelled run resumed at once (its cancelled execution not ended yet): a reader attached while it goes on follows it to its end", async () => {
+  const sessionId = session();
+  const inTool = new Promise<void>((resolve) => {
+    holding = resolve;
+  });
+  const running = await chat("hold", sessionId);
+  const runId = running.headers.get("x-agentloop-run-id")!;
+  const reading = readEvents(running);
+  await inTool;
+  assert.equal((await post(`/v1/runs/${runId}/cancel`)).status, 200);
+  assert.ok((await reading).complete);
+  // The resumed execution's tool is held until a reader attached while the run goes on.
+  let release!: () => void;
+  released = new Promise<void>((resolve) => {
+    release = resolve;
+  });
+  const rerunning = new Promise<void>((resolve) => {
+    holding = resolve;
+  });
+  assert.equal((await post(`/v1/runs/${runId}/resume`)).status, 200);
+  // Bounded: this reader once waited for ever on the cancelled execution's journal.
+  const live = readEvents(await get(`/v1/runs/${runId}/events`, {}, AbortSignal.timeout(15_000)));
+  await rerunning;
+  release();
+  const followed = await live;
+  released = undefined;
+  assert.ok(followed.complete, `${followed.error}\n${followed.events.join("\n")}`);
+  assert.equal(answerOf(followed.events), "Done: released.");
+  assert.equal(await finished(runId), "SUCCESS");
 });

@@ -2,18 +2,16 @@
 // own events: a cancel during a tool aborts the loop (the tool's signal, the run-end's reason), a
 // cancel between two steps stops the loop at its next step, and a step that fails for another
 // reason (the session's history not loading) is that failure, as in the plain run, not a cancel.
-// Real PostgreSQL, its own schema; DBOS launched once for the file, each test's runs its own.
+// Real PostgreSQL; DBOS launched once (shared.ts), each test's runs its own.
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
-import { after, before, test } from "node:test";
-import pg from "pg";
-import { durableAgent } from "../../src/durable/index.js";
-import { Agent, AgentLoopError, defineTool, type LoopEvent, ScriptedModel } from "../../src/index.js";
-import type { SessionMemory } from "../../src/loop/types.js";
-import { postgresUrl } from "../memory/postgres-server.js";
+import { test } from "node:test";
+import { durableAgent } from "../../../src/durable/index.js";
+import { Agent, AgentLoopError, defineTool, type LoopEvent, ScriptedModel } from "../../../src/index.js";
+import type { SessionMemory } from "../../../src/loop/types.js";
+import { shared } from "./shared.js";
 
-const schema = `dbos_cancel_${randomUUID().slice(0, 8)}`;
-const options = { databaseUrl: postgresUrl(), schema, logLevel: "error" as const };
+const options = shared;
 const callOnce = (name: string) => JSON.stringify({ tool_calls: [{ id: "c1", name, arguments: {} }] });
 
 // A tool that ends when the test lets it, whatever its signal says (as a tool that ignores it does).
@@ -76,17 +74,7 @@ const brokenMemory: SessionMemory = {
 const forgetful = new Agent({ name: "cancel-forgetful", model: new ScriptedModel(["hello"]), memory: brokenMemory });
 const forgetfulDurable = durableAgent(forgetful, options);
 
-before(async () => {
-  await listener.launch();
-});
 
-after(async () => {
-  await listener.shutdown();
-  const client = new pg.Client({ connectionString: postgresUrl() });
-  await client.connect();
-  await client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
-  await client.end();
-});
 
 /** Starts a run of `durable` with an onEvent that resolves `ended` with the run's run-end event. */
 async function observed(durable: typeof listener, runId: string) {

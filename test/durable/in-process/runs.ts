@@ -1,18 +1,18 @@
 // Durable runs in this process, what handle.test.ts leaves out: a journaled run's events and its
 // encoder's `begin`, a reader following a journaled run that is cancelled, a run that stops for
 // approvals twice (each wait durable, the session's memory given the resumed legs), and a run
-// cancelled while its tool runs (the tool's signal aborts). Real PostgreSQL, its own schema; DBOS
-// launched once for the file, each test's runs its own (the file runs again in one process).
+// cancelled while its tool runs (the tool's signal aborts). Real PostgreSQL; DBOS
+// launched once (shared.ts), each test's runs its own (the file runs again in one process).
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
-import { after, before, test } from "node:test";
+import { test } from "node:test";
 import pg from "pg";
-import { type DurableAgent, durableAgent, INTERRUPTED, type JournalEncoder, type JournalEntry } from "../../src/durable/index.js";
-import { Agent, defineTool, type LoopEvent, type Model, type ModelEvent, ScriptedModel } from "../../src/index.js";
-import { InMemoryStore, sessionMemory } from "../../src/memory/index.js";
-import { postgresUrl } from "../memory/postgres-server.js";
+import { type DurableAgent, durableAgent, INTERRUPTED, type JournalEncoder, type JournalEntry } from "../../../src/durable/index.js";
+import { Agent, defineTool, type LoopEvent, type Model, type ModelEvent, ScriptedModel } from "../../../src/index.js";
+import { InMemoryStore, sessionMemory } from "../../../src/memory/index.js";
+import { postgresUrl } from "../../memory/postgres-server.js";
+import { schema, shared } from "./shared.js";
 
-const schema = `dbos_runs_${randomUUID().slice(0, 8)}`;
 const calls = (...list: Array<[string, string, Record<string, unknown>]>) => JSON.stringify({ tool_calls: list.map(([id, name, args]) => ({ id, name, arguments: args })) });
 
 /** What the encoders of this file saw, by run id: `begin`, each leg's start, and the results it ended. */
@@ -32,7 +32,7 @@ const journal = (spec: unknown, runId: string): JournalEncoder => {
     end: async (result) => [`end:${result.state}`],
   };
 };
-const options = { databaseUrl: postgresUrl(), schema, logLevel: "error" as const, journal };
+const options = { ...shared, journal };
 
 const executed: string[] = [];
 const approve = (name: string) =>
@@ -133,17 +133,7 @@ const observer = {
 };
 const echoer = durableAgent(new Agent({ name: "runs-echoer", model: new ScriptedModel([calls(["e1", "echo", {}]), "Echoed."]), tools: [echo], observers: [observer] }), options);
 
-before(async () => {
-  await twoWaits.launch();
-});
 
-after(async () => {
-  await twoWaits.shutdown();
-  const client = new pg.Client({ connectionString: postgresUrl() });
-  await client.connect();
-  await client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
-  await client.end();
-});
 
 async function collect(entries: AsyncIterable<JournalEntry>): Promise<string[]> {
   const items: string[] = [];
@@ -225,11 +215,18 @@ test("a journaled run cancelled while its tool runs: a reader following it live 
   run.result().catch(() => undefined);
   await started;
   const reader = collect(waiter.readJournal(runId));
+  // The items before the tool call are written to the database before its step (a reader in
+  // another process gets them while the tool runs): the write is one of the run's recorded steps.
+  // (Two writes: the leg's start before the model call, the call's item before the tool's step.)
+  const written = async () => ((await waiter.show(runId))?.steps ?? []).filter((step) => step.name === "DBOS.writeStream").length >= 2;
+  for (const deadline = Date.now() + 10_000; !(await written()) && Date.now() < deadline; ) await new Promise((resolve) => setTimeout(resolve, 20));
   await waiter.cancel(runId);
   const live = await reader;
   const later = await collect(waiter.readJournal(runId));
   // The live reader has what the execution here made up to its end (the leg's end included); the
-  // database has what was written before the cancel stopped the run's writes: a prefix of it.
+  // database has what was written before the cancel stopped the run's writes: a prefix of it, the
+  // items before the tool call at least.
+  assert.deepEqual(later.slice(0, 2), ["start:cancelled", "call:waits"]);
   assert.deepEqual(live, ["start:cancelled", "call:waits", "end:ABORTED"]);
   assert.deepEqual(later, live.slice(0, later.length));
 });

@@ -1,16 +1,14 @@
 // A durable run's model calls (src/durable/model-calls.ts), seen from the run: a model whose stream
 // stays open after its last event (as a connection not closed yet) does not hold the run, and a
 // failed model call replayed after a recovery gives the failure it recorded (its kind, message,
-// status and provider). Real PostgreSQL, its own schema; DBOS launched once for the file.
+// status and provider). Real PostgreSQL; DBOS launched once (shared.ts).
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
-import { after, before, test } from "node:test";
-import pg from "pg";
-import { type DurableAgent, durableAgent, type JournalEncoder } from "../../src/durable/index.js";
-import { Agent, AgentLoopError, defineTool, type LoopEvent, type Model, type ModelEvent } from "../../src/index.js";
-import { postgresUrl } from "../memory/postgres-server.js";
+import { test } from "node:test";
+import { type DurableAgent, durableAgent, type JournalEncoder } from "../../../src/durable/index.js";
+import { Agent, AgentLoopError, defineTool, type LoopEvent, type Model, type ModelEvent } from "../../../src/index.js";
+import { shared } from "./shared.js";
 
-const schema = `dbos_model_calls_${randomUUID().slice(0, 8)}`;
 
 /** A model that answers with one call of `echo`, then text, and keeps each stream open after its `finish` until it is closed or aborted. */
 const lingering: Model = {
@@ -67,21 +65,11 @@ const recorder = {
     }
   },
 };
-const options = { databaseUrl: postgresUrl(), schema, logLevel: "error" as const, journal };
+const options = { ...shared, journal };
 const lingeringDurable = durableAgent(lingeringAgent, options);
 const failingDurable: DurableAgent = durableAgent(new Agent({ name: "model-calls-failing", model: failing, observers: [recorder] }), options);
 
-before(async () => {
-  await lingeringDurable.launch();
-});
 
-after(async () => {
-  await lingeringDurable.shutdown();
-  const client = new pg.Client({ connectionString: postgresUrl() });
-  await client.connect();
-  await client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
-  await client.end();
-});
 
 test("a model whose stream stays open after its finish: the durable run completes as the plain run does", { timeout: 60_000 }, async () => {
   const plain = await lingeringAgent.run("echo");

@@ -2,18 +2,14 @@
 // queue each ran from (a run started without one on DBOS's own), where this process takes them; each
 // then goes on from its checkpoints (a run waiting for approval waits again, and its decision
 // completes it, the approved call run once); and the queue's partitions (src/durable/launch.ts
-// registers it): one run at a time per key. Real PostgreSQL, its own schema and executor id.
+// registers it): one run at a time per key. Real PostgreSQL; DBOS as shared.ts launches it (its executor id and queue).
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
-import { after, before, test } from "node:test";
-import pg from "pg";
-import { type DurableAgent, durableAgent } from "../../src/durable/index.js";
-import { Agent, defineTool, ScriptedModel } from "../../src/index.js";
-import { postgresUrl } from "../memory/postgres-server.js";
+import { test } from "node:test";
+import { type DurableAgent, durableAgent } from "../../../src/durable/index.js";
+import { Agent, defineTool, ScriptedModel } from "../../../src/index.js";
+import { executorId, queueName, shared } from "./shared.js";
 
-const schema = `dbos_admin_${randomUUID().slice(0, 8)}`;
-const queueName = `admin_queue_${randomUUID().slice(0, 8)}`;
-const executorId = `admin-${randomUUID().slice(0, 8)}`;
 const paid: string[] = [];
 const pay = defineTool<{ amount: number }>({
   name: "pay",
@@ -26,25 +22,9 @@ const pay = defineTool<{ amount: number }>({
   },
 });
 const payOnce = JSON.stringify({ tool_calls: [{ id: "p1", name: "pay", arguments: { amount: 5 } }] });
-const payer = durableAgent(new Agent({ name: "admin-payer", model: new ScriptedModel([payOnce, "Paid."]), tools: [pay] }), {
-  databaseUrl: postgresUrl(),
-  schema,
-  executorId,
-  logLevel: "error",
-  queue: { name: queueName, pollingIntervalMs: 20 },
-});
+const payer = durableAgent(new Agent({ name: "admin-payer", model: new ScriptedModel([payOnce, "Paid."]), tools: [pay] }), shared);
 
-before(async () => {
-  await payer.launch();
-});
 
-after(async () => {
-  await payer.shutdown();
-  const client = new pg.Client({ connectionString: postgresUrl() });
-  await client.connect();
-  await client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
-  await client.end();
-});
 
 async function waiting(durable: DurableAgent, runId: string) {
   for (let attempt = 0; attempt < 600; attempt++) {

@@ -1,18 +1,16 @@
 // What a durable run is given (src/durable/agent.ts): its options reach the loop as a plain run's
 // do — inputs (a tool's bindings and context), history, a structured output schema, newSession (the
 // memory not asked) — so a durable run answers as the plain run given the same. Real PostgreSQL,
-// its own schema; DBOS launched once for the file.
+// DBOS launched once (shared.ts).
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
-import { after, before, test } from "node:test";
-import pg from "pg";
-import { durableAgent } from "../../src/durable/index.js";
-import { Agent, defineTool, type Model, type ModelEvent } from "../../src/index.js";
-import type { SessionMemory } from "../../src/loop/types.js";
-import type { Message } from "../../src/messages.js";
-import { postgresUrl } from "../memory/postgres-server.js";
+import { test } from "node:test";
+import { durableAgent } from "../../../src/durable/index.js";
+import { Agent, defineTool, type Model, type ModelEvent } from "../../../src/index.js";
+import type { SessionMemory } from "../../../src/loop/types.js";
+import type { Message } from "../../../src/messages.js";
+import { shared } from "./shared.js";
 
-const schema = `dbos_agent_${randomUUID().slice(0, 8)}`;
 const text = (message: Message) => (typeof message.content === "string" ? message.content : JSON.stringify(message.content));
 
 /** Calls `whoami` once, then answers with JSON of what it was given: the user and tool messages' texts. */
@@ -52,19 +50,9 @@ const memory: SessionMemory = {
   onEvent: () => undefined,
 };
 const agent = new Agent({ name: "agent-options", model: reporter, tools: [whoami], memory });
-const durable = durableAgent(agent, { databaseUrl: postgresUrl(), schema, logLevel: "error" });
+const durable = durableAgent(agent, shared);
 
-before(async () => {
-  await durable.launch();
-});
 
-after(async () => {
-  await durable.shutdown();
-  const client = new pg.Client({ connectionString: postgresUrl() });
-  await client.connect();
-  await client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
-  await client.end();
-});
 
 const output = {
   type: "object",

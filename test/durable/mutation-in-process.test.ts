@@ -1,0 +1,16 @@
+// Durable runs in this process, one DBOS launch for all (test/durable/in-process/shared.ts): each part
+// is the tests of one area, written for the mutation runs (docs/mutation.md, "### src/durable"):
+// - runs.ts: journaled runs, approvals waited twice, cancels in a tool or a model call, resumes;
+// - cancellation.ts: a cancel reaching the loop; a failed step that is no cancel;
+// - model-calls.ts: a model stream left open after its finish; a failed model call replayed;
+// - agent.ts: a durable run's options reach its loop as a plain run's;
+// - admin.ts: `recover` of an executor's runs, the queue's partitions.
+// - two-agents.ts: two durable agents do not see or cancel each other's runs.
+// (Each part was a file of its own, each launching DBOS: 7–12 s each on the 2-core machine.)
+import "./in-process/shared.js";
+import "./in-process/runs.js";
+import "./in-process/cancellation.js";
+import "./in-process/model-calls.js";
+import "./in-process/agent.js";
+import "./in-process/admin.js";
+import "./in-process/two-agents.js";
