@@ -1,8 +1,10 @@
 // The embedded store's background checkpoints after `close()` (found by mutation testing,
-// docs/mutation.md): one scheduled is cancelled by close. Seen through the files: a checkpoint opens its own
+// docs/mutation.md): one scheduled is cancelled by close, and checkpoints that find nothing new
+// to do (no commit of this store since) do not go on by themselves. Seen through the files: a checkpoint opens its own
 // connection to the database file, which creates the file again if the user deleted it after close.
 import assert from "node:assert/strict";
-import { mkdirSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readdirSync, rmSync, statSync } from "node:fs";
+import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, describe, it } from "node:test";
@@ -20,6 +22,23 @@ const freshFolder = () => {
 const removeFiles = (folder: string) => {
   for (const name of readdirSync(folder)) rmSync(join(folder, name));
 };
+const sizeOf = (file: string) => {
+  try {
+    return statSync(file).size;
+  } catch {
+    return 0;
+  }
+};
+/** About one 4 KB page. */
+const page = "p".repeat(3500);
+/** Resolves once `condition` holds, checking every few ms; fails after `ms`. */
+async function until(condition: () => boolean, ms: number, what: string): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!condition()) {
+    if (Date.now() > deadline) assert.fail(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+}
 /** Waits `ms`: a checkpoint scheduled `delayMs` < `ms` after an earlier moment has started by then (timers fire in order). */
 const elapse = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -32,5 +51,29 @@ describe("embedded store: no background checkpoint after close", () => {
     removeFiles(folder);
     await elapse(60);
     assert.deepEqual(readdirSync(folder), []);
+  });
+
+  it("a checkpoint follows this store's commits only: another connection's commits are left to it (no checkpoint runs on its own)", async () => {
+    const folder = freshFolder();
+    const path = join(folder, "memory.db");
+    const store = await openEmbeddedStore({ path, backgroundCheckpoints: { delayMs: 0 } });
+    const other = new (createRequire(import.meta.url)("libsql"))(path);
+    try {
+      other.exec("PRAGMA wal_autocheckpoint = 0");
+      const empty = sizeOf(path);
+      await store.append("s", Array.from({ length: 10 }, () => ({ event_type: "x", content: page })));
+      // The checkpoint after that commit copied the log into the database file; none follows it.
+      await until(() => sizeOf(path) > empty + 8 * 4096, 20_000, "the database file to receive the log's pages");
+      other.exec("CREATE TABLE other (text TEXT)");
+      const insert = other.prepare("INSERT INTO other VALUES (?)");
+      for (let index = 0; index < 20; index++) insert.run(page);
+      const copied = sizeOf(path);
+      await elapse(100);
+      assert.equal(sizeOf(path), copied, "the other connection's pages stayed in the log");
+      assert.equal((await store.events("s")).length, 10);
+    } finally {
+      other.close();
+      await store.close();
+    }
   });
 });
