@@ -76,4 +76,23 @@ describe("embedded store: no background checkpoint after close", () => {
       await store.close();
     }
   });
+
+  it("a log exactly truncatePages frames long is emptied", async () => {
+    const events = Array.from({ length: 6 }, () => ({ event_type: "x", content: page }));
+    // The same file made twice: first with no checkpoint yet, to count the frames of its log (a 32-byte header, then 24 + 4096 bytes each).
+    const counted = join(freshFolder(), "memory.db");
+    const counting = await openEmbeddedStore({ path: counted, backgroundCheckpoints: { delayMs: 600_000 } });
+    await counting.append("s", events);
+    const frames = (sizeOf(`${counted}-wal`) - 32) / (24 + 4096);
+    await counting.close();
+    assert.ok(Number.isInteger(frames) && frames > 6, `${frames} frames`);
+    const path = join(freshFolder(), "memory.db");
+    const store = await openEmbeddedStore({ path, backgroundCheckpoints: { delayMs: 0, truncatePages: frames } });
+    try {
+      await store.append("s", events);
+      await until(() => sizeOf(`${path}-wal`) === 0, 5_000, `the log of ${frames} frames to be emptied`);
+    } finally {
+      await store.close();
+    }
+  });
 });
