@@ -1,9 +1,9 @@
 // The embedded store's background checkpoints after `close()` (found by mutation testing,
 // docs/mutation.md): one scheduled is cancelled by close, and checkpoints that find nothing new
-// to do (no commit of this store since) do not go on by themselves. Seen through the files: a checkpoint opens its own
+// to do (no commit of this store since) do not go on by themselves, nor after their connection failed. Seen through the files: a checkpoint opens its own
 // connection to the database file, which creates the file again if the user deleted it after close.
 import assert from "node:assert/strict";
-import { mkdirSync, mkdtempSync, readdirSync, rmSync, statSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readdirSync, renameSync, rmdirSync, rmSync, statSync } from "node:fs";
 import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -91,6 +91,30 @@ describe("embedded store: no background checkpoint after close", () => {
     try {
       await store.append("s", events);
       await until(() => sizeOf(`${path}-wal`) === 0, 5_000, `the log of ${frames} frames to be emptied`);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it("once the checkpointing connection failed, the store's commits start no background checkpoint again (SQLite's own took over)", async () => {
+    const folder = freshFolder();
+    const path = join(folder, "memory.db");
+    const store = await openEmbeddedStore({ path, backgroundCheckpoints: { delayMs: 0 } });
+    try {
+      await store.append("s", [{ event_type: "x", content: "first" }]);
+      // The checkpoint after the next commit cannot open its connection: the file's name holds a directory.
+      renameSync(path, `${path}.moved`);
+      mkdirSync(path);
+      await store.append("s", [{ event_type: "x", content: "second" }]);
+      await elapse(50);
+      // The file back under its name: a checkpoint started now would open it and copy the log into it.
+      rmdirSync(path);
+      renameSync(`${path}.moved`, path);
+      const before = sizeOf(path);
+      await store.append("s", Array.from({ length: 20 }, () => ({ event_type: "x", content: page })));
+      await elapse(100);
+      assert.equal(sizeOf(path), before, "no checkpoint copied the log");
+      assert.equal((await store.events("s")).length, 22);
     } finally {
       await store.close();
     }
