@@ -119,4 +119,23 @@ describe("embedded store: no background checkpoint after close", () => {
       await store.close();
     }
   });
+
+  it("a commit made while a checkpoint copies the log gets a checkpoint of its own", async () => {
+    const folder = freshFolder();
+    const path = join(folder, "memory.db");
+    // Group commits on the JavaScript thread: the second commit is made while the checkpoint runs on the driver's.
+    const store = await openEmbeddedStore({ path, writesOffThread: false, backgroundCheckpoints: { delayMs: 0, truncatePages: 100_000 } });
+    const other = new (createRequire(import.meta.url)("libsql"))(path);
+    try {
+      await store.append("s", Array.from({ length: 1000 }, () => ({ event_type: "x", content: page })));
+      // The checkpoint of that commit (1,000 pages to copy) has started (its timer was set first); this commit lands while it runs.
+      await new Promise((resolve) => setTimeout(resolve, 0));
+      await store.append("t", Array.from({ length: 5 }, () => ({ event_type: "x", content: page })));
+      const pages = (other.prepare("PRAGMA page_count").get() as { page_count: number }).page_count;
+      await until(() => sizeOf(path) === pages * 4096, 5_000, `the database file to hold all ${pages} pages`);
+    } finally {
+      other.close();
+      await store.close();
+    }
+  });
 });
