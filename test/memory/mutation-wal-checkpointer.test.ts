@@ -53,6 +53,16 @@ describe("embedded store: no background checkpoint after close", () => {
     assert.deepEqual(readdirSync(folder), []);
   });
 
+  it("two commits in a row (no group commit: a transaction per append) schedule one checkpoint, which close cancels", async () => {
+    const folder = freshFolder();
+    const store = await openEmbeddedStore({ path: join(folder, "memory.db"), groupCommit: false, backgroundCheckpoints: { delayMs: 20 } });
+    await Promise.all([store.append("s", [{ event_type: "x", content: "a" }]), store.append("s", [{ event_type: "x", content: "b" }])]);
+    await store.close();
+    removeFiles(folder);
+    await elapse(60);
+    assert.deepEqual(readdirSync(folder), []);
+  });
+
   it("a checkpoint follows this store's commits only: another connection's commits are left to it (no checkpoint runs on its own)", async () => {
     const folder = freshFolder();
     const path = join(folder, "memory.db");
