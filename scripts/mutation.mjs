@@ -34,11 +34,12 @@
 // process per mutant and test file, scripts/mutation/test-file.mjs), kept to compare verdicts with.
 // A folder's candidate test files are listed in FOLDERS. docs/mutation.md says more.
 import { execFileSync, spawn } from "node:child_process";
-import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { copyFileSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { gunzipSync } from "node:zlib";
 import { dirname, join, relative, resolve } from "node:path";
 import { environmentValue, stopRun, workingFolder } from "./mutation/process-tree.mjs";
+import { markChangedParts, partsFileOf, recordParts } from "./mutation/test-parts.mjs";
 
 const VERSIONS = { node: "24.21.0", stryker: "9.6.1" };
 
@@ -329,7 +330,14 @@ for (const [folder, mutate] of chosen) {
   const baseline = join(ROOT, "scripts/mutation/baseline", `${name}.incremental.json.gz`);
   if (options.incremental && !existsSync(incrementalFile) && existsSync(baseline)) {
     writeFileSync(incrementalFile, gunzipSync(readFileSync(baseline)));
+    const baselineParts = join(ROOT, "scripts/mutation/baseline", `${name}.test-parts.json`);
+    if (existsSync(baselineParts)) copyFileSync(baselineParts, partsFileOf(incrementalFile));
     console.log(`# ${folder}: no earlier run here; reusing the baseline ${relative(ROOT, baseline)}`);
+  }
+  // A test whose imported parts changed since the last run: Stryker sees only the test file itself (test-parts.mjs).
+  if (options.incremental) {
+    const marked = markChangedParts(ROOT, incrementalFile);
+    if (marked.length > 0) console.log(`# ${folder}: ${marked.length} test file(s) whose imported parts changed since the last run, their results run again: ${marked.join(" ")}`);
   }
   writeFileSync(configFile, `${JSON.stringify(configOf(folder, mutate, options), null, 2)}\n`);
   console.log(`\n# ${folder}: mutating ${mutate.join(" ")} (tests: ${testFilesOf(folder, options).join(" ")})`);
@@ -341,6 +349,7 @@ for (const [folder, mutate] of chosen) {
     rows.push(`${folder}\tStryker failed (exit ${exit}) after ${minutes.toFixed(1)} min`);
     continue;
   }
+  if (options.incremental && existsSync(incrementalFile)) recordParts(ROOT, incrementalFile);
   const { counts, score } = scoreOf(join(ROOT, `reports/mutation/${folder.replaceAll("/", "-")}.json`));
   rows.push(`${folder}\t${score.toFixed(1)} %\t${minutes.toFixed(1)} min\t${JSON.stringify(counts)}`);
 }

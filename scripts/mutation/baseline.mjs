@@ -23,6 +23,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { gzipSync } from "node:zlib";
 import { carriedOver, folderOf, reportFiles } from "./scores.mjs";
+import { partsHash } from "./test-parts.mjs";
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 
@@ -122,6 +123,10 @@ export function main(argv) {
     for (const [folder, report] of folders) {
       const target = join(out, `${folder.replaceAll("/", "-")}.incremental.json.gz`);
       writeFileSync(target, gzipSync(JSON.stringify(report)));
+      // Each test file's imported parts as they are now (test-parts.mjs): the next incremental run from this
+      // baseline runs again what rests on a test whose parts change after today.
+      const parts = Object.fromEntries(Object.keys(report.testFiles).map((testFile) => [testFile, partsHash(ROOT, testFile)]));
+      writeFileSync(join(out, `${folder.replaceAll("/", "-")}.test-parts.json`), `${JSON.stringify(parts, null, 1)}\n`);
       const count = Object.values(report.files).reduce((sum, file) => sum + file.mutants.length, 0);
       console.log(`${target}: ${Object.keys(report.files).length} files, ${count} mutant results`);
     }

@@ -88,7 +88,9 @@ test("reports merged into one baseline per folder: the latest run of a file, tes
   const out = join(scratch, "baseline");
   const { code, stdout, stderr } = await run([folder, "--out", out]);
   assert.equal(code, 0, stderr);
-  assert.deepEqual(readdirSync(out).sort(), ["src-mcp.incremental.json.gz", "src-memory.incremental.json.gz"]);
+  assert.deepEqual(readdirSync(out).sort(), ["src-mcp.incremental.json.gz", "src-mcp.test-parts.json", "src-memory.incremental.json.gz", "src-memory.test-parts.json"]);
+  // Each test file's imported parts as they are at the build (test-parts.mjs): test/a.test.ts does not exist here, no parts.
+  assert.deepEqual(JSON.parse(readFileSync(join(out, "src-mcp.test-parts.json"), "utf8")), { "test/b.test.ts": "", "test/a.test.ts": "" });
   assert.match(stdout, /5 results kept from 3 report\(s\); 2 left out/);
   assert.match(stdout, /2\tsrc\/mcp\/result\.ts ← test\/a\.test\.ts/);
 
