@@ -19,21 +19,28 @@ type Runner = {
   dispose(): Promise<void>;
 };
 
-test("an idle hang is a timeout soon after the soft limit; a run working past it survives", { timeout: 120_000 }, async () => {
+/** The plugin over the sample file, its dry run done; `timeoutMS`: the hard limit past the first run × 1.5. */
+async function startRunner(timeoutMS: number): Promise<Runner> {
   process.chdir(root); // the plugin bundles from the working folder (a sandbox under Stryker)
+  const { AgentloopTestRunner } = (await import(join(root, "scripts/mutation/stryker-runner.mjs"))) as { AgentloopTestRunner: new (options: object, log: object) => Runner };
+  const runner = new AgentloopTestRunner({ agentloop: { testFiles: [sample], timeoutMS }, timeoutFactor: 1.5, concurrency: 1 }, { info() {} });
+  await runner.init();
+  const dry = await runner.dryRun({});
+  assert.equal(dry.status, "complete", dry.errorMessage);
+  return runner;
+}
+
+/** A mutant run of the sample's second test with the "mutant" `id` switched on. */
+const mutant = (id: string) => ({
+  activeMutant: { id, fileName: join(root, "src/x.ts"), location: { start: { line: 0, column: 0 }, end: { line: 0, column: 1 } }, mutatorName: "sample" },
+  testFilter: [`${sample}: hangs or works long`],
+});
+
+test("an idle hang is a timeout soon after the soft limit; a run working past it survives", { timeout: 120_000 }, async () => {
   // A bundle of the sample from an earlier run of this test would be reused as is: made afresh.
   rmSync(join(root, ".mutation-build/harness", sample.replaceAll("/", "__").replace(/\.ts$/, "")), { recursive: true, force: true });
-  const { AgentloopTestRunner } = (await import(join(root, "scripts/mutation/stryker-runner.mjs"))) as { AgentloopTestRunner: new (options: object, log: object) => Runner };
-  const runner = new AgentloopTestRunner({ agentloop: { testFiles: [sample], timeoutMS: 8_000 }, timeoutFactor: 1.5, concurrency: 1 }, { info() {} });
+  const runner = await startRunner(8_000);
   try {
-    await runner.init();
-    const dry = await runner.dryRun({});
-    assert.equal(dry.status, "complete", dry.errorMessage);
-    const mutant = (id: string) => ({
-      activeMutant: { id, fileName: join(root, "src/x.ts"), location: { start: { line: 0, column: 0 }, end: { line: 0, column: 1 } }, mutatorName: "sample" },
-      testFilter: [`${sample}: hangs or works long`],
-    });
-
     let started = Date.now();
     const idle = await runner.mutantRun(mutant("idle"));
     const idleMs = Date.now() - started;
@@ -52,18 +59,9 @@ test("an idle hang is a timeout soon after the soft limit; a run working past it
 });
 
 test("a warm run still working at the hard limit goes to a new process: survived if that one runs in time, a timeout if it too runs on", { timeout: 120_000 }, async () => {
-  process.chdir(root);
-  const { AgentloopTestRunner } = (await import(join(root, "scripts/mutation/stryker-runner.mjs"))) as { AgentloopTestRunner: new (options: object, log: object) => Runner };
   // A 2 s hard limit past the first run × 1.5, to keep the test short.
-  const runner = new AgentloopTestRunner({ agentloop: { testFiles: [sample], timeoutMS: 2_000 }, timeoutFactor: 1.5, concurrency: 1 }, { info() {} });
+  const runner = await startRunner(2_000);
   try {
-    await runner.init();
-    const dry = await runner.dryRun({});
-    assert.equal(dry.status, "complete", dry.errorMessage);
-    const mutant = (id: string) => ({
-      activeMutant: { id, fileName: join(root, "src/x.ts"), location: { start: { line: 0, column: 0 }, end: { line: 0, column: 1 } }, mutatorName: "sample" },
-      testFilter: [`${sample}: hangs or works long`],
-    });
     // 4 s of work in the warm worker, none in a new one: the warm run is cut at its limit, the new process passes.
     const slow = await runner.mutantRun(mutant("slow-warm"));
     assert.equal(slow.status, "survived", JSON.stringify(slow));
