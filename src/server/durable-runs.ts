@@ -151,7 +151,8 @@ export class DurableRuns {
         // What an earlier execution of this run stored (none for a run's first execution): every
         // event of the run after where the session's log stood when the run was queued.
         const stored = await storedSince(memory.store, spec.sessionId, runId, spec.memoryStart ?? 0);
-        const count = stored.unknown + stored.count;
+        let count = stored.unknown;
+        for (const times of stored.keys.values()) count += times;
         if (count > 0) {
           skip = stored;
           this.replayed.set(runId, skip);
@@ -300,8 +301,6 @@ interface StoredRun {
   unknown: number;
   /** The stored events not matched yet, by key (`replayKey`). */
   keys: Map<string, number>;
-  /** How many events were read (the keys' counts at first). */
-  count: number;
 }
 
 /** The event types whose content a replay regenerates as it was (the others carry ids new in each execution, such as a checkpoint's). */
@@ -333,7 +332,7 @@ function canonical(value: unknown): string {
  */
 async function storedSince(store: ServerMemory["store"], sessionId: string, runId: string, base: number): Promise<StoredRun> {
   const page = 1000;
-  const stored: StoredRun = { unknown: 0, keys: new Map(), count: 0 };
+  const stored: StoredRun = { unknown: 0, keys: new Map() };
   let after = base;
   for (;;) {
     const events = await store.events(sessionId, { afterSeq: after, limit: page });
@@ -342,7 +341,6 @@ async function storedSince(store: ServerMemory["store"], sessionId: string, runI
       if (event.metadata?.run_id !== runId) continue;
       const key = replayKey(event);
       stored.keys.set(key, (stored.keys.get(key) ?? 0) + 1);
-      stored.count++;
     }
     if (events.length < page) return stored;
     after = events.at(-1)!.seq;
