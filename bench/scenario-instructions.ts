@@ -191,12 +191,23 @@ interface Count {
   processes?: number[];
 }
 
-/** A row's count: PROCESSES server processes one after another, the fewest instructions per chat. */
-async function countRow(row: Row, directory: string): Promise<Count> {
-  const counts: Count[] = [];
-  for (let index = 0; index < processesFor(row); index++) counts.push(await countServer(row, directory));
-  const fewest = counts.reduce((best, count) => (count.instructionsPerChat < best.instructionsPerChat ? count : best));
-  return { ...fewest, processes: counts.map((count) => count.instructionsPerChat) };
+/**
+ * Every row's count: PROCESSES server processes per row, the fewest instructions per chat. The
+ * processes run in rounds (each row's first, then each row's second, ...), not a row's back to back:
+ * the floor's mode follows the time its processes run in (session 20: all three of one run's floor
+ * processes, back to back at its start, counted in the high mode and none of the other rows'), so a
+ * row's processes are spread over the whole run and every row samples the same stretch of time.
+ */
+async function countRows(all: Row[], directory: string): Promise<Count[]> {
+  const perRow = all.map(() => [] as Count[]);
+  const rounds = Math.max(...all.map(processesFor));
+  for (let round = 0; round < rounds; round++) {
+    for (const [index, row] of all.entries()) if (round < processesFor(row)) perRow[index].push(await countServer(row, directory));
+  }
+  return perRow.map((counts) => {
+    const fewest = counts.reduce((best, count) => (count.instructionsPerChat < best.instructionsPerChat ? count : best));
+    return { ...fewest, processes: counts.map((count) => count.instructionsPerChat) };
+  });
 }
 
 /**
@@ -305,7 +316,7 @@ export async function runInstructionsScenario(options: BenchOptions): Promise<Sc
   const directory = mkdtempSync(join(tmpdir(), "agentloop-callgrind-"));
   const counts: Count[] = [];
   try {
-    for (const row of rows()) counts.push(await countRow(row, directory));
+    counts.push(...(await countRows(rows(), directory)));
   } finally {
     if (process.env.BENCH_INSTRUCTIONS_KEEP) console.log(`callgrind files kept in ${directory}`);
     else rmSync(directory, { recursive: true, force: true });
@@ -366,7 +377,7 @@ export async function runInstructionsScenario(options: BenchOptions): Promise<Sc
       }),
     notes: [
       `Each server under \`valgrind --tool=callgrind --instr-atstart=no\`, unpaced (BENCH_CHUNK_DELAY_MS=0): ${WARM_UP} streaming chats one after another on one keep-alive connection (not counted), ${FULL_GC_FIRST ? `a full collection (\`--expose-gc\`) and ${AFTER_GC} more chats (not counted), ` : ""}then counting on and zeroed (\`callgrind_control\`), ${MEASURED} chats the same way, each followed by a pause of ${PAUSE_MS} ms (the work a chat leaves behind, a WAL checkpoint or a lock release, done before the next), the count dumped: instructions per chat = the dump's total, less V8's optimizing compiler (\`v8::internal::compiler::\` functions in \`callgrind_annotate\`: when it runs depends on timing), ÷ ${MEASURED}. Every thread of the server's process counts (event loop, GC and compiler threads, libuv's pool, the embedded store's writer); PostgreSQL runs in its own process and is not counted. The client runs outside valgrind.`,
-      `Each row's figure is the fewest instructions per chat of ${PROCESSES === undefined ? "three server processes for the rows with a target against the floor (chat completions) and one for the others" : `${PROCESSES} server process(es)`}, run one after another (BENCH_INSTRUCTIONS_PROCESSES): a process counts in one of two modes at random, ~6 % apart on the floor (some of node's own stream and HTTP functions left unoptimized through the window in the higher one).`,
+      `Each row's figure is the fewest instructions per chat of ${PROCESSES === undefined ? "three server processes for the rows with a target against the floor (chat completions) and one for the others" : `${PROCESSES} server process(es)`}, run in rounds, one process of each row per round (BENCH_INSTRUCTIONS_PROCESSES): a process counts in one of two modes at random, ~6 % apart on the floor (some of node's own stream and HTTP functions left unoptimized through the window in the higher one).`,
       "Each row is a server process of its own, whose chats all go through the row's protocol: `/api/chat` gets the body `useChat` sends for a new chat, `/ag-ui` a RunAgentInput, each chat a new session. The UI protocols' target is their cost beside chat completions on the same store (issue 29): with memory off the plain chat completions row, on a store the row naming its session (`x-session-id`, a new one per chat, as `id` and `threadId` do), since a named session takes the session's lock and loads its history before the run and an unnamed one skips both.",
       "One chat at a time, so each store's group commit holds one chat's appends (the worst case for grouping, and the same groups every run).",
       `Chats sent again after a connection reset by a descheduled server's keep-alive timer: ${retried}.`,
