@@ -3,6 +3,8 @@
  * whose statements run on the driver's threads), and the SQL steps both connections run.
  */
 import { createRequire } from "node:module";
+import { setFlagsFromString } from "node:v8";
+import { runInNewContext } from "node:vm";
 import { AgentLoopError } from "../../errors.js";
 
 /** The part of a SQLite driver the store uses (libsql's better-sqlite3-style API). */
@@ -90,4 +92,55 @@ export function loadDriver(): DatabaseConstructor {
 /** The promise API of the same driver (for the writer connection). */
 export function loadAsyncDriver(): AsyncDatabaseConstructor {
   return createRequire(import.meta.url)("libsql/promise") as AsyncDatabaseConstructor;
+}
+
+/**
+ * libsql (0.5) closes a SQLite connection (its descriptors of the file, the -wal and the -shm; the
+ * last connection to the file also checkpoints the log and deletes both) only once every statement
+ * prepared on it is garbage collected: `close()` drops only the connection's own reference, and
+ * the driver cannot finalize a statement. So a store that has closed its connections and dropped
+ * its statements calls this: a full garbage collection on the next turn of the event loop (the
+ * caller's job no longer on the stack), then one more turn, in which Node-API runs the driver's
+ * finalizers (queued by the collection). Closes waiting for the same collection share it.
+ * Without a way to collect (another runtime), the connections close whenever their statements are.
+ */
+export function releaseClosedConnections(): Promise<void> {
+  collection ??= new Promise<void>((resolve) => {
+    setImmediate(() => {
+      // A close from now on needs a collection of its own (its statements may be alive in this one).
+      collection = undefined;
+      try {
+        collectGarbage();
+      } catch {
+        // the statements are then finalized at a later collection
+      }
+      setImmediate(resolve);
+    });
+  });
+  return collection;
+}
+
+let collection: Promise<void> | undefined;
+let collector: (() => void) | null | undefined;
+
+function collectGarbage(): void {
+  if (collector === undefined) collector = typeof globalThis.gc === "function" ? () => globalThis.gc?.() : exposedCollector();
+  collector?.();
+}
+
+/** `gc` without `--expose-gc`: the flag is set for the making of one context, then unset again. */
+function exposedCollector(): (() => void) | null {
+  try {
+    setFlagsFromString("--expose-gc");
+    const gc = runInNewContext("gc") as unknown;
+    return typeof gc === "function" ? () => gc() : null;
+  } catch {
+    return null;
+  } finally {
+    try {
+      setFlagsFromString("--no-expose-gc");
+    } catch {
+      // a runtime without V8's flags
+    }
+  }
 }

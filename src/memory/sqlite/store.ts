@@ -25,7 +25,7 @@ import {
   type SessionInfo,
 } from "../store.js";
 import type { WalCheckpointer } from "../wal-checkpointer.js";
-import { type AsyncDatabase, type Database, type SqlStep, type Statement, walkSteps } from "./driver.js";
+import { type AsyncDatabase, type Database, releaseClosedConnections, type SqlStep, type Statement, walkSteps } from "./driver.js";
 import { GroupCommit, type GroupHost } from "./group-commit.js";
 import { evictStep, type GroupContext, pruneStep } from "./group-steps.js";
 import { EVENT_COLUMNS, NO_CUTOFF, PRUNE_INTERVAL_MS, toEvent, toSession } from "./schema.js";
@@ -252,6 +252,8 @@ export class EmbeddedMemoryStore implements MemoryStore {
     this.statements.clear();
     this.groups.close();
     this.db.close();
+    // The connections let go of the file only once their statements are collected (see there).
+    await releaseClosedConnections();
   }
 
   /** Deletes expired events and sessions now (appends also do it, at most once a minute). */
