@@ -43,6 +43,8 @@ export interface WalCheckpointerOptions {
   waitMs: number;
   /** The connection failed (it is closed): the writer should checkpoint in `COMMIT` again. */
   onFailure(error: unknown): void;
+  /** Told each statement prepared (the store's close waits for them to be garbage collected: libsql closes a connection only then). */
+  prepared?(statement: object): void;
 }
 
 export class WalCheckpointer {
@@ -115,7 +117,12 @@ export class WalCheckpointer {
   private statement(sql: string): Promise<AsyncStatement> {
     let statement = this.statements.get(sql);
     if (!statement) {
-      statement = this.connection().then((db) => db.prepare(sql));
+      statement = this.connection()
+        .then((db) => db.prepare(sql))
+        .then((prepared) => {
+          this.options.prepared?.(prepared);
+          return prepared;
+        });
       this.statements.set(sql, statement);
     }
     return statement;

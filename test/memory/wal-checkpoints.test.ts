@@ -65,11 +65,11 @@ describe("embedded store: background checkpoints", () => {
     }
   });
 
-  it("under nonstop writes the log is emptied while writes go on, stays bounded, and every append lands in order", async () => {
+  it("under nonstop writes the log is emptied again and again while writes go on, once more when they pause, and every append lands in order", async () => {
     const path = freshFile();
-    const store = await openEmbeddedStore({ path, backgroundCheckpoints: { delayMs: 0, truncatePages: 16 } });
+    const truncatePages = 16;
+    const store = await openEmbeddedStore({ path, backgroundCheckpoints: { delayMs: 0, truncatePages } });
     const reader = await openEmbeddedStore({ path });
-    let largest = 0;
     let shrank = 0;
     let previous = 0;
     let rounds = 0;
@@ -89,12 +89,15 @@ describe("embedded store: background checkpoints", () => {
         await new Promise((resolve) => setImmediate(resolve));
         const size = sizeOf(`${path}-wal`);
         if (size < previous) shrank++;
-        largest = Math.max(largest, size);
         previous = size;
       }
-      // Emptied from 16 pages on; a checkpoint is slow next to these writes, so the log grows past
-      // that meanwhile, but stays far below what the rounds wrote (~8 pages each).
-      assert.ok(largest < Math.max(8 * 4096 * rounds * 0.5, 4 << 20), `the log stayed bounded (largest ${largest} bytes after ${rounds} rounds)`);
+      // How far past 16 pages the log grows before it is emptied is what the writes add while one
+      // checkpoint copies and fsyncs (docs/memory.md, "Checkpoints"): a figure of the machine's
+      // load and disk, not a bound the store keeps (~50 pages here at load 12 with two busy loops
+      // beside it; 4.8 MB once, when a test asserted 4 MB). What it keeps: the log is emptied again
+      // and again while writes go on (above), and a log past the threshold is emptied once they pause.
+      await store.append("paused", [{ event_type: "agent_response", content: "x".repeat((truncatePages + 4) * 4096) }]);
+      await until(() => sizeOf(`${path}-wal`) === 0, 30_000, "the log to be emptied once the writes paused");
       const events = await reader.events("s2");
       assert.deepEqual(
         events.map((event) => event.seq),

@@ -3,6 +3,8 @@
  * whose statements run on the driver's threads), and the SQL steps both connections run.
  */
 import { createRequire } from "node:module";
+import { setFlagsFromString } from "node:v8";
+import { runInNewContext } from "node:vm";
 import { AgentLoopError } from "../../errors.js";
 
 /** The part of a SQLite driver the store uses (libsql's better-sqlite3-style API). */
@@ -90,4 +92,83 @@ export function loadDriver(): DatabaseConstructor {
 /** The promise API of the same driver (for the writer connection). */
 export function loadAsyncDriver(): AsyncDatabaseConstructor {
   return createRequire(import.meta.url)("libsql/promise") as AsyncDatabaseConstructor;
+}
+
+/**
+ * The statements a store's connections prepared, held weakly: what its `close()` waits to see
+ * garbage collected (see `releaseClosedConnections`). A store prepares each text once, so these
+ * stay a few dozen.
+ */
+export class PreparedStatements {
+  private refs: Array<WeakRef<object>> = [];
+
+  /** Notes a statement; returns it. */
+  add<T extends object>(statement: T): T {
+    this.refs.push(new WeakRef(statement));
+    return statement;
+  }
+
+  /** Whether one of them is still alive (it then stays alive until this job ends: collect on a later turn). */
+  anyAlive(): boolean {
+    this.refs = this.refs.filter((ref) => ref.deref() !== undefined);
+    return this.refs.length > 0;
+  }
+}
+
+/**
+ * libsql (0.5) closes a SQLite connection (its descriptors of the file, the -wal and the -shm; the
+ * last connection to the file also checkpoints the log and deletes both) only once every statement
+ * prepared on it is garbage collected: `close()` drops only the connection's own reference, and the
+ * driver cannot finalize a statement. So a store that has closed its connections and dropped its
+ * statements calls this: a full garbage collection on the next turn of the event loop (the
+ * caller's job no longer on the stack), after which Node-API runs the driver's finalizers (on the
+ * turn after), then another if one of the statements survived it (a collection already marking
+ * when the store dropped them keeps them: the next one frees them). Closes in one turn share a
+ * collection. Without a way to collect (another runtime), the connections close whenever their
+ * statements are collected.
+ */
+export async function releaseClosedConnections(statements: PreparedStatements): Promise<void> {
+  for (let attempt = 0; attempt < 3 && statements.anyAlive() && collector(); attempt++) await collectOnNextTurn();
+}
+
+let collection: Promise<void> | undefined;
+
+function collectOnNextTurn(): Promise<void> {
+  collection ??= new Promise<void>((resolve) => {
+    setImmediate(() => {
+      // A close from now on needs a collection of its own (its statements may be alive in this one).
+      collection = undefined;
+      try {
+        collector()?.();
+      } catch {
+        // the statements are then finalized at a later collection
+      }
+      setImmediate(resolve);
+    });
+  });
+  return collection;
+}
+
+let gcFunction: (() => void) | null | undefined;
+
+function collector(): (() => void) | null {
+  if (gcFunction === undefined) gcFunction = typeof globalThis.gc === "function" ? () => globalThis.gc?.() : exposedCollector();
+  return gcFunction;
+}
+
+/** V8's `gc` without `--expose-gc`: the flag is set for the making of one context, then unset again. */
+function exposedCollector(): (() => void) | null {
+  try {
+    setFlagsFromString("--expose-gc");
+    const gc = runInNewContext("gc") as unknown;
+    return typeof gc === "function" ? () => gc() : null;
+  } catch {
+    return null;
+  } finally {
+    try {
+      setFlagsFromString("--no-expose-gc");
+    } catch {
+      // a runtime without V8's flags
+    }
+  }
 }

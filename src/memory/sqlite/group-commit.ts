@@ -8,7 +8,7 @@
 import type { AgentLoopError } from "../../errors.js";
 import { type MemoryEvent, sessionsOfGroup } from "../store.js";
 import type { WalCheckpointer } from "../wal-checkpointer.js";
-import { type AsyncDatabase, type AsyncStatement, type SqlStep, walkSteps, walkStepsAsync } from "./driver.js";
+import { type AsyncDatabase, type AsyncStatement, PreparedStatements, type SqlStep, walkSteps, walkStepsAsync } from "./driver.js";
 import {
   type Group,
   type GroupContext,
@@ -60,6 +60,8 @@ export class GroupCommit {
     private readonly checkpointer?: WalCheckpointer,
     /** The connection group commits are written on, off the JavaScript thread (none: on the store's, on this thread). */
     private readonly writer?: AsyncDatabase,
+    /** Where the writer's statements are noted (the store's close waits for them to be collected). */
+    private readonly prepared = new PreparedStatements(),
   ) {}
 
   /** Queues prepared events; settles once their group is committed. */
@@ -241,7 +243,7 @@ export class GroupCommit {
   private writerStatement(sql: string): Promise<AsyncStatement> {
     let statement = this.writerStatements.get(sql);
     if (!statement) {
-      statement = this.writer!.prepare(sql).then((prepared) => prepared.raw(true));
+      statement = this.writer!.prepare(sql).then((prepared) => this.prepared.add(prepared.raw(true)));
       statement.catch(() => this.writerStatements.delete(sql));
       this.writerStatements.set(sql, statement);
     }

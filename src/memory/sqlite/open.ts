@@ -7,7 +7,7 @@ import { dirname } from "node:path";
 import { AgentLoopError } from "../../errors.js";
 import { defaultEmbeddedPath, type MemoryLimits, resolveLimits } from "../store.js";
 import { WalCheckpointer } from "../wal-checkpointer.js";
-import { type AsyncDatabase, type Database, loadAsyncDriver, loadDriver } from "./driver.js";
+import { type AsyncDatabase, type Database, loadAsyncDriver, loadDriver, PreparedStatements } from "./driver.js";
 import { embeddedFileOf, SCHEMA } from "./schema.js";
 import { EmbeddedMemoryStore } from "./store.js";
 
@@ -122,6 +122,8 @@ export async function openEmbeddedStore(options: EmbeddedStoreOptions = {}): Pro
   const writer = db;
   /** The connection group commits are written on (see `writesOffThread`), opened below. */
   let offThread: AsyncDatabase | undefined;
+  /** What the store's close waits to see garbage collected (see `releaseClosedConnections`). */
+  const prepared = new PreparedStatements();
   const checkpointer =
     background === false
       ? undefined
@@ -140,6 +142,7 @@ export async function openEmbeddedStore(options: EmbeddedStoreOptions = {}): Pro
             }
             offThread?.exec("PRAGMA wal_autocheckpoint = 1000").catch(() => {});
           },
+          prepared: (statement) => prepared.add(statement),
         });
   const groupCommit = options.groupCommit ?? true;
   if (groupCommit && options.writesOffThread !== false) {
@@ -161,6 +164,6 @@ export async function openEmbeddedStore(options: EmbeddedStoreOptions = {}): Pro
       throw new AgentLoopError("configuration", `memory: cannot open the writer connection of the embedded store ${file}: ${(error as Error)?.message ?? String(error)}`, { cause: error });
     }
   }
-  return new EmbeddedMemoryStore(db, file, limits, groupCommit, checkpointer, offThread);
+  return new EmbeddedMemoryStore(db, file, limits, groupCommit, checkpointer, offThread, prepared);
 }
 

@@ -25,7 +25,7 @@ import {
   type SessionInfo,
 } from "../store.js";
 import type { WalCheckpointer } from "../wal-checkpointer.js";
-import { type AsyncDatabase, type Database, type SqlStep, type Statement, walkSteps } from "./driver.js";
+import { type AsyncDatabase, type Database, PreparedStatements, releaseClosedConnections, type SqlStep, type Statement, walkSteps } from "./driver.js";
 import { GroupCommit, type GroupHost } from "./group-commit.js";
 import { evictStep, type GroupContext, pruneStep } from "./group-steps.js";
 import { EVENT_COLUMNS, NO_CUTOFF, PRUNE_INTERVAL_MS, toEvent, toSession } from "./schema.js";
@@ -60,6 +60,8 @@ export class EmbeddedMemoryStore implements MemoryStore {
     private readonly checkpointer?: WalCheckpointer,
     /** The connection group commits are written on, off the JavaScript thread (none: on `db`, on this thread). */
     writer?: AsyncDatabase,
+    /** Every statement prepared on the store's connections (the checkpointer's too): `close` waits for them to be collected. */
+    private readonly prepared = new PreparedStatements(),
   ) {
     this.path = path;
     this.limits = limits;
@@ -70,7 +72,7 @@ export class EmbeddedMemoryStore implements MemoryStore {
       context: () => this.groupContext(),
       closed: () => this.closed,
     };
-    this.groups = new GroupCommit(host, groupCommit, checkpointer, writer);
+    this.groups = new GroupCommit(host, groupCommit, checkpointer, writer, prepared);
   }
 
   async createSession(sessionId?: string, metadata: Record<string, unknown> = {}): Promise<SessionInfo> {
@@ -252,6 +254,8 @@ export class EmbeddedMemoryStore implements MemoryStore {
     this.statements.clear();
     this.groups.close();
     this.db.close();
+    // The connections let go of the file only once their statements are collected (see there).
+    await releaseClosedConnections(this.prepared);
   }
 
   /** Deletes expired events and sessions now (appends also do it, at most once a minute). */
@@ -276,7 +280,7 @@ export class EmbeddedMemoryStore implements MemoryStore {
   private statement(sql: string, rows = false): Statement {
     let statement = this.statements.get(sql);
     if (!statement) {
-      statement = this.db.prepare(sql);
+      statement = this.prepared.add(this.db.prepare(sql));
       if (rows) statement.raw(true);
       this.statements.set(sql, statement);
     }
