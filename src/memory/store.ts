@@ -388,10 +388,15 @@ function formatIso(ms: number): string {
 
 /** An event's timestamp as ISO 8601 (now when not given); `invalid_request` when it is no time. */
 export function isoTimestamp(value: string | Date | undefined): string {
-  if (value === undefined) return isoOf(Date.now());
+  return isoOf(timestampMs(value));
+}
+
+/** An event's timestamp in ms since the epoch (now when not given); `invalid_request` when it is no time. */
+export function timestampMs(value: string | Date | undefined): number {
+  if (value === undefined) return Date.now();
   const ms = value instanceof Date ? value.getTime() : new Date(value).getTime();
   if (Number.isNaN(ms)) throw new AgentLoopError("invalid_request", `memory: invalid event timestamp ${String(value)}`);
-  return isoOf(ms);
+  return ms;
 }
 
 /**
