@@ -195,18 +195,25 @@ if (context.prune) yield context.prune;
     // One upsert of every session; each one's activity is the next value in that order. Values
     // as literals (no JSON for SQLite to parse).
     const time = sqlText(isoOf(now));
-    const values = ordered.map(([sessionId, entry], rank) => `(${sqlText(sessionId)},${rank + 1},${entry.count})`).join(",");
-    if (newSessions)
+    const values = () => ordered.map(([sessionId, entry], rank) => `(${sqlText(sessionId)},${rank + 1},${entry.count})`).join(",");
+    if (newSessions && ordered.length === 1) {
+      // One new session (a server's new chat): a plain row, which SQLite compiles in ~2/3 of the time of the select below.
+      const [[sessionId, entry]] = ordered;
       yield {
         sql: `INSERT INTO agentloop_sessions (session_id, created_at, updated_at, updated_ms, activity, last_seq, metadata)
-          SELECT v.column1, ${time}, ${time}, ${now}, (SELECT coalesce(max(activity), 0) FROM agentloop_sessions) + v.column2, v.column3, '{}' FROM (VALUES ${values}) AS v;`,
+          VALUES (${sqlText(sessionId)}, ${time}, ${time}, ${now}, (SELECT coalesce(max(activity), 0) + 1 FROM agentloop_sessions), ${entry.count}, '{}');`,
+      };
+    } else if (newSessions)
+      yield {
+        sql: `INSERT INTO agentloop_sessions (session_id, created_at, updated_at, updated_ms, activity, last_seq, metadata)
+          SELECT v.column1, ${time}, ${time}, ${now}, (SELECT coalesce(max(activity), 0) FROM agentloop_sessions) + v.column2, v.column3, '{}' FROM (VALUES ${values()}) AS v;`,
       };
     else
       yield {
       sql: `WITH base AS MATERIALIZED (SELECT coalesce(max(activity), 0) AS activity FROM agentloop_sessions)
         INSERT INTO agentloop_sessions (session_id, created_at, updated_at, updated_ms, activity, last_seq, metadata)
         SELECT v.column1, ${time}, ${time}, ${now}, base.activity + v.column2, v.column3, '{}'
-        FROM (VALUES ${values}) AS v, base WHERE true
+        FROM (VALUES ${values()}) AS v, base WHERE true
         ON CONFLICT (session_id) DO UPDATE SET last_seq = last_seq + excluded.last_seq, updated_at = excluded.updated_at,
           updated_ms = excluded.updated_ms, activity = excluded.activity;`,
     };
