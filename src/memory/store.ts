@@ -425,19 +425,6 @@ export function sessionsOfGroup<Extra extends object>(
   return sessions;
 }
 
-/** A prepared event with its seq: one object literal of one shape (not `{ ...event, seq }`, a slow copy on every stored event). */
-export function withSeq(event: Omit<MemoryEvent, "seq">, seq: number): MemoryEvent {
-  return {
-    event_id: event.event_id,
-    session_id: event.session_id,
-    seq,
-    timestamp: event.timestamp,
-    event_type: event.event_type,
-    content: event.content,
-    metadata: event.metadata,
-  };
-}
-
 /**
  * A session's metadata as every store keeps it: a JSON copy of an object, its text made storable
  * (NUL and lone surrogates become U+FFFD, as in events). Anything but an object is refused, as an
