@@ -99,7 +99,7 @@ export class InMemoryStore implements MemoryStore {
     const stored = prepared as MemoryEvent[];
     for (const event of stored) {
       // prepareEvent made a fresh object: `seq` is set on it (no copy), so it is its last key here,
-      // where the SQL stores (`withSeq`) put it third as the MemoryEvent interface does.
+      // where the SQL stores (`storedEvent`, `storedEvents`) put it third as the MemoryEvent interface does.
       event.seq = ++session.info.last_seq;
       session.events.push({ event: deepFreeze(event), order: ++this.order });
     }

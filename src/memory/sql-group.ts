@@ -13,8 +13,13 @@ import { checkEvent, isoTimestamp, type MemoryEvent, type NewMemoryEvent, prepar
 /** An escaped NUL or lone surrogate in JSON text (`JSON.stringify` escapes both; neither can be stored as is). */
 const UNSTORABLE_ESCAPE = /\\u0000|\\u[dD][89a-fA-F]/;
 
+/** Whether JSON text holds an escaped NUL or lone surrogate, or what looks like one (then the value takes the copy that replaces them). */
+export function hasUnstorableEscape(text: string): boolean {
+  return text.includes("\\u") && UNSTORABLE_ESCAPE.test(text);
+}
+
 /** Whether JSON makes an object of this value without a copy to find out (a plain object without `toJSON`). */
-function plainObject(value: unknown): boolean {
+export function plainObject(value: unknown): boolean {
   if (typeof value !== "object" || value === null) return false;
   const prototype = Object.getPrototypeOf(value);
   return (prototype === Object.prototype || prototype === null) && typeof (value as { toJSON?: unknown }).toJSON !== "function";
@@ -45,7 +50,7 @@ export function appendText(sessionId: string, events: readonly NewMemoryEvent[])
     } catch {
       // Something cannot be written: prepareEvent names it.
     }
-    if (text !== undefined && !(text.includes("\\u") && UNSTORABLE_ESCAPE.test(text))) return text;
+    if (text !== undefined && !hasUnstorableEscape(text)) return text;
   }
   const prepared = events.map((event) => prepareEvent(sessionId, event));
   return JSON.stringify([sessionId, prepared.map((event) => [event.event_id, event.timestamp, event.event_type, event.content, event.metadata])]);

@@ -388,10 +388,15 @@ function formatIso(ms: number): string {
 
 /** An event's timestamp as ISO 8601 (now when not given); `invalid_request` when it is no time. */
 export function isoTimestamp(value: string | Date | undefined): string {
-  if (value === undefined) return isoOf(Date.now());
+  return isoOf(timestampMs(value));
+}
+
+/** An event's timestamp in ms since the epoch (now when not given); `invalid_request` when it is no time. */
+export function timestampMs(value: string | Date | undefined): number {
+  if (value === undefined) return Date.now();
   const ms = value instanceof Date ? value.getTime() : new Date(value).getTime();
   if (Number.isNaN(ms)) throw new AgentLoopError("invalid_request", `memory: invalid event timestamp ${String(value)}`);
-  return isoOf(ms);
+  return ms;
 }
 
 /**
@@ -418,19 +423,6 @@ export function sessionsOfGroup<Extra extends object>(
     }
   });
   return sessions;
-}
-
-/** A prepared event with its seq: one object literal of one shape (not `{ ...event, seq }`, a slow copy on every stored event). */
-export function withSeq(event: Omit<MemoryEvent, "seq">, seq: number): MemoryEvent {
-  return {
-    event_id: event.event_id,
-    session_id: event.session_id,
-    seq,
-    timestamp: event.timestamp,
-    event_type: event.event_type,
-    content: event.content,
-    metadata: event.metadata,
-  };
 }
 
 /**

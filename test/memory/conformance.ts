@@ -502,6 +502,39 @@ export function memoryStoreConformance(name: string, factory: StoreFactory): voi
       });
     });
 
+    it("stores what an append's events held when it was called: the caller's later changes reach nothing stored, values JSON cannot write as such are stored as JSON writes them", async () => {
+      await withStore(factory, undefined, async (store) => {
+        class Point {
+          constructor(
+            readonly x: number,
+            readonly y: number,
+          ) {}
+        }
+        const content = { text: "before", list: [1, { deep: "before" }], at: new Date("2030-01-02T03:04:05.678Z"), point: new Point(1, 2), skip: undefined };
+        const metadata: Record<string, unknown> = { run_id: "r", nested: { n: 1 } };
+        const nullPrototype = Object.assign(Object.create(null), { kept: true });
+        const appended = store.append("s", [
+          { event_type: "tool_call", content, metadata },
+          { event_type: "tool_result", content: -0, metadata: nullPrototype },
+        ]);
+        // Changed before the append is written (a group commit writes it on a later turn).
+        content.text = "after";
+        (content.list[1] as { deep: string }).deep = "after";
+        metadata.run_id = "changed";
+        (metadata.nested as { n: number }).n = 2;
+        nullPrototype.kept = false;
+        await appended;
+        const stored = (await store.events("s")).map((event) => [event.content, event.metadata]);
+        assert.deepEqual(stored, [
+          [
+            { text: "before", list: [1, { deep: "before" }], at: "2030-01-02T03:04:05.678Z", point: { x: 1, y: 2 } },
+            { run_id: "r", nested: { n: 1 } },
+          ],
+          [0, { kept: true }],
+        ]);
+      });
+    });
+
     it("returned events cannot be used to change the stored log", async () => {
       await withStore(factory, undefined, async (store) => {
         const [appended] = await store.append("s", [{ event_type: "tool_call", content: { tool: "t", arguments: { n: 1 } }, metadata: { run_id: "r" } }]);

@@ -318,6 +318,53 @@ describe("embedded store: its file", () => {
     }
   });
 
+  it("maxSessions at the limit: a new session evicts the oldest in its group's one call to the writer (no read of the count), and never below the limit", async () => {
+    // The writer connection's calls, counted on libsql/promise's own classes (the store's driver).
+    const AsyncDatabase = createRequire(import.meta.url)("libsql/promise");
+    const probe = new AsyncDatabase(":memory:");
+    const statementClass = Object.getPrototypeOf(await probe.prepare("SELECT 1"));
+    probe.close();
+    const calls = { exec: 0, iterate: 0 };
+    const { exec } = AsyncDatabase.prototype;
+    const { iterate } = statementClass;
+    AsyncDatabase.prototype.exec = function (this: unknown, ...args: unknown[]) {
+      calls.exec++;
+      return exec.apply(this, args);
+    };
+    statementClass.iterate = function (this: unknown, ...args: unknown[]) {
+      calls.iterate++;
+      return iterate.apply(this, args);
+    };
+    const path = freshFile();
+    // No background checkpoints: their connection's calls are not the groups'.
+    const store = await openEmbeddedStore({ path, maxSessions: 1000, backgroundCheckpoints: false });
+    const other = await openEmbeddedStore({ path, maxSessions: 100_000, backgroundCheckpoints: false });
+    try {
+      const id = (index: number) => `s${String(index).padStart(4, "0")}`;
+      // One group fills the store to its limit (it reads the count: the first group making sessions does).
+      await Promise.all(Array.from({ length: 1000 }, (_, index) => store.append(id(index), [{ event_type: "user_message", content: "fill" }])));
+      calls.exec = 0;
+      calls.iterate = 0;
+      for (let index = 1000; index < 1010; index++) await store.append(id(index), [{ event_type: "user_message", content: "new" }]);
+      assert.deepEqual(calls, { exec: 10, iterate: 0 }, "each new session one call, no read");
+      let sessions = (await other.listSessions()).map((session) => session.session_id);
+      assert.deepEqual([sessions.length, sessions[0], sessions.at(-1)], [1000, id(10), id(1009)], "the ten oldest evicted");
+      // Another process deletes five sessions: the next new ones evict none until the limit is reached again.
+      for (const index of [10, 11, 12, 13, 14]) assert.equal(await other.deleteSession(id(index)), true);
+      for (let index = 1010; index < 1015; index++) await store.append(id(index), [{ event_type: "user_message", content: "new" }]);
+      sessions = (await other.listSessions()).map((session) => session.session_id);
+      assert.deepEqual([sessions.length, sessions[0], sessions.at(-1)], [1000, id(15), id(1014)], "none evicted below the limit");
+      await store.append(id(1015), [{ event_type: "user_message", content: "new" }]);
+      sessions = (await other.listSessions()).map((session) => session.session_id);
+      assert.deepEqual([sessions.length, sessions[0]], [1000, id(16)], "at the limit again, the oldest evicted");
+    } finally {
+      AsyncDatabase.prototype.exec = exec;
+      statementClass.iterate = iterate;
+      await other.close();
+      await store.close();
+    }
+  });
+
   it("lockSession: a lock held by a live process of this host, or by any process of another host, is not taken over", async () => {
     const path = freshFile();
     const store = await openEmbeddedStore({ path });

@@ -9,6 +9,7 @@ import type { AgentLoopError } from "../../errors.js";
 import { type MemoryEvent, sessionsOfGroup } from "../store.js";
 import type { WalCheckpointer } from "../wal-checkpointer.js";
 import { type AsyncDatabase, type AsyncStatement, PreparedStatements, type SqlStep, walkSteps, walkStepsAsync } from "./driver.js";
+import type { EventRow } from "./event-rows.js";
 import {
   type Group,
   type GroupContext,
@@ -64,10 +65,10 @@ export class GroupCommit {
     private readonly prepared = new PreparedStatements(),
   ) {}
 
-  /** Queues prepared events; settles once their group is committed. */
-  append(sessionId: string, events: Array<Omit<MemoryEvent, "seq">>): Promise<MemoryEvent[]> {
+  /** Queues prepared events; settles once their group is committed (with the stored events when `returnEvents`, else none). */
+  append(sessionId: string, events: EventRow[], returnEvents: boolean): Promise<MemoryEvent[]> {
     return new Promise<MemoryEvent[]>((resolve, reject) => {
-      this.pending.push({ sessionId, events, resolve, reject });
+      this.pending.push({ sessionId, events, returnEvents, resolve, reject });
       this.schedule();
     });
   }
@@ -226,9 +227,10 @@ export class GroupCommit {
     const guard = newSessions ? "" : guardStep(expected, group.locks);
     // What the group's read inside the transaction would answer once the upsert ran.
     const after: unknown[][] = expected.map(([sessionId, last]) => [0, sessionId, last + sessions.get(sessionId)!.count, null]);
-    // New sessions when a count of the sessions is due (an eviction may be): a read of its own, the longer way.
+    // New sessions when the count of the sessions must be read: a read of its own, the longer way (at
+    // the limit, between reads, the eviction counts in SQL: see `SessionCount`).
     const made = expected.filter(([, last]) => last === 0).length;
-    if (made > 0 && (!this.sessionCount || this.sessionCount.due(made))) return undefined;
+    if (made > 0 && (!this.sessionCount || (this.sessionCount.due(made) && this.sessionCount.mustRead(made)))) return undefined;
     let script = "";
     const result = walkSteps(
       groupSteps(group, this.context(), sessions, newSessions),
@@ -285,8 +287,8 @@ export class GroupCommit {
     for (const release of group.releases) release.reject(failure);
   }
 
-  private settleGroup(group: Group, [stored, taken]: GroupResult): void {
-    for (const [index, member] of group.appends.entries()) this.rememberLastSeq(member.sessionId, stored[index].at(-1)!.seq);
+  private settleGroup(group: Group, [stored, taken, lastSeqs]: GroupResult): void {
+    for (const [index, member] of group.appends.entries()) this.rememberLastSeq(member.sessionId, lastSeqs[index]);
     for (const release of group.releases) release.resolve();
     for (const [index, member] of group.appends.entries()) member.resolve(stored[index]);
     for (const [index, attempt] of group.locks.entries()) attempt.resolve(taken[index]);

@@ -5,6 +5,7 @@
  */
 import { AgentLoopError } from "../../errors.js";
 import {
+  type AppendOptions,
   abortedWaiting,
   checkAfterSeq,
   checkLimit,
@@ -19,13 +20,13 @@ import {
   type NewMemoryEvent,
   newSessionId,
   pauseForLock,
-  prepareAppend,
   prepareSessionMetadata,
   type ResolvedLimits,
   type SessionInfo,
 } from "../store.js";
 import type { WalCheckpointer } from "../wal-checkpointer.js";
 import { type AsyncDatabase, type Database, PreparedStatements, releaseClosedConnections, type SqlStep, type Statement, walkSteps } from "./driver.js";
+import { eventRows } from "./event-rows.js";
 import { GroupCommit, type GroupHost } from "./group-commit.js";
 import { evictStep, type GroupContext, pruneStep } from "./group-steps.js";
 import { EVENT_COLUMNS, NO_CUTOFF, PRUNE_INTERVAL_MS, toEvent, toSession } from "./schema.js";
@@ -119,11 +120,11 @@ export class EmbeddedMemoryStore implements MemoryStore {
     });
   }
 
-  async append(sessionId: string, events: readonly NewMemoryEvent[]): Promise<MemoryEvent[]> {
+  async append(sessionId: string, events: readonly NewMemoryEvent[], options?: AppendOptions): Promise<MemoryEvent[]> {
     this.check();
-    const prepared = prepareAppend(sessionId, events);
-    if (prepared.length === 0) return [];
-    return this.groups.append(sessionId, prepared);
+    const rows = eventRows(sessionId, events);
+    if (rows.length === 0) return [];
+    return this.groups.append(sessionId, rows, options?.returnEvents !== false);
   }
 
 
