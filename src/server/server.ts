@@ -318,7 +318,7 @@ export async function startAgentServer(
     await server.listen();
   } catch (error) {
     // Nothing is served: what the server opened (its memory store, MCP connections, DBOS) is closed, not left to keep the process alive.
-    await server.close({ graceMs: 0 });
+    await server.close();
     throw error;
   }
   if (options.handleSignals) {
