@@ -1,13 +1,14 @@
 // src/server/chat-stream.ts on the wire, beyond test/server/mutation-chat-stream.test.ts: a stream's
 // `Connection: keep-alive` on both doors, and a sub-agent's call waiting for approval reported as
 // approval_required even when the client declared a tool of the same name (only this agent's own
-// calls of a client tool go back to the client as tool_calls).
+// calls of a client tool go back to the client as tool_calls); a request whose client left while it
+// waited behind another run of its session is logged as the client's leaving when the shutdown comes.
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { delegateTool } from "../../src/agents/index.js";
 import { ScriptedModel } from "../../src/index.js";
 import { Agent } from "../../src/loop/agent.js";
-import { echoTool, postJson, startTestServer, type TestServer } from "./helpers.js";
+import { echoTool, heldModel, postJson, startTestServer, type TestServer } from "./helpers.js";
 
 const calls = (...entries: Array<[string, string, object]>) => JSON.stringify({ tool_calls: entries.map(([id, name, args]) => ({ id, name, arguments: args })) });
 
@@ -46,5 +47,23 @@ describe("a chat whose sub-agent waits for approval of a tool named like a clien
       assert.equal(response.headers.get("connection"), "keep-alive");
       await response.text();
     }
+  });
+});
+
+describe("a request whose client left while it waited behind another run of its session, then the shutdown", () => {
+  it("is logged as the client's leaving, not as the shutdown", async () => {
+    const held = heldModel();
+    const test = await startTestServer({ AGENT_NAME: "queued" }, { build: { model: held.model } });
+    const chat = (content: string) =>
+      new Request("http://agent/v1/chat/completions", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ session_id: "one", stream: true, messages: [{ role: "user", content }] }) });
+    const first = await test.server.fetch(chat("first"));
+    await held.reached;
+    // The second waits for the first (same session); its reader gives up.
+    const second = await test.server.fetch(chat("second"));
+    await second.body!.cancel();
+    await test.server.close({ graceMs: 0 });
+    await first.text();
+    const runs = test.logs.filter((line) => / run \S+ session one /.test(line)).map((line) => line.replace(/ run \S+ /, " run <id> "));
+    assert.deepEqual(runs, ["[queued] run <id> session one ABORTED: aborted: server shutting down", "[queued] run <id> session one ABORTED: aborted: client disconnected (client disconnected)"]);
   });
 });
