@@ -1,7 +1,8 @@
 // src/server/server.ts's lifecycle edges as an embedder or an operator sees them: a server that
 // cannot listen closes what it opened (`startAgentServer`), `listen` on `::` answers a URL a client
 // can use, a process that did not ask for `handleSignals` dies of its signal as any node process,
-// and a request whose body was still arriving when the shutdown ended is refused naming the shutdown.
+// a request whose body was still arriving when the shutdown ended is refused naming the shutdown, and
+// KAOS's card of an agent with sub-agents that could not be built still offers delegation.
 import assert from "node:assert/strict";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -14,6 +15,7 @@ import { createAgentServer, startAgentServer } from "../../src/server/index.js";
 import { type CliProcess, spawnNode } from "../cli/helpers.js";
 import { dropSchemas, postgresUrl, uniqueSchema } from "../memory/postgres-server.js";
 import { tsChild } from "../ts-child.js";
+import { echoTool } from "./helpers.js";
 
 const signalsChild = join(fileURLToPath(new URL(".", import.meta.url)), "signals-child.ts");
 const started: CliProcess[] = [];
@@ -112,5 +114,24 @@ describe("a request whose body was still arriving when the shutdown ended", () =
     assert.equal(response.status, 503);
     assert.deepEqual(await response.json(), { error: { message: "aborted: server shut down", type: "server_error", param: null, code: "aborted" } });
     assert.ok(logs.some((line) => /^\[late\] run \S+ session \S+ ABORTED: aborted: server shut down$/.test(line)), logs.join("\n"));
+  });
+});
+
+describe("KAOS's card of an agent with sub-agents that could not be built", () => {
+  it("still offers delegation (it has no tools to list)", async () => {
+    // Two tools of one name: the build fails after the peer's card was asked for (refused at once).
+    const server = await createAgentServer({
+      env: { AGENT_NAME: "coordinating", AGENT_SUB_AGENTS: "away:http://127.0.0.1:1", MEMORY_TYPE: "memory" },
+      build: { model: new ScriptedModel(["hi"]), tools: [echoTool, echoTool] },
+      log: () => undefined,
+    });
+    try {
+      assert.equal((await server.ready()).status, "failed");
+      const card = (await (await server.fetch(new Request("http://agent/.well-known/agent"))).json()) as { skills: unknown[]; capabilities: string[] };
+      assert.deepEqual(card.skills, []);
+      assert.deepEqual(card.capabilities, ["message_processing", "task_execution", "task_delegation"]);
+    } finally {
+      await server.close({ graceMs: 0 });
+    }
   });
 });
