@@ -112,6 +112,7 @@ export async function createAgentServer(options: AgentServerOptions = {}): Promi
   let baseUrl: string | undefined;
   /** What the cards advertise: the public URL when one is set (behind a proxy), else the listening address. */
   const publicUrl = (options.publicUrl ?? settings.publicUrl)?.replace(/\/+$/, "");
+  /** The readiness until the agent is built: starting, then failed if it could not be. */
   let readyStatus: ReadyStatus = { status: "starting", name: settings.name, timestamp: unixSeconds() };
   let runtime: AgentRuntime | undefined;
   let runtimeFailure: AgentLoopError | undefined;
@@ -127,13 +128,8 @@ export async function createAgentServer(options: AgentServerOptions = {}): Promi
     .then((built) => (durable ? durable.launch(built).then(() => built) : built))
     .then(
       (built) => {
+        // From now on the readiness is read live from the runtime (currentReadyStatus).
         runtime = built;
-        readyStatus = {
-          status: built.unavailable.length === 0 ? "ready" : "degraded",
-          name: settings.name,
-          timestamp: unixSeconds(),
-          ...(built.unavailable.length > 0 ? { unavailable: built.unavailable } : {}),
-        };
         for (const missing of built.unavailable) log(`[${settings.name}] degraded: ${missing.kind} "${missing.name}" unavailable: ${missing.reason}`);
         return built;
       },
@@ -197,18 +193,10 @@ export async function createAgentServer(options: AgentServerOptions = {}): Promi
   app.use("*", authGuard(context));
   app.use("*", bodyLimitGuard(context));
   const chat = chatCompletionRoutes(context);
-  app.route("/", agentCardRoutes(context));
-  app.route("/", chat.app);
-  app.route("/", memoryRoutes(context));
-  app.route("/", a2aRoutes(context));
-  app.route("/", approvalRoutes(context));
-  app.route("/", runRoutes(context));
-  app.route("/", sessionRoutes(context));
-  app.route("/", agentInfoRoutes(context));
   const uiChat = uiChatRoutes(context);
   const agUi = agUiRoutes(context);
-  app.route("/", uiChat.app);
-  app.route("/", agUi.app);
+  const guarded = [agentCardRoutes(context), chat.app, memoryRoutes(context), a2aRoutes(context), approvalRoutes(context), runRoutes(context), sessionRoutes(context), agentInfoRoutes(context), uiChat.app, agUi.app];
+  for (const routes of guarded) app.route("/", routes);
 
   let server: Server | undefined;
   let closing: Promise<void> | undefined;
@@ -326,7 +314,13 @@ export async function startAgentServer(
   options: AgentServerOptions & { handleSignals?: boolean; beforeExit?: () => Promise<void> } = {},
 ): Promise<AgentServer> {
   const server = await createAgentServer(options);
-  await server.listen();
+  try {
+    await server.listen();
+  } catch (error) {
+    // Nothing is served: what the server opened (its memory store, MCP connections, DBOS) is closed, not left to keep the process alive.
+    await server.close();
+    throw error;
+  }
   if (options.handleSignals) {
     const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
     let received = 0;

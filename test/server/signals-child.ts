@@ -14,7 +14,8 @@ const server = await startAgentServer({
   host: "127.0.0.1",
   port: 0,
   shutdownGraceMs: 600_000,
-  handleSignals: true,
+  // HANDLE_SIGNALS=no: an embedder that did not ask for them (the process's own signal handling stays).
+  handleSignals: process.env.HANDLE_SIGNALS !== "no",
   ...(mode === "none"
     ? {}
     : {
