@@ -6,15 +6,19 @@
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
 import { after, before, test } from "node:test";
+import { createServer, type Socket } from "node:net";
+import type { AddressInfo } from "node:net";
 import pg from "pg";
 import { defineTool } from "../../src/index.js";
 import { asyncCleanupModel, type Plan } from "../durable/models.js";
 import { answerOf, readEvents } from "../durable/serve-helpers.js";
 import { postgresUrl } from "../memory/postgres-server.js";
-import { postJson, startTestServer, type TestServer } from "./helpers.js";
+import { createAgentServer } from "../../src/server/index.js";
+import type { AgentLoopError } from "../../src/errors.js";
+import { postJson, script, startTestServer, type TestServer } from "./helpers.js";
 
 const tag = randomUUID().slice(0, 8);
-const schemas = [`t_mut_durable_${tag}`, `dbos_mut_durable_${tag}`];
+const schemas = [`t_mut_durable_${tag}`, `dbos_mut_durable_${tag}`, `t_mut_durable_late_${tag}`];
 const executor = `mut-durable-${tag}`;
 let server: TestServer;
 
@@ -29,7 +33,20 @@ const plan: Plan = (messages) => {
   if (last?.role === "tool" && then && !messages.some((message) => message.role === "tool" && message.toolCallId === "call_pay_2")) {
     return { calls: [{ id: "call_pay_2", name: "pay", arguments: { amount: Number(then[1]) } }] };
   }
+  // "pay 5 then hold": `hold` once the payment is in.
+  if (last?.role === "tool" && input === "pay 5 then hold" && !messages.some((message) => message.role === "tool" && message.toolCallId === "call_hold")) {
+    return { calls: [{ id: "call_hold", name: "hold", arguments: {} }] };
+  }
   if (last?.role === "tool") return { text: `Done: ${typeof last.content === "string" ? last.content : "?"}.` };
+  // "pay both": two calls needing approval in one wave.
+  if (input === "pay both") {
+    return {
+      calls: [
+        { id: "call_a", name: "pay", arguments: { amount: 1 } },
+        { id: "call_b", name: "pay", arguments: { amount: 2 } },
+      ],
+    };
+  }
   const pay = /^pay (\d+)/.exec(input);
   if (pay) return { calls: [{ id: "call_pay", name: "pay", arguments: { amount: Number(pay[1]) } }] };
   if (input === "hold") return { calls: [{ id: "call_hold", name: "hold", arguments: {} }] };
@@ -437,4 +454,201 @@ test("a cancelled run resumed at once (its cancelled execution not ended yet): a
   assert.ok(followed.complete, `${followed.error}\n${followed.events.join("\n")}`);
   assert.equal(answerOf(followed.events), "Done: released.");
   assert.equal(await finished(runId), "SUCCESS");
+});
+
+type StoredEvent = { event_type: string; content: unknown; metadata: { run_id?: string; source?: string; tool_call_id?: string } };
+/** The session's memory as a client reads it. */
+const memoryOf = async (sessionId: string) => ((await (await get(`/memory/events?session_id=${sessionId}&limit=1000`)).json()) as { events: StoredEvent[] }).events;
+/** A run's events in its session's memory (type, and tool call when there is one). */
+const eventsOf = async (sessionId: string, runId: string) =>
+  (await memoryOf(sessionId)).filter((event) => event.metadata.run_id === runId).map((event) => [event.event_type, event.metadata.tool_call_id ?? null, event.content]);
+
+test("a delegated task in durable mode: task_delegation_received stored first, once; a plain chat stores none; the stream opens with the role chunk", async () => {
+  const sessionId = session();
+  const delegated = await postJson(`${server.url}/v1/chat/completions`, { messages: [{ role: "task-delegation", content: "process the data" }], session_id: sessionId });
+  assert.equal(delegated.status, 200);
+  assert.equal(((await delegated.json()) as { choices: Array<{ message: { content: string } }> }).choices[0]!.message.content, "Done: process the data.");
+  const runId = delegated.headers.get("x-agentloop-run-id")!;
+  assert.equal(await finished(runId), "SUCCESS");
+  // The log line of the run's end, as the plain server writes it.
+  await server.waitForLog(new RegExp(`^\\[durable-routes\\] run ${runId} session ${sessionId} COMPLETED: the model answered$`));
+  const plain = await chat("next", sessionId);
+  const streamed = await unnumbered(plain);
+  assert.ok(streamed.complete);
+  // The first chunk gives the role, as OpenAI's streams do.
+  assert.deepEqual((JSON.parse(streamed.events[0]!) as { choices: Array<{ delta: unknown }> }).choices[0]!.delta, { role: "assistant", content: "" });
+  assert.equal(await finished(plain.headers.get("x-agentloop-run-id")!), "SUCCESS");
+  const stored = await memoryOf(sessionId);
+  assert.deepEqual(
+    stored.map((event) => event.event_type),
+    ["task_delegation_received", "run_started", "user_message", "agent_response", "run_ended", "run_started", "user_message", "agent_response", "run_ended"],
+  );
+  assert.equal(stored[0]!.content, "process the data");
+  assert.equal(stored[0]!.metadata.source, "task-delegation");
+});
+
+test("the refusals of the run and approval routes name their type, param and reason; the launch is logged", async () => {
+  assert.ok(server.logs.includes(`[durable-routes] durable runs: executor ${executor}, DBOS schema ${schemas[1]}`), server.logs.join("\n"));
+  const missing = await refusal(await get("/v1/runs/run_missing"));
+  assert.deepEqual([missing.status, missing.error.type, missing.error.param], [404, "not_found_error", "run_id"]);
+  const noEvents = await refusal(await get("/v1/runs/run_nope/events"));
+  assert.deepEqual([noEvents.status, noEvents.error.type], [404, "not_found_error"]);
+  const sessionId = session();
+  const nothing = await refusal(await post("/v1/approvals", { session_id: sessionId, decisions: { call_pay: { approve: true } } }));
+  assert.deepEqual([nothing.status, nothing.error.type, nothing.error.param, nothing.error.message], [404, "not_found_error", "session_id", `no approval is pending in session "${sessionId}"`]);
+
+  // Two calls waiting: the pending ones listed; a decision with the right hash taken.
+  const asked = await readEvents(await chat("pay both", sessionId));
+  assert.ok(asked.complete);
+  const required = asked.events.flatMap((event) => {
+    const chunk = event.startsWith("{") ? (JSON.parse(event) as { approval_required?: { checkpoint_id: string; pending: Array<{ tool_call_id: string; arguments_hash: string }> } }) : {};
+    return chunk.approval_required ? [chunk.approval_required] : [];
+  })[0]!;
+  assert.deepEqual(
+    required.pending.map((entry) => entry.tool_call_id),
+    ["call_a", "call_b"],
+  );
+  const unknownCall = await refusal(await post("/v1/approvals", { session_id: sessionId, decisions: { call_c: { approve: true } } }));
+  assert.equal(unknownCall.error.message, 'no approval is pending for tool call "call_c" (pending: call_a, call_b)');
+  const otherArguments = await refusal(await post("/v1/approvals", { session_id: sessionId, decisions: { call_b: { approve: true, arguments_hash: "0".repeat(64) } } }));
+  assert.deepEqual([otherArguments.status, otherArguments.error.param], [400, "decisions.call_b"]);
+  const decided = await post("/v1/approvals", {
+    session_id: sessionId,
+    decisions: { call_a: { approve: true, arguments_hash: required.pending[0]!.arguments_hash }, call_b: { approve: false, reason: "no", arguments_hash: required.pending[1]!.arguments_hash } },
+    stream: false,
+  });
+  assert.equal(decided.status, 200);
+  const runId = decided.headers.get("x-agentloop-run-id")!;
+  assert.match(((await decided.json()) as { choices: Array<{ message: { content: string } }> }).choices[0]!.message.content, /^Done: /);
+  await server.waitForLog(new RegExp(`^\\[durable-routes\\] run ${runId} session ${sessionId}: decisions sent \\(call_a, call_b\\)$`));
+  const again = await refusal(await post("/v1/approvals", { session_id: sessionId, decisions: { call_a: { approve: true } } }));
+  assert.deepEqual(
+    [again.status, again.error.type, again.error.code, again.error.message],
+    [409, "invalid_request_error", "approval_already_decided", `the approvals of checkpoint ${required.checkpoint_id} in session "${sessionId}" were decided already`],
+  );
+});
+
+test("a run cancelled in the leg after its approval and resumed: the replay goes through the approval, each stored event once; another session's run meanwhile is stored whole", async () => {
+  const sessionId = session();
+  const asked = await readEvents(await chat("pay 5 then hold", sessionId));
+  assert.match(asked.events.join(""), /"finish_reason":"approval_required"/);
+  const inTool = new Promise<void>((resolve) => {
+    holding = resolve;
+  });
+  const decided = await post("/v1/approvals", { session_id: sessionId, decisions: { call_pay: { approve: true } }, stream: true });
+  const runId = decided.headers.get("x-agentloop-run-id")!;
+  const reading = readEvents(decided);
+  await inTool;
+  assert.equal((await post(`/v1/runs/${runId}/cancel`)).status, 200);
+  assert.ok((await reading).complete);
+  const deadline = Date.now() + 10_000;
+  const aborted = (events: unknown[][]) => events.some(([type, , content]) => type === "run_ended" && (content as { state: string }).state === "ABORTED");
+  while (!aborted(await eventsOf(sessionId, runId)) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
+  const before = await eventsOf(sessionId, runId);
+
+  // Resumed: held in the tool again (every replayed event seen) while another session runs.
+  let release!: () => void;
+  released = new Promise<void>((resolve) => {
+    release = resolve;
+  });
+  const rerunning = new Promise<void>((resolve) => {
+    holding = resolve;
+  });
+  assert.equal((await post(`/v1/runs/${runId}/resume`)).status, 200);
+  await rerunning;
+  const other = session();
+  const meanwhile = await postJson(`${server.url}/v1/chat/completions`, { messages: [{ role: "user", content: "meanwhile" }], session_id: other });
+  assert.equal(((await meanwhile.json()) as { choices: Array<{ message: { content: string } }> }).choices[0]!.message.content, "Done: meanwhile.");
+  assert.equal(await finished(meanwhile.headers.get("x-agentloop-run-id")!), "SUCCESS");
+  assert.deepEqual(
+    (await memoryOf(other)).map((event) => event.event_type),
+    ["run_started", "user_message", "agent_response", "run_ended"],
+  );
+  release();
+  assert.equal(await finished(runId), "SUCCESS");
+  released = undefined;
+  const after = await eventsOf(sessionId, runId);
+  // What the first execution stored, then only what the resumed one did that it did not.
+  assert.deepEqual(after.slice(0, before.length), before);
+  assert.deepEqual(after.slice(before.length), [
+    ["tool_result", "call_hold", { tool: "hold", result: "released" }],
+    ["agent_response", null, "Done: released."],
+    ["run_ended", null, { state: "COMPLETED", reason: "the model answered" }],
+  ]);
+});
+
+test("DURABLE=true without the PostgreSQL memory: the server is refused, naming MEMORY_TYPE", async () => {
+  const refused = (expected: string) => (error: unknown) => {
+    assert.equal((error as AgentLoopError).kind, "configuration");
+    assert.equal((error as Error).message, `DURABLE: durable runs need MEMORY_TYPE=postgres (their checkpoints live in the same PostgreSQL), got MEMORY_TYPE=${expected}`);
+    return true;
+  };
+  // A database URL given does not make another store durable.
+  await assert.rejects(createAgentServer({ env: { DURABLE: "true", MEMORY_TYPE: "memory", DATABASE_URL: postgresUrl() }, log: () => undefined }), refused("memory"));
+  await assert.rejects(createAgentServer({ env: { DURABLE: "true", DATABASE_URL: postgresUrl() }, memory: false, log: () => undefined }), refused("(unset)"));
+});
+
+test("durable routes before the agent is built (503 agent_unavailable) and when DBOS cannot launch (503 durable_unavailable, naming why); both servers close", async () => {
+  const late = {
+    AGENT_NAME: "durable-late",
+    MEMORY_TYPE: "postgres",
+    MEMORY_POSTGRES_URL: postgresUrl(),
+    MEMORY_POSTGRES_SCHEMA: schemas[2],
+    DURABLE: "true",
+    DURABLE_SCHEMA: schemas[1],
+    DEBUG_MOCK_RESPONSES: script("x"),
+  };
+  // A peer that accepts the connection and never answers: the agent waits for its card.
+  const sockets: Socket[] = [];
+  const silent = createServer((socket) => void sockets.push(socket));
+  await new Promise<void>((resolve) => silent.listen(0, "127.0.0.1", resolve));
+  const port = (silent.address() as AddressInfo).port;
+  const building = await startTestServer({ ...late, PEER_AGENTS: "mute", PEER_AGENT_MUTE_CARD_URL: `http://127.0.0.1:${port}/.well-known/agent` }, { readyTimeoutMs: 60_000 });
+  try {
+    const unbuilt = await refusal(await fetch(`${building.url}/v1/runs`));
+    assert.deepEqual(
+      [unbuilt.status, unbuilt.error.type, unbuilt.error.code, unbuilt.error.message],
+      [503, "server_error", "agent_unavailable", "durable runs are not available yet: the agent is not built"],
+    );
+  } finally {
+    // Closed before its agent is built.
+    await building.close();
+    for (const socket of sockets) socket.destroy();
+    await new Promise((resolve) => silent.close(resolve));
+  }
+  // DBOS runs in this process already (this file's server): a second durable agent cannot be registered.
+  const failed = await startTestServer(late);
+  try {
+    await failed.waitForLog(/agent could not be built/);
+    const unavailable = await refusal(await fetch(`${failed.url}/v1/runs`));
+    assert.deepEqual([unavailable.status, unavailable.error.type, unavailable.error.code], [503, "server_error", "durable_unavailable"]);
+    assert.match(unavailable.error.message, /^durable runs are not available: DBOS code is being registered after DBOS\.launch\(\)/);
+  } finally {
+    await failed.close();
+  }
+});
+
+test("a durable run whose events cannot be stored: an error chunk then [DONE], the failure logged, /ready degraded until a run's events are stored again", async () => {
+  const sessionId = session();
+  const client = new pg.Client({ connectionString: postgresUrl() });
+  await client.connect();
+  const events = `"${schemas[0]}".agentloop_events`;
+  await client.query(`CREATE FUNCTION "${schemas[0]}".refuse_events() RETURNS trigger AS $$ BEGIN RAISE EXCEPTION 'disk full'; END $$ LANGUAGE plpgsql`);
+  await client.query(`CREATE TRIGGER refuse_events BEFORE INSERT ON ${events} FOR EACH ROW WHEN (NEW.session_id = '${sessionId}') EXECUTE FUNCTION "${schemas[0]}".refuse_events()`);
+  try {
+    const response = await chat("lost", sessionId);
+    const runId = response.headers.get("x-agentloop-run-id")!;
+    const text = await response.text();
+    assert.match(text, /data: \{"error":\{"message":"the answer could not be stored \(memory store postgres\): [^"]*disk full[^"]*","type":"server_error","param":null,"code":"memory_write_failed"\}\}\n\ndata: \[DONE\]\n\n$/);
+    await server.waitForLog(new RegExp(`^\\[durable-routes\\] run ${runId} session ${sessionId}: its events could not be stored: .*disk full`));
+    const ready = (await (await get("/ready")).json()) as { status: string };
+    assert.notEqual(ready.status, "ready");
+  } finally {
+    await client.query(`DROP TRIGGER refuse_events ON ${events}`);
+    await client.query(`DROP FUNCTION "${schemas[0]}".refuse_events()`);
+    await client.end();
+  }
+  const stored = await postJson(`${server.url}/v1/chat/completions`, { messages: [{ role: "user", content: "stored" }], session_id: session() });
+  assert.equal(stored.status, 200);
+  assert.equal(((await (await get("/ready")).json()) as { status: string }).status, "ready");
 });
