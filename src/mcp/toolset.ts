@@ -38,6 +38,8 @@ const stderrTailChars = 4_096;
 const listChangedDebounceMs = 50;
 const defaultReconnectDelayMs = 500;
 const defaultMaxReconnectDelayMs = 30_000;
+/** The longest close() waits for a server to end its HTTP session. */
+const maxSessionEndMs = 5_000;
 
 type Transport = StdioClientTransport | StreamableHTTPClientTransport;
 
@@ -241,7 +243,10 @@ export class McpToolset {
     this.retryLater(this.backoffMs());
   }
 
-  /** Closes the connection; a stdio server process is terminated. Safe to call twice. */
+  /**
+   * Closes the connection; a stdio server process is terminated, an HTTP session ended (DELETE,
+   * given up after the request timeout, at most 5 s). Safe to call twice.
+   */
   async close(): Promise<void> {
     if (this.statusValue === "closed") return;
     this.statusValue = "closed";
@@ -265,7 +270,6 @@ export class McpToolset {
       case "connected":
         return this.client!;
       case "closed":
-        return `MCP server "${this.name}" is unavailable: the toolset was closed`;
       case "failed":
         return this.unavailableText();
       case "idle":
@@ -392,6 +396,7 @@ export class McpToolset {
   }
 
   private unavailableText(): string {
+    if (this.statusValue === "closed") return `MCP server "${this.name}" is unavailable: the toolset was closed`;
     const reason = this.lastFailure || "connection lost";
     if (this.statusValue === "failed") return `MCP server "${this.name}" is unavailable (${reason}; reconnect limit ${this.config.maxReconnects} reached)`;
     const wait = this.nextAttemptAt - Date.now();
@@ -416,9 +421,10 @@ export class McpToolset {
     const oldTransport = this.transport;
     this.client = undefined;
     this.transport = undefined;
-    if (oldClient || oldTransport) await this.dispose(oldClient, oldTransport, false);
-
+    // Taken before the old connection is disposed, so a close() meanwhile is seen.
     const generation = ++this.generation;
+    if (oldClient || oldTransport) await this.dispose(oldClient, oldTransport, false);
+    if (generation !== this.generation) throw new Error("toolset was closed while connecting");
     this.stderrTail = "";
     const client = new Client(clientInfo, {
       // Form-mode elicitation: a server may ask the user a question (answered or declined, never "Method not found").
@@ -572,7 +578,10 @@ export class McpToolset {
   /** Best-effort teardown: ends an HTTP session politely on close, then closes the transport (killing a stdio child). */
   private async dispose(client: Client | undefined, transport: Transport | undefined, terminateSession: boolean): Promise<void> {
     if (terminateSession && transport instanceof StreamableHTTPClientTransport && transport.sessionId) {
-      await transport.terminateSession().catch(() => undefined);
+      // A hung server must not hold close() up: the DELETE gets the request timeout (at most 5 s);
+      // closing the transport below aborts it.
+      const limitMs = Math.min(this.config.requestTimeoutMs ?? defaultRequestTimeoutMs, maxSessionEndMs);
+      await Promise.race([transport.terminateSession().catch(() => undefined), new Promise((resolve) => setTimeout(resolve, limitMs).unref())]);
     }
     if (client) await client.close().catch(() => undefined);
     else if (transport) await transport.close().catch(() => undefined);
