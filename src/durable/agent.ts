@@ -4,13 +4,16 @@ import { DBOS } from "@dbos-inc/dbos-sdk";
 import { Agent } from "../loop/agent.js";
 import { listRuns, recoverRuns, showRun } from "./admin.js";
 import { approvalWait, expiredApprovals, sendDecisions } from "./approvals.js";
-import { executions } from "./cancellation.js";
+import { abortCancelled, executions, stopHere } from "./cancellation.js";
 import { readJournal } from "./journal.js";
 import { ensureLaunched, launchDbos, shutdownDbos } from "./launch.js";
 import { durableModel } from "./model-calls.js";
 import { durableMemory, durableTool, durableToolset, isToolset } from "./tool-calls.js";
 import type { DurableAgent, DurableOptions, DurableRun, DurableRunResult, StoredOptions } from "./types.js";
 import { listeners, registerRunWorkflow } from "./workflow.js";
+
+/** How long `resume` waits for a run's execution in this process to stop before it runs again. */
+const RESUME_WAIT_MS = 10_000;
 
 /**
  * Makes an agent's runs durable: each run is a DBOS workflow whose steps are the model calls and tool
@@ -111,10 +114,19 @@ export function durableAgent(agent: Agent, options: DurableOptions): DurableAgen
       ensureLaunched("cancel");
       await ownRun("cancel", runId);
       await DBOS.cancelWorkflow(runId);
+      // Executing here: its loop stops now, not at DBOS's next poll (about a second).
+      abortCancelled(runId);
     },
     async resume(runId) {
       ensureLaunched("resume");
       await ownRun("resume", runId);
+      if (executions.has(runId)) {
+        // Still executing here (cancelled a moment ago, or running): it is cancelled and its end
+        // awaited first, so that one execution at a time runs the run (docs/durable.md).
+        await DBOS.cancelWorkflow(runId);
+        if (!(await stopHere(runId, RESUME_WAIT_MS)))
+          throw new Error(`durable resume: run "${runId}" is still stopping: its execution in this process did not end within ${RESUME_WAIT_MS / 1000} s of its cancel (a tool that ignores its signal); try again once it has ended`);
+      }
       await DBOS.resumeWorkflow(runId);
     },
     async recover(executorIds) {

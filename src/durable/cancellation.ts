@@ -2,10 +2,12 @@
 import { DBOS, Error as DBOSErrors } from "@dbos-inc/dbos-sdk";
 import { AgentLoopError } from "../errors.js";
 
-/** A run executing in this process: the workflow of its agent, and the signal its loop runs with. */
+/** A run executing in this process: the workflow of its agent, the signal its loop runs with, and its end. */
 export interface Execution {
   workflow: string;
   stop: AbortController;
+  /** Settles once the execution's workflow function has ended (its loop stopped, its ending stored). */
+  ended: Promise<void>;
 }
 
 /**
@@ -19,8 +21,31 @@ function isCancelled(error: unknown): boolean {
   return error instanceof DBOSErrors.DBOSWorkflowCancelledError;
 }
 
-function abortCancelled(runId: string): void {
+/** Aborts this process's execution of run `runId` (if any) as cancelled: its loop stops at once. */
+export function abortCancelled(runId: string): void {
   executions.get(runId)?.stop.abort(new AgentLoopError("aborted", `run ${runId} was cancelled`));
+}
+
+/**
+ * Before run `runId` executes again (`resume`): its execution in this process, if any, is aborted and
+ * awaited, up to `timeoutMs`. DBOS's own cancel reaches an execution by polling (about a second), and a
+ * resume puts the run back to ENQUEUED: resumed within that second, the old execution never learned it
+ * was cancelled and ran on beside the new one (its tool results, answer and ending stored twice, its
+ * side effects done twice). False when it did not end in time (a tool ignoring its signal).
+ */
+export async function stopHere(runId: string, timeoutMs: number): Promise<boolean> {
+  const here = executions.get(runId);
+  if (!here) return true;
+  abortCancelled(runId);
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<false>((resolve) => {
+    timer = setTimeout(() => resolve(false), timeoutMs);
+  });
+  try {
+    return await Promise.race([here.ended.then(() => true), late]);
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 /** A step of run `runId`: if it fails because the run was cancelled, the run's loop is aborted first. */

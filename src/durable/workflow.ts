@@ -68,7 +68,11 @@ export function registerRunWorkflow(inner: Agent, options: DurableOptions, name:
       const onEvent = listeners.get(runId);
       const { journal: spec, ...runOptions } = stored;
       const stop = new AbortController();
-      executions.set(runId, { workflow: name, stop });
+      let end!: () => void;
+      const ended = new Promise<void>((resolve) => {
+        end = resolve;
+      });
+      executions.set(runId, { workflow: name, stop, ended });
       try {
         if (spec !== undefined && options.journal) return await journaledRun(input, runOptions, spec, runId, stop.signal, onEvent);
         // Approvals stop the loop with a checkpoint; the workflow waits for the decisions as a DBOS
@@ -85,6 +89,7 @@ export function registerRunWorkflow(inner: Agent, options: DurableOptions, name:
         if (executions.get(runId)?.stop === stop) executions.delete(runId);
         modelRecords.delete(runId);
         replayedStarts.delete(runId);
+        end();
       }
     },
     { name },

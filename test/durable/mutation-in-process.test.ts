@@ -6,6 +6,7 @@
 // - agent.ts: a durable run's options reach its loop as a plain run's;
 // - admin.ts: `recover` of an executor's runs, the queue's partitions.
 // - two-agents.ts: two durable agents do not see or cancel each other's runs.
+// - cancel-resume.ts: a run cancelled and resumed at once runs one execution at a time.
 // (Each part was a file of its own, each launching DBOS: 7–12 s each on the 2-core machine.)
 import "./in-process/shared.js";
 import "./in-process/runs.js";
@@ -14,3 +15,4 @@ import "./in-process/model-calls.js";
 import "./in-process/agent.js";
 import "./in-process/admin.js";
 import "./in-process/two-agents.js";
+import "./in-process/cancel-resume.js";

@@ -1,0 +1,61 @@
+// A run cancelled and resumed at once (src/durable/agent.ts `resume`, cancellation.ts `stopHere`):
+// DBOS notices a cancel by polling about once a second, and a resume puts the run back to ENQUEUED, so
+// a resume within that second left the cancelled execution running beside the resumed one (its tool
+// still running, its results and ending stored beside the new ones, side effects done twice). Now the
+// cancel stops the execution here at once, and `resume` waits for its end before the run goes on.
+import assert from "node:assert/strict";
+import { randomUUID } from "node:crypto";
+import { test } from "node:test";
+import { durableAgent } from "../../../src/durable/index.js";
+import { Agent, defineTool, ScriptedModel } from "../../../src/index.js";
+import { shared } from "./shared.js";
+
+let running = 0;
+let mostAtOnce = 0;
+let invocations = 0;
+let firstEnded = false;
+let firstStarted: (() => void) | undefined;
+// The first call waits until its signal aborts (as a tool should); later calls answer at once.
+const charge = defineTool({
+  name: "charge",
+  description: "charges a card once",
+  parameters: { type: "object" },
+  execute: async (_args, context) => {
+    invocations++;
+    running++;
+    mostAtOnce = Math.max(mostAtOnce, running);
+    try {
+      if (invocations > 1) return "charged";
+      firstStarted?.();
+      await new Promise<void>((_resolve, reject) => {
+        context.signal.addEventListener("abort", () => reject(new Error("stopped")), { once: true });
+      });
+      return "unreachable";
+    } finally {
+      running--;
+      if (invocations === 1) firstEnded = true;
+    }
+  },
+});
+const resumable = durableAgent(
+  new Agent({ name: "cancel-resume-at-once", model: new ScriptedModel([JSON.stringify({ tool_calls: [{ id: "c1", name: "charge", arguments: {} }] }), "done"]), tools: [charge] }),
+  shared,
+);
+
+test("a run cancelled and resumed at once: the cancelled execution has stopped when resume returns, one execution at a time, and the resumed run completes", { timeout: 60_000 }, async () => {
+  const started = new Promise<void>((resolve) => {
+    firstStarted = resolve;
+  });
+  const runId = `run_cancel_resume_${randomUUID().slice(0, 8)}`;
+  const run = await resumable.run("charge me", { runId });
+  run.result().catch(() => undefined);
+  await started;
+  await resumable.cancel(runId);
+  await resumable.resume(runId);
+  assert.equal(firstEnded, true, "the cancelled execution's tool was still running when resume returned");
+  const result = await resumable.retrieve(runId).result();
+  assert.equal(result.state, "COMPLETED", JSON.stringify(result));
+  assert.equal(result.text, "done");
+  assert.equal(mostAtOnce, 1, "two executions ran the tool at once");
+  assert.ok(invocations <= 2, `the tool ran ${invocations} times`);
+});
