@@ -343,6 +343,8 @@ test("a run cancelled with tools in flight and resumed: recorded tools are not r
   ]);
   assert.equal(result.toolCalls, 3);
   assert.equal(INTERRUPTED, results[1]?.[1]);
+  // `onEvent` was the cancelled call's: the resumed execution's events go to the observers, not to it.
+  assert.equal(events.filter((type) => type === "run-start").length, 1, events.join(" "));
 });
 
 test("show lists a run's steps: a tool call's start marker goes with the model call that asked for it, or is a step of its own when the call begins after an approval", { timeout: 60_000 }, async () => {
