@@ -28,6 +28,8 @@ test("durableAgent refuses what it cannot use, naming the problem and the value"
     [{ databaseUrl: "xpostgres://h/d" }, '"xpostgres://h/d"'],
     [{ databaseUrl: "postgres:/h/d" }, '"postgres:/h/d"'],
     [{ databaseUrl: "postgresq://h/d" }, '"postgresq://h/d"'],
+    // Not a string, though it reads as one.
+    [{ databaseUrl: new URL("postgres://h/d") }, '"postgres://h/d"'],
   ];
   for (const [options, shown] of refusals) {
     assert.throws(
