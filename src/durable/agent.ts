@@ -6,7 +6,7 @@ import { listRuns, recoverRuns, showRun } from "./admin.js";
 import { approvalWait, expiredApprovals, sendDecisions } from "./approvals.js";
 import { abortCancelled, executions, stopHere } from "./cancellation.js";
 import { readJournal } from "./journal.js";
-import { ensureLaunched, launchDbos, shutdownDbos } from "./launch.js";
+import { ensureLaunched, isLaunched, launchDbos, shutdownDbos } from "./launch.js";
 import { durableModel } from "./model-calls.js";
 import { durableMemory, durableTool, durableToolset, isToolset } from "./tool-calls.js";
 import type { DurableAgent, DurableOptions, DurableRun, DurableRunResult, StoredOptions } from "./types.js";
@@ -14,6 +14,9 @@ import { listeners, registerRunWorkflow } from "./workflow.js";
 
 /** How long `resume` waits for a run's execution in this process to stop before it runs again. */
 const RESUME_WAIT_MS = 10_000;
+
+/** The names of this process's durable agents: each names its runs' workflow, registered once. */
+const durableNames = new Set<string>();
 
 /**
  * Makes an agent's runs durable: each run is a DBOS workflow whose steps are the model calls and tool
@@ -25,6 +28,8 @@ export function durableAgent(agent: Agent, options: DurableOptions): DurableAgen
   if (!options || typeof options.databaseUrl !== "string" || !/^postgres(ql)?:\/\//.test(options.databaseUrl)) {
     throw new TypeError(`durableAgent: databaseUrl must be a postgres:// URL, got ${JSON.stringify(options?.databaseUrl)}`);
   }
+  if (isLaunched()) throw new Error(`durableAgent: agent "${agent.name}" is created after launch(): create every durable agent before (DBOS registers their workflows before it starts)`);
+  if (durableNames.has(agent.name)) throw new Error(`durableAgent: an agent named "${agent.name}" is durable already in this process: give each durable agent its own name`);
   const config = agent.config;
   const inner = new Agent({
     ...config,
@@ -34,6 +39,7 @@ export function durableAgent(agent: Agent, options: DurableOptions): DurableAgen
   });
   const workflowName = `agentloop.run.${agent.name}`;
   const workflow = registerRunWorkflow(inner, options, workflowName);
+  durableNames.add(agent.name);
   /** Whether run `runId` is one of this agent's: at once when it executes here, else one query. */
   const isOwn = async (runId: string) => {
     const here = executions.get(runId);

@@ -5,6 +5,11 @@ import type { DurableOptions } from "./types.js";
 
 let launched: { url: string; promise: Promise<void> } | undefined;
 
+/** Whether DBOS is launched (or launching) in this process. */
+export function isLaunched(): boolean {
+  return launched !== undefined;
+}
+
 /** Throws when DBOS was not launched in this process (`what`: the call that needs it). */
 export function ensureLaunched(what: string): void {
   if (!launched) throw new Error(`durable ${what}: call launch() first`);

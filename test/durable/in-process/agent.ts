@@ -1,7 +1,7 @@
 // What a durable run is given (src/durable/agent.ts): its options reach the loop as a plain run's
 // do — inputs (a tool's bindings and context), history, a structured output schema, newSession (the
-// memory not asked) — so a durable run answers as the plain run given the same. Real PostgreSQL,
-// DBOS launched once (shared.ts).
+// memory not asked) — so a durable run answers as the plain run given the same; an agent made durable
+// after the launch is refused. Real PostgreSQL, DBOS launched once (shared.ts).
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
 import { test } from "node:test";
@@ -81,4 +81,11 @@ test("a durable run of a new session does not ask the memory for its history, as
   assert.equal(plain.text, JSON.stringify({ users: ["who am I?"], tools: ["customer bob, tier free"] }));
   assert.equal(result.text, plain.text);
   assert.deepEqual(loads, []);
+});
+
+test("a durable agent created after launch() is refused, naming it (DBOS registers the workflows before it starts)", () => {
+  const name = `agent-late-${randomUUID().slice(0, 8)}`;
+  assert.throws(() => durableAgent(new Agent({ name, model: reporter }), shared), {
+    message: `durableAgent: agent "${name}" is created after launch(): create every durable agent before (DBOS registers their workflows before it starts)`,
+  });
 });

@@ -290,6 +290,13 @@ const send = defineTool<{ n: number }>({
   },
 });
 const gated = durableAgent(new Agent({ name: "runs-gated", model: new ScriptedModel([calls(["s1", "send", { n: 1 }]), "Gave up."]), tools: [send] }), options);
+// The same with a session's memory: a recovered execution replays the first leg and resumes again
+// (a new checkpoint: the session's log, which records each resume, refuses none of it).
+const gatedStore = new InMemoryStore();
+const gatedWithMemory = durableAgent(
+  new Agent({ name: "runs-gated-memory", model: new ScriptedModel([calls(["s1", "send", { n: 1 }]), "Gave up."]), tools: [send], memory: sessionMemory(gatedStore) }),
+  options,
+);
 
 test("an approved call in flight when its run is cancelled, the run resumed: the decision is not asked again, the call is not run again", { timeout: 60_000 }, async () => {
   sideEffects.length = 0;
@@ -312,6 +319,39 @@ test("an approved call in flight when its run is cancelled, the run resumed: the
     result.newMessages.flatMap((message) => (message.role === "tool" ? [message.content] : [])),
     ["Interrupted: the process stopped while this tool ran; it was not retried"],
   );
+});
+
+test("with a session's memory, an approved call in flight when its run is cancelled, the run resumed: the run completes, its resume not refused by the session's log, the call not run again", { timeout: 60_000 }, async () => {
+  sideEffects.length = 0;
+  const runId = `run_gated_memory_${randomUUID().slice(0, 8)}`;
+  const sessionId = `sess_${randomUUID().slice(0, 8)}`;
+  const running = new Promise<void>((resolve) => {
+    inFlight = resolve;
+  });
+  const run = await gatedWithMemory.run("send", { runId, sessionId });
+  run.result().catch(() => undefined);
+  await waitingOn(gatedWithMemory, runId, "s1");
+  await gatedWithMemory.decide(runId, { s1: { approve: true } });
+  await running;
+  await gatedWithMemory.cancel(runId);
+  await assert.rejects(run.result(), /has been cancelled/);
+  await gatedWithMemory.resume(runId);
+  const result = await gatedWithMemory.retrieve(runId).result();
+  assert.deepEqual([result.state, result.text, result.error], ["COMPLETED", "Gave up.", undefined]);
+  assert.deepEqual(sideEffects, [`send 1 ${runId}:s1`]);
+  // The session's history as its next run reads it: the call once, with a result, and the answer last.
+  // (The replayed first leg is stored again: docs/durable.md, "Not yet".)
+  const history = await gatedWithMemory.agent.config.memory!.loadHistory(sessionId);
+  const callIds = history.flatMap((message) => (message.role === "assistant" && Array.isArray(message.content) ? message.content.flatMap((part) => (part.type === "tool-call" ? [part.id] : [])) : []));
+  assert.deepEqual(
+    callIds,
+    ["s1"],
+    JSON.stringify(history),
+  );
+  assert.equal(history.filter((message) => message.role === "tool").length, 1);
+  assert.equal(JSON.stringify(history.at(-1)?.content), JSON.stringify([{ type: "text", text: "Gave up." }]));
+  const decided = (await gatedStore.events(sessionId)).filter((event) => event.event_type === "approval_decided");
+  assert.ok(decided.length >= 1, "the resume is recorded");
 });
 
 test("a run cancelled with tools in flight and resumed: recorded tools are not run again, a non-idempotent call in flight gets the Interrupted result, an idempotent one runs again", { timeout: 60_000 }, async () => {
@@ -343,6 +383,8 @@ test("a run cancelled with tools in flight and resumed: recorded tools are not r
   ]);
   assert.equal(result.toolCalls, 3);
   assert.equal(INTERRUPTED, results[1]?.[1]);
+  // `onEvent` was the cancelled call's: the resumed execution's events go to the observers, not to it.
+  assert.equal(events.filter((type) => type === "run-start").length, 1, events.join(" "));
 });
 
 test("show lists a run's steps: a tool call's start marker goes with the model call that asked for it, or is a step of its own when the call begins after an approval", { timeout: 60_000 }, async () => {

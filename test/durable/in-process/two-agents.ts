@@ -1,5 +1,6 @@
 // Two durable agents in one process (src/durable/agent.ts, cancellation.ts): while a run of one
-// executes here, the other neither sees it (`exists`) nor cancels or resumes it; the run goes on.
+// executes here, the other neither sees it (`exists`) nor cancels or resumes it, nor starts a run
+// under its id; the run goes on.
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
 import { test } from "node:test";
@@ -34,6 +35,8 @@ test("a run executing here is its agent's only: another durable agent does not s
   assert.equal(await stranger.exists(runId), false, "another agent's run executing here");
   await assert.rejects(stranger.cancel(runId), { message: `durable cancel: no run "${runId}" of agent "two-stranger"` });
   await assert.rejects(stranger.resume(runId), { message: `durable resume: no run "${runId}" of agent "two-stranger"` });
+  // A run of the other agent under this run's id is refused (DBOS: one workflow per id), and is no run of its.
+  await assert.rejects(stranger.run("hi", { runId, onEvent: () => assert.fail("no event of a refused run") }), (error: Error) => error.message.startsWith(`Conflicting workflow invocation with the same ID (${runId})`));
   release!();
   const result = await run.result();
   assert.deepEqual([result.state, result.text], ["COMPLETED", "Kept."]);
