@@ -10,7 +10,8 @@
 // of instructions does not follow the load.
 //
 //   node --import tsx bench/loop-instructions.ts [contestant ...]   # default: raw-fetch agentloop vercel-ai openai-agents
-//   BENCH_LOOP_INSTRUCTIONS_WARM_UP=300 BENCH_LOOP_INSTRUCTIONS_CHATS=20 BENCH_NODE24=off|<path> ...
+//   BENCH_LOOP_INSTRUCTIONS_WARM_UP=2000 BENCH_LOOP_INSTRUCTIONS_CHATS=20 BENCH_LOOP_INSTRUCTIONS_MODES=json,stream BENCH_NODE24=off|<path> ...
+//   node --import tsx bench/loop-instructions.ts --trace <contestant> json|stream [conversations] [node]   # the warm-up V8 needs (no valgrind)
 import { spawnSync } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
