@@ -10,7 +10,8 @@
 // of instructions does not follow the load.
 //
 //   node --import tsx bench/loop-instructions.ts [contestant ...]   # default: raw-fetch agentloop vercel-ai openai-agents
-//   BENCH_LOOP_INSTRUCTIONS_WARM_UP=300 BENCH_LOOP_INSTRUCTIONS_CHATS=20 BENCH_NODE24=off|<path> ...
+//   BENCH_LOOP_INSTRUCTIONS_WARM_UP=2000 BENCH_LOOP_INSTRUCTIONS_CHATS=20 BENCH_LOOP_INSTRUCTIONS_MODES=json,stream BENCH_NODE24=off|<path> ...
+//   node --import tsx bench/loop-instructions.ts --trace <contestant> json|stream [conversations] [node]   # the warm-up V8 needs (no valgrind)
 import { spawnSync } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -23,8 +24,11 @@ import { DEFAULT_FINAL_TEXT, spawnMockProvider } from "./mock-provider.js";
 
 const TOOL_TURNS = 10;
 const MODEL_CALLS = TOOL_TURNS + 1;
-const WARM_UP = Number(process.env.BENCH_LOOP_INSTRUCTIONS_WARM_UP ?? 300);
+const WARM_UP = Number(process.env.BENCH_LOOP_INSTRUCTIONS_WARM_UP ?? 2000);
 const CHATS = Number(process.env.BENCH_LOOP_INSTRUCTIONS_CHATS ?? 20);
+const MODES = (process.env.BENCH_LOOP_INSTRUCTIONS_MODES ?? "json,stream").split(",").map((mode) => mode.trim() === "stream");
+const TRACE_STEP = 100;
+const TRACE_MARK = "@@loop-instructions conversations";
 const DEFAULT_NAMES = ["raw-fetch", "agentloop", "vercel-ai", "openai-agents"];
 
 function control(option: string): void {
@@ -51,6 +55,15 @@ async function child(name: string, stream: boolean): Promise<void> {
         if (text !== DEFAULT_FINAL_TEXT || toolCalls !== TOOL_TURNS) throw new Error(`${name}: wrong conversation (${toolCalls} tool calls, ${JSON.stringify(text)})`);
       }
     };
+    const trace = Number(process.env.BENCH_LOOP_INSTRUCTIONS_TRACE ?? 0);
+    if (trace > 0) {
+      // `--trace` mode (no valgrind): a marker after each TRACE_STEP conversations, between V8's `--trace-opt` lines.
+      for (let done = 0; done < trace; done += TRACE_STEP) {
+        await play(TRACE_STEP);
+        console.log(`${TRACE_MARK} ${done + TRACE_STEP}`);
+      }
+      return;
+    }
     await play(WARM_UP);
     collectGarbage();
     await new Promise((resolve) => setTimeout(resolve, 20));
@@ -105,7 +118,7 @@ async function parent(names: readonly string[]): Promise<void> {
   const started = Date.now();
   try {
     for (const runtime of runtimes()) {
-      for (const stream of [false, true]) {
+      for (const stream of MODES) {
         const counts = new Map<string, number>();
         for (const name of names) counts.set(name, await count(runtime, script, directory, name, stream));
         const floor = counts.get(names[0])!;
@@ -123,6 +136,34 @@ async function parent(names: readonly string[]): Promise<void> {
   console.log(markdownTable(["mode", "contestant", "K instructions / model call", `÷ ${names[0]}`, "agentloop ÷ fastest peer"], rows));
 }
 
+/**
+ * `--trace <contestant> json|stream [conversations] [node]`: how long the warm-up must be. Runs one
+ * child without valgrind under `--trace-opt --trace-deopt` and prints V8's optimizing compilations
+ * (TurboFan and, on Node 24, Maglev) and deoptimizations per TRACE_STEP conversations.
+ */
+async function traceOpt(name: string, stream: boolean, conversations: number, node: string): Promise<void> {
+  const script = await bundle(fileURLToPath(import.meta.url));
+  const result = spawnSync(node, ["--single-threaded", "--expose-gc", "--trace-opt", "--trace-deopt", script, "--child", name, stream ? "stream" : "json"], {
+    encoding: "utf8",
+    maxBuffer: 1 << 30,
+    env: { ...process.env, AGENTLOOP_BENCH_DIR: fileURLToPath(new URL(".", import.meta.url)), BENCH_LOOP_INSTRUCTIONS_TRACE: String(conversations) },
+  });
+  if (result.status !== 0) throw new Error(`${name}: exit ${result.status ?? result.signal}: ${result.stderr}`);
+  let compiled = 0;
+  let deopts = 0;
+  for (const line of result.stdout.split("\n")) {
+    if (line.startsWith("[completed compiling") || line.startsWith("[completed optimizing")) compiled++;
+    else if (line.startsWith("[bailout")) deopts++;
+    else if (line.startsWith(TRACE_MARK)) {
+      const upTo = Number(line.slice(TRACE_MARK.length));
+      console.log(`${name} ${stream ? "stream" : "json"}: conversations ${upTo - TRACE_STEP}–${upTo}: ${compiled} optimizing compilations, ${deopts} deoptimizations`);
+      compiled = 0;
+      deopts = 0;
+    }
+  }
+}
+
 const argv = process.argv.slice(2);
 if (argv[0] === "--child") await child(argv[1], argv[2] === "stream");
+else if (argv[0] === "--trace") await traceOpt(argv[1], argv[2] === "stream", Number(argv[3] ?? 3000), argv[4] ?? process.execPath);
 else await parent(argv.length > 0 ? argv : DEFAULT_NAMES);

@@ -48,16 +48,35 @@ function sleep(ms: number, signal?: AbortSignal): Promise<boolean> {
   });
 }
 
+/** How many retries `options` allows after the first attempt. */
+export function maxRetriesOf(options: RetryOptions): number {
+  return Math.max(0, options.maxRetries ?? defaultRetryOptions.maxRetries);
+}
+
+/**
+ * After attempt `attemptNumber` (0-based) failed with a retryable `error` before delivering
+ * anything: waits the backoff (telling `onRetry`) and resolves with `undefined` to go on, or with
+ * the error event that ends the stream (a Retry-After too long to wait, an abort during the wait).
+ */
+export async function backOff(attemptNumber: number, error: AgentLoopError, options: RetryOptions, signal?: AbortSignal): Promise<ModelEvent | undefined> {
+  const delay = retryDelayMs(attemptNumber + 1, error, options);
+  if (delay === undefined) return { type: "error", error };
+  options.onRetry?.({ attempt: attemptNumber + 1, delayMs: delay, error });
+  if (!(await sleep(delay, signal))) return { type: "error", error: abortError(signal) };
+  return undefined;
+}
+
 /**
  * Runs `attempt` and forwards its events; while no event has been forwarded, a retryable error
- * event starts a new attempt after a backoff. Never throws.
+ * event starts a new attempt after a backoff. Never throws. (The built-in adapters apply the same
+ * policy in their one stream layer, `adapterStream` in shared.ts.)
  */
 export async function* retryingStream(
   attempt: () => AsyncIterable<ModelEvent>,
   options: RetryOptions = {},
   signal?: AbortSignal,
 ): AsyncGenerator<ModelEvent> {
-  const maxRetries = Math.max(0, options.maxRetries ?? defaultRetryOptions.maxRetries);
+  const maxRetries = maxRetriesOf(options);
   for (let attemptNumber = 0; ; attemptNumber++) {
     let delivered = false;
     let retryError: AgentLoopError | undefined;
@@ -91,14 +110,9 @@ export async function* retryingStream(
       retryError = error;
     }
     if (!retryError) return;
-    const delay = retryDelayMs(attemptNumber + 1, retryError, options);
-    if (delay === undefined) {
-      yield { type: "error", error: retryError };
-      return;
-    }
-    options.onRetry?.({ attempt: attemptNumber + 1, delayMs: delay, error: retryError });
-    if (!(await sleep(delay, signal))) {
-      yield { type: "error", error: abortError(signal) };
+    const end = await backOff(attemptNumber, retryError, options, signal);
+    if (end) {
+      yield end;
       return;
     }
   }

@@ -11,7 +11,7 @@ import type { JsonSchema, Model, ModelEvent, ModelRequest, ToolChoice, ToolDefin
 import type { Usage } from "../usage.js";
 import { type PriceTarget, priceIdentity, priceUsage } from "./cost.js";
 import { incompleteStreamError, toAgentLoopError } from "./errors.js";
-import { type RetryOptions, retryingStream } from "./retry.js";
+import { type RetryOptions, backOff, maxRetriesOf } from "./retry.js";
 import { ToolNameMap } from "./tool-names.js";
 import { CallWatchdog, type CallLimits, callLimits } from "./watchdog.js";
 
@@ -145,21 +145,29 @@ export type ResolvedCallLimits = { firstByteMs: number; idleMs: number } | undef
 const isTerminal = (event: ModelEvent) => event.type === "finish" || event.type === "error";
 
 /**
- * The stream every adapter returns: the retry policy around calls that never throw. Each call
- * ends at once if the request is already aborted; forwards the events of `call` up to the first
+ * What one call of an adapter returns: its events as they come, or (a whole answer read at once,
+ * as a non-streamed JSON body) all of them, handed over without a generator.
+ */
+export type CallEvents = AsyncIterable<ModelEvent> | Promise<readonly ModelEvent[]>;
+
+/**
+ * The stream every adapter returns: the retry policy around calls, in one layer. Each call ends
+ * at once if the request is already aborted; forwards the events of `call` up to the first
  * `finish` or `error` (and stops reading there); maps anything thrown to an `AgentLoopError`; and
  * when `call` ends without either, ends with `aborted` (the SDK may end a stream quietly on abort)
- * or a `network` error for a stream cut short.
+ * or a `network` error for a stream cut short. While nothing of the answer reached the caller (a
+ * `response-start` is held back), a retryable error starts a new call after a backoff
+ * (`retry.ts`: the same policy as `retryingStream`).
  */
 export function adapterStream(
   connection: CallConnection,
   request: ModelRequest,
   retry: RetryOptions | undefined,
-  call: (context: CallContext) => AsyncIterable<ModelEvent>,
+  call: (context: CallContext) => CallEvents,
   ownSignal = true,
   limits: ResolvedCallLimits = callLimits(request.options, undefined),
 ): AsyncIterable<ModelEvent> {
-  return retryingStream(() => adapterCall(connection, request, call, ownSignal, limits), retry, request.signal);
+  return adapterEvents(connection, request, retry ?? {}, call, ownSignal, limits);
 }
 
 /** What a call needs of its adapter's connection; `price` prices each call's usage (`usage.cost`). */
@@ -216,58 +224,112 @@ export abstract class AdapterModel<Client, Options extends AdapterOptions & { cl
     return true;
   }
 
-  /** One call to the provider: its events, up to a `finish` or an `error`. May throw. */
-  protected abstract call(request: ModelRequest, context: CallContext): AsyncIterable<ModelEvent>;
+  /** One call to the provider: its events, up to a `finish` or an `error`. May throw (or reject). */
+  protected abstract call(request: ModelRequest, context: CallContext): CallEvents;
 }
 
-async function* adapterCall(
+async function* adapterEvents(
   connection: CallConnection,
   request: ModelRequest,
-  call: (context: CallContext) => AsyncIterable<ModelEvent>,
+  retry: RetryOptions,
+  call: (context: CallContext) => CallEvents,
   ownSignal: boolean,
   limits: ResolvedCallLimits,
 ): AsyncGenerator<ModelEvent> {
   const signal = request.signal;
-  if (signal?.aborted) {
-    yield { type: "error", error: abortError(signal) };
-    return;
-  }
+  const maxRetries = maxRetriesOf(retry);
   const timed = limits !== undefined && (limits.firstByteMs > 0 || limits.idleMs > 0);
-  // The SDKs add an abort listener to the signal they are given and never remove it. The loop
-  // hands one run-long signal to every turn, so each call gets its own signal, unlinked when it
-  // ends: no listener pile-up (and no MaxListenersExceededWarning) over long runs. A timed call
-  // always gets one: the time limits abort it.
-  let callSignal = signal ?? neverAborted;
-  let unlink: () => void = () => undefined;
-  let watchdog: CallWatchdog | undefined;
-  if (ownSignal || timed) {
-    const callAbort = new AbortController();
-    unlink = onAbort(signal, () => callAbort.abort(signal?.reason));
-    callSignal = callAbort.signal;
-    if (timed) watchdog = new CallWatchdog(connection.provider, limits.firstByteMs, limits.idleMs, (error) => callAbort.abort(error));
-  }
-  const alive = watchdog ? () => watchdog.alive() : noActivity;
-  try {
-    const names = ToolNameMap.forRequest(request.tools, request.messages);
-    for await (const event of call({ names, signal: callSignal, alive })) {
-      if (watchdog?.expired) break;
-      alive();
-      if (connection.price) {
-        const usage = event.type === "usage" || event.type === "finish" ? event.usage : undefined;
-        const pending = usage && usage.cost === undefined ? priceUsage(usage, connection.price) : undefined;
-        if (pending) await pending;
-      }
-      yield event;
-      if (isTerminal(event)) return;
+  for (let attemptNumber = 0; ; attemptNumber++) {
+    if (signal?.aborted) {
+      yield { type: "error", error: abortError(signal) };
+      return;
     }
-    yield { type: "error", error: watchdog?.expired ?? (signal?.aborted ? abortError(signal) : incompleteStreamError(connection.provider)) };
-  } catch (error) {
-    // A call aborted by a time limit fails with whatever its client says about the abort.
-    const failure = watchdog?.expired && !signal?.aborted ? watchdog.expired : toAgentLoopError(error, { provider: connection.provider, apiKeyEnvVar: connection.apiKeyEnvVar, signal });
-    yield { type: "error", error: failure };
-  } finally {
-    watchdog?.stop();
-    unlink();
+    // The SDKs add an abort listener to the signal they are given and never remove it. The loop
+    // hands one run-long signal to every turn, so each call gets its own signal, unlinked when it
+    // ends: no listener pile-up (and no MaxListenersExceededWarning) over long runs. A timed call
+    // always gets one: the time limits abort it.
+    let callSignal = signal ?? neverAborted;
+    let unlink: () => void = noActivity;
+    let watchdog: CallWatchdog | undefined;
+    if (ownSignal || timed) {
+      const callAbort = new AbortController();
+      unlink = onAbort(signal, () => callAbort.abort(signal?.reason));
+      callSignal = callAbort.signal;
+      if (timed) watchdog = new CallWatchdog(connection.provider, limits.firstByteMs, limits.idleMs, (error) => callAbort.abort(error));
+    }
+    const alive = watchdog ? () => watchdog.alive() : noActivity;
+    // The call's events come from a list (a whole answer) or an async iterator (a stream).
+    let list: readonly ModelEvent[] | undefined;
+    let iterator: AsyncIterator<ModelEvent> | undefined;
+    let position = 0;
+    let open = false;
+    let delivered = false;
+    let retryError: AgentLoopError | undefined;
+    // `response-start` carries no answer yet: it is held back until something else comes, so an
+    // error right after it (Anthropic's overloaded_error after message_start) can still be retried.
+    let held: ModelEvent | undefined;
+    try {
+      for (;;) {
+        let event: ModelEvent;
+        try {
+          if (list === undefined && iterator === undefined) {
+            const events = call({ names: ToolNameMap.forRequest(request.tools, request.messages), signal: callSignal, alive });
+            if (events instanceof Promise) list = await events;
+            else {
+              iterator = events[Symbol.asyncIterator]();
+              open = true;
+            }
+          }
+          let next: ModelEvent | undefined;
+          if (list !== undefined) next = position < list.length ? list[position++] : undefined;
+          else {
+            const step = await iterator!.next();
+            if (step.done) open = false;
+            else next = step.value;
+          }
+          if (next === undefined || watchdog?.expired) {
+            event = { type: "error", error: watchdog?.expired ?? (signal?.aborted ? abortError(signal) : incompleteStreamError(connection.provider)) };
+          } else {
+            event = next;
+            alive();
+            if (connection.price) {
+              const usage = event.type === "usage" || event.type === "finish" ? event.usage : undefined;
+              const pending = usage && usage.cost === undefined ? priceUsage(usage, connection.price) : undefined;
+              if (pending) await pending;
+            }
+          }
+        } catch (error) {
+          open = false;
+          // A call aborted by a time limit fails with whatever its client says about the abort.
+          const failure = watchdog?.expired && !signal?.aborted ? watchdog.expired : toAgentLoopError(error, { provider: connection.provider, apiKeyEnvVar: connection.apiKeyEnvVar, signal });
+          event = { type: "error", error: failure };
+        }
+        if (!delivered) {
+          if (event.type === "response-start") {
+            held = event;
+            continue;
+          }
+          if (event.type === "error" && event.error.retryable && attemptNumber < maxRetries && !signal?.aborted) {
+            retryError = event.error;
+            break;
+          }
+          delivered = true;
+          if (held) yield held;
+        }
+        yield event;
+        if (isTerminal(event)) return;
+      }
+    } finally {
+      // Stops reading the call (as a `for await` that leaves early does); the call ended already.
+      if (open) await Promise.resolve(iterator!.return?.()).catch(noActivity);
+      watchdog?.stop();
+      unlink();
+    }
+    const end = await backOff(attemptNumber, retryError, retry, signal);
+    if (end) {
+      yield end;
+      return;
+    }
   }
 }
 

@@ -23,6 +23,7 @@ import {
   refusalError,
   tokenUsage,
   type CallContext,
+  type CallEvents,
   type ClientSettings,
   contentText,
   defaultTimeoutMs,
@@ -456,7 +457,32 @@ export class OpenAIChatModel extends AdapterModel<OpenAI | ChatEndpoint, OpenAIC
     return !(client instanceof ChatEndpoint) || client.fetch !== undefined;
   }
 
-  protected async *call(request: ModelRequest, { names, signal, alive }: CallContext): AsyncGenerator<ModelEvent> {
+  protected call(request: ModelRequest, context: CallContext): CallEvents {
+    const client = this.connection.client;
+    if (client instanceof ChatEndpoint && this.options.stream === false) return this.jsonCall(request, context, client);
+    return this.streamCall(request, context);
+  }
+
+  /** The direct path without streaming: one JSON body, mapped into the whole list of events. */
+  private async jsonCall(request: ModelRequest, { names, signal }: CallContext, client: ChatEndpoint): Promise<ModelEvent[]> {
+    const mapper = new ChatStreamMapper(this.provider, names);
+    const { value } = await post({
+      url: client.target,
+      headers: client.headers,
+      body: this.bodyText(request, names),
+      signal,
+      timeoutMs: this.options.timeoutMs ?? defaultTimeoutMs,
+      fetch: client.fetch,
+      json: true,
+    });
+    const out: ModelEvent[] = [];
+    mapper.chunk(completionChunk(value as CompletionLike), out);
+    // Aborted while the body was read: `adapterStream` ends the events with `aborted`.
+    if (!signal.aborted) mapper.end(out);
+    return out;
+  }
+
+  private async *streamCall(request: ModelRequest, { names, signal, alive }: CallContext): AsyncGenerator<ModelEvent> {
     const mapper = new ChatStreamMapper(this.provider, names);
     const streaming = this.options.stream !== false;
     const client = this.connection.client;
@@ -469,27 +495,28 @@ export class OpenAIChatModel extends AdapterModel<OpenAI | ChatEndpoint, OpenAIC
       }
     } else {
       // The direct path, in this one generator: each piece of the body is parsed and mapped here.
-      const headers = streaming ? client.streamHeaders : client.headers;
-      const common = { url: client.target, headers, body: this.bodyText(request, names), signal, timeoutMs: this.options.timeoutMs ?? defaultTimeoutMs, fetch: client.fetch };
-      if (!streaming) {
-        mapper.chunk(completionChunk((await post({ ...common, json: true })).value as CompletionLike), out);
-      } else {
-        const { response } = await post(common);
-        if (isJsonResponse(response)) mapper.chunk(completionChunk(JSON.parse(await readText(response.body)) as CompletionLike), out);
-        else {
-          const events = new ServerSentEvents();
-          for await (const bytes of response.body) {
-            alive();
-            const failure = mapSse(events.feed(bytes), mapper, out);
-            // What came before a bad event still reaches the caller, then the failure.
-            if (out.length > 0) yield* drain(out);
-            if (failure) throw failure.error;
-          }
-          const failure = mapSse(events.end(), mapper, out);
-          if (failure) {
-            yield* drain(out);
-            throw failure.error;
-          }
+      const { response } = await post({
+        url: client.target,
+        headers: client.streamHeaders,
+        body: this.bodyText(request, names),
+        signal,
+        timeoutMs: this.options.timeoutMs ?? defaultTimeoutMs,
+        fetch: client.fetch,
+      });
+      if (isJsonResponse(response)) mapper.chunk(completionChunk(JSON.parse(await readText(response.body)) as CompletionLike), out);
+      else {
+        const events = new ServerSentEvents();
+        for await (const bytes of response.body) {
+          alive();
+          const failure = mapSse(events.feed(bytes), mapper, out);
+          // What came before a bad event still reaches the caller, then the failure.
+          if (out.length > 0) yield* drain(out);
+          if (failure) throw failure.error;
+        }
+        const failure = mapSse(events.end(), mapper, out);
+        if (failure) {
+          yield* drain(out);
+          throw failure.error;
         }
       }
       yield* drain(out);
