@@ -1,5 +1,6 @@
 // Measurement helpers shared by the scenarios: alternating repetitions, statistics, command
 // line options, machine facts and the JSON report each scenario hands to `run-all.ts`.
+import { spawnSync } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import { cpus, loadavg, release, totalmem } from "node:os";
 import { resolve } from "node:path";
@@ -202,4 +203,10 @@ export function publish(report: ScenarioReport, options: BenchOptions): void {
 export function isMain(metaUrl: string): boolean {
   const entry = process.argv[1];
   return entry !== undefined && metaUrl === pathToFileURL(resolve(entry)).href;
+}
+
+/** `callgrind_control <option>` on this process (running under valgrind's callgrind): `--instr=on`, `--zero`, `--dump`. */
+export function callgrindControlSelf(option: string): void {
+  const result = spawnSync("callgrind_control", [option, String(process.pid)], { encoding: "utf8" });
+  if (result.status !== 0 || !result.stdout.includes("OK")) throw new Error(`callgrind_control ${option}: ${result.stdout}${result.stderr}`);
 }

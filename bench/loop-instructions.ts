@@ -19,7 +19,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { bundle } from "./child-process.js";
 import { loopContestants, lookupTool } from "./contestants.js";
-import { collectGarbage, format, markdownTable } from "./harness.js";
+import { callgrindControlSelf, collectGarbage, format, markdownTable } from "./harness.js";
 import { DEFAULT_FINAL_TEXT, spawnMockProvider } from "./mock-provider.js";
 
 const TOOL_TURNS = 10;
@@ -30,11 +30,6 @@ const MODES = (process.env.BENCH_LOOP_INSTRUCTIONS_MODES ?? "json,stream").split
 const TRACE_STEP = 100;
 const TRACE_MARK = "@@loop-instructions conversations";
 const DEFAULT_NAMES = ["raw-fetch", "agentloop", "vercel-ai", "openai-agents"];
-
-function control(option: string): void {
-  const result = spawnSync("callgrind_control", [option, String(process.pid)], { encoding: "utf8" });
-  if (result.status !== 0 || !result.stdout.includes("OK")) throw new Error(`callgrind_control ${option}: ${result.stdout}${result.stderr}`);
-}
 
 /** In the child (under callgrind): WARM_UP conversations, a full collection, CHATS counted. */
 async function child(name: string, stream: boolean): Promise<void> {
@@ -67,10 +62,10 @@ async function child(name: string, stream: boolean): Promise<void> {
     await play(WARM_UP);
     collectGarbage();
     await new Promise((resolve) => setTimeout(resolve, 20));
-    control("--instr=on");
-    control("--zero");
+    callgrindControlSelf("--instr=on");
+    callgrindControlSelf("--zero");
     await play(CHATS);
-    control("--dump");
+    callgrindControlSelf("--dump");
   } finally {
     await provider.close();
   }

@@ -13,15 +13,10 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { bundle } from "./child-process.js";
 import { allContestants, lookupTool } from "./contestants.js";
-import { format, markdownTable } from "./harness.js";
+import { callgrindControlSelf, format, markdownTable } from "./harness.js";
 import { DEFAULT_FINAL_TEXT, spawnMockProvider } from "./mock-provider.js";
 
 const SPAN = 10;
-
-function control(option: string): void {
-  const result = spawnSync("callgrind_control", [option, String(process.pid)], { encoding: "utf8" });
-  if (result.status !== 0 || !result.stdout.includes("OK")) throw new Error(`callgrind_control ${option}: ${result.stdout}${result.stderr}`);
-}
 
 /** In the child (under callgrind): one warm-up session, then the counted one. */
 async function child(name: string, turns: number): Promise<void> {
@@ -38,8 +33,8 @@ async function child(name: string, turns: number): Promise<void> {
   try {
     const tool = lookupTool((args) => {
       const mark = counting ? marks.get(args.n) : undefined;
-      if (mark === "--zero") control("--instr=on");
-      if (mark) control(mark);
+      if (mark === "--zero") callgrindControlSelf("--instr=on");
+      if (mark) callgrindControlSelf(mark);
       return `value ${args.n}.${args.i}`;
     });
     const warmup = await contestant.prepare({ baseURL: provider.baseURL, model: "warmup", stream: true, maxTurns: 110, tool });
