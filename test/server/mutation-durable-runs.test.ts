@@ -618,13 +618,14 @@ test("durable routes before the agent is built (503 agent_unavailable) and when 
     for (const socket of sockets) socket.destroy();
     await new Promise((resolve) => silent.close(resolve));
   }
-  // DBOS runs in this process already (this file's server): a second durable agent cannot be registered.
+  // DBOS runs in this process already (this file's server): a second durable agent cannot be registered
+  // (durableAgent refuses it, naming the agent).
   const failed = await startTestServer(late);
   try {
     await failed.waitForLog(/agent could not be built/);
     const unavailable = await refusal(await fetch(`${failed.url}/v1/runs`));
     assert.deepEqual([unavailable.status, unavailable.error.type, unavailable.error.code], [503, "server_error", "durable_unavailable"]);
-    assert.match(unavailable.error.message, /^durable runs are not available: DBOS code is being registered after DBOS\.launch\(\)/);
+    assert.match(unavailable.error.message, /^durable runs are not available: durableAgent: agent "durable-late" is created after launch\(\): create every durable agent before/);
   } finally {
     await failed.close();
   }
