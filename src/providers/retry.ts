@@ -54,6 +54,14 @@ export function maxRetriesOf(options: RetryOptions): number {
 }
 
 /**
+ * The error a new attempt is made for: `event`, arriving before anything of the answer was
+ * delivered, is a retryable error, attempts are left and the request is not aborted.
+ */
+export function retryFor(event: ModelEvent, attemptNumber: number, maxRetries: number, signal?: AbortSignal): AgentLoopError | undefined {
+  return event.type === "error" && event.error.retryable && attemptNumber < maxRetries && !signal?.aborted ? event.error : undefined;
+}
+
+/**
  * After attempt `attemptNumber` (0-based) failed with a retryable `error` before delivering
  * anything: waits the backoff (telling `onRetry`) and resolves with `undefined` to go on, or with
  * the error event that ends the stream (a Retry-After too long to wait, an abort during the wait).
@@ -89,11 +97,9 @@ export async function* retryingStream(
           held.push(event);
           continue;
         }
-        if (!delivered && event.type === "error" && event.error.retryable && attemptNumber < maxRetries && !signal?.aborted) {
-          retryError = event.error;
-          break;
-        }
         if (!delivered) {
+          retryError = retryFor(event, attemptNumber, maxRetries, signal);
+          if (retryError) break;
           delivered = true;
           yield* held;
         }

@@ -11,7 +11,7 @@ import type { JsonSchema, Model, ModelEvent, ModelRequest, ToolChoice, ToolDefin
 import type { Usage } from "../usage.js";
 import { type PriceTarget, priceIdentity, priceUsage } from "./cost.js";
 import { incompleteStreamError, toAgentLoopError } from "./errors.js";
-import { type RetryOptions, backOff, maxRetriesOf } from "./retry.js";
+import { type RetryOptions, backOff, maxRetriesOf, retryFor } from "./retry.js";
 import { ToolNameMap } from "./tool-names.js";
 import { CallWatchdog, type CallLimits, callLimits } from "./watchdog.js";
 
@@ -309,10 +309,8 @@ async function* adapterEvents(
             held = event;
             continue;
           }
-          if (event.type === "error" && event.error.retryable && attemptNumber < maxRetries && !signal?.aborted) {
-            retryError = event.error;
-            break;
-          }
+          retryError = retryFor(event, attemptNumber, maxRetries, signal);
+          if (retryError) break;
           delivered = true;
           if (held) yield held;
         }
