@@ -5,9 +5,11 @@
 // cancel stops the execution here at once, and `resume` waits for its end before the run goes on.
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
-import { test } from "node:test";
+import { after, test } from "node:test";
 import { durableAgent } from "../../../src/durable/index.js";
 import { Agent, defineTool, ScriptedModel } from "../../../src/index.js";
+import { openaiChat } from "../../../src/providers/openai/index.js";
+import { fixtureLines, replay, startServer } from "../../providers/fixture-server.js";
 import { shared } from "./shared.js";
 
 let running = 0;
@@ -58,4 +60,55 @@ test("a run cancelled and resumed at once: the cancelled execution has stopped w
   assert.equal(result.text, "done");
   assert.equal(mostAtOnce, 1, "two executions ran the tool at once");
   assert.ok(invocations <= 2, `the tool ran ${invocations} times`);
+});
+
+// The same against a provider on loopback replaying recorded Groq streams (a `weather` call, then an
+// answer): the recorded model call is not asked again after the resume, the answer is the recorded one.
+const provider = await startServer([replay("openai-chat", "groq-tool-call"), replay("openai-chat", "groq-text")]);
+after(() => provider.close());
+let weatherCalls = 0;
+let weatherRunning = 0;
+let weatherAtOnce = 0;
+let weatherStarted: (() => void) | undefined;
+const weather = defineTool({
+  name: "weather",
+  description: "Weather at a location",
+  parameters: { type: "object", properties: { location: { type: "string" } } },
+  execute: async (_args, context) => {
+    weatherCalls++;
+    weatherRunning++;
+    weatherAtOnce = Math.max(weatherAtOnce, weatherRunning);
+    try {
+      if (weatherCalls > 1) return "sunny, 21°C";
+      weatherStarted?.();
+      await new Promise<void>((_resolve, reject) => {
+        context.signal.addEventListener("abort", () => reject(new Error("stopped")), { once: true });
+      });
+      return "unreachable";
+    } finally {
+      weatherRunning--;
+    }
+  },
+});
+const overHttp = durableAgent(new Agent({ name: "cancel-resume-http", model: openaiChat("llama-3.1-8b", { baseURL: `${provider.url}/v1`, apiKey: "test-key", priceAs: false }), tools: [weather] }), shared);
+
+test("over a loopback provider: a run cancelled and resumed at once completes with the recorded answer, the model asked once per step, the tool never twice at once", { timeout: 60_000 }, async () => {
+  const started = new Promise<void>((resolve) => {
+    weatherStarted = resolve;
+  });
+  const runId = `run_cancel_resume_http_${randomUUID().slice(0, 8)}`;
+  const run = await overHttp.run("What is the weather in San Francisco?", { runId });
+  run.result().catch(() => undefined);
+  await started;
+  await overHttp.cancel(runId);
+  await overHttp.resume(runId);
+  assert.equal(weatherRunning, 0, "the cancelled execution's tool was still running when resume returned");
+  const result = await overHttp.retrieve(runId).result();
+  assert.equal(result.state, "COMPLETED", JSON.stringify(result));
+  const recorded = fixtureLines("openai-chat", "groq-text")
+    .map((line) => JSON.parse(line).choices?.[0]?.delta?.content ?? "")
+    .join("");
+  assert.equal(result.text, recorded);
+  assert.equal(provider.requests.length, 2, "the recorded tool call was not asked again");
+  assert.equal(weatherAtOnce, 1);
 });
