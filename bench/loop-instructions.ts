@@ -26,6 +26,8 @@ const TOOL_TURNS = 10;
 const MODEL_CALLS = TOOL_TURNS + 1;
 const WARM_UP = Number(process.env.BENCH_LOOP_INSTRUCTIONS_WARM_UP ?? 2000);
 const CHATS = Number(process.env.BENCH_LOOP_INSTRUCTIONS_CHATS ?? 20);
+/** Conversations played after the full collection, before counting (uncounted). */
+const AFTER_GC = Number(process.env.BENCH_LOOP_INSTRUCTIONS_AFTER_GC ?? 0);
 const MODES = (process.env.BENCH_LOOP_INSTRUCTIONS_MODES ?? "json,stream").split(",").map((mode) => mode.trim() === "stream");
 const TRACE_STEP = 100;
 const TRACE_MARK = "@@loop-instructions conversations";
@@ -62,6 +64,7 @@ async function child(name: string, stream: boolean): Promise<void> {
     await play(WARM_UP);
     collectGarbage();
     await new Promise((resolve) => setTimeout(resolve, 20));
+    await play(AFTER_GC);
     callgrindControlSelf("--instr=on");
     callgrindControlSelf("--zero");
     await play(CHATS);
