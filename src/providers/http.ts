@@ -14,6 +14,7 @@ import { Agent as HttpsAgent, request as httpsRequest } from "node:https";
 import { Readable } from "node:stream";
 import { createBrotliDecompress, createGunzip, createInflate } from "node:zlib";
 import { createParser, type EventSourceMessage } from "eventsource-parser";
+import { deadline } from "./deadlines.js";
 
 /** What a response is read through: its status, headers and body bytes. */
 export interface HttpResponse {
@@ -87,16 +88,27 @@ export async function post(options: PostOptions & { json?: boolean }): Promise<{
   const { timeoutMs } = options;
   const timer =
     timeoutMs !== undefined && timeoutMs > 0
-      ? setTimeout(() => {
+      ? deadline(timeoutMs, () => {
           timedOut = timeoutError(timeoutMs);
           cancel(timedOut);
-        }, timeoutMs)
+        })
       : undefined;
   const onCancel = (cancelRequest: (error: Error) => void) => {
     cancel = cancelRequest;
   };
+  // A whole body over node:http is read here, so the abort is wired here too (one listener,
+  // removed when the body is in): node's `signal` option watches the request's end with a stream
+  // end-of-stream helper per request. A streamed body outlives this function: node's option then.
+  const { signal } = options;
+  const ownAbort = options.json === true && !options.fetch;
+  const onSignal = ownAbort ? () => cancel(abortedRequestError(signal)) : undefined;
   try {
-    const response = options.fetch ? await fetchPost(options, onCancel) : await nodePost(options, onCancel);
+    const pending = options.fetch ? fetchPost(options, onCancel) : nodePost(options, onCancel, ownAbort ? undefined : signal);
+    if (onSignal) {
+      if (signal.aborted) onSignal();
+      else signal.addEventListener("abort", onSignal);
+    }
+    const response = await pending;
     if (response.status < 200 || response.status > 299) throw await statusError(response);
     if (!options.json) return { response };
     return { response, value: JSON.parse(await readText(response.body)) };
@@ -104,8 +116,14 @@ export async function post(options: PostOptions & { json?: boolean }): Promise<{
     // A socket destroyed by the timer fails with whatever node says; the timeout is the cause.
     throw timedOut ?? error;
   } finally {
-    clearTimeout(timer);
+    timer?.cancel();
+    if (onSignal) signal.removeEventListener("abort", onSignal);
   }
+}
+
+/** What node's `signal` option destroys a request with when the signal aborts. */
+function abortedRequestError(signal: AbortSignal): Error {
+  return Object.assign(new Error("The operation was aborted", { cause: signal.reason }), { name: "AbortError", code: "ABORT_ERR" });
 }
 
 /**
@@ -186,13 +204,13 @@ function headerValue(headers: IncomingHttpHeaders | Headers, name: string): stri
 
 type OnCancel = (cancel: (error: Error) => void) => void;
 
-function nodePost(options: PostOptions, onCancel: OnCancel): Promise<HttpResponse> {
+function nodePost(options: PostOptions, onCancel: OnCancel, signal: AbortSignal | undefined): Promise<HttpResponse> {
   const target = typeof options.url === "string" ? postTarget(options.url) : options.url;
   const headers = { ...options.headers, "content-length": String(Buffer.byteLength(options.body)) };
   const { https, hostname, port, path } = target;
   return new Promise<HttpResponse>((resolve, reject) => {
     const request = (https ? httpsRequest : httpRequest)(
-      { method: "POST", hostname, port, path, headers, agent: https ? agents.https : agents.http, signal: options.signal },
+      { method: "POST", hostname, port, path, headers, agent: https ? agents.https : agents.http, signal },
       (message) => resolve({ status: message.statusCode ?? 0, headers: message.headers, body: decoded(message) }),
     );
     onCancel((error) => request.destroy(error));
