@@ -211,7 +211,7 @@ function nodePost(options: PostOptions, onCancel: OnCancel, signal: AbortSignal 
   return new Promise<HttpResponse>((resolve, reject) => {
     const request = (https ? httpsRequest : httpRequest)(
       { method: "POST", hostname, port, path, headers, agent: https ? agents.https : agents.http, signal },
-      (message) => resolve({ status: message.statusCode ?? 0, headers: message.headers, body: decoded(message) }),
+      (message) => resolve(new NodeResponse(message)),
     );
     onCancel((error) => request.destroy(error));
     request.on("error", reject);
@@ -219,9 +219,38 @@ function nodePost(options: PostOptions, onCancel: OnCancel, signal: AbortSignal 
   });
 }
 
+/**
+ * A node:http response. Its headers object is made when first read (node builds `message.headers`
+ * from the raw list on first access): a 2xx JSON answer never reads it.
+ */
+class NodeResponse implements HttpResponse {
+  readonly status: number;
+  readonly body: AsyncIterable<Uint8Array>;
+
+  constructor(private readonly message: IncomingMessage) {
+    this.status = message.statusCode ?? 0;
+    this.body = decoded(message);
+  }
+
+  get headers(): IncomingHttpHeaders {
+    return this.message.headers;
+  }
+}
+
+/** A header's value from the raw list (several joined with ", ", as `message.headers` joins them). */
+function rawHeader(message: IncomingMessage, name: string): string | undefined {
+  const raw = message.rawHeaders;
+  let value: string | undefined;
+  for (let index = 0; index < raw.length; index += 2) {
+    const key = raw[index]!;
+    if (key.length === name.length && key.toLowerCase() === name) value = value === undefined ? raw[index + 1]! : `${value}, ${raw[index + 1]}`;
+  }
+  return value;
+}
+
 /** The body bytes, decompressed if the server compressed them although we did not ask. */
 function decoded(message: IncomingMessage): AsyncIterable<Uint8Array> {
-  const encoding = (message.headers["content-encoding"] ?? "").trim().toLowerCase();
+  const encoding = (rawHeader(message, "content-encoding") ?? "").trim().toLowerCase();
   if (encoding === "" || encoding === "identity") return message;
   const decompressor = encoding === "gzip" || encoding === "x-gzip" ? createGunzip() : encoding === "deflate" ? createInflate() : encoding === "br" ? createBrotliDecompress() : undefined;
   if (!decompressor) return message;
