@@ -2,10 +2,10 @@
  * Per-request timeouts on one timer per timeout length. Every model call of an adapter has the same
  * `timeoutMs` (10 minutes by default), so their deadlines come in the order the calls start: a
  * queue per length, and a timer armed for its oldest deadline. A call that ends marks its entry
- * done; the timer is not touched (a `setTimeout` and a `clearTimeout` per call cost a model call
- * more than everything else in its timeout: bench scenario 1). When the timer fires it expires
- * what is due and is armed again for the next live deadline, if any. The timer never keeps the
- * process alive (the request's socket does while a call is in flight).
+ * done; the timer is not touched (a `setTimeout` and a `clearTimeout` per call cost more than the
+ * rest of the timeout's work: bench scenario 1). When the timer fires it expires what is due and is
+ * armed again for the next live deadline, if any. The timer never keeps the process alive (the
+ * request's socket does while a call is in flight).
  */
 
 /** One call's deadline; `cancel` it when the call ends. */
@@ -32,19 +32,21 @@ class DeadlineQueue {
   private entries: Entry[] = [];
   private head = 0;
   private timer: ReturnType<typeof setTimeout> | undefined;
+  /** The `setTimeout` the timer was armed with, and its `clearTimeout`. */
+  private armedWith: typeof setTimeout | undefined;
+  private clearWith: typeof clearTimeout = clearTimeout;
+  /** The deadline the timer was armed for: due when it fires, whatever `performance.now()` says (a fake clock). */
+  private armedFor = 0;
   /** Expiring entries: an entry added meanwhile waits for the timer armed at the end. */
   private firing = false;
-  /** When the armed timer should fire (`performance.now()` time). */
-  private due = 0;
 
   constructor(private readonly ms: number) {}
 
   add(onExpire: () => void): Entry {
-    const now = performance.now();
-    const entry = new Entry(now + this.ms, onExpire, this);
+    const entry = new Entry(performance.now() + this.ms, onExpire, this);
     this.entries.push(entry);
-    // A timer long overdue never fired (one armed under a test's fake clock): armed anew.
-    if (!this.firing && (this.timer === undefined || now > this.due + overdueMs)) this.arm(this.ms, now);
+    // A timer armed under a test's fake clock (or before one) is armed anew on the clock now in use.
+    if (!this.firing && (this.timer === undefined || this.armedWith !== globalThis.setTimeout)) this.armForHead();
     return entry;
   }
 
@@ -61,10 +63,16 @@ class DeadlineQueue {
     }
   }
 
-  private arm(ms: number, now: number): void {
-    clearTimeout(this.timer);
-    this.due = now + ms;
-    this.timer = setTimeout(this.fire, ms);
+  /** Arms the timer for the oldest live deadline (none: no timer). */
+  private armForHead(): void {
+    if (this.timer !== undefined) this.clearWith(this.timer);
+    this.timer = undefined;
+    const next = this.entries[this.head];
+    if (next === undefined) return;
+    this.armedFor = next.at;
+    this.armedWith = globalThis.setTimeout;
+    this.clearWith = globalThis.clearTimeout;
+    this.timer = this.armedWith(this.fire, Math.max(0, next.at - performance.now()));
     this.timer.unref?.();
   }
 
@@ -72,7 +80,7 @@ class DeadlineQueue {
     this.timer = undefined;
     this.firing = true;
     try {
-      const now = performance.now();
+      const now = Math.max(performance.now(), this.armedFor);
       const { entries } = this;
       while (this.head < entries.length) {
         const entry = entries[this.head]!;
@@ -87,17 +95,10 @@ class DeadlineQueue {
     } finally {
       this.firing = false;
       this.dropDone();
-      const next = this.entries[this.head];
-      if (next !== undefined) {
-        const now = performance.now();
-        this.arm(Math.max(0, next.at - now), now);
-      }
+      this.armForHead();
     }
   };
 }
-
-/** How late a timer may be before it counts as never firing. */
-const overdueMs = 1000;
 
 const queues = new Map<number, DeadlineQueue>();
 
