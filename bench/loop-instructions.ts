@@ -11,6 +11,10 @@
 //
 //   node --import tsx bench/loop-instructions.ts [contestant ...]   # default: raw-fetch agentloop vercel-ai openai-agents
 //   BENCH_LOOP_INSTRUCTIONS_WARM_UP=2000 BENCH_LOOP_INSTRUCTIONS_CHATS=20 BENCH_LOOP_INSTRUCTIONS_MODES=json,stream BENCH_NODE24=off|<path> ...
+//   BENCH_LOOP_INSTRUCTIONS_AFTER_GC=0   # conversations played after the full collection, before counting (uncounted):
+//     the collection, at an idle moment, frees the maps of every per-call object and V8 drops the
+//     optimized code that embeds them (`--trace-deopt`: "embedded weak objects cleared"); counting at
+//     once (0, the default) counts that code re-warming (bench/FINDINGS.md, session 22)
 //   node --import tsx bench/loop-instructions.ts --trace <contestant> json|stream [conversations] [node]   # the warm-up V8 needs (no valgrind)
 import { spawnSync } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from "node:fs";
@@ -26,6 +30,8 @@ const TOOL_TURNS = 10;
 const MODEL_CALLS = TOOL_TURNS + 1;
 const WARM_UP = Number(process.env.BENCH_LOOP_INSTRUCTIONS_WARM_UP ?? 2000);
 const CHATS = Number(process.env.BENCH_LOOP_INSTRUCTIONS_CHATS ?? 20);
+/** Conversations played after the full collection, before counting (uncounted). */
+const AFTER_GC = Number(process.env.BENCH_LOOP_INSTRUCTIONS_AFTER_GC ?? 0);
 const MODES = (process.env.BENCH_LOOP_INSTRUCTIONS_MODES ?? "json,stream").split(",").map((mode) => mode.trim() === "stream");
 const TRACE_STEP = 100;
 const TRACE_MARK = "@@loop-instructions conversations";
@@ -62,6 +68,7 @@ async function child(name: string, stream: boolean): Promise<void> {
     await play(WARM_UP);
     collectGarbage();
     await new Promise((resolve) => setTimeout(resolve, 20));
+    await play(AFTER_GC);
     callgrindControlSelf("--instr=on");
     callgrindControlSelf("--zero");
     await play(CHATS);

@@ -11,8 +11,10 @@
  */
 import { Agent as HttpAgent, type IncomingHttpHeaders, type IncomingMessage, request as httpRequest } from "node:http";
 import { Agent as HttpsAgent, request as httpsRequest } from "node:https";
+import { Readable } from "node:stream";
 import { createBrotliDecompress, createGunzip, createInflate } from "node:zlib";
 import { createParser, type EventSourceMessage } from "eventsource-parser";
+import { deadline } from "./deadlines.js";
 
 /** What a response is read through: its status, headers and body bytes. */
 export interface HttpResponse {
@@ -86,16 +88,27 @@ export async function post(options: PostOptions & { json?: boolean }): Promise<{
   const { timeoutMs } = options;
   const timer =
     timeoutMs !== undefined && timeoutMs > 0
-      ? setTimeout(() => {
+      ? deadline(timeoutMs, () => {
           timedOut = timeoutError(timeoutMs);
           cancel(timedOut);
-        }, timeoutMs)
+        })
       : undefined;
   const onCancel = (cancelRequest: (error: Error) => void) => {
     cancel = cancelRequest;
   };
+  // A whole body over node:http is read here, so the abort is wired here too (one listener,
+  // removed when the body is in): node's `signal` option watches the request's end with a stream
+  // end-of-stream helper per request. A streamed body outlives this function: node's option then.
+  const { signal } = options;
+  const ownAbort = options.json === true && !options.fetch;
+  const onSignal = ownAbort ? () => cancel(abortedRequestError(signal)) : undefined;
   try {
-    const response = options.fetch ? await fetchPost(options, onCancel) : await nodePost(options, onCancel);
+    const pending = options.fetch ? fetchPost(options, onCancel) : nodePost(options, onCancel, ownAbort ? undefined : signal);
+    if (onSignal) {
+      if (signal.aborted) onSignal();
+      else signal.addEventListener("abort", onSignal);
+    }
+    const response = await pending;
     if (response.status < 200 || response.status > 299) throw await statusError(response);
     if (!options.json) return { response };
     return { response, value: JSON.parse(await readText(response.body)) };
@@ -103,8 +116,14 @@ export async function post(options: PostOptions & { json?: boolean }): Promise<{
     // A socket destroyed by the timer fails with whatever node says; the timeout is the cause.
     throw timedOut ?? error;
   } finally {
-    clearTimeout(timer);
+    timer?.cancel();
+    if (onSignal) signal.removeEventListener("abort", onSignal);
   }
+}
+
+/** What node's `signal` option destroys a request with when the signal aborts. */
+function abortedRequestError(signal: AbortSignal): Error {
+  return Object.assign(new Error("The operation was aborted", { cause: signal.reason }), { name: "AbortError", code: "ABORT_ERR" });
 }
 
 /**
@@ -143,9 +162,38 @@ export function isJsonResponse(response: HttpResponse): boolean {
 
 /** Reads a whole body as text. */
 export async function readText(body: AsyncIterable<Uint8Array>): Promise<string> {
+  if (body instanceof Readable) return readStreamText(body);
   const chunks: Uint8Array[] = [];
   for await (const chunk of body) chunks.push(chunk);
   return Buffer.concat(chunks).toString("utf8");
+}
+
+/**
+ * A node stream's whole body as text, read by its events: the same outcome as its async iterator
+ * (the bytes, else the error it was destroyed with, else `ERR_STREAM_PREMATURE_CLOSE` for a close
+ * before the end) without the iterator's per-read promises and end-of-stream bookkeeping (bench
+ * scenario 1: a JSON call reads one body per model call).
+ */
+function readStreamText(stream: Readable): Promise<string> {
+  return new Promise<string>((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let ended = false;
+    stream.on("data", (chunk: Buffer) => void chunks.push(chunk));
+    stream.once("end", () => {
+      ended = true;
+      resolve(chunks.length === 1 ? chunks[0]!.toString("utf8") : Buffer.concat(chunks).toString("utf8"));
+    });
+    stream.once("error", reject);
+    // After `end` or `error` this changes nothing (a promise settles once).
+    stream.once("close", () => {
+      if (!ended) reject(prematureClose());
+    });
+  });
+}
+
+/** What node's stream iterator throws for a stream closed before its end. */
+function prematureClose(): Error {
+  return Object.assign(new Error("Premature close"), { code: "ERR_STREAM_PREMATURE_CLOSE" });
 }
 
 function headerValue(headers: IncomingHttpHeaders | Headers, name: string): string | undefined {
@@ -156,14 +204,14 @@ function headerValue(headers: IncomingHttpHeaders | Headers, name: string): stri
 
 type OnCancel = (cancel: (error: Error) => void) => void;
 
-function nodePost(options: PostOptions, onCancel: OnCancel): Promise<HttpResponse> {
+function nodePost(options: PostOptions, onCancel: OnCancel, signal: AbortSignal | undefined): Promise<HttpResponse> {
   const target = typeof options.url === "string" ? postTarget(options.url) : options.url;
   const headers = { ...options.headers, "content-length": String(Buffer.byteLength(options.body)) };
   const { https, hostname, port, path } = target;
   return new Promise<HttpResponse>((resolve, reject) => {
     const request = (https ? httpsRequest : httpRequest)(
-      { method: "POST", hostname, port, path, headers, agent: https ? agents.https : agents.http, signal: options.signal },
-      (message) => resolve({ status: message.statusCode ?? 0, headers: message.headers, body: decoded(message) }),
+      { method: "POST", hostname, port, path, headers, agent: https ? agents.https : agents.http, signal },
+      (message) => resolve(new NodeResponse(message)),
     );
     onCancel((error) => request.destroy(error));
     request.on("error", reject);
@@ -171,9 +219,38 @@ function nodePost(options: PostOptions, onCancel: OnCancel): Promise<HttpRespons
   });
 }
 
+/**
+ * A node:http response. Its headers object is made when first read (node builds `message.headers`
+ * from the raw list on first access): a 2xx JSON answer never reads it.
+ */
+class NodeResponse implements HttpResponse {
+  readonly status: number;
+  readonly body: AsyncIterable<Uint8Array>;
+
+  constructor(private readonly message: IncomingMessage) {
+    this.status = message.statusCode ?? 0;
+    this.body = decoded(message);
+  }
+
+  get headers(): IncomingHttpHeaders {
+    return this.message.headers;
+  }
+}
+
+/** A header's value from the raw list (several joined with ", ", as `message.headers` joins them). */
+function rawHeader(message: IncomingMessage, name: string): string | undefined {
+  const raw = message.rawHeaders;
+  let value: string | undefined;
+  for (let index = 0; index < raw.length; index += 2) {
+    const key = raw[index]!;
+    if (key.length === name.length && key.toLowerCase() === name) value = value === undefined ? raw[index + 1]! : `${value}, ${raw[index + 1]}`;
+  }
+  return value;
+}
+
 /** The body bytes, decompressed if the server compressed them although we did not ask. */
 function decoded(message: IncomingMessage): AsyncIterable<Uint8Array> {
-  const encoding = (message.headers["content-encoding"] ?? "").trim().toLowerCase();
+  const encoding = (rawHeader(message, "content-encoding") ?? "").trim().toLowerCase();
   if (encoding === "" || encoding === "identity") return message;
   const decompressor = encoding === "gzip" || encoding === "x-gzip" ? createGunzip() : encoding === "deflate" ? createInflate() : encoding === "br" ? createBrotliDecompress() : undefined;
   if (!decompressor) return message;

@@ -3,6 +3,7 @@
 // timeouts while the body is still coming, non-JSON error bodies, a custom fetch.
 import assert from "node:assert/strict";
 import { type IncomingMessage, type ServerResponse, createServer } from "node:http";
+import { getEventListeners } from "node:events";
 import type { AddressInfo } from "node:net";
 import { describe, test } from "node:test";
 import { gzipSync } from "node:zlib";
@@ -51,6 +52,11 @@ async function collect(model: Model): Promise<ModelEvent[]> {
   const events: ModelEvent[] = [];
   for await (const event of model.stream({ messages: [{ role: "user", content: "hi" }] })) events.push(event);
   return events;
+}
+
+/** Resolves once `condition` holds (checked on each turn of the event loop). */
+async function until(condition: () => boolean): Promise<void> {
+  while (!condition()) await new Promise((resolve) => setImmediate(resolve));
 }
 
 const text = (events: ModelEvent[]) => events.map((event) => (event.type === "text-delta" ? event.delta : "")).join("");
@@ -175,6 +181,78 @@ describe("openai chat: the direct HTTP path", () => {
       assert.equal(text(events), "second try");
       assert.equal(retries.length, 1);
       assert.match(retries[0], /^server 502 .*Bad Gateway/);
+    });
+  });
+
+  test("a JSON body cut off by the server is a retryable network error", async () => {
+    await withRawServer((_request, response) => {
+      response.writeHead(200, { "content-type": "application/json", "content-length": "500" });
+      response.write('{"id":"chatcmpl-1","choices":[', () => response.socket?.destroy());
+    }, async (server) => {
+      const error = errorOf(await collect(openaiChat("m", { baseURL: `${server.url}/v1`, apiKey: "k", stream: false, retry: { maxRetries: 0 } })));
+      assert.equal(error.kind, "network");
+      assert.equal(error.retryable, true);
+    });
+  });
+
+  test("an abort while a JSON body is coming ends the call as aborted, and leaves no listener on the signal", async () => {
+    const controller = new AbortController();
+    await withRawServer((_request, response) => {
+      response.writeHead(200, { "content-type": "application/json" });
+      response.write('{"id":"chatcmpl-1","choices":[', () => controller.abort("stop"));
+    }, async (server) => {
+      const model = openaiChat("m", { baseURL: `${server.url}/v1`, apiKey: "k", stream: false, retry: { maxRetries: 0 } });
+      const events: ModelEvent[] = [];
+      for await (const event of model.stream({ messages: [{ role: "user", content: "hi" }], signal: controller.signal })) events.push(event);
+      assert.equal(errorOf(events).kind, "aborted");
+      assert.equal(getEventListeners(controller.signal, "abort").length, 0);
+    });
+  });
+
+  test("JSON calls in flight together with one timeoutMs: each times out on its own deadline, an answered one not at all", async () => {
+    await withRawServer((_request, response, index) => {
+      if (index !== 1) return; // the first and third requests never get an answer
+      response.writeHead(200, { "content-type": "application/json" });
+      response.end(JSON.stringify(chatBody({ text: "in time" })));
+    }, async (server) => {
+      const model = openaiChat("m", { baseURL: `${server.url}/v1`, apiKey: "k", stream: false, timeoutMs: 150, retry: { maxRetries: 0 } });
+      const timed = async () => {
+        const started = Date.now();
+        const events = await collect(model);
+        return { events, took: Date.now() - started };
+      };
+      const first = timed();
+      await until(() => server.requests.length === 1);
+      const second = timed();
+      await until(() => server.requests.length === 2);
+      const third = timed();
+      const [a, b, c] = await Promise.all([first, second, third]);
+      assert.equal(text(b.events), "in time");
+      for (const { events, took } of [a, c]) {
+        assert.equal(errorOf(events).kind, "timeout");
+        assert.ok(took >= 145, `timed out after ${took} ms, before its 150 ms`);
+      }
+    });
+  });
+
+  test("timeoutMs follows the clock setTimeout runs on: a test's fake clock, then the real one again", { timeout: 10_000 }, async (t) => {
+    let arrived = 0;
+    await withRawServer(() => {
+      arrived++; // no request gets an answer
+    }, async (server) => {
+      const options = { baseURL: `${server.url}/v1`, apiKey: "k", stream: false, timeoutMs: 120, retry: { maxRetries: 0 } } as const;
+      t.mock.timers.enable({ apis: ["setTimeout"] });
+      const faked = collect(openaiChat("m", options));
+      await until(() => arrived === 1);
+      t.mock.timers.tick(120);
+      assert.equal(errorOf(await faked).kind, "timeout");
+      // A call started under the fake clock and never ticked must not hold up the real clock's calls.
+      const stuck = collect(openaiChat("m", options));
+      await until(() => arrived === 2);
+      t.mock.timers.reset();
+      const real = await collect(openaiChat("m", options));
+      assert.equal(errorOf(real).kind, "timeout");
+      assert.equal(errorOf(await stuck).kind, "timeout");
     });
   });
 
