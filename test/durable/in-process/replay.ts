@@ -47,9 +47,13 @@ const neighbour = new Agent({ name: "replay-neighbour", model: new ScriptedModel
 
 // A call in flight when the run is cancelled, on PostgreSQL; the call's arguments are an object whose
 // keys jsonb gives back in another order (shorter keys first).
-const pgStore = await openPostgresStore({ url: postgresUrl(), schema: uniqueSchema("durable_replay") });
+// (Opened while the file's agents are made, not awaited: every durable agent must be made before the
+// launch, which the test runner's hooks start while a module still awaits.)
+const opening = openPostgresStore({ url: postgresUrl(), schema: uniqueSchema("durable_replay") });
+opening.catch(() => undefined);
+const pgStore = openedLater(opening);
 after(async () => {
-  await pgStore.close();
+  await (await opening).close();
   await dropSchemas();
 });
 const onPostgres = durableAgent(
@@ -65,6 +69,16 @@ const trimmed = durableAgent(
   shared,
 );
 const earlierRuns = new Agent({ name: "replay-earlier", model: new ScriptedModel(["Hi."]), memory: sessionMemory(smallStore, { startWriteDelayMs: 0 }) });
+
+/** A store whose every method waits for `opening` (a property set on it stays its own). */
+function openedLater(opening: Promise<MemoryStore>): MemoryStore {
+  return new Proxy({} as MemoryStore, {
+    get(own, key) {
+      if (key in own) return own[key as keyof MemoryStore];
+      return (...args: unknown[]) => opening.then((store) => (store[key as keyof MemoryStore] as (...args: unknown[]) => unknown).apply(store, args));
+    },
+  });
+}
 
 /** Polls what a run waits at until it waits on `callId`. */
 async function waitingOn(durable: DurableAgent, runId: string, callId: string): Promise<void> {
@@ -124,9 +138,10 @@ test("a library durable run with memory, cancelled in its approved call and resu
   assert.deepEqual([result.state, result.text], ["COMPLETED", "Sent."]);
   assert.deepEqual(done, ["send {\"n\":1}"], "the approved call in flight is not run again");
   assert.deepEqual(await logOf(memoryStore, sessionId, runId), [
-    // The first leg, stopped for the approval.
+    // The first leg, stopped for the approval (the call's request, then the checkpoint's).
     "run_started",
     "user_message",
+    "approval_requested",
     "approval_requested",
     "run_ended:INTERRUPTED",
     // The approved leg, cancelled in its call.
