@@ -109,6 +109,8 @@ test("a memory that tells no store of its own is the durable agent's as it is; a
   assert.equal((await durable.agent.run("hello", { sessionId: "s5" })).text, "hi");
   assert.deepEqual((await store.events("s5")).map((event) => event.event_type), ["run_started", "user_message", "agent_response", "run_ended"]);
   assert.deepEqual(await store.append("s5", []), []);
+  // Even an append of no events is the store's to answer: a session id it refuses is refused.
+  await assert.rejects(store.append("", []), /memory: a session id must be a non-empty string/);
 });
 
 test("a launch that cannot reach its database rejects with the connection's error, and leaves nothing launched: calls still ask for launch(), another database is tried", async () => {

@@ -6,7 +6,7 @@
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
 import { after, test } from "node:test";
-import { type DurableAgent, durableAgent } from "../../../src/durable/index.js";
+import { type DurableAgent, durableAgent, type JournalEncoder } from "../../../src/durable/index.js";
 import { Agent, defineTool, ScriptedModel } from "../../../src/index.js";
 import { InMemoryStore, type MemoryStore, sessionMemory } from "../../../src/memory/index.js";
 import { openPostgresStore } from "../../../src/memory/postgres.js";
@@ -68,7 +68,43 @@ const trimmed = durableAgent(
   new Agent({ name: "replay-trimmed", model: new ScriptedModel([calls(["t1", "note", {}]), "Noted."]), tools: [hangsOnce("note", false)], memory: sessionMemory(smallStore, { startWriteDelayMs: 0 }) }),
   shared,
 );
+// A run without a session on an agent with a session memory: nothing to skip, nothing looked up.
+const plain = durableAgent(new Agent({ name: "replay-plain", model: new ScriptedModel(["Plain."]), memory: sessionMemory(new InMemoryStore()) }), shared);
 const earlierRuns = new Agent({ name: "replay-earlier", model: new ScriptedModel(["Hi."]), memory: sessionMemory(smallStore, { startWriteDelayMs: 0 }) });
+
+// An idempotent call in flight when the run is cancelled runs again in the resumed execution, which
+// the test holds there while another run writes to the session.
+const busyStore = new InMemoryStore();
+let working: (() => void) | undefined;
+let release: Promise<void> = Promise.resolve();
+const work = defineTool({
+  name: "work",
+  description: "works",
+  parameters: { type: "object" },
+  idempotent: true,
+  execute: async (_args, context) => {
+    done.push("work");
+    if (done.length === 1) {
+      inFlight?.();
+      await new Promise<void>((_resolve, reject) => context.signal.addEventListener("abort", () => reject(new Error("stopped")), { once: true }));
+    }
+    working?.();
+    await release;
+    return "worked";
+  },
+});
+/** What each execution's journal encoder was told at its `begin`: how many stored events its replay skips. */
+const begins: number[] = [];
+const journal = (): JournalEncoder => ({
+  begin: async ({ replayedEvents }) => {
+    begins.push(replayedEvents);
+  },
+  start: () => [],
+  event: () => undefined,
+  end: async () => [],
+});
+const busy = durableAgent(new Agent({ name: "replay-busy", model: new ScriptedModel([calls(["w1", "work", {}]), "Worked."]), tools: [work], memory: sessionMemory(busyStore) }), { ...shared, journal });
+const busyNeighbour = new Agent({ name: "replay-busy-neighbour", model: new ScriptedModel(["Hello."]), memory: sessionMemory(busyStore) });
 
 /** A store whose every method waits for `opening` (a property set on it stays its own). */
 function openedLater(opening: Promise<MemoryStore>): MemoryStore {
@@ -91,11 +127,11 @@ async function waitingOn(durable: DurableAgent, runId: string, callId: string): 
 }
 
 /** Starts a run, waits until its tool is in flight (`beforeTool` first: e.g. an approval), cancels it and resumes it; its result. */
-async function cancelledInToolAndResumed(durable: DurableAgent, input: string, runId: string, sessionId: string, beforeTool?: () => Promise<void>, whileCancelled?: () => Promise<void>) {
+async function cancelledInToolAndResumed(durable: DurableAgent, input: string, runId: string, sessionId: string, beforeTool?: () => Promise<void>, whileCancelled?: () => Promise<void>, journaled = false) {
   const running = new Promise<void>((resolve) => {
     inFlight = resolve;
   });
-  const run = await durable.run(input, { runId, sessionId });
+  const run = await durable.run(input, { runId, sessionId, ...(journaled ? { journal: "j" } : {}) });
   run.result().catch(() => undefined);
   await beforeTool?.();
   await running;
@@ -193,6 +229,51 @@ test("a run whose first events the store trimmed, resumed: the trimmed ones coun
   // execution; the resumed one's tool result, answer and end. The store keeps the last 4.
   assert.equal((await smallStore.getSession(sessionId))!.last_seq, before + 8);
   assert.deepEqual(await logOf(smallStore, sessionId, runId), ["run_ended:ABORTED", "tool_result:error", "agent_response", "run_ended:COMPLETED"]);
+});
+
+test("while a resumed run replays, another run of its session stores its events whole; the replayed run's once", { timeout: 60_000 }, async () => {
+  done.length = 0;
+  const runId = `run_replay_busy_${randomUUID().slice(0, 8)}`;
+  const sessionId = `sess_${randomUUID().slice(0, 8)}`;
+  let releaseWork!: () => void;
+  release = new Promise<void>((resolve) => {
+    releaseWork = resolve;
+  });
+  const again = new Promise<void>((resolve) => {
+    working = resolve;
+  });
+  begins.length = 0;
+  const resumed = cancelledInToolAndResumed(busy, "work", runId, sessionId, undefined, undefined, true);
+  await again;
+  // The resumed execution has replayed the run's first steps and runs the call again: its skip holds
+  // what the cancelled execution stored and it will not (the call's aborted result, the ABORTED end).
+  const other = await busyNeighbour.run("hello", { sessionId });
+  assert.deepEqual([other.state, other.text], ["COMPLETED", "Hello."]);
+  releaseWork();
+  const result = await resumed;
+  assert.deepEqual([result.state, result.text], ["COMPLETED", "Worked."]);
+  assert.deepEqual(done, ["work", "work"]);
+  // The journal's encoder (serve's logs it) is told of the 5 stored events in the resumed execution only.
+  assert.deepEqual(begins, [0, 5]);
+  assert.deepEqual(await logOf(busyStore, sessionId, runId), [
+    "run_started",
+    "user_message",
+    "tool_call",
+    "tool_result:error",
+    "run_ended:ABORTED",
+    "other:run_started",
+    "other:user_message",
+    "other:agent_response",
+    "other:run_ended",
+    "tool_result:ok",
+    "agent_response",
+    "run_ended:COMPLETED",
+  ]);
+});
+
+test("a durable run without a session on an agent with a session memory runs as any", { timeout: 60_000 }, async () => {
+  const run = await plain.run("hi");
+  assert.deepEqual([(await run.result()).state, (await run.result()).text], ["COMPLETED", "Plain."]);
 });
 
 test("a durable agent's memory keeps the session memory's own ordering of its writes", () => {
