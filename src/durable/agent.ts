@@ -8,7 +8,8 @@ import { abortCancelled, executions, stopHere } from "./cancellation.js";
 import { readJournal } from "./journal.js";
 import { ensureLaunched, isLaunched, launchDbos, shutdownDbos } from "./launch.js";
 import { durableModel } from "./model-calls.js";
-import { durableMemory, durableTool, durableToolset, isToolset } from "./tool-calls.js";
+import { durableMemory, memoryStartOf } from "./memory.js";
+import { durableTool, durableToolset, isToolset } from "./tool-calls.js";
 import type { DurableAgent, DurableOptions, DurableRun, DurableRunResult, StoredOptions } from "./types.js";
 import { listeners, registerRunWorkflow } from "./workflow.js";
 
@@ -68,6 +69,10 @@ export function durableAgent(agent: Agent, options: DurableOptions): DurableAgen
         ...(runOptions.output ? { output: runOptions.output } : {}),
         ...(runOptions.journal !== undefined ? { journal: runOptions.journal } : {}),
       };
+      // Where the session's log stands: a later execution of the run (a recovery, a resume) reads
+      // what the run stored after it, and does not store it again (memory.ts).
+      const memoryStart = await memoryStartOf(config.memory, runOptions.sessionId);
+      if (memoryStart !== undefined) stored.memoryStart = memoryStart;
       const runId = runOptions.runId ?? `run_${crypto.randomUUID()}`;
       if (runOptions.onEvent) listeners.set(runId, runOptions.onEvent);
       const queued = options.queue && runOptions.partitionKey !== undefined;
@@ -133,7 +138,11 @@ export function durableAgent(agent: Agent, options: DurableOptions): DurableAgen
         if (!(await stopHere(runId, RESUME_WAIT_MS)))
           throw new Error(`durable resume: run "${runId}" is still stopping: its execution in this process did not end within ${RESUME_WAIT_MS / 1000} s of its cancel (a tool that ignores its signal); try again once it has ended`);
       }
-      await DBOS.resumeWorkflow(runId);
+      // Back on the run's queue, in its partition (a cancel clears the run's queue, not its
+      // partition key): without it DBOS's internal queue would run it beside its partition's running run.
+      const status = await DBOS.getWorkflowStatus(runId);
+      const queueName = options.queue && status?.queuePartitionKey !== undefined ? options.queue.name : undefined;
+      await DBOS.resumeWorkflow(runId, queueName ? { queueName } : undefined);
     },
     async recover(executorIds) {
       ensureLaunched("recover");

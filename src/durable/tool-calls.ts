@@ -1,6 +1,6 @@
-// The tools (and the history) of a durable run: each tool call checkpointed as DBOS steps.
+// The tools of a durable run: each tool call checkpointed as DBOS steps.
 import { DBOS } from "@dbos-inc/dbos-sdk";
-import type { SessionMemory, Toolset } from "../loop/types.js";
+import type { Toolset } from "../loop/types.js";
 import type { Tool, ToolContext, ToolOutput } from "../tools/tool.js";
 import { cancellable, watched } from "./cancellation.js";
 import { flushJournal } from "./journal.js";
@@ -119,18 +119,6 @@ export function durableToolset(toolset: Toolset): Toolset {
       }
       return tools;
     },
-  };
-}
-
-/** The history a run starts from is a step too: a recovered run continues the same conversation. */
-export function durableMemory(memory: SessionMemory): SessionMemory {
-  return {
-    loadHistory: (sessionId) => {
-      if (!DBOS.isWithinWorkflow()) return memory.loadHistory(sessionId);
-      flushJournal();
-      return watched(DBOS.workflowID, DBOS.runStep(() => memory.loadHistory(sessionId), { name: "history" }));
-    },
-    onEvent: (event, run) => memory.onEvent(event, run),
   };
 }
 

@@ -44,8 +44,12 @@ export interface DurableQueueOptions {
 
 /** Turns a run's events into journal items. Must be deterministic: a recovered run replays it. */
 export interface JournalEncoder {
-  /** Called first in each execution of the run, before any event (a recovered run's included). */
-  begin?(): Promise<void>;
+  /**
+   * Called first in each execution of the run, before any event (a recovered run's included).
+   * `replayedEvents`: how many memory events an earlier execution of the run stored, which this one
+   * does not store again (0 in a run's first execution, and without a session memory that tells its store).
+   */
+  begin?(execution: { replayedEvents: number }): Promise<void>;
   /** The first items of a leg, before its events (a run that waited for approvals has a leg per decision). */
   start(): readonly string[];
   /** The items of one event (none for most). */
@@ -154,6 +158,8 @@ export interface StoredOptions {
   history?: RunOptions["history"];
   output?: RunOptions["output"];
   journal?: unknown;
+  /** The session's last seq when the run started (with a session memory that tells its store): the run's events come after it. */
+  memoryStart?: number;
 }
 
 /** What a run waiting for approvals tells (`approvalWait`): where its next leg starts, and the leg's result. */

@@ -6,6 +6,7 @@ import type { LoopEvent } from "../loop/events.js";
 import { waitForDecisions } from "./approvals.js";
 import { executions } from "./cancellation.js";
 import { Journal, journals, journalWaiters } from "./journal.js";
+import { beginExecution, endExecution, type StoredRun, storedCount } from "./memory.js";
 import { closeModelCall, modelRecords, replayedStarts } from "./model-calls.js";
 import { storedResult } from "./result.js";
 import type { DurableOptions, DurableRunResult, StoredOptions } from "./types.js";
@@ -13,12 +14,15 @@ import type { DurableOptions, DurableRunResult, StoredOptions } from "./types.js
 /** Live listeners of the runs started by this process (a function cannot be a workflow input). */
 export const listeners = new Map<string, (event: LoopEvent) => void>();
 
+/** A run's options as its loop gets them. */
+type RunStored = Omit<StoredOptions, "journal" | "memoryStart">;
+
 /** The workflow of `inner`'s runs (`inner`: the agent with its durable model, tools and memory), registered as `name`. */
 export function registerRunWorkflow(inner: Agent, options: DurableOptions, name: string) {
   const approvalTimeoutMs = inner.config.approvalTimeoutMs;
 
   /** A run that keeps a journal: its items go to local readers at once and to the database by batches. */
-  async function journaledRun(input: string, runOptions: Omit<StoredOptions, "journal">, spec: unknown, runId: string, signal: AbortSignal, onEvent?: (event: LoopEvent) => void): Promise<DurableRunResult> {
+  async function journaledRun(input: string, runOptions: RunStored, spec: unknown, runId: string, signal: AbortSignal, replayedEvents: number, onEvent?: (event: LoopEvent) => void): Promise<DurableRunResult> {
     const encoder = options.journal!(spec, runId);
     const journal = new Journal();
     // An earlier execution's journal still here (a cancelled execution not ended yet): its readers go on with this one.
@@ -29,7 +33,7 @@ export function registerRunWorkflow(inner: Agent, options: DurableOptions, name:
     journalWaiters.delete(runId);
     if (waiting) for (const wake of waiting) wake();
     try {
-      await encoder.begin?.();
+      await encoder.begin?.({ replayedEvents });
       const journaled = (event: LoopEvent) => {
         const item = encoder.event(event);
         if (item !== undefined) journal.push(item);
@@ -66,15 +70,19 @@ export function registerRunWorkflow(inner: Agent, options: DurableOptions, name:
     async (input: string, stored: StoredOptions): Promise<DurableRunResult> => {
       const runId = DBOS.workflowID!;
       const onEvent = listeners.get(runId);
-      const { journal: spec, ...runOptions } = stored;
+      const { journal: spec, memoryStart, ...runOptions } = stored;
       const stop = new AbortController();
       let end!: () => void;
       const ended = new Promise<void>((resolve) => {
         end = resolve;
       });
       executions.set(runId, { workflow: name, stop, ended });
+      let skip: StoredRun | undefined;
       try {
-        if (spec !== undefined && options.journal) return await journaledRun(input, runOptions, spec, runId, stop.signal, onEvent);
+        // A recovered or resumed execution replays the run from its start: what an earlier one stored is not stored again.
+        skip = await beginExecution(inner.config.memory, runId, stored.sessionId, memoryStart);
+        const replayedEvents = skip ? storedCount(skip) : 0;
+        if (spec !== undefined && options.journal) return await journaledRun(input, runOptions, spec, runId, stop.signal, replayedEvents, onEvent);
         // Approvals stop the loop with a checkpoint; the workflow waits for the decisions as a DBOS
         // message (recorded: a recovered run does not wait again for what was decided), then resumes.
         let result = await inner.run(input, { ...runOptions, runId, onEvent, onApproval: "interrupt", signal: stop.signal });
@@ -86,6 +94,7 @@ export function registerRunWorkflow(inner: Agent, options: DurableOptions, name:
       } finally {
         // A model call left open (the loop stopped before the tools it asked for) is recorded before the run ends.
         await closeModelCall(runId).catch(() => undefined);
+        endExecution(runId, skip);
         if (executions.get(runId)?.stop === stop) executions.delete(runId);
         modelRecords.delete(runId);
         replayedStarts.delete(runId);

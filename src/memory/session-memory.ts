@@ -179,9 +179,10 @@ export function sessionMemory(store: MemoryStore, options: SessionMemoryOptions 
   };
 
   // The in-process store writes synchronously: its events are recorded without a promise each.
-  // Only when `append` is its own: a subclass or wrapper that changes `append` is always called.
+  // Only while `append` is its own: a subclass or wrapper that changes `append` (even after this
+  // memory was made, as a durable agent's does) is always called.
   const inOrder = store.appendsInOrder === true;
-  const appendSync = store instanceof InMemoryStore && store.append === InMemoryStore.prototype.append ? store.appendSync.bind(store) : undefined;
+  const appendSync = store instanceof InMemoryStore ? store.appendSync.bind(store) : undefined;
 
   /** `beforeNextWrite` callbacks, by session. */
   const beforeWrite = new Map<string, Set<(wholeRuns: boolean) => void>>();
@@ -197,7 +198,7 @@ export function sessionMemory(store: MemoryStore, options: SessionMemoryOptions 
       for (const hook of hooks) hook(wholeRuns);
     }
     const previous = queues.get(sessionId);
-    if (!previous && appendSync) {
+    if (!previous && appendSync && store.append === InMemoryStore.prototype.append) {
       try {
         appendSync(sessionId, events);
         return undefined;

@@ -33,17 +33,11 @@ export interface DurableChat {
   stream: Omit<ChatStreamSpec, "id" | "sessionId">;
 }
 
-/** A run's journal spec (its workflow input): the stream's header, and what its memory writes start after. */
-type RunSpec = ChatStreamSpec & {
-  delegatedTask?: string;
-  /** The session's last seq when the run was queued: the run's memory events come after it. */
-  memoryStart?: number;
-};
+/** A run's journal spec (its workflow input): the stream's header, and the task of a KAOS delegation. */
+type RunSpec = ChatStreamSpec & { delegatedTask?: string };
 
 export class DurableRuns {
   private durable?: DurableAgent;
-  /** Memory events a recovered run's replay must not store again, by run id (see `skipReplayed`): one entry per execution. */
-  private readonly replayed = new Map<string, StoredRun>();
   private launching?: Promise<DurableAgent>;
   private failure?: AgentLoopError;
 
@@ -53,42 +47,7 @@ export class DurableRuns {
     private readonly log: (line: string) => void,
     private readonly databaseUrl: string,
     private readonly onStoreFailure: (failure: string | undefined) => void,
-  ) {
-    this.skipReplayed();
-  }
-
-  /**
-   * A recovered (or resumed) run replays its recorded steps, and so emits its first events again:
-   * the memory events its earlier execution stored (read when the execution begins) are not stored
-   * twice. A replayed event is skipped when an event stored earlier matches it (its type, its tool
-   * call, its content where a replay gives the same; each stored event matches once, in any order:
-   * a wave's calls may end in another order on replay). What the earlier execution did not get to
-   * do, or did otherwise (a cancelled execution's aborted tool result and end), is stored.
-   */
-  private skipReplayed(): void {
-    const { store } = this.memory;
-    const append = store.append.bind(store);
-    const replayed = this.replayed;
-    store.append = (sessionId, events) => {
-      if (replayed.size === 0) return append(sessionId, events);
-      const kept = events.filter((event) => {
-        const runId = event.metadata?.run_id;
-        const skip = typeof runId === "string" ? replayed.get(runId) : undefined;
-        if (!skip) return true;
-        if (skip.unknown > 0) skip.unknown--;
-        else {
-          const key = replayKey(event);
-          const left = skip.keys.get(key);
-          if (!left) return true;
-          if (left === 1) skip.keys.delete(key);
-          else skip.keys.set(key, left - 1);
-        }
-        if (skip.unknown === 0 && skip.keys.size === 0) replayed.delete(runId as string);
-        return false;
-      });
-      return kept.length > 0 ? append(sessionId, kept) : Promise.resolve([]);
-    };
-  }
+  ) {}
 
   /** Checks the settings: durable runs keep their checkpoints in the memory's PostgreSQL. */
   static of(settings: AgentSettings, memory: ServerMemory, env: NodeJS.ProcessEnv, log: (line: string) => void, onStoreFailure: (failure: string | undefined) => void): DurableRuns {
@@ -144,19 +103,12 @@ export class DurableRuns {
   private encoder(spec: RunSpec, runId: string): JournalEncoder {
     const { memory, settings, log } = this;
     const chunks = new ChatStreamEncoder({ ...spec, agent: settings.name });
-    /** This execution's skip of its replayed events (an execution ending never drops another's). */
-    let skip: StoredRun | undefined;
     return {
-      begin: async () => {
-        // What an earlier execution of this run stored (none for a run's first execution): every
-        // event of the run after where the session's log stood when the run was queued.
-        const stored = await storedSince(memory.store, spec.sessionId, runId, spec.memoryStart ?? 0);
-        let count = stored.unknown;
-        for (const times of stored.keys.values()) count += times;
-        if (count > 0) {
-          skip = stored;
-          this.replayed.set(runId, skip);
-          log(`[${settings.name}] run ${runId} session ${spec.sessionId} recovered: its ${count} stored event(s) are not stored again`);
+      begin: async ({ replayedEvents }) => {
+        // A recovered (or resumed) execution replays the run: the durable agent's memory does not
+        // store again what an earlier execution stored (src/durable/memory.ts).
+        if (replayedEvents > 0) {
+          log(`[${settings.name}] run ${runId} session ${spec.sessionId} recovered: its ${replayedEvents} stored event(s) are not stored again`);
         } else if (spec.delegatedTask !== undefined) {
           // As the plain server does, with the session to itself: the delegated task first.
           await memory.store
@@ -167,8 +119,6 @@ export class DurableRuns {
       start: () => [chunks.start()],
       event: (event) => chunks.event(event),
       end: async (result: RunResult) => {
-        // A leg that stopped for approvals is not the run's end: a replay goes on with the next leg.
-        if (!(result.state === "INTERRUPTED" && result.checkpoint) && skip && this.replayed.get(runId) === skip) this.replayed.delete(runId);
         log(`[${settings.name}] run ${runId} session ${spec.sessionId} ${result.state}: ${result.reason}`);
         // The answer is acknowledged only once the run's events are stored.
         const writes = memory.handle?.settled(spec.sessionId);
@@ -194,7 +144,6 @@ export class DurableRuns {
       id: `chatcmpl-${runId}`,
       sessionId: chat.sessionId,
       ...(chat.delegated && this.memory.handle ? { delegatedTask: chat.input } : {}),
-      memoryStart: (await this.memory.store.getSession(chat.sessionId))?.last_seq ?? 0,
     };
     return durable.run(chat.input, {
       runId,
@@ -292,58 +241,6 @@ export class DurableRuns {
   async close(): Promise<void> {
     await this.launching?.catch(() => undefined);
     await this.durable?.shutdown();
-  }
-}
-
-/** The events an earlier execution of a run stored, which its replay regenerates: how many of each key, after `unknown` trimmed ones. */
-interface StoredRun {
-  /** Events the store trimmed away since the run was queued (counted as the run's: skipped unread). */
-  unknown: number;
-  /** The stored events not matched yet, by key (`replayKey`). */
-  keys: Map<string, number>;
-}
-
-/** The event types whose content a replay regenerates as it was (the others carry ids new in each execution, such as a checkpoint's). */
-const SAME_CONTENT = new Set(["run_started", "user_message", "tool_call", "tool_result", "delegation_request", "delegation_response", "agent_response", "run_ended", "steering", "error", "loop_warning"]);
-
-/** What tells a replayed event from another: its type, its tool call, and its content when a replay gives the same. */
-function replayKey(event: { event_type: string; content?: unknown; metadata?: Record<string, unknown> | null }): string {
-  const callId = event.metadata?.tool_call_id;
-  return JSON.stringify([event.event_type, typeof callId === "string" ? callId : null, SAME_CONTENT.has(event.event_type) ? canonical(event.content) : null]);
-}
-
-/** JSON with object keys sorted (PostgreSQL's jsonb gives them back in its own order). */
-function canonical(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(canonical).join(",")}]`;
-  if (value && typeof value === "object" && !(value instanceof Date)) {
-    const entries = Object.keys(value)
-      .sort()
-      .map((key) => `${JSON.stringify(key)}:${canonical((value as Record<string, unknown>)[key])}`);
-    return `{${entries.join(",")}}`;
-  }
-  return JSON.stringify(value) ?? "null";
-}
-
-/**
- * What run `runId` stored in the session after seq `base`, however much (the store's `events`
- * without `afterSeq` gives only the most recent). Events the store trimmed away (its per-session
- * limit) since `base` are counted as the run's (when the run alone outgrew the limit, they may
- * include those of runs queued before it on the session: an overcount, rare).
- */
-async function storedSince(store: ServerMemory["store"], sessionId: string, runId: string, base: number): Promise<StoredRun> {
-  const page = 1000;
-  const stored: StoredRun = { unknown: 0, keys: new Map() };
-  let after = base;
-  for (;;) {
-    const events = await store.events(sessionId, { afterSeq: after, limit: page });
-    if (after === base && events.length > 0) stored.unknown += events[0]!.seq - base - 1;
-    for (const event of events) {
-      if (event.metadata?.run_id !== runId) continue;
-      const key = replayKey(event);
-      stored.keys.set(key, (stored.keys.get(key) ?? 0) + 1);
-    }
-    if (events.length < page) return stored;
-    after = events.at(-1)!.seq;
   }
 }
 

@@ -287,11 +287,24 @@ export async function createAgentServer(options: AgentServerOptions = {}): Promi
         server?.closeAllConnections();
         await stopped;
         await connecting;
+        // Each part is closed even when one before it failed (the memory is flushed whatever DBOS
+        // did); the shutdown then rejects naming what failed.
+        const failures: string[] = [];
+        const closePart = async (what: string, part: () => Promise<void> | undefined) => {
+          try {
+            await part();
+          } catch (error) {
+            failures.push(`${what}: ${error instanceof Error ? error.message : String(error)}`);
+          }
+        };
         // Durable runs still going stay in the database: this executor (or a recovery) finishes them.
-        await durable?.close();
-        await runtime?.close();
-        await prepared.close();
-        await closeMemory();
+        await closePart("the durable runs' DBOS shutdown", () => durable?.close());
+        await closePart("the MCP connections", async () => {
+          await runtime?.close();
+          await prepared.close();
+        });
+        await closePart(`the memory store (${memory.store.kind})`, closeMemory);
+        if (failures.length > 0) throw new Error(`shutdown failed: ${failures.join("; ")}`);
         log(`[${settings.name}] shut down`);
       })();
       return closing;
@@ -335,7 +348,10 @@ export async function startAgentServer(
             await options.beforeExit?.().catch(() => undefined);
             process.exit(cut ? signalExitCode(cut) : 0);
           },
-          () => process.exit(1),
+          (error: unknown) => {
+            log(`[${server.settings.name}] ${error instanceof Error ? error.message : String(error)}`);
+            process.exit(1);
+          },
         );
       } else if (received === 2) {
         log(`[${server.settings.name}] ${signal} received again: aborting the runs still going`);

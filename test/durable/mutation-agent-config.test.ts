@@ -9,6 +9,7 @@ import { test } from "node:test";
 import { durableAgent } from "../../src/durable/index.js";
 import { Agent, defineTool, ScriptedModel } from "../../src/index.js";
 import type { SessionMemory } from "../../src/loop/types.js";
+import { InMemoryStore, sessionMemory } from "../../src/memory/index.js";
 
 const unique = (name: string) => `${name}-${randomUUID().slice(0, 8)}`;
 const model = () => new ScriptedModel(["hi"]);
@@ -84,6 +85,32 @@ test("the durable agent's loop is the agent's: its name, model, tools, a toolset
   assert.deepEqual(loads, ["s1", "s2"], "the durable agent's loop loads its history from the agent's memory");
   const forgetful = durableAgent(new Agent({ name: unique("no-memory"), model: model() }), { databaseUrl: closed });
   assert.equal((await forgetful.agent.run("hello", { sessionId: "s3" })).text, "hi", "no memory: a session id alone is no error");
+});
+
+test("a memory that tells no store of its own is the durable agent's as it is; a sessionMemory's store is the one its replays skip on", async () => {
+  const onEvent = () => undefined;
+  const loadHistory = async () => [];
+  const appendOnly = { append: async () => [] };
+  const ownAppend = appendOnly.append;
+  const odd = [undefined, "elsewhere", appendOnly, { events: async () => [] }];
+  for (const store of odd) {
+    const durable = durableAgent(new Agent({ name: unique("odd-store"), model: model(), memory: { loadHistory, onEvent, store } as SessionMemory }), { databaseUrl: closed });
+    assert.equal((await durable.agent.run("hello", { sessionId: "s4" })).text, "hi", String(store));
+    assert.equal((durable.agent.config.memory as { store?: unknown }).store, undefined, "not a store: none is read");
+    assert.equal(durable.agent.config.memory?.ordersItself, undefined, "a memory that does not order its writes itself is waited for");
+  }
+  assert.equal(appendOnly.append, ownAppend, "a store without events is not wrapped");
+  const store = new InMemoryStore();
+  const memory = sessionMemory(store);
+  const durable = durableAgent(new Agent({ name: unique("session-store"), model: model(), memory }), { databaseUrl: closed });
+  assert.equal((durable.agent.config.memory as { store?: unknown }).store, store);
+  assert.equal(durable.agent.config.memory?.ordersItself, true);
+  // Outside a run's replay the store stores what it is given, as it answers.
+  assert.equal((await durable.agent.run("hello", { sessionId: "s5" })).text, "hi");
+  assert.deepEqual((await store.events("s5")).map((event) => event.event_type), ["run_started", "user_message", "agent_response", "run_ended"]);
+  assert.deepEqual(await store.append("s5", []), []);
+  // Even an append of no events is the store's to answer: a session id it refuses is refused.
+  await assert.rejects(store.append("", []), /memory: a session id must be a non-empty string/);
 });
 
 test("a launch that cannot reach its database rejects with the connection's error, and leaves nothing launched: calls still ask for launch(), another database is tried", async () => {

@@ -7,6 +7,7 @@
 // - admin.ts: `recover` of an executor's runs, the queue's partitions.
 // - two-agents.ts: two durable agents do not see or cancel each other's runs.
 // - cancel-resume.ts: a run cancelled and resumed at once runs one execution at a time.
+// - replay.ts: a run with a session's memory executed again stores each event once.
 // (Each part was a file of its own, each launching DBOS: 7–12 s each on the 2-core machine.)
 import "./in-process/shared.js";
 import "./in-process/runs.js";
@@ -16,3 +17,4 @@ import "./in-process/agent.js";
 import "./in-process/admin.js";
 import "./in-process/two-agents.js";
 import "./in-process/cancel-resume.js";
+import "./in-process/replay.js";

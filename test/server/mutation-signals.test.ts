@@ -1,7 +1,7 @@
 // src/server/server.ts's `startAgentServer({ handleSignals: true })` as an operator sees it, in real
 // processes (test/server/signals-child.ts): one signal drains and exits 0 (with no `beforeExit`); a
 // failing `beforeExit` changes no exit code; a second during the drain aborts the runs still going and exits 130 (SIGINT) or
-// 143 (SIGTERM); a third exits at once. The three processes run side by side.
+// 143 (SIGTERM); a third exits at once; a shutdown that fails exits 1 naming what failed. The four processes run side by side.
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -18,8 +18,8 @@ after(() => {
   for (const { child } of started) if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
 });
 
-async function start(beforeExit: "none" | "ok" | "fail" | "hang") {
-  const server = spawnNode(await tsChild(child), { ...process.env, BEFORE_EXIT: beforeExit });
+async function start(beforeExit: "none" | "ok" | "fail" | "hang", env: Record<string, string> = {}) {
+  const server = spawnNode(await tsChild(child), { ...process.env, BEFORE_EXIT: beforeExit, ...env });
   started.push(server);
   const [, url] = (await server.waitFor(/listening (\S+)\n/)) as RegExpMatchArray;
   return { server, url: url! };
@@ -36,7 +36,7 @@ async function heldStream(server: CliProcess, url: string): Promise<{ body: Prom
 }
 
 describe("startAgentServer with handleSignals", () => {
-  it("one signal: drains, runs beforeExit, exits 0; two: aborts the runs, exits 130 / 143; three: exits at once", async () => {
+  it("one signal: drains, runs beforeExit, exits 0; two: aborts the runs, exits 130 / 143; three: exits at once; a failed shutdown: exits 1 naming it", async () => {
     await Promise.all([
       (async () => {
         // SIGTERM, nothing going on, no beforeExit: a clean exit.
@@ -74,6 +74,14 @@ describe("startAgentServer with handleSignals", () => {
         const { code, signal } = await server.exited;
         assert.deepEqual({ code, signal }, { code: 143, signal: null }, server.stderr());
         assert.match(server.stderr(), /\[signals\] SIGTERM received again: aborting the runs still going\n[\s\S]*\[signals\] SIGTERM received a third time: exiting now\n$/);
+      })(),
+      (async () => {
+        // SIGTERM, and a part of the shutdown fails (the memory store's close): the failure named on stderr, exit 1.
+        const { server } = await start("none", { STORE_CLOSE_FAILS: "1" });
+        server.child.kill("SIGTERM");
+        const { code } = await server.exited;
+        assert.equal(code, 1, server.stderr());
+        assert.deepEqual(server.stderr().trim().split("\n"), ["[signals] SIGTERM received: shutting down", "[signals] shutdown failed: the memory store (memory): the database went away"]);
       })(),
     ]);
   });

@@ -89,3 +89,31 @@ test("the queue runs one run at a time per partition key: a second run of the ke
   }
   assert.deepEqual(paid, [`${first} 5`]);
 });
+
+test("a run of a partition cancelled and resumed goes back on its queue: it waits behind the key's running run, then runs", { timeout: 60_000 }, async () => {
+  paid.length = 0;
+  const key = `customer-${randomUUID().slice(0, 8)}`;
+  const resumed = `run_resume_queued_${randomUUID().slice(0, 8)}`;
+  const running = `run_resume_running_${randomUUID().slice(0, 8)}`;
+  await payer.run("pay", { runId: resumed, partitionKey: key });
+  await waiting(payer, resumed);
+  await payer.cancel(resumed);
+  // The key's partition is free: the next run of the key runs (and waits for its approval).
+  await payer.run("pay", { runId: running, partitionKey: key });
+  await waiting(payer, running);
+  await payer.resume(resumed);
+  assert.equal((await payer.show(resumed))?.queue, queueName, "back on its own queue, not DBOS's internal one");
+  // The queue has dispatched since the resume (a run of another key started after it waits for its
+  // approval), and the resumed run still waits behind the key's running run.
+  const other = `run_resume_other_${randomUUID().slice(0, 8)}`;
+  await payer.run("pay", { runId: other, partitionKey: `${key}-other` });
+  await waiting(payer, other);
+  assert.equal((await payer.show(resumed))?.status, "ENQUEUED");
+  await payer.decide(running, { p1: { approve: true } });
+  assert.equal((await payer.retrieve(running).result()).text, "Paid.");
+  for (const runId of [resumed, other]) {
+    await payer.decide(runId, { p1: { approve: true } });
+    assert.equal((await payer.retrieve(runId).result()).text, "Paid.");
+  }
+  assert.deepEqual(paid.sort(), [`${running} 5`, `${resumed} 5`, `${other} 5`].sort());
+});

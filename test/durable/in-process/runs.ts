@@ -340,7 +340,7 @@ test("with a session's memory, an approved call in flight when its run is cancel
   assert.deepEqual([result.state, result.text, result.error], ["COMPLETED", "Gave up.", undefined]);
   assert.deepEqual(sideEffects, [`send 1 ${runId}:s1`]);
   // The session's history as its next run reads it: the call once, with a result, and the answer last.
-  // (The replayed first leg is stored again: docs/durable.md, "Not yet".)
+  // (Each event stored once: in-process/replay.ts.)
   const history = await gatedWithMemory.agent.config.memory!.loadHistory(sessionId);
   const callIds = history.flatMap((message) => (message.role === "assistant" && Array.isArray(message.content) ? message.content.flatMap((part) => (part.type === "tool-call" ? [part.id] : [])) : []));
   assert.deepEqual(
