@@ -1,0 +1,47 @@
+// The mutation runner's plugin (scripts/mutation/stryker-runner.mjs) does not trust a warm worker's
+// survival: a value cached in module state by an earlier run hides a mutant of the code that computes
+// it (src/memory/sqlite/driver.ts's `gcFunction === undefined` made `false` survived so), so a warm
+// survivor is decided again by new processes. Driven as Stryker drives it over a sample file.
+import assert from "node:assert/strict";
+import { rmSync } from "node:fs";
+import { join } from "node:path";
+import { test } from "node:test";
+import { fileURLToPath } from "node:url";
+
+const root = fileURLToPath(new URL("../..", import.meta.url));
+const sample = "test/package/fixtures/mutation-cache-sample.ts";
+
+type Verdict = { status: string; killedBy?: string[] };
+type Runner = {
+  init(): Promise<void>;
+  dryRun(options: object): Promise<{ status: string; errorMessage?: string }>;
+  mutantRun(options: object): Promise<Verdict>;
+  dispose(): Promise<void>;
+};
+
+const mutant = (id: string) => ({
+  activeMutant: { id, fileName: join(root, "src/x.ts"), location: { start: { line: 0, column: 0 }, end: { line: 0, column: 1 } }, mutatorName: "sample" },
+  testFilter: [`${sample}: the cached answer`],
+});
+
+test("a mutant hidden by a value an earlier run cached in the warm worker is killed by a new process; a harmless one survives", { timeout: 60_000 }, async () => {
+  process.chdir(root); // the plugin bundles from the working folder (a sandbox under Stryker)
+  rmSync(join(root, ".mutation-build/harness", sample.replaceAll("/", "__").replace(/\.ts$/, "")), { recursive: true, force: true });
+  const { AgentloopTestRunner } = (await import(join(root, "scripts/mutation/stryker-runner.mjs"))) as { AgentloopTestRunner: new (options: object, log: object) => Runner };
+  const runner = new AgentloopTestRunner({ agentloop: { testFiles: [sample], timeoutMS: 8_000 }, timeoutFactor: 1.5, concurrency: 1 }, { info() {} });
+  await runner.init();
+  try {
+    const dry = await runner.dryRun({});
+    assert.equal(dry.status, "complete", dry.errorMessage);
+    // The warm worker's first run computes and caches the answer.
+    assert.equal((await runner.mutantRun(mutant("harmless"))).status, "survived");
+    // Switched on in that worker, the mutant reads the cached answer and passes; a new process fails.
+    const hidden = await runner.mutantRun(mutant("cache-check"));
+    assert.equal(hidden.status, "killed", JSON.stringify(hidden));
+    assert.deepEqual(hidden.killedBy, [`${sample}: the cached answer`]);
+    // A true survivor, decided by a new process after warm runs, still survives.
+    assert.equal((await runner.mutantRun(mutant("harmless"))).status, "survived");
+  } finally {
+    await runner.dispose();
+  }
+});
