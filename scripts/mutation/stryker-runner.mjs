@@ -71,7 +71,7 @@ function exists(path) {
 }
 
 /** node:test, for the test files (not for the harness itself), is the harness. */
-const harnessPlugin = {
+export const harnessPlugin = {
   name: "mutation-harness",
   setup(build) {
     build.onResolve({ filter: /^node:test$/ }, (args) => (args.importer === HARNESS ? { path: "node:test", external: true } : { path: HARNESS }));
@@ -94,7 +94,7 @@ const selfImport = {
 };
 
 /** Bundles `entry` into `.mutation-build/<name>/` once per sandbox (a second worker finding it built reuses it). */
-async function bundled(entry, name, plugins = []) {
+export async function bundled(entry, name, plugins = []) {
   const outdir = join(process.cwd(), ".mutation-build", name);
   const output = join(outdir, `${basename(entry).replace(/\.ts$/, "")}.mjs`);
   if (exists(output)) return output;
@@ -116,7 +116,7 @@ const OUTSIDE = "\u0000outside";
 const idOf = (file, name) => `${file}: ${name}`;
 
 /** One test worker: a node process that loaded one test file. */
-class Worker {
+export class Worker {
   runs = 0;
   constructor(file, bundle, env, mutant) {
     this.file = file;
@@ -510,12 +510,17 @@ export class AgentloopTestRunner {
     return this.decideFresh(file, selection, mutant);
   }
 
+  /** A new worker with `mutant` active from its start (scripts/mutation/confirm.mjs writes the mutant in instead). */
+  async workerFor(file, mutant) {
+    return new Worker(file, await this.bundleOf(file), this.env, mutant);
+  }
+
   /** The process-per-run rule: new workers, the mutant active from their start. */
   async decideFresh(file, selection, mutant) {
     this.way.push("fresh");
     const record = this.record(file);
     const once = async (runSelection, runMutant) => {
-      const worker = new Worker(file, await this.bundleOf(file), this.env, runMutant);
+      const worker = await this.workerFor(file, runMutant);
       try {
         return await this.runTests(worker, record, { selection: runSelection, bail: true }, runMutant === undefined ? "alone" : "fresh", true);
       } finally {
