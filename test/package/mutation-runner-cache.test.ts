@@ -45,3 +45,12 @@ test("a mutant hidden by a value an earlier run cached in the warm worker is kil
     await runner.dispose();
   }
 });
+
+test("--confirm writes a mutant in as Stryker's tree holds it: an expression parenthesized, a block as is", async () => {
+  const { withMutant } = (await import(join(root, "scripts/mutation/confirm.mjs"))) as { withMutant: (source: string, location: object, replacement: string, mutator: string) => string };
+  const source = "function f(a, b, c) {\n  if (!a && b && c) return 1;\n}\n";
+  // src/mcp/toolset.ts's mutant 463 written by hand without the parentheses was another mutant (`||` binds looser).
+  const at = (line: number, column: number, endColumn: number) => ({ start: { line, column }, end: { line, column: endColumn } });
+  assert.equal(withMutant(source, at(2, 7, 14), "!a || b", "LogicalOperator"), "function f(a, b, c) {\n  if ((!a || b) && c) return 1;\n}\n");
+  assert.equal(withMutant(source, { start: { line: 1, column: 21 }, end: { line: 3, column: 2 } }, "{}", "BlockStatement"), "function f(a, b, c) {}\n");
+});
