@@ -54,3 +54,30 @@ test("--confirm writes a mutant in as Stryker's tree holds it: an expression par
   assert.equal(withMutant(source, at(2, 7, 14), "!a || b", "LogicalOperator"), "function f(a, b, c) {\n  if ((!a || b) && c) return 1;\n}\n");
   assert.equal(withMutant(source, { start: { line: 1, column: 21 }, end: { line: 3, column: 2 } }, "{}", "BlockStatement"), "function f(a, b, c) {}\n");
 });
+
+test("--confirm refuses what is not a report, naming it; a report without survivors is written back unchanged", async () => {
+  const { mkdtempSync, readFileSync, writeFileSync } = await import("node:fs");
+  const { tmpdir } = await import("node:os");
+  const { main } = (await import(join(root, "scripts/mutation/confirm.mjs"))) as { main: (argv: string[]) => Promise<number> };
+  const dir = mkdtempSync(join(tmpdir(), "confirm-"));
+  try {
+    const errors: string[] = [];
+    const error = console.error;
+    console.error = (message: string) => errors.push(message);
+    try {
+      assert.equal(await main(["--confirm", join(dir, "missing.json")]), 2);
+      writeFileSync(join(dir, "other.json"), JSON.stringify({ schemaVersion: "1" }));
+      assert.equal(await main(["--confirm", join(dir, "other.json")]), 2);
+    } finally {
+      console.error = error;
+    }
+    assert.match(errors[0], /missing\.json is not a readable JSON report/);
+    assert.match(errors[1], /other\.json is not a Stryker JSON report/);
+    const report = { files: { "src/x.ts": { source: "x", mutants: [{ id: "1", status: "Killed", coveredBy: ["0"], killedBy: ["0"] }] } }, testFiles: { "test/x.test.ts": { tests: [{ id: "0", name: "test/x.test.ts: t" }] } } };
+    writeFileSync(join(dir, "report.json"), JSON.stringify(report));
+    assert.equal(await main(["--confirm", join(dir, "report.json"), "--out", join(dir, "out.json")]), 0);
+    assert.deepEqual(JSON.parse(readFileSync(join(dir, "out.json"), "utf8")), report);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
