@@ -15,7 +15,7 @@
 //   npm run mutation -- --report [reports or folders] [--markdown]
 //                                            the score per folder and file merged from Stryker JSON
 //                                            reports (default reports/mutation; scripts/mutation/scores.mjs)
-//   npm run mutation -- --confirm <report.json> [--out <path>] [<source file> ...]
+//   npm run mutation -- --confirm <report.json> [--out <path>] [--mutant <id> ...] [<source file> ...]
 //                                            re-checks a report's survivors in new processes, writes the
 //                                            corrected verdicts (scripts/mutation/confirm.mjs)
 //   npm run mutation -- --baseline <reports or folders>

@@ -1,4 +1,4 @@
-// `npm run mutation -- --confirm <report.json> [--out <path>] [<source file> ...]`: re-checks the Survived
+// `npm run mutation -- --confirm <report.json> [--out <path>] [--mutant <id> ...] [<source file> ...]`: re-checks the Survived
 // mutants of an existing Stryker JSON report in new processes, and writes the report with the corrected
 // verdicts (in place, or to --out). For reports made before the warm runner confirmed its survivors
 // (docs/mutation.md, "How a verdict is reached"): a warm test worker that had cached a value in module
@@ -27,7 +27,7 @@ export function withMutant(source, location, replacement, mutatorName) {
 }
 
 function usage(message) {
-  console.error(`npm run mutation -- --confirm: ${message}\nusage: npm run mutation -- --confirm <report.json> [--out <path>] [<source file> ...]`);
+  console.error(`npm run mutation -- --confirm: ${message}\nusage: npm run mutation -- --confirm <report.json> [--out <path>] [--mutant <id> ...] [<source file> ...]`);
   return 2;
 }
 
@@ -35,10 +35,15 @@ export async function main(argv) {
   const args = argv.filter((arg) => arg !== "--confirm");
   let out;
   const rest = [];
+  const ids = [];
   for (let index = 0; index < args.length; index++) {
     if (args[index] === "--out") {
       out = args[++index];
       if (!out) return usage("--out needs a path");
+    } else if (args[index] === "--mutant") {
+      const id = args[++index];
+      if (!id) return usage("--mutant needs a mutant id of the report");
+      ids.push(id);
     } else if (args[index].startsWith("-")) return usage(`unknown option ${args[index]}`);
     else rest.push(args[index]);
   }
@@ -64,7 +69,7 @@ export async function main(argv) {
   const survivors = [];
   for (const [fileName, file] of Object.entries(report.files)) {
     if (only.length > 0 && !only.includes(fileName)) continue;
-    for (const mutant of file.mutants) if (mutant.status === "Survived" && !mutant.statusReason?.startsWith(CONFIRMED)) survivors.push({ fileName, mutant });
+    for (const mutant of file.mutants) if (mutant.status === "Survived" && !mutant.statusReason?.startsWith(CONFIRMED) && (ids.length === 0 || ids.includes(mutant.id))) survivors.push({ fileName, mutant });
   }
   const needed = [...new Set(survivors.flatMap(({ mutant }) => (mutant.coveredBy ?? []).map((id) => tests.get(id)?.file).filter(Boolean)))].sort();
   console.log(`# ${survivors.length} survivor(s) to confirm in new processes, ${needed.length} test file(s)`);
