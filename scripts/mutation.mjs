@@ -15,6 +15,9 @@
 //   npm run mutation -- --report [reports or folders] [--markdown]
 //                                            the score per folder and file merged from Stryker JSON
 //                                            reports (default reports/mutation; scripts/mutation/scores.mjs)
+//   npm run mutation -- --confirm <report.json> [--out <path>] [--mutant <id> ...] [<source file> ...]
+//                                            re-checks a report's survivors in new processes, writes the
+//                                            corrected verdicts (scripts/mutation/confirm.mjs)
 //   npm run mutation -- --baseline <reports or folders>
 //                                            writes the committed baseline, one incremental file per folder,
 //                                            merged from those reports (scripts/mutation/baseline.mjs)
@@ -292,6 +295,11 @@ if (process.argv.includes("--baseline")) {
   // The committed incremental baseline (scripts/mutation/baseline/), merged from earlier runs' JSON reports: nothing is run.
   const { main } = await import("./mutation/baseline.mjs");
   process.exit(main(process.argv.slice(2)));
+}
+if (process.argv.includes("--confirm")) {
+  // An existing report's survivors checked again in new processes (scripts/mutation/confirm.mjs).
+  const { main } = await import("./mutation/confirm.mjs");
+  process.exit(await main(process.argv.slice(2)));
 }
 if (process.argv.includes("--report")) {
   // The scores of earlier runs, merged (a file's latest run counts): nothing is run.

@@ -25,8 +25,9 @@
 //   - a test fails: the tests up to it run again in that worker with no mutant; if they pass, the
 //     mutant is killed; if not, the worker's state is to blame: the worker is restarted and the
 //     mutant decided by new processes, as below;
-//   - all pass: survived, unless the mutant was never reached (its hit count is 0: a value computed
-//     once per process, an earlier test's state): then new processes decide;
+//   - all pass: new processes decide (below), unless the worker ran nothing before this run: a warm
+//     worker's earlier runs may have left module state (a value computed once and cached) that hides
+//     the mutant, so a warm survival is never trusted alone;
 //   - the hit limit is passed, or the run takes longer than the file's first run × timeoutFactor +
 //     timeoutMS (the worker is killed and restarted): timeout.
 // - "new processes decide" is the process-per-run runner's rule: a new worker with the mutant runs the
@@ -70,7 +71,7 @@ function exists(path) {
 }
 
 /** node:test, for the test files (not for the harness itself), is the harness. */
-const harnessPlugin = {
+export const harnessPlugin = {
   name: "mutation-harness",
   setup(build) {
     build.onResolve({ filter: /^node:test$/ }, (args) => (args.importer === HARNESS ? { path: "node:test", external: true } : { path: HARNESS }));
@@ -93,7 +94,7 @@ const selfImport = {
 };
 
 /** Bundles `entry` into `.mutation-build/<name>/` once per sandbox (a second worker finding it built reuses it). */
-async function bundled(entry, name, plugins = []) {
+export async function bundled(entry, name, plugins = []) {
   const outdir = join(process.cwd(), ".mutation-build", name);
   const output = join(outdir, `${basename(entry).replace(/\.ts$/, "")}.mjs`);
   if (exists(output)) return output;
@@ -115,7 +116,7 @@ const OUTSIDE = "\u0000outside";
 const idOf = (file, name) => `${file}: ${name}`;
 
 /** One test worker: a node process that loaded one test file. */
-class Worker {
+export class Worker {
   runs = 0;
   constructor(file, bundle, env, mutant) {
     this.file = file;
@@ -489,8 +490,14 @@ export class AgentloopTestRunner {
       return { status: MutantRunStatus.Timeout, reason: `the mutant ran ${answer.hits} times (hit limit ${hitLimit})` };
     }
     if (!failed(answer)) {
-      if (answer.hits > 0) return { status: MutantRunStatus.Survived, nrOfTests: answer.results.length };
-      return this.decideFresh(file, selection, mutant); // never reached here: a state of this process hid it?
+      // A worker that ran nothing before this run is a new process with the mutant switched on after
+      // loading (a mutant reached while loading never comes here): its survival is a new process's.
+      if (answer.hits > 0 && worker.runs === 1) return { status: MutantRunStatus.Survived, nrOfTests: answer.results.length };
+      // Otherwise an earlier run may have left state this run read instead of reaching the mutant's
+      // effect (a value computed once per process and cached in module state; the mutant never
+      // reached at all): new processes decide, and only their survival counts.
+      this.way.push(answer.hits > 0 ? "survived warm" : "unreached");
+      return this.decideFresh(file, selection, mutant);
     }
     // The tests up to the first that failed, again, without the mutant (its state is what they ran in).
     const ran = answer.results.map((result) => result.name);
@@ -503,12 +510,17 @@ export class AgentloopTestRunner {
     return this.decideFresh(file, selection, mutant);
   }
 
+  /** A new worker with `mutant` active from its start (scripts/mutation/confirm.mjs writes the mutant in instead). */
+  async workerFor(file, mutant) {
+    return new Worker(file, await this.bundleOf(file), this.env, mutant);
+  }
+
   /** The process-per-run rule: new workers, the mutant active from their start. */
   async decideFresh(file, selection, mutant) {
     this.way.push("fresh");
     const record = this.record(file);
     const once = async (runSelection, runMutant) => {
-      const worker = new Worker(file, await this.bundleOf(file), this.env, runMutant);
+      const worker = await this.workerFor(file, runMutant);
       try {
         return await this.runTests(worker, record, { selection: runSelection, bail: true }, runMutant === undefined ? "alone" : "fresh", true);
       } finally {
