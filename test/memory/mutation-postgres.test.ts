@@ -109,4 +109,19 @@ describe("postgres store: its own connections lost", { timeout: 20_000 }, () => 
     assert.deepEqual((await pool.query("SELECT 1 AS one")).rows, [{ one: 1 }]);
     await endPool(pool);
   });
+
+  it("a store closed while it holds a session lock, on a pool it was given: its lock connection is dropped, not kept idle in the pool, so the lock goes with it", async () => {
+    const { pool } = recordingPool();
+    const schema = uniqueSchema("closedlock");
+    const store = await openPostgresStore({ pool, schema });
+    const other = await openPostgresStore({ url: postgresUrl(), schema, poolSize: 2 });
+    try {
+      await store.lockSession("s");
+      await store.close();
+      await (await other.lockSession("s", AbortSignal.timeout(5_000)))();
+    } finally {
+      await Promise.all([store.close(), other.close()]);
+      await endPool(pool);
+    }
+  });
 });
