@@ -94,16 +94,36 @@ function poolDatabase(pool: pg.Pool, where: string, ownsPool: boolean): SqlDatab
   // Session locks are PostgreSQL advisory locks held by one dedicated connection: taken with a
   // non-blocking try (so one connection serves every session of this process) and released by
   // the server if the process dies with them.
+  // The connections the store keeps (the lock connection, the write lanes'), each with its listener
+  // for the connection lost: taken off when the store gives the connection back, so that what then
+  // happens to it (idle in the pool, or another user's) is the pool's alone.
+  const kept = new Map<pg.PoolClient, () => void>();
+  const keep = (client: pg.PoolClient, onLost: () => void) => {
+    const lost = () => {
+      // Back to the pool, which drops it: kept checked out, it would hold a place in the pool for
+      // ever, and the pool's end (the store's close) would wait for it.
+      giveBack(client, true);
+      onLost();
+    };
+    kept.set(client, lost);
+    client.on("error", lost);
+    return client;
+  };
+  const giveBack = (client: pg.PoolClient, drop: boolean) => {
+    const lost = kept.get(client);
+    if (!lost) return;
+    kept.delete(client);
+    client.removeListener("error", lost);
+    client.release(drop || undefined);
+  };
   let lockConnection: Promise<pg.PoolClient> | undefined;
   const lockClient = () =>
     (lockConnection ??= pool.connect().then(
-      (client) => {
-        client.on("error", () => {
+      (client) =>
+        keep(client, () => {
           // A dropped connection released its locks; the next lock opens a new one.
           lockConnection = undefined;
-        });
-        return client;
-      },
+        }),
       (error: unknown) => {
         lockConnection = undefined;
         throw error;
@@ -164,12 +184,10 @@ function poolDatabase(pool: pg.Pool, where: string, ownsPool: boolean): SqlDatab
     (writers[lane] ??= pool.connect().then(
       (client) => {
         writers[lane] = client;
-        client.on("error", () => {
+        return keep(client, () => {
           // A lost connection fails its statement (pg reports it to it); the next group opens another.
           if (writers[lane] === client) writers[lane] = undefined;
-          client.release(true);
         });
-        return client;
       },
       (error: unknown) => {
         writers[lane] = undefined;
@@ -237,9 +255,9 @@ function poolDatabase(pool: pg.Pool, where: string, ownsPool: boolean): SqlDatab
       await sending;
       const locking = lockConnection;
       lockConnection = undefined;
-      if (locking) await locking.then((client) => client.release(true)).catch(() => {});
+      if (locking) await locking.then((client) => giveBack(client, true)).catch(() => {});
       // The lanes are idle (the store waits for them before it closes the database).
-      for (const held of writers.splice(0)) if (held) await Promise.resolve(held).then((client) => client.release(), () => {});
+      for (const held of writers.splice(0)) if (held) await Promise.resolve(held).then((client) => giveBack(client, false), () => {});
       if (ownsPool) await pool.end();
     },
     describeError: (error) => describeError(error, where),

@@ -130,6 +130,46 @@ describe("embedded store: no background checkpoint after close", () => {
     }
   });
 
+  // Made deterministic: a transaction per append on the JavaScript thread (the commit is made before
+  // `append` returns), a timer set after the checkpoint's with the same delay (so it fires just after
+  // the checkpoint started, before the checkpoint can end: that needs a trip to the driver's thread),
+  // and a reader whose snapshot predates the second commit (so the running checkpoint cannot copy it).
+  it("a commit made while a checkpoint runs, past what that checkpoint may copy, gets a checkpoint of its own", async () => {
+    const path = join(freshFolder(), "memory.db");
+    const store = await openEmbeddedStore({ path, groupCommit: false, backgroundCheckpoints: { delayMs: 50, truncatePages: 100_000 } });
+    const reader = new (createRequire(import.meta.url)("libsql"))(path);
+    try {
+      await store.append("s", Array.from({ length: 20 }, () => ({ event_type: "x", content: page })));
+      await elapse(50);
+      // The checkpoint of that commit is running now. A read transaction's snapshot: nothing committed after it is copied while it lasts.
+      reader.exec("BEGIN");
+      reader.prepare("SELECT count(*) FROM sqlite_master").get();
+      const pagesBefore = (reader.prepare("PRAGMA page_count").get() as { page_count: number }).page_count;
+      await store.append("t", Array.from({ length: 5 }, () => ({ event_type: "x", content: page })));
+      await until(() => sizeOf(path) >= pagesBefore * 4096, 5_000, `the running checkpoint to copy the ${pagesBefore} pages before the second commit`);
+      reader.exec("COMMIT");
+      const pages = (reader.prepare("PRAGMA page_count").get() as { page_count: number }).page_count;
+      assert.ok(pages > pagesBefore);
+      await until(() => sizeOf(path) === pages * 4096, 5_000, `the database file to hold all ${pages} pages`);
+    } finally {
+      reader.close();
+      await store.close();
+    }
+  });
+
+  it("a commit made while a checkpoint runs, then close: no checkpoint follows the close (the files deleted after it stay deleted)", async () => {
+    const folder = freshFolder();
+    const store = await openEmbeddedStore({ path: join(folder, "memory.db"), groupCommit: false, backgroundCheckpoints: { delayMs: 150 } });
+    await store.append("s", [{ event_type: "x", content: "a" }]);
+    await elapse(150);
+    // The checkpoint of that commit is running: this commit asks for another, and close is called before the first ends.
+    await store.append("s", [{ event_type: "x", content: "b" }]);
+    await store.close();
+    removeFiles(folder);
+    await elapse(250);
+    assert.deepEqual(readdirSync(folder), []);
+  });
+
   it("a commit made while a checkpoint copies the log gets a checkpoint of its own", async () => {
     const folder = freshFolder();
     const path = join(folder, "memory.db");
