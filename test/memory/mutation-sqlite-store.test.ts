@@ -80,3 +80,106 @@ describe("embedded store: an append made with returnEvents: false", () => {
     });
   }
 });
+
+describe("embedded store: a group is one call to the writer when the file is as this store expects (docs/memory.md)", () => {
+  it("appends to sessions it wrote last, to new sessions, with a lock attempt, a release alone, and after a session's deletion: one call each", async () => {
+    const store = await openEmbeddedStore({ path: freshFile(), backgroundCheckpoints: false });
+    try {
+      // The first group making a session reads the count of sessions (the longer way).
+      await store.append("s", [{ event_type: "x", content: 1 }]);
+      const oneCall = { exec: 1, iterate: 0 };
+      assert.deepEqual(await callsOf(() => store.append("s", [{ event_type: "x", content: 2 }])), oneCall, "a session it wrote last");
+      assert.deepEqual(await callsOf(() => store.append("t", [{ event_type: "x", content: 1 }])), oneCall, "a new session");
+      assert.deepEqual(
+        await callsOf(() =>
+          Promise.all([
+            store.append("s", [{ event_type: "x", content: 3 }]),
+            store.append("u", [{ event_type: "x", content: 1 }]),
+            store.append("t", [{ event_type: "x", content: 2 }]),
+          ]),
+        ),
+        oneCall,
+        "sessions it wrote and a new one, in one group",
+      );
+      let release: () => Promise<void> = async () => {};
+      assert.deepEqual(
+        await callsOf(async () => {
+          [release] = await Promise.all([store.lockSession("s"), store.append("s", [{ event_type: "x", content: 4 }])]);
+        }),
+        oneCall,
+        "a lock attempt with an append",
+      );
+      assert.deepEqual(await callsOf(() => release()), oneCall, "a release alone");
+      assert.equal(await store.deleteSession("t"), true);
+      assert.deepEqual(await callsOf(() => store.append("t", [{ event_type: "x", content: "again" }])), oneCall, "a session it deleted, made again");
+      assert.deepEqual(
+        (await store.events("s")).map((event) => [event.seq, event.content]),
+        [
+          [1, 1],
+          [2, 2],
+          [3, 3],
+          [4, 4],
+        ],
+      );
+      assert.deepEqual(
+        (await store.events("t")).map((event) => [event.seq, event.content]),
+        [[1, "again"]],
+      );
+      assert.deepEqual(
+        (await store.listSessions()).map((session) => session.session_id),
+        ["u", "s", "t"],
+      );
+    } finally {
+      await store.close();
+    }
+  });
+
+  it("a release and a lock attempt on other sessions in one group: one call; on the same session: the longer way at once, and the lock changes hands", async () => {
+    const store = await openEmbeddedStore({ path: freshFile(), backgroundCheckpoints: false });
+    try {
+      const releaseA = await store.lockSession("a");
+      let releaseB: () => Promise<void> = async () => {};
+      assert.deepEqual(
+        await callsOf(async () => {
+          [, releaseB] = await Promise.all([releaseA(), store.lockSession("b")]);
+        }),
+        { exec: 1, iterate: 0 },
+      );
+      let again: () => Promise<void> = async () => {};
+      assert.deepEqual(
+        await callsOf(async () => {
+          [, again] = await Promise.all([releaseB(), store.lockSession("b", AbortSignal.timeout(5000))]);
+        }),
+        { exec: 2, iterate: 1 },
+        "BEGIN and the writes before the read; the read; the rest and COMMIT",
+      );
+      await again();
+    } finally {
+      await store.close();
+    }
+  });
+
+  it("another store on the file wrote the session since: the one call fails its guard, is rolled back, and the group goes the longer way", async () => {
+    const path = freshFile();
+    const store = await openEmbeddedStore({ path, backgroundCheckpoints: false });
+    const other = await openEmbeddedStore({ path, backgroundCheckpoints: false, writesOffThread: false });
+    try {
+      await store.append("s", [{ event_type: "x", content: 1 }]);
+      await other.append("s", [{ event_type: "x", content: 2 }]);
+      assert.deepEqual(await callsOf(() => store.append("s", [{ event_type: "x", content: 3 }])), { exec: 4, iterate: 1 }, "the one call, ROLLBACK, then two calls and the read");
+      assert.deepEqual(await callsOf(() => store.append("s", [{ event_type: "x", content: 4 }])), { exec: 1, iterate: 0 }, "then one call again");
+      assert.deepEqual(
+        (await other.events("s")).map((event) => [event.seq, event.content]),
+        [
+          [1, 1],
+          [2, 2],
+          [3, 3],
+          [4, 4],
+        ],
+      );
+    } finally {
+      await other.close();
+      await store.close();
+    }
+  });
+});
