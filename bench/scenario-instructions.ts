@@ -5,7 +5,9 @@
 // latency and CPU figures of scenario 5 move by tens of percent (bench/README.md).
 //
 // Each server runs under `valgrind --tool=callgrind --instr-atstart=no` (not counting its start),
-// gets WARM_UP chats, a full collection and AFTER_GC more chats (FULL_GC_FIRST), then
+// gets WARM_UP chats, a full collection and AFTER_GC more chats (FULL_GC_FIRST), all of them and the
+// counted ones on one keep-alive connection (a new one at the window's start deoptimized node's own
+// stream and HTTP functions there: session 22), then
 // `callgrind_control` turns counting on and zeroes it, MEASURED chats run,
 // and `callgrind_control -d` dumps the count: the dump's total over MEASURED is one chat's cost,
 // in every thread of the server process (the event loop, V8's and libuv's helper threads, the
