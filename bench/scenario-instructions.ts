@@ -5,7 +5,9 @@
 // latency and CPU figures of scenario 5 move by tens of percent (bench/README.md).
 //
 // Each server runs under `valgrind --tool=callgrind --instr-atstart=no` (not counting its start),
-// gets WARM_UP chats, a full collection and AFTER_GC more chats (FULL_GC_FIRST), then
+// gets WARM_UP chats, a full collection and AFTER_GC more chats (FULL_GC_FIRST), all of them and the
+// counted ones on one keep-alive connection (a new one at the window's start deoptimized node's own
+// stream and HTTP functions there: session 22), then
 // `callgrind_control` turns counting on and zeroes it, MEASURED chats run,
 // and `callgrind_control -d` dumps the count: the dump's total over MEASURED is one chat's cost,
 // in every thread of the server process (the event loop, V8's and libuv's helper threads, the
@@ -68,17 +70,16 @@ const FULL_GC_FIRST = process.env.BENCH_INSTRUCTIONS_FULL_GC !== "0";
  */
 const AFTER_GC = Number(process.env.BENCH_INSTRUCTIONS_AFTER_GC ?? 2500);
 /**
- * Server processes per row; the row's figure is the fewest instructions per chat among them. A process
- * counts in one of two modes at random (the floor 0.70 or 0.74 M per chat: in the higher one some of
- * node's own stream and HTTP functions stay baseline code through the window; a fixed `--random-seed`
- * does not pin it, bench/FINDINGS.md session 20), so one process per row moved a ratio by ±6 % from run
- * to run. The fewest of three is the fully optimized mode unless all three draw the other. Three for the
- * rows with a target against the floor (chat completions on each store, and the floor), one for the
- * others; `BENCH_INSTRUCTIONS_PROCESSES=N` sets it for every row.
+ * Server processes per row (`BENCH_INSTRUCTIONS_PROCESSES=N`, default 1); with more than one the
+ * row's figure is the fewest instructions per chat among them, the processes run in rounds (one of
+ * each row per round). Sessions 20–21 ran three for the rows with a target against the floor: a
+ * process counted in one of two modes (the floor 0.70 or 0.74 M per chat), which the fewest of three
+ * did not remove (the mode followed the time). Session 22 found the cause, a new connection at the
+ * counted chats' start (see `countServer`), and removed it: one process per row repeats, at a third
+ * of the time.
  */
-const PROCESSES = process.env.BENCH_INSTRUCTIONS_PROCESSES === undefined ? undefined : Number(process.env.BENCH_INSTRUCTIONS_PROCESSES);
-if (PROCESSES !== undefined && !(Number.isInteger(PROCESSES) && PROCESSES >= 1)) throw new Error(`BENCH_INSTRUCTIONS_PROCESSES must be a whole number ≥ 1, not ${process.env.BENCH_INSTRUCTIONS_PROCESSES}`);
-const processesFor = (row: Row) => PROCESSES ?? (row.protocol === CHAT_COMPLETIONS ? 3 : 1);
+const PROCESSES = process.env.BENCH_INSTRUCTIONS_PROCESSES === undefined ? 1 : Number(process.env.BENCH_INSTRUCTIONS_PROCESSES);
+if (!(Number.isInteger(PROCESSES) && PROCESSES >= 1)) throw new Error(`BENCH_INSTRUCTIONS_PROCESSES must be a whole number ≥ 1, not ${process.env.BENCH_INSTRUCTIONS_PROCESSES}`);
 
 /** One row: a server (its own process) and the protocol its chats go through. */
 interface Row {
@@ -151,27 +152,23 @@ let retried = 0;
 let chatCount = 0;
 
 /**
- * Sends `count` chats one after another (one keep-alive connection: the same work, in the same
- * order, every run). A server under valgrind on a loaded machine can sit descheduled past its
- * keep-alive timeout (5 s) with our next request already sent: its timer closes the connection
- * first and the request fails with ECONNRESET. Such a chat is sent once more (counted in the notes).
+ * Sends `count` chats one after another on `agent`'s one keep-alive connection (the same work, in
+ * the same order, every run). A server under valgrind on a loaded machine can sit descheduled past
+ * its keep-alive timeout (5 s) with our next request already sent: its timer closes the connection
+ * first and the request fails with ECONNRESET. Such a chat is sent once more, on a new connection
+ * (counted in the notes).
  */
-async function chats(port: number, count: number, protocol: Protocol, pauseMs = 0): Promise<void> {
-  const agent = new HttpAgent({ keepAlive: true, maxSockets: 1 });
-  try {
-    for (let index = 0; index < count; index++) {
-      const number = chatCount++;
-      try {
-        await chat(port, agent, protocol, number);
-      } catch (error) {
-        if ((error as NodeJS.ErrnoException).code !== "ECONNRESET") throw error;
-        retried++;
-        await chat(port, agent, protocol, number);
-      }
-      if (pauseMs > 0) await new Promise((resolve) => setTimeout(resolve, pauseMs));
+async function chats(port: number, agent: HttpAgent, count: number, protocol: Protocol, pauseMs = 0): Promise<void> {
+  for (let index = 0; index < count; index++) {
+    const number = chatCount++;
+    try {
+      await chat(port, agent, protocol, number);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== "ECONNRESET") throw error;
+      retried++;
+      await chat(port, agent, protocol, number);
     }
-  } finally {
-    agent.destroy();
+    if (pauseMs > 0) await new Promise((resolve) => setTimeout(resolve, pauseMs));
   }
 }
 
@@ -200,9 +197,8 @@ interface Count {
  */
 async function countRows(all: Row[], directory: string): Promise<Count[]> {
   const perRow = all.map(() => [] as Count[]);
-  const rounds = Math.max(...all.map(processesFor));
-  for (let round = 0; round < rounds; round++) {
-    for (const [index, row] of all.entries()) if (round < processesFor(row)) perRow[index].push(await countServer(row, directory));
+  for (let round = 0; round < PROCESSES; round++) {
+    for (const [index, row] of all.entries()) perRow[index].push(await countServer(row, directory));
   }
   return perRow.map((counts) => {
     const fewest = counts.reduce((best, count) => (count.instructionsPerChat < best.instructionsPerChat ? count : best));
@@ -272,18 +268,25 @@ async function countServer(row: Row, directory: string): Promise<Count> {
     // pauses between counted chats), so whether one fell in the counted chats followed the clock.
     nodeArgs: ["--single-threaded", "--min-semi-space-size=1", "--max-semi-space-size=1", "--expose-gc", "--no-memory-reducer"],
   });
+  // One connection for the whole process, warm-up and counted chats alike: a new connection at the
+  // counted chats' start (the warm-up's closed as the next opened, in whichever order the server saw
+  // them) deoptimized node's stream and HTTP functions there (`Readable.read`, `flow`,
+  // `parserOnHeadersComplete`, `resOnFinish`, ... "wrong map"), and whether they were optimized again
+  // before the window's end decided the floor's two modes (0.70 / 0.74 M per chat; session 22).
+  const agent = new HttpAgent({ keepAlive: true, maxSockets: 1 });
   try {
-    await chats(child.port, WARM_UP, protocol);
+    await chats(child.port, agent, WARM_UP, protocol);
     if (FULL_GC_FIRST) {
       const answer = await child.ask("gc");
       if (answer !== "gc done") throw new Error(`${row.key}: the full collection before the counted chats failed: ${answer}`);
-      await chats(child.port, AFTER_GC, protocol);
+      await chats(child.port, agent, AFTER_GC, protocol);
     }
     callgrindControl("--instr=on", child.ownPid);
     callgrindControl("--zero", child.ownPid);
-    await chats(child.port, MEASURED, protocol, PAUSE_MS);
+    await chats(child.port, agent, MEASURED, protocol, PAUSE_MS);
     callgrindControl("--dump", child.ownPid);
   } finally {
+    agent.destroy();
     await child.close();
     if (storeDirectory) rmSync(storeDirectory, { recursive: true, force: true });
     if (schema) await dropSchema(schema);
@@ -377,7 +380,9 @@ export async function runInstructionsScenario(options: BenchOptions): Promise<Sc
       }),
     notes: [
       `Each server under \`valgrind --tool=callgrind --instr-atstart=no\`, unpaced (BENCH_CHUNK_DELAY_MS=0): ${WARM_UP} streaming chats one after another on one keep-alive connection (not counted), ${FULL_GC_FIRST ? `a full collection (\`--expose-gc\`) and ${AFTER_GC} more chats (not counted), ` : ""}then counting on and zeroed (\`callgrind_control\`), ${MEASURED} chats the same way, each followed by a pause of ${PAUSE_MS} ms (the work a chat leaves behind, a WAL checkpoint or a lock release, done before the next), the count dumped: instructions per chat = the dump's total, less V8's optimizing compiler (\`v8::internal::compiler::\` functions in \`callgrind_annotate\`: when it runs depends on timing), ÷ ${MEASURED}. Every thread of the server's process counts (event loop, GC and compiler threads, libuv's pool, the embedded store's writer); PostgreSQL runs in its own process and is not counted. The client runs outside valgrind.`,
-      `Each row's figure is the fewest instructions per chat of ${PROCESSES === undefined ? "three server processes for the rows with a target against the floor (chat completions) and one for the others" : `${PROCESSES} server process(es)`}, run in rounds, one process of each row per round (BENCH_INSTRUCTIONS_PROCESSES): a process counts in one of two modes at random, ~6 % apart on the floor (some of node's own stream and HTTP functions left unoptimized through the window in the higher one).`,
+      PROCESSES === 1
+        ? "One server process per row, all its chats (warm-up and counted) on one keep-alive connection: a new connection at the counted chats' start deoptimized node's stream and HTTP functions there, and whether they were optimized again within the window made two modes ~6 % apart (sessions 19–22)."
+        : `Each row's figure is the fewest instructions per chat of ${PROCESSES} server processes, run in rounds, one process of each row per round (BENCH_INSTRUCTIONS_PROCESSES).`,
       "Each row is a server process of its own, whose chats all go through the row's protocol: `/api/chat` gets the body `useChat` sends for a new chat, `/ag-ui` a RunAgentInput, each chat a new session. The UI protocols' target is their cost beside chat completions on the same store (issue 29): with memory off the plain chat completions row, on a store the row naming its session (`x-session-id`, a new one per chat, as `id` and `threadId` do), since a named session takes the session's lock and loads its history before the run and an unnamed one skips both.",
       "One chat at a time, so each store's group commit holds one chat's appends (the worst case for grouping, and the same groups every run).",
       `Chats sent again after a connection reset by a descheduled server's keep-alive timer: ${retried}.`,
