@@ -8,6 +8,7 @@ import { randomUUID } from "node:crypto";
 import { after, test } from "node:test";
 import { durableAgent } from "../../../src/durable/index.js";
 import { Agent, defineTool, ScriptedModel } from "../../../src/index.js";
+import { InMemoryStore, sessionMemory } from "../../../src/memory/index.js";
 import { openaiChat } from "../../../src/providers/openai/index.js";
 import { fixtureLines, replay, startServer } from "../../providers/fixture-server.js";
 import { shared } from "./shared.js";
@@ -111,4 +112,66 @@ test("over a loopback provider: a run cancelled and resumed at once completes wi
   assert.equal(result.text, recorded);
   assert.equal(provider.requests.length, 2, "the recorded tool call was not asked again");
   assert.equal(weatherAtOnce, 1);
+});
+
+// The same with a session's memory (src/durable/memory.ts: an execution run again does not store what
+// an earlier one stored): over the loopback provider, the resumed run's log holds the user's message,
+// the recorded call and the recorded answer once each. Before, the replayed first leg was stored again.
+const remembering = await startServer([replay("openai-chat", "groq-tool-call"), replay("openai-chat", "groq-text")]);
+after(() => remembering.close());
+const rememberedStore = new InMemoryStore();
+let rememberedStarted: (() => void) | undefined;
+let rememberedCalls = 0;
+const rememberedWeather = defineTool({
+  name: "weather",
+  description: "Weather at a location",
+  parameters: { type: "object", properties: { location: { type: "string" } } },
+  execute: async (_args, context) => {
+    if (++rememberedCalls > 1) return "sunny, 21°C";
+    rememberedStarted?.();
+    return new Promise<string>((_resolve, reject) => {
+      context.signal.addEventListener("abort", () => reject(new Error("stopped")), { once: true });
+    });
+  },
+});
+const overHttpWithMemory = durableAgent(
+  new Agent({
+    name: "cancel-resume-http-memory",
+    model: openaiChat("llama-3.1-8b", { baseURL: `${remembering.url}/v1`, apiKey: "test-key", priceAs: false }),
+    tools: [rememberedWeather],
+    memory: sessionMemory(rememberedStore),
+  }),
+  shared,
+);
+
+test("over a loopback provider with a session's memory: a run cancelled in its tool and resumed stores the user's message, the call and the answer once each", { timeout: 60_000 }, async () => {
+  const started = new Promise<void>((resolve) => {
+    rememberedStarted = resolve;
+  });
+  const runId = `run_cancel_resume_memory_${randomUUID().slice(0, 8)}`;
+  const sessionId = `sess_${randomUUID().slice(0, 8)}`;
+  const run = await overHttpWithMemory.run("What is the weather in San Francisco?", { runId, sessionId });
+  run.result().catch(() => undefined);
+  await started;
+  await overHttpWithMemory.cancel(runId);
+  await overHttpWithMemory.resume(runId);
+  const result = await overHttpWithMemory.retrieve(runId).result();
+  assert.equal(result.state, "COMPLETED", JSON.stringify(result));
+  const recorded = fixtureLines("openai-chat", "groq-text")
+    .map((line) => JSON.parse(line).choices?.[0]?.delta?.content ?? "")
+    .join("");
+  assert.equal(result.text, recorded);
+  assert.equal(remembering.requests.length, 2, "the recorded tool call was not asked again");
+  const events = await rememberedStore.events(sessionId, { limit: 1000 });
+  const count = (type: string) => events.filter((event) => event.event_type === type).length;
+  assert.deepEqual(
+    { user_message: count("user_message"), tool_call: count("tool_call"), agent_response: count("agent_response") },
+    { user_message: 1, tool_call: 1, agent_response: 1 },
+    JSON.stringify(events.map((event) => event.event_type)),
+  );
+  const history = await overHttpWithMemory.agent.config.memory!.loadHistory(sessionId);
+  assert.deepEqual(
+    history.filter((message) => message.role === "user").map((message) => message.content),
+    ["What is the weather in San Francisco?"],
+  );
 });
