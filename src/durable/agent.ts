@@ -140,9 +140,8 @@ export function durableAgent(agent: Agent, options: DurableOptions): DurableAgen
       }
       // Back on the run's queue, in its partition (a cancel clears the run's queue, not its
       // partition key): without it DBOS's internal queue would run it beside its partition's running run.
-      const status = await DBOS.getWorkflowStatus(runId);
-      const queueName = options.queue && status?.queuePartitionKey !== undefined ? options.queue.name : undefined;
-      await DBOS.resumeWorkflow(runId, queueName ? { queueName } : undefined);
+      const queued = options.queue && (await DBOS.getWorkflowStatus(runId))?.queuePartitionKey !== undefined;
+      await DBOS.resumeWorkflow(runId, queued ? { queueName: options.queue!.name } : undefined);
     },
     async recover(executorIds) {
       ensureLaunched("recover");
