@@ -21,3 +21,16 @@ export const wavePlan: Plan = (messages) => {
 };
 
 export const plans = { steps: stepsPlan, wave: wavePlan };
+
+/** A run of test/durable/child.ts (its header says what each field does). */
+export interface ChildRun {
+  runId: string;
+  file: string;
+  model: "in-process" | "async-cleanup" | "http";
+  plan: keyof typeof plans;
+  idempotent?: boolean;
+  approval?: boolean;
+  decide?: boolean;
+  hangAt?: number;
+  hangAfter?: number;
+}
