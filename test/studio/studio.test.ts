@@ -42,27 +42,32 @@ let browser: Browser | undefined;
 
 before(async () => {
   if (!HAVE_CHROMIUM) return;
-  folder = await mkdtemp(join(tmpdir(), "agentloop-studio-"));
-  await writeFile(
-    join(folder, "agent.yaml"),
-    [
-      "name: studio-agent",
-      "description: An agent the studio tests look at",
-      "mcpServers:",
-      "  - name: everything",
-      `    command: ${JSON.stringify(process.execPath)}`,
-      `    args: [${JSON.stringify(everythingServerPath)}, stdio]`,
-      "approvals:",
-      '  tools: ["echo"]',
-      "memory:",
-      "  maxSessionEvents: 20000",
-    ].join("\n"),
-  );
-  server = spawnCli(["serve", "--agent", "agent.yaml", "--port", "0", "--host", "127.0.0.1", "--json"], { ...cleanEnv(), AGENT_API_KEY: KEY, DEBUG_MOCK_RESPONSES: JSON.stringify(SCRIPT) }, folder);
-  [, url] = await server.waitFor(/"event":"listening".*"url":"([^"]+)"/, "stdout", 60_000);
-  await server.waitFor(/"event":"ready"/, "stdout", 60_000);
-  const { chromium } = await import("playwright-core");
-  browser = await chromium.launch({ executablePath: CHROMIUM, args: ["--no-sandbox"] });
+  // The browser starts while the server does (each takes seconds on a loaded machine).
+  const launching = import("playwright-core").then(({ chromium }) => chromium.launch({ executablePath: CHROMIUM, args: ["--no-sandbox"] }));
+  try {
+    folder = await mkdtemp(join(tmpdir(), "agentloop-studio-"));
+    await writeFile(
+      join(folder, "agent.yaml"),
+      [
+        "name: studio-agent",
+        "description: An agent the studio tests look at",
+        "mcpServers:",
+        "  - name: everything",
+        `    command: ${JSON.stringify(process.execPath)}`,
+        `    args: [${JSON.stringify(everythingServerPath)}, stdio]`,
+        "approvals:",
+        '  tools: ["echo"]',
+        "memory:",
+        "  maxSessionEvents: 20000",
+      ].join("\n"),
+    );
+    server = spawnCli(["serve", "--agent", "agent.yaml", "--port", "0", "--host", "127.0.0.1", "--json"], { ...cleanEnv(), AGENT_API_KEY: KEY, DEBUG_MOCK_RESPONSES: JSON.stringify(SCRIPT) }, folder);
+    [, url] = await server.waitFor(/"event":"listening".*"url":"([^"]+)"/, "stdout", 60_000);
+    await server.waitFor(/"event":"ready"/, "stdout", 60_000);
+  } finally {
+    // after() closes it, even when the server did not start.
+    browser = await launching;
+  }
 });
 
 after(async () => {
