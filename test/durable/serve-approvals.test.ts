@@ -44,18 +44,19 @@ test("an approval decided on another replica after the asking one was killed res
   assert.ok(first.complete, first.events.join("\n"));
   const stop = first.events.map((event) => (event.startsWith("{") ? JSON.parse(event) : undefined)).find((chunk) => chunk?.choices?.[0]?.finish_reason === "approval_required");
   assert.ok(stop, `no approval_required chunk in ${first.events.join("\n")}`);
+
+  a.child.kill("SIGKILL");
+  await a.exited;
+  // 10 s later (the issue's figure: no process holds the wait meanwhile; the other replica starts
+  // within them), on the other replica: bad decisions are refused before anything is sent.
+  const tenSeconds = new Promise((resolve) => setTimeout(resolve, 10_000));
   const b = await startReplica(env(`b-${tag}`));
   replicas.push(b);
   const shown = (await (await fetch(`${b.url}/v1/runs/${runId}`)).json()) as { status: string; executorId: string; pendingApprovals?: Array<{ toolCallId: string; tool: string }> };
   assert.equal(shown.status, "PENDING");
   assert.equal(shown.executorId, asking);
   assert.deepEqual(shown.pendingApprovals?.map((call) => call.tool), ["pay"]);
-
-  a.child.kill("SIGKILL");
-  await a.exited;
-  // 10 s later (the issue's figure: no process holds the wait meanwhile), on the other replica: bad
-  // decisions are refused before anything is sent.
-  await new Promise((resolve) => setTimeout(resolve, 10_000));
+  await tenSeconds;
   const unknown = await post(b.url, "/v1/approvals", { session_id: session, decisions: { call_other: { approve: true } } });
   assert.equal(unknown.status, 400);
   assert.match(((await unknown.json()) as { error: { message: string } }).error.message, /no approval is pending for tool call "call_other"/);
