@@ -43,18 +43,44 @@ export function tsChild(entry: string): Promise<string[]> {
   return args;
 }
 
-async function bundle(entry: string): Promise<string[]> {
+/**
+ * The node arguments of each of `entries`, as {@link tsChild}'s, from one esbuild build: many small
+ * entries (a doc's examples) share its reading of the sources, each of which a build of its own repeats.
+ */
+export function tsChildren(entries: string[]): Promise<string[][]> {
+  const fresh = entries.filter((entry, index) => !bundles.has(entry) && entries.indexOf(entry) === index);
+  if (fresh.length > 0) {
+    const built = bundleAll(fresh);
+    for (const [index, entry] of fresh.entries()) bundles.set(entry, built.then((all) => all[index]!));
+  }
+  return Promise.all(entries.map((entry) => tsChild(entry)));
+}
+
+function bundle(entry: string): Promise<string[]> {
+  return bundleAll([entry]).then((all) => all[0]!);
+}
+
+let builds = 0;
+async function bundleAll(entries: string[]): Promise<string[][]> {
   if (!cleanupRegistered) {
     cleanupRegistered = true;
     process.once("exit", () => rmSync(cache, { recursive: true, force: true }));
   }
-  const outdir = join(cache, String(bundles.size));
+  const outdir = join(cache, String(builds++));
+  // An entry's output is named after it; numbered when several are built (two may share a name).
+  const outOf = (entry: string, index: number) => `${entries.length > 1 ? `${index}-` : ""}${basename(entry).replace(/\.[cm]?tsx?$/, "")}`;
   try {
     const { build } = await import("esbuild");
     mkdirSync(outdir, { recursive: true });
-    await build({ ...nodeBundleOptions, plugins: [...(nodeBundleOptions.plugins ?? []), ownSources], entryPoints: [entry], outdir, tsconfig: join(root, "tsconfig.json") });
-    return [join(outdir, `${basename(entry).replace(/\.[cm]?tsx?$/, "")}.mjs`)];
+    await build({
+      ...nodeBundleOptions,
+      plugins: [...(nodeBundleOptions.plugins ?? []), ownSources],
+      entryPoints: entries.map((entry, index) => ({ in: entry, out: outOf(entry, index) })),
+      outdir,
+      tsconfig: join(root, "tsconfig.json"),
+    });
+    return entries.map((entry, index) => [join(outdir, `${outOf(entry, index)}.mjs`)]);
   } catch {
-    return ["--import", tsxLoader, entry];
+    return entries.map((entry) => ["--import", tsxLoader, entry]);
   }
 }

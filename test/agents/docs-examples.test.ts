@@ -8,7 +8,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, describe, it } from "node:test";
 import { fileURLToPath } from "node:url";
-import { tsChild } from "../ts-child.js";
+import { tsChild, tsChildren } from "../ts-child.js";
 
 const root = fileURLToPath(new URL("../../", import.meta.url));
 const folder = mkdtempSync(join(tmpdir(), "agentloop-docs-"));
@@ -52,22 +52,31 @@ mkdirSync(join(folder, "trip/children"), { recursive: true });
 writeFileSync(join(folder, "trip/planner.prompty"), blocks(promptyDoc, "markdown")[0]);
 writeFileSync(join(folder, "trip/children/summarizer.prompty"), "---\nname: summarizer\ninputs:\n  text:\n    required: true\n---\nuser:\nSummarize: {{ text }}\n");
 
+// Every example written as a file, and all bundled in one build (they share its reading of the sources).
+const examples = ["mcp", "tracing", "agents", "prompty", "text-tools", "control", "context-and-output", "coding"].flatMap((doc) =>
+  blocks(readFileSync(join(root, `docs/${doc}.md`), "utf8"), "ts")
+    .filter((code) => code.startsWith("import "))
+    .map((code, index) => {
+      const outside = Object.keys(needsOutsideService).find((marker) => code.includes(marker));
+      const file = join(folder, `${doc}-${index + 1}.mts`);
+      const source = code.replace(/from "agentloop(?:\/([a-z0-9-]+))?"/g, (_match, subpath: string | undefined) => `from ${JSON.stringify(sourceOf(subpath ?? ""))}`);
+      if (!outside) writeFileSync(file, `${source}\nexport {};\n`);
+      return { doc, index, code, outside, file };
+    }),
+);
+let bundled: Promise<unknown> | undefined;
+
 // Each example is its own child process: they run side by side.
 describe("docs examples", { concurrency: 4 }, () => {
-  for (const doc of ["mcp", "tracing", "agents", "prompty", "text-tools", "control", "context-and-output", "coding"]) {
-    const examples = blocks(readFileSync(join(root, `docs/${doc}.md`), "utf8"), "ts").filter((code) => code.startsWith("import "));
-    examples.forEach((code, index) => {
-      const outside = Object.keys(needsOutsideService).find((marker) => code.includes(marker));
-      const name = `docs/${doc}.md example ${index + 1} runs${outside ? ` (skipped: needs ${needsOutsideService[outside]})` : ""}`;
-      it(name, { skip: outside !== undefined }, async () => {
-        const source = code.replace(/from "agentloop(?:\/([a-z0-9-]+))?"/g, (_match, subpath: string | undefined) => `from ${JSON.stringify(sourceOf(subpath ?? ""))}`);
-        const file = join(folder, `${doc}-${index + 1}.mts`);
-        writeFileSync(file, `${source}\nexport {};\n`);
-        const { stdout } = await runExample(file);
-        for (const [, expected] of code.matchAll(/console\.log\(.*\);\s*\/\/ (.+)$/gm)) {
-          assert.ok(stdout.includes(expected.trim()), `expected "${expected.trim()}" in the output:\n${stdout}`);
-        }
-      });
+  for (const { doc, index, code, outside, file } of examples) {
+    const name = `docs/${doc}.md example ${index + 1} runs${outside ? ` (skipped: needs ${needsOutsideService[outside]})` : ""}`;
+    it(name, { skip: outside !== undefined }, async () => {
+      bundled ??= tsChildren(examples.filter((example) => !example.outside).map((example) => example.file));
+      await bundled;
+      const { stdout } = await runExample(file);
+      for (const [, expected] of code.matchAll(/console\.log\(.*\);\s*\/\/ (.+)$/gm)) {
+        assert.ok(stdout.includes(expected.trim()), `expected "${expected.trim()}" in the output:\n${stdout}`);
+      }
     });
   }
 });
