@@ -85,8 +85,10 @@ for (const run of runs) {
   if (!agents.has(name)) agents.set(name, durableAgent(new Agent({ name, model: await modelOf(run.model, run.plan), tools: [stepTool(run)] }), options));
 }
 const agentOf = (run: ChildRun) => agents.get(nameOf(run))!;
+// One launch (and one shutdown) for all of them: DBOS is the process's.
+const launcher = agentOf(runs[0]!);
 
-await [...agents.values()][0]!.launch();
+await launcher.launch();
 const outcomes = runs.map(async (run) => {
   const durable = agentOf(run);
   const events: string[] = [];
@@ -101,5 +103,5 @@ const outcomes = runs.map(async (run) => {
   process.stdout.write(`${JSON.stringify({ runId: run.runId, result, events })}\n`);
 });
 await Promise.all(outcomes);
-await [...agents.values()][0]!.shutdown();
+await launcher.shutdown();
 process.exit(0);

@@ -6,7 +6,7 @@
 // replica restarted with its executor id does). DBOS's schema is the file's own, dropped afterwards.
 // (One process per flow was 17 DBOS launches: ~15 s of CPU, the suite's costliest file.)
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
+import { type ChildProcess, spawn } from "node:child_process";
 import { randomUUID } from "node:crypto";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -30,7 +30,11 @@ before(async () => {
   url = postgresUrl();
 });
 
+/** The child processes started, killed after the tests if one is still running (a test that failed waiting for it). */
+const children: ChildProcess[] = [];
+
 after(async () => {
+  for (const started of children) if (started.exitCode === null && started.signalCode === null) started.kill("SIGKILL");
   const client = new pg.Client({ connectionString: url });
   await client.connect();
   await client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
@@ -49,6 +53,7 @@ async function start(runs: ChildRun[], startRuns: boolean) {
     env: { ...process.env, NODE_NO_WARNINGS: "1", PG_URL: url, SCHEMA: schema, EXECUTOR: "exec-durable-test", START: startRuns ? "1" : "0", RUNS: JSON.stringify(runs) },
     stdio: ["ignore", "pipe", "pipe"],
   });
+  children.push(process_);
   let stdout = "";
   let stderr = "";
   const waiters: Array<{ text: string; resolve: () => void }> = [];
