@@ -527,3 +527,15 @@ test("readers attached to a queued run before it starts here follow it live: the
     ]);
   }
 });
+
+test("reading the journal of a run that does not exist fails with DBOS's error naming the run, not an empty journal", { timeout: 60_000 }, async () => {
+  const runId = `run_missing_${randomUUID().slice(0, 8)}`;
+  const entries: JournalEntry[] = [];
+  await assert.rejects(
+    (async () => {
+      for await (const entry of live.readJournal(runId)) entries.push(entry);
+    })(),
+    (error: Error) => error.message.includes(runId) && /does not exist/.test(error.message),
+  );
+  assert.deepEqual(entries, []);
+});
