@@ -450,3 +450,92 @@ test("a run cancelled during a model call: the call's request is aborted and the
   assert.deepEqual(deltas, ["thinking"], "the live events came as they were streamed");
   assert.equal((await slow.show(run.runId))?.status, "CANCELLED");
 });
+
+// A model that streams a delta, then holds its answer until the test lets it go (one gate per call).
+const heldCalls: Array<{ release: () => void }> = [];
+const heldWaiters: Array<() => void> = [];
+const heldModel: Model = {
+  provider: "test",
+  modelId: "held",
+  async *stream(): AsyncGenerator<ModelEvent> {
+    yield { type: "response-start", model: "held" };
+    yield { type: "text-start", id: "t" };
+    yield { type: "text-delta", id: "t", delta: "live" };
+    await new Promise<void>((release) => {
+      heldCalls.push({ release });
+      for (const wake of heldWaiters.splice(0)) wake();
+    });
+    yield { type: "text-end", id: "t" };
+    yield { type: "finish", reason: { unified: "stop", raw: "stop" } };
+  },
+};
+/** Resolves once `count` model calls of `heldModel` hold their answer. */
+async function held(count: number): Promise<void> {
+  while (heldCalls.length < count) await new Promise<void>((resolve) => heldWaiters.push(resolve));
+}
+const deltas = (_spec: unknown, _runId: string): JournalEncoder => ({
+  start: () => ["start"],
+  event: (event: LoopEvent) => (event.type === "text-delta" ? `delta:${event.delta}` : undefined),
+  end: async (result) => [`end:${result.state}`],
+});
+const live = durableAgent(new Agent({ name: "runs-live-journal", model: heldModel }), { ...shared, journal: deltas });
+
+/** Reads a run's journal, noting each entry; `saw(item)` resolves when the item came. */
+function follow(durable: DurableAgent, runId: string) {
+  const entries: JournalEntry[] = [];
+  const waiting = new Map<string, () => void>();
+  const done = (async () => {
+    for await (const entry of durable.readJournal(runId)) {
+      entries.push(entry);
+      waiting.get(entry.item)?.();
+    }
+  })();
+  const saw = (item: string) => (entries.some((entry) => entry.item === item) ? Promise.resolve() : new Promise<void>((resolve) => waiting.set(item, resolve)));
+  return { entries, done, saw };
+}
+
+test("readers attached to a queued run before it starts here follow it live: the items of a model call still streaming reach each of them, once, at their positions", { timeout: 60_000 }, async () => {
+  heldCalls.length = 0;
+  const key = `live-${randomUUID().slice(0, 8)}`;
+  const first = `run_live_first_${randomUUID().slice(0, 8)}`;
+  const queued = `run_live_queued_${randomUUID().slice(0, 8)}`;
+  // The key's first run holds its model call: the second waits on the queue behind it.
+  const firstRun = await live.run("go", { runId: first, partitionKey: key, journal: "j" });
+  await held(1);
+  const queuedRun = await live.run("go", { runId: queued, partitionKey: key, journal: "j" });
+  assert.equal((await live.show(queued))?.status, "ENQUEUED");
+  const readers = [follow(live, queued), follow(live, queued)];
+  heldCalls[0]!.release();
+  assert.equal((await firstRun.result()).state, "COMPLETED");
+  // The queued run starts here; its model call holds its answer after streaming "live", which is
+  // written to the database only before the run's next step: a reader gets it from this process.
+  await held(2);
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<string>((resolve) => {
+    timer = setTimeout(() => resolve("not seen while the model call streams"), 5_000);
+  });
+  for (const reader of readers) assert.equal(await Promise.race([reader.saw("delta:live").then(() => "seen"), late]), "seen");
+  clearTimeout(timer);
+  heldCalls[1]!.release();
+  assert.equal((await queuedRun.result()).state, "COMPLETED");
+  for (const reader of readers) {
+    await reader.done;
+    assert.deepEqual(reader.entries, [
+      { seq: 1, item: "start" },
+      { seq: 2, item: "delta:live" },
+      { seq: 3, item: "end:COMPLETED" },
+    ]);
+  }
+});
+
+test("reading the journal of a run that does not exist fails with DBOS's error naming the run, not an empty journal", { timeout: 60_000 }, async () => {
+  const runId = `run_missing_${randomUUID().slice(0, 8)}`;
+  const entries: JournalEntry[] = [];
+  await assert.rejects(
+    (async () => {
+      for await (const entry of live.readJournal(runId)) entries.push(entry);
+    })(),
+    (error: Error) => error.message.includes(runId) && /does not exist/.test(error.message),
+  );
+  assert.deepEqual(entries, []);
+});
