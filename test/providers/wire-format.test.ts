@@ -403,6 +403,45 @@ describe("tool schemas", () => {
   });
 });
 
+describe("a Chat Completions model's tool list from call to call", () => {
+  test("each request sends the tools it was given: a list changed in place, a replaced definition, a renamed tool, provider options' own", async () => {
+    const frames = () => sse(chatFrames({ text: "ok" }));
+    await withServer([frames(), frames(), frames(), frames(), frames(), frames()], async (server) => {
+      const chat = openaiChat("m", { baseURL: `${server.url}/v1`, apiKey: "k" });
+      const ask = (request: Omit<ModelRequest, "messages">, messages: ModelRequest["messages"] = [{ role: "user", content: "x" }]) => generate(chat, { messages, ...request });
+      const ping = { name: "ping", description: "no arguments", parameters: { type: "object" } };
+      const tools = [ping];
+      await ask({ tools });
+      tools.push({ name: "weather", description: "Weather at a location", parameters: { type: "object", properties: { location: { type: "string" } } } });
+      await ask({ tools });
+      tools[0] = { ...ping, description: "replaced" };
+      await ask({ tools });
+      // The same definition, renamed: a called tool of the history already has its legal name.
+      const dotted = [{ name: "a.b", description: "dotted", parameters: { type: "object" } }];
+      await ask({ tools: dotted });
+      const called: ModelRequest["messages"] = [
+        { role: "user", content: "x" },
+        { role: "assistant", content: [{ type: "tool-call", id: "c1", name: "a_b", arguments: "{}" }] },
+        { role: "tool", toolCallId: "c1", toolName: "a_b", content: "done" },
+      ];
+      await ask({ tools: dotted }, called);
+      const own = [{ type: "function", function: { name: "own", parameters: { type: "object" } } }];
+      await ask({ tools, toolChoice: "auto", options: { providerOptions: { openai: { tools: own } } } });
+      const sent = server.requests.map((request) => request.body.tools.map((tool: { function: { name: string; description?: string } }) => [tool.function.name, tool.function.description]));
+      assert.deepEqual(sent, [
+        [["ping", "no arguments"]],
+        [["ping", "no arguments"], ["weather", "Weather at a location"]],
+        [["ping", "replaced"], ["weather", "Weather at a location"]],
+        [["a_b", "dotted"]],
+        [["a_b_2", "dotted"]],
+        [["own", undefined]],
+      ]);
+      assert.equal(server.requests[5].body.tool_choice, "auto");
+      assert.deepEqual(Object.keys(server.requests[1].body), ["model", "messages", "tools", "stream", "stream_options"]);
+    });
+  });
+});
+
 describe("images in tool results", () => {
   // A 1x1 PNG, as a tool would return a screenshot.
   const pixel = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==";
