@@ -3,7 +3,7 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { Agent } from "../../src/loop/agent.js";
-import { type Model, type ModelRequest, generate } from "../../src/model/model.js";
+import { type Model, type ModelRequest, type ToolDefinition, generate } from "../../src/model/model.js";
 import { defineTool } from "../../src/tools/tool.js";
 import { anthropic } from "../../src/providers/anthropic/index.js";
 import { openaiChat, openaiResponses } from "../../src/providers/openai/index.js";
@@ -409,8 +409,8 @@ describe("a Chat Completions model's tool list from call to call", () => {
     await withServer([frames(), frames(), frames(), frames(), frames(), frames()], async (server) => {
       const chat = openaiChat("m", { baseURL: `${server.url}/v1`, apiKey: "k" });
       const ask = (request: Omit<ModelRequest, "messages">, messages: ModelRequest["messages"] = [{ role: "user", content: "x" }]) => generate(chat, { messages, ...request });
-      const ping = { name: "ping", description: "no arguments", parameters: { type: "object" } };
-      const tools = [ping];
+      const ping: ToolDefinition = { name: "ping", description: "no arguments", parameters: { type: "object" } };
+      const tools: ToolDefinition[] = [ping];
       await ask({ tools });
       tools.push({ name: "weather", description: "Weather at a location", parameters: { type: "object", properties: { location: { type: "string" } } } });
       await ask({ tools });
