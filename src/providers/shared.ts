@@ -453,16 +453,18 @@ export function refusalError(provider: string, detail: string): AgentLoopError {
 
 /**
  * The request fields all three wires name alike: `tools` and `tool_choice` (only when there are
- * tools; each wire maps a tool and the choice its own way), `temperature` and `top_p`.
+ * tools; each wire maps a tool and the choice its own way, or the whole list with `wireTools`),
+ * `temperature` and `top_p`.
  */
 export function commonRequestFields(
   request: ModelRequest,
   wireTool: (tool: ToolDefinition) => unknown,
   wireToolChoice: (choice: Exclude<ToolChoice, undefined>) => unknown,
+  wireTools?: (tools: readonly ToolDefinition[]) => unknown,
 ): Record<string, unknown> {
   const fields: Record<string, unknown> = {};
   if (request.tools && request.tools.length > 0) {
-    fields.tools = request.tools.map(wireTool);
+    fields.tools = wireTools ? wireTools(request.tools) : request.tools.map(wireTool);
     if (request.toolChoice !== undefined) fields.tool_choice = wireToolChoice(request.toolChoice);
   }
   if (request.options?.temperature !== undefined) fields.temperature = request.options.temperature;

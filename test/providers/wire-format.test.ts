@@ -3,7 +3,7 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { Agent } from "../../src/loop/agent.js";
-import { type Model, type ModelRequest, generate } from "../../src/model/model.js";
+import { type Model, type ModelRequest, type ToolDefinition, generate } from "../../src/model/model.js";
 import { defineTool } from "../../src/tools/tool.js";
 import { anthropic } from "../../src/providers/anthropic/index.js";
 import { openaiChat, openaiResponses } from "../../src/providers/openai/index.js";
@@ -399,6 +399,45 @@ describe("tool schemas", () => {
       assert.deepEqual(server.requests[0].body.tools[0].function.parameters, empty);
       assert.deepEqual(server.requests[1].body.tools[0].parameters, empty);
       assert.deepEqual(server.requests[2].body.tools[0].input_schema, empty);
+    });
+  });
+});
+
+describe("a Chat Completions model's tool list from call to call", () => {
+  test("each request sends the tools it was given: a list changed in place, a replaced definition, a renamed tool, provider options' own", async () => {
+    const frames = () => sse(chatFrames({ text: "ok" }));
+    await withServer([frames(), frames(), frames(), frames(), frames(), frames()], async (server) => {
+      const chat = openaiChat("m", { baseURL: `${server.url}/v1`, apiKey: "k" });
+      const ask = (request: Omit<ModelRequest, "messages">, messages: ModelRequest["messages"] = [{ role: "user", content: "x" }]) => generate(chat, { messages, ...request });
+      const ping: ToolDefinition = { name: "ping", description: "no arguments", parameters: { type: "object" } };
+      const tools: ToolDefinition[] = [ping];
+      await ask({ tools });
+      tools.push({ name: "weather", description: "Weather at a location", parameters: { type: "object", properties: { location: { type: "string" } } } });
+      await ask({ tools });
+      tools[0] = { ...ping, description: "replaced" };
+      await ask({ tools });
+      // The same definition, renamed: a called tool of the history already has its legal name.
+      const dotted = [{ name: "a.b", description: "dotted", parameters: { type: "object" } }];
+      await ask({ tools: dotted });
+      const called: ModelRequest["messages"] = [
+        { role: "user", content: "x" },
+        { role: "assistant", content: [{ type: "tool-call", id: "c1", name: "a_b", arguments: "{}" }] },
+        { role: "tool", toolCallId: "c1", toolName: "a_b", content: "done" },
+      ];
+      await ask({ tools: dotted }, called);
+      const own = [{ type: "function", function: { name: "own", parameters: { type: "object" } } }];
+      await ask({ tools, toolChoice: "auto", options: { providerOptions: { openai: { tools: own } } } });
+      const sent = server.requests.map((request) => request.body.tools.map((tool: { function: { name: string; description?: string } }) => [tool.function.name, tool.function.description]));
+      assert.deepEqual(sent, [
+        [["ping", "no arguments"]],
+        [["ping", "no arguments"], ["weather", "Weather at a location"]],
+        [["ping", "replaced"], ["weather", "Weather at a location"]],
+        [["a_b", "dotted"]],
+        [["a_b_2", "dotted"]],
+        [["own", undefined]],
+      ]);
+      assert.equal(server.requests[5].body.tool_choice, "auto");
+      assert.deepEqual(Object.keys(server.requests[1].body), ["model", "messages", "tools", "stream", "stream_options"]);
     });
   });
 });

@@ -10,7 +10,7 @@
  */
 import type OpenAI from "openai";
 import type { AssistantPart, Message } from "../../messages.js";
-import type { FinishReason, ModelEvent, ModelRequest, ToolChoice, UnifiedFinishReason } from "../../model/model.js";
+import type { FinishReason, ModelEvent, ModelRequest, ToolChoice, ToolDefinition, UnifiedFinishReason } from "../../model/model.js";
 import type { Usage } from "../../usage.js";
 import { incompleteStreamError } from "../errors.js";
 import type { EventSourceMessage } from "eventsource-parser";
@@ -147,14 +147,16 @@ interface ChunkLike {
   choices?: Array<{
     index?: number;
     finish_reason?: string | null;
-    delta?: {
-      content?: string | null;
-      refusal?: string | null;
-      reasoning_content?: string | null;
-      reasoning?: string | null;
-      tool_calls?: ToolCallDeltaLike[] | null;
-    };
+    delta?: ChunkDelta;
   }>;
+}
+
+interface ChunkDelta {
+  content?: string | null;
+  refusal?: string | null;
+  reasoning_content?: string | null;
+  reasoning?: string | null;
+  tool_calls?: ToolCallDeltaLike[] | null;
 }
 
 interface PendingCall {
@@ -184,7 +186,11 @@ class ChatStreamMapper {
     private readonly names: ToolNameMap,
   ) {}
 
-  chunk(chunk: ChunkLike, out: ModelEvent[]): void {
+  /**
+   * One chunk's events; with `whole`, `chunk` is a non-streaming completion:
+   * each choice's `message` is read as its delta, its tool calls by position.
+   */
+  chunk(chunk: ChunkLike, out: ModelEvent[], whole = false): void {
     if (!this.started) {
       this.started = true;
       out.push({ type: "response-start", id: chunk.id || undefined, model: chunk.model || undefined });
@@ -193,7 +199,7 @@ class ChatStreamMapper {
     if (usage) this.usage = usage;
     for (const choice of chunk.choices ?? []) {
       if ((choice.index ?? 0) !== 0) continue;
-      const delta = choice.delta ?? {};
+      const delta = (whole ? (choice as CompletionChoice).message : choice.delta) ?? {};
       const reasoning = delta.reasoning_content ?? delta.reasoning;
       if (typeof reasoning === "string" && reasoning.length > 0) {
         if (!this.reasoningOpen) {
@@ -212,14 +218,14 @@ class ChatStreamMapper {
         out.push({ type: "text-delta", id: "text-0", delta: delta.content });
       }
       if (typeof delta.refusal === "string") this.refusal += delta.refusal;
-      if (delta.tool_calls) for (let position = 0; position < delta.tool_calls.length; position++) this.toolCallDelta(delta.tool_calls[position], position, out);
+      const calls = delta.tool_calls;
+      if (calls) for (let position = 0; position < calls.length; position++) this.toolCallDelta(calls[position]!, whole ? position : (calls[position]!.index ?? position), out);
       if (choice.finish_reason) this.finishRaw = choice.finish_reason;
     }
   }
 
   /** Deltas accumulate by index: id and name come with the first chunk, arguments are appended. */
-  private toolCallDelta(call: ToolCallDeltaLike, position: number, out: ModelEvent[]): void {
-    const index = call.index ?? position;
+  private toolCallDelta(call: ToolCallDeltaLike, index: number, out: ModelEvent[]): void {
     let pending = this.calls.get(index);
     if (!pending) {
       pending = { id: call.id || `call_${index}_${Math.random().toString(36).slice(2, 10)}`, name: "", arguments: "", started: false };
@@ -387,24 +393,66 @@ function keepsNames(renamed: ReadonlyMap<string, string>, names: ToolNameMap): b
   return true;
 }
 
+/** One tool in Chat Completions wire format. */
+function wireTool(tool: ToolDefinition, names: ToolNameMap): unknown {
+  return { type: "function", function: { name: names.toProviderName(tool.name), description: tool.description, parameters: objectSchema(tool.parameters) } };
+}
+
+/** Stands for `tools` in `fields` until `bodyText` puts the cached text there. */
+const toolsMarker = {};
+
+/**
+ * The `tools` array of the direct path's body as JSON text (byte for byte `JSON.stringify` of the
+ * wire tools), kept for the last tool list: an agent sends the same definitions on every call
+ * (a request's tool definitions are read-only, as its messages are), so a call compares them and
+ * their provider names instead of mapping and serializing every schema again.
+ */
+class ToolsJson {
+  private tools: readonly ToolDefinition[] = [];
+  private providerNames: string[] = [];
+  private json = "";
+
+  text(tools: readonly ToolDefinition[], names: ToolNameMap): string {
+    if (!this.keeps(tools, names)) {
+      this.tools = tools.slice();
+      this.providerNames = tools.map((tool) => names.toProviderName(tool.name));
+      this.json = JSON.stringify(tools.map((tool) => wireTool(tool, names)));
+    }
+    return this.json;
+  }
+
+  private keeps(tools: readonly ToolDefinition[], names: ToolNameMap): boolean {
+    if (tools.length !== this.tools.length) return false;
+    for (let index = 0; index < tools.length; index++) {
+      const tool = tools[index]!;
+      if (tool !== this.tools[index] || names.toProviderName(tool.name) !== this.providerNames[index]) return false;
+    }
+    return true;
+  }
+}
+
 export class OpenAIChatModel extends AdapterModel<OpenAI | ChatEndpoint, OpenAIChatOptions> {
   /** The direct path's messages as JSON, per conversation (made on the first call). */
   private messagesJson?: MessagesJson;
+  /** The direct path's last tool list as JSON. */
+  private readonly toolsJson = new ToolsJson();
 
   constructor(modelId: string, options: OpenAIChatOptions = {}) {
     super(modelId, options, openaiConnection("openai"), (settings) => new ChatEndpoint(settings, options.env ?? process.env, options.fetch));
   }
 
-  /** The request's fields other than `model` and `messages`, in the order they are sent. */
-  private fields(request: ModelRequest, names: ToolNameMap): Record<string, unknown> {
+  /**
+   * The request's fields other than `model` and `messages`, in the order they are sent. With
+   * `toolsText`, `tools` (first when there are tools) is `toolsText` itself, for `bodyText` to
+   * replace with the tool list's cached JSON.
+   */
+  private fields(request: ModelRequest, names: ToolNameMap, toolsText?: object): Record<string, unknown> {
     const options = request.options ?? {};
     const body = commonRequestFields(
       request,
-      (tool) => ({
-        type: "function",
-        function: { name: names.toProviderName(tool.name), description: tool.description, parameters: objectSchema(tool.parameters) },
-      }),
+      (tool) => wireTool(tool, names),
       (choice) => toolChoiceParam(choice, names),
+      toolsText && (() => toolsText),
     );
     if (options.maxOutputTokens !== undefined) {
       body[this.options.maxTokensField ?? (this.connection.official ? "max_completion_tokens" : "max_tokens")] = options.maxOutputTokens;
@@ -432,10 +480,19 @@ export class OpenAIChatModel extends AdapterModel<OpenAI | ChatEndpoint, OpenAIC
 
   /** The whole body as JSON (the direct path): the messages' text comes from `MessagesJson`. */
   private bodyText(request: ModelRequest, names: ToolNameMap): string {
-    const fields = this.fields(request, names);
+    const fields = this.fields(request, names, toolsMarker);
     // Provider options that name `model` or `messages` replace them: the plain way then.
     if (Object.hasOwn(fields, "model") || Object.hasOwn(fields, "messages")) return JSON.stringify(this.body(request, names));
-    const rest = JSON.stringify(fields);
+    let rest: string;
+    if (fields.tools === toolsMarker) {
+      // `tools` is the first field: its cached text, then the others' (`undefined` leaves it out).
+      fields.tools = undefined;
+      const others = JSON.stringify(fields);
+      rest = `{"tools":${this.toolsJson.text(request.tools!, names)}${others === "{}" ? "}" : `,${others.slice(1)}`}`;
+    } else {
+      // No tools, or provider options that replaced them (sent as they are).
+      rest = JSON.stringify(fields);
+    }
     this.messagesJson ??= new MessagesJson(this.options.systemRole ?? "system");
     const texts = this.messagesJson.texts(request.messages, names);
     const head = `{"model":${JSON.stringify(this.modelId)},"messages":[`;
@@ -476,7 +533,7 @@ export class OpenAIChatModel extends AdapterModel<OpenAI | ChatEndpoint, OpenAIC
       json: true,
     });
     const out: ModelEvent[] = [];
-    mapper.chunk(completionChunk(value as CompletionLike), out);
+    mapper.chunk(value as ChunkLike, out, true);
     // Aborted while the body was read: `adapterStream` ends the events with `aborted`.
     if (!signal.aborted) mapper.end(out);
     return out;
@@ -490,7 +547,7 @@ export class OpenAIChatModel extends AdapterModel<OpenAI | ChatEndpoint, OpenAIC
     if (!(client instanceof ChatEndpoint)) {
       for await (const chunk of sdkChunks(client, this.body(request, names), streaming, signal)) {
         alive();
-        mapper.chunk(chunk, out);
+        mapper.chunk(chunk, out, !streaming);
         yield* drain(out);
       }
     } else {
@@ -503,7 +560,7 @@ export class OpenAIChatModel extends AdapterModel<OpenAI | ChatEndpoint, OpenAIC
         timeoutMs: this.options.timeoutMs ?? defaultTimeoutMs,
         fetch: client.fetch,
       });
-      if (isJsonResponse(response)) mapper.chunk(completionChunk(JSON.parse(await readText(response.body)) as CompletionLike), out);
+      if (isJsonResponse(response)) mapper.chunk(JSON.parse(await readText(response.body)) as ChunkLike, out, true);
       else {
         const events = new ServerSentEvents();
         for await (const bytes of response.body) {
@@ -546,40 +603,18 @@ function mapSse(events: readonly EventSourceMessage[], mapper: ChatStreamMapper,
   return undefined;
 }
 
-/** The chunks of one call through an official SDK client. */
+/** The chunks of one call through an official SDK client; without streaming, the one completion (read `whole`). */
 async function* sdkChunks(client: OpenAI, body: Record<string, unknown>, streaming: boolean, signal: AbortSignal): AsyncGenerator<ChunkLike> {
   if (!streaming) {
-    const completion = await client.chat.completions.create(body as unknown as OpenAI.Chat.ChatCompletionCreateParamsNonStreaming, { signal });
-    yield completionChunk(completion as unknown as CompletionLike);
+    yield (await client.chat.completions.create(body as unknown as OpenAI.Chat.ChatCompletionCreateParamsNonStreaming, { signal })) as unknown as ChunkLike;
     return;
   }
   const stream = await client.chat.completions.create(body as unknown as OpenAI.Chat.ChatCompletionCreateParamsStreaming, { signal });
   yield* stream as AsyncIterable<ChunkLike>;
 }
 
-interface CompletionLike {
-  id?: string;
-  model?: string;
-  usage?: unknown;
-  choices?: Array<{ index?: number; finish_reason?: string; message?: Record<string, any> }>;
-}
-
-/** A non-streaming body as one big chunk: each message becomes the delta. */
-function completionChunk(completion: CompletionLike): ChunkLike {
-  return {
-    id: completion.id,
-    model: completion.model,
-    usage: completion.usage,
-    choices: (completion.choices ?? []).map((choice) => ({
-      index: choice.index,
-      finish_reason: choice.finish_reason,
-      delta: {
-        ...choice.message,
-        tool_calls: (choice.message?.tool_calls as Array<Record<string, any>> | undefined)?.map((call, index) => ({ ...call, index })),
-      },
-    })),
-  };
-}
+/** A choice of a non-streaming completion: its `message` is read as the whole delta. */
+type CompletionChoice = NonNullable<ChunkLike["choices"]>[number] & { message?: ChunkDelta | null };
 
 /** A Chat Completions model: `openaiChat("gpt-4.1")`, or any compatible server with `baseURL`. */
 export function openaiChat(modelId: string, options: OpenAIChatOptions = {}): OpenAIChatModel {
