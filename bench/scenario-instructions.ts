@@ -256,6 +256,7 @@ async function countServer(row: Row, directory: string): Promise<Count> {
     Object.assign(env, { BENCH_SERVER_MEMORY: "postgres", BENCH_SERVER_POSTGRES_URL: POSTGRES_URL!, BENCH_SERVER_POSTGRES_SCHEMA: schema });
   }
   const outFile = join(directory, `${row.key.replaceAll("/", "-")}.%p.out`);
+  const traceFile = join(directory, `${row.key.replaceAll("/", "-")}.trace`);
   const child = await startChild(server === FLOOR ? "./server-floor.ts" : "./server-agentloop.ts", [], env, {
     prefix: ["valgrind", "-q", "--tool=callgrind", "--instr-atstart=no", `--callgrind-out-file=${outFile}`],
     // One thread for V8 (its compiler and GC on the main thread): code is optimized at the same
@@ -266,8 +267,10 @@ async function countServer(row: Row, directory: string): Promise<Count> {
     // --expose-gc: a full collection just before the counted chats (FULL_GC_FIRST). No memory
     // reducer: it starts full collections by the clock, when the process looks idle (as in the
     // pauses between counted chats), so whether one fell in the counted chats followed the clock.
-    nodeArgs: ["--single-threaded", "--min-semi-space-size=1", "--max-semi-space-size=1", "--expose-gc", "--no-memory-reducer"],
+    nodeArgs: ["--single-threaded", "--min-semi-space-size=1", "--max-semi-space-size=1", "--expose-gc", "--no-memory-reducer", ...(TRACE ? traceArgs(traceFile) : [])],
   });
+  const phases: number[] = [];
+  const mark = () => phases.push(TRACE ? traceSize(traceFile) : 0);
   // One connection for the whole process, warm-up and counted chats alike: a new connection at the
   // counted chats' start (the warm-up's closed as the next opened, in whichever order the server saw
   // them) deoptimized node's stream and HTTP functions there (`Readable.read`, `flow`,
@@ -276,15 +279,25 @@ async function countServer(row: Row, directory: string): Promise<Count> {
   const agent = new HttpAgent({ keepAlive: true, maxSockets: 1 });
   try {
     await chats(child.port, agent, WARM_UP, protocol);
+    mark();
     if (FULL_GC_FIRST) {
       const answer = await child.ask("gc");
       if (answer !== "gc done") throw new Error(`${row.key}: the full collection before the counted chats failed: ${answer}`);
+      mark();
       await chats(child.port, agent, AFTER_GC, protocol);
     }
+    const before = schema ? await storeCounters(schema) : undefined;
+    mark();
     callgrindControl("--instr=on", child.ownPid);
     callgrindControl("--zero", child.ownPid);
     await chats(child.port, agent, MEASURED, protocol, PAUSE_MS);
     callgrindControl("--dump", child.ownPid);
+    mark();
+    if (schema && before) {
+      const after = await storeCounters(schema);
+      console.log(`${row.key}: per counted chat: ${Object.keys(after).map((key) => `${key} ${format((after[key] - before[key]) / MEASURED, 2)}`).join(", ")}`);
+    }
+    if (TRACE) console.log(`${row.key}: ${traceReport(traceFile, phases)}`);
   } finally {
     agent.destroy();
     await child.close();
@@ -299,6 +312,49 @@ async function countServer(row: Row, directory: string): Promise<Count> {
   const { compiler, majorGc } = dumpParts(join(directory, dump));
   if (process.env.BENCH_INSTRUCTIONS_KEEP) console.log(`${row.key}: ${join(directory, dump)}`);
   return { row, instructionsPerChat: (Number(totals[1]) - compiler) / MEASURED, compilerPerChat: compiler / MEASURED, majorGcPerChat: majorGc / MEASURED };
+}
+
+/**
+ * `BENCH_INSTRUCTIONS_TRACE=1` (a diagnosis, not the measure: the trace's own writes are counted):
+ * each server with `--trace-opt --trace-deopt` written to a file of its own, and per phase (warm-up,
+ * after the full collection, counted chats) the TurboFan compilations and deoptimizations printed.
+ */
+const TRACE = process.env.BENCH_INSTRUCTIONS_TRACE === "1";
+const traceArgs = (file: string) => ["--trace-opt", "--trace-deopt", "--redirect-code-traces", `--redirect-code-traces-to=${file}`];
+function traceSize(file: string): number {
+  try {
+    return readFileSync(file).length;
+  } catch {
+    return 0;
+  }
+}
+function traceReport(file: string, phases: number[]): string {
+  const text = readFileSync(file);
+  const names = ["warm-up", "full collection", "after it", "counted"];
+  const parts = [0, ...phases].slice(0, -1).map((start, index) => {
+    const part = text.subarray(start, phases[index]).toString("utf8");
+    const compiled = part.split("[completed compiling").length - 1;
+    const bailouts = part.split("\n").filter((line) => line.startsWith("[bailout"));
+    const marked = part.split("\n").filter((line) => line.includes("for deoptimization"));
+    const detail = index === phases.length - 1 ? ` ${[...bailouts, ...marked].map((line) => line.replace(/0x[0-9a-f]+/g, "").slice(0, 160)).join(" | ")}` : "";
+    return `${names[index] ?? index}: ${compiled} compiled, ${bailouts.length} bailouts, ${marked.length} marked for deoptimization${detail}`;
+  });
+  return parts.join("; ");
+}
+
+/** PostgreSQL's counters of a schema's store (writes per chat): the sequences every group write and every event advance. */
+async function storeCounters(schema: string): Promise<Record<string, number>> {
+  const { default: pg } = await import("pg");
+  const client = new pg.Client({ connectionString: POSTGRES_URL });
+  await client.connect();
+  try {
+    const { rows } = await client.query(
+      `SELECT (SELECT last_value FROM "${schema}".agentloop_session_activity) AS activity, (SELECT last_value FROM "${schema}".agentloop_events_id_seq) AS events, (SELECT count(*) FROM "${schema}".agentloop_sessions) AS sessions`,
+    );
+    return { "activity nextvals": Number(rows[0].activity), "events": Number(rows[0].events), "sessions": Number(rows[0].sessions) };
+  } finally {
+    await client.end();
+  }
 }
 
 async function dropSchema(schema: string): Promise<void> {
