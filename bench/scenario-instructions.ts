@@ -7,7 +7,8 @@
 // Each server runs under `valgrind --tool=callgrind --instr-atstart=no` (not counting its start),
 // gets WARM_UP chats, a full collection and AFTER_GC more chats (FULL_GC_FIRST), all of them and the
 // counted ones on one keep-alive connection (a new one at the window's start deoptimized node's own
-// stream and HTTP functions there: session 22), then
+// stream and HTTP functions there: session 22), REHEARSAL chats paced as the counted ones are (so
+// the pattern is not new to V8 when counting starts: session 23), then
 // `callgrind_control` turns counting on and zeroes it, MEASURED chats run,
 // and `callgrind_control -d` dumps the count: the dump's total over MEASURED is one chat's cost,
 // in every thread of the server process (the event loop, V8's and libuv's helper threads, the
@@ -69,6 +70,13 @@ const FULL_GC_FIRST = process.env.BENCH_INSTRUCTIONS_FULL_GC !== "0";
  * runs, and which of them depended on timing (bench/FINDINGS.md, session 18).
  */
 const AFTER_GC = Number(process.env.BENCH_INSTRUCTIONS_AFTER_GC ?? 2500);
+/**
+ * Chats played just before the counted ones, the same way (each followed by the pause), not
+ * counted: the counted chats' pattern (a pause after each, so a timer that never fires in the
+ * back-to-back warm-up does, and every store write is a group of its own) is then not new to V8
+ * when counting starts, and whatever it optimizes or deoptimizes for it, it does here (session 23).
+ */
+const REHEARSAL = Number(process.env.BENCH_INSTRUCTIONS_REHEARSAL ?? MEASURED);
 /**
  * Server processes per row (`BENCH_INSTRUCTIONS_PROCESSES=N`, default 1); with more than one the
  * row's figure is the fewest instructions per chat among them, the processes run in rounds (one of
@@ -281,11 +289,15 @@ async function countServer(row: Row, directory: string): Promise<Count> {
     await chats(child.port, agent, WARM_UP, protocol);
     mark();
     if (FULL_GC_FIRST) {
-      const answer = await child.ask("gc");
+      let answer = await child.ask("gc");
+      // A trace's lines V8 writes to stdout (not to the trace's file) come first: read on to the answer.
+      for (let lines = 0; TRACE && answer !== "gc done" && lines < 10_000; lines++) answer = await child.ask("");
       if (answer !== "gc done") throw new Error(`${row.key}: the full collection before the counted chats failed: ${answer}`);
       mark();
       await chats(child.port, agent, AFTER_GC, protocol);
     }
+    mark();
+    await chats(child.port, agent, REHEARSAL, protocol, PAUSE_MS);
     const before = schema ? await storeCounters(schema) : undefined;
     mark();
     callgrindControl("--instr=on", child.ownPid);
@@ -330,14 +342,15 @@ function traceSize(file: string): number {
 }
 function traceReport(file: string, phases: number[]): string {
   const text = readFileSync(file);
-  const names = ["warm-up", "full collection", "after it", "counted"];
+  const phaseNames = ["warm-up", "full collection", "after it", "rehearsal", "counted"];
   const parts = [0, ...phases].slice(0, -1).map((start, index) => {
     const part = text.subarray(start, phases[index]).toString("utf8");
     const compiled = part.split("[completed compiling").length - 1;
     const bailouts = part.split("\n").filter((line) => line.startsWith("[bailout"));
     const marked = part.split("\n").filter((line) => line.includes("for deoptimization"));
-    const detail = index === phases.length - 1 ? ` ${[...bailouts, ...marked].map((line) => line.replace(/0x[0-9a-f]+/g, "").slice(0, 160)).join(" | ")}` : "";
-    return `${names[index] ?? index}: ${compiled} compiled, ${bailouts.length} bailouts, ${marked.length} marked for deoptimization${detail}`;
+    const names = part.split("\n").filter((line) => line.startsWith("[completed compiling"));
+    const detail = index === phases.length - 1 ? ` ${[...names, ...bailouts, ...marked].map((line) => line.replace(/0x[0-9a-f]+/g, "").slice(0, 160)).join(" | ")}` : "";
+    return `${phaseNames[index] ?? index}: ${compiled} compiled, ${bailouts.length} bailouts, ${marked.length} marked for deoptimization${detail}`;
   });
   return parts.join("; ");
 }
@@ -435,7 +448,7 @@ export async function runInstructionsScenario(options: BenchOptions): Promise<Sc
         };
       }),
     notes: [
-      `Each server under \`valgrind --tool=callgrind --instr-atstart=no\`, unpaced (BENCH_CHUNK_DELAY_MS=0): ${WARM_UP} streaming chats one after another on one keep-alive connection (not counted), ${FULL_GC_FIRST ? `a full collection (\`--expose-gc\`) and ${AFTER_GC} more chats (not counted), ` : ""}then counting on and zeroed (\`callgrind_control\`), ${MEASURED} chats the same way, each followed by a pause of ${PAUSE_MS} ms (the work a chat leaves behind, a WAL checkpoint or a lock release, done before the next), the count dumped: instructions per chat = the dump's total, less V8's optimizing compiler (\`v8::internal::compiler::\` functions in \`callgrind_annotate\`: when it runs depends on timing), ÷ ${MEASURED}. Every thread of the server's process counts (event loop, GC and compiler threads, libuv's pool, the embedded store's writer); PostgreSQL runs in its own process and is not counted. The client runs outside valgrind.`,
+      `Each server under \`valgrind --tool=callgrind --instr-atstart=no\`, unpaced (BENCH_CHUNK_DELAY_MS=0): ${WARM_UP} streaming chats one after another on one keep-alive connection (not counted), ${FULL_GC_FIRST ? `a full collection (\`--expose-gc\`) and ${AFTER_GC} more chats (not counted), ` : ""}${REHEARSAL} chats each followed by a pause of ${PAUSE_MS} ms (the work a chat leaves behind, a WAL checkpoint, an eviction or a lock release, done before the next; not counted: the counted chats' pattern rehearsed, so V8 optimizes for it before counting), then counting on and zeroed (\`callgrind_control\`), ${MEASURED} chats the same way, the count dumped: instructions per chat = the dump's total, less V8's optimizing compiler (\`v8::internal::compiler::\` functions in \`callgrind_annotate\`: when it runs depends on timing), ÷ ${MEASURED}. Every thread of the server's process counts (event loop, GC and compiler threads, libuv's pool, the embedded store's writer); PostgreSQL runs in its own process and is not counted. The client runs outside valgrind.`,
       PROCESSES === 1
         ? "One server process per row, all its chats (warm-up and counted) on one keep-alive connection: a new connection at the counted chats' start deoptimized node's stream and HTTP functions there, and whether they were optimized again within the window made two modes ~6 % apart (sessions 19–22)."
         : `Each row's figure is the fewest instructions per chat of ${PROCESSES} server processes, run in rounds, one process of each row per round (BENCH_INSTRUCTIONS_PROCESSES).`,
