@@ -7,8 +7,8 @@
 // Each server runs under `valgrind --tool=callgrind --instr-atstart=no` (not counting its start),
 // gets WARM_UP chats, a full collection and AFTER_GC more chats (FULL_GC_FIRST), all of them and the
 // counted ones on one keep-alive connection (a new one at the window's start deoptimized node's own
-// stream and HTTP functions there: session 22), REHEARSAL chats paced as the counted ones are (so
-// the pattern is not new to V8 when counting starts: session 23), then
+// stream and HTTP functions there: session 22), REHEARSAL chats paced as the counted ones (default
+// none), then
 // `callgrind_control` turns counting on and zeroes it, MEASURED chats run,
 // and `callgrind_control -d` dumps the count: the dump's total over MEASURED is one chat's cost,
 // in every thread of the server process (the event loop, V8's and libuv's helper threads, the
@@ -71,12 +71,13 @@ const FULL_GC_FIRST = process.env.BENCH_INSTRUCTIONS_FULL_GC !== "0";
  */
 const AFTER_GC = Number(process.env.BENCH_INSTRUCTIONS_AFTER_GC ?? 2500);
 /**
- * Chats played just before the counted ones, the same way (each followed by the pause), not
- * counted: the counted chats' pattern (a pause after each, so a timer that never fires in the
- * back-to-back warm-up does, and every store write is a group of its own) is then not new to V8
- * when counting starts, and whatever it optimizes or deoptimizes for it, it does here (session 23).
+ * `BENCH_INSTRUCTIONS_REHEARSAL=N`: N chats played just before the counted ones, the same way (each
+ * followed by the pause), not counted, so the counted chats' pattern (a timer that never fires back
+ * to back, PostgreSQL's eviction after every chat) is not new to V8 when counting starts. Default 0:
+ * tried in session 23 with 100 (three runs), it did not make PostgreSQL's row repeat (0.902, 0.956,
+ * 0.940 M per chat) and left the other rows as they were (bench/FINDINGS.md).
  */
-const REHEARSAL = Number(process.env.BENCH_INSTRUCTIONS_REHEARSAL ?? MEASURED);
+const REHEARSAL = Number(process.env.BENCH_INSTRUCTIONS_REHEARSAL ?? 0);
 /**
  * Server processes per row (`BENCH_INSTRUCTIONS_PROCESSES=N`, default 1); with more than one the
  * row's figure is the fewest instructions per chat among them, the processes run in rounds (one of
@@ -448,7 +449,7 @@ export async function runInstructionsScenario(options: BenchOptions): Promise<Sc
         };
       }),
     notes: [
-      `Each server under \`valgrind --tool=callgrind --instr-atstart=no\`, unpaced (BENCH_CHUNK_DELAY_MS=0): ${WARM_UP} streaming chats one after another on one keep-alive connection (not counted), ${FULL_GC_FIRST ? `a full collection (\`--expose-gc\`) and ${AFTER_GC} more chats (not counted), ` : ""}${REHEARSAL} chats each followed by a pause of ${PAUSE_MS} ms (the work a chat leaves behind, a WAL checkpoint, an eviction or a lock release, done before the next; not counted: the counted chats' pattern rehearsed, so V8 optimizes for it before counting), then counting on and zeroed (\`callgrind_control\`), ${MEASURED} chats the same way, the count dumped: instructions per chat = the dump's total, less V8's optimizing compiler (\`v8::internal::compiler::\` functions in \`callgrind_annotate\`: when it runs depends on timing), ÷ ${MEASURED}. Every thread of the server's process counts (event loop, GC and compiler threads, libuv's pool, the embedded store's writer); PostgreSQL runs in its own process and is not counted. The client runs outside valgrind.`,
+      `Each server under \`valgrind --tool=callgrind --instr-atstart=no\`, unpaced (BENCH_CHUNK_DELAY_MS=0): ${WARM_UP} streaming chats one after another on one keep-alive connection (not counted), ${FULL_GC_FIRST ? `a full collection (\`--expose-gc\`) and ${AFTER_GC} more chats (not counted), ` : ""}${REHEARSAL > 0 ? `${REHEARSAL} chats paced as the counted ones (not counted, BENCH_INSTRUCTIONS_REHEARSAL), ` : ""}then counting on and zeroed (\`callgrind_control\`), ${MEASURED} chats the same way, each followed by a pause of ${PAUSE_MS} ms (the work a chat leaves behind, a WAL checkpoint, an eviction or a lock release, done before the next), the count dumped: instructions per chat = the dump's total, less V8's optimizing compiler (\`v8::internal::compiler::\` functions in \`callgrind_annotate\`: when it runs depends on timing), ÷ ${MEASURED}. Every thread of the server's process counts (event loop, GC and compiler threads, libuv's pool, the embedded store's writer); PostgreSQL runs in its own process and is not counted. The client runs outside valgrind.`,
       PROCESSES === 1
         ? "One server process per row, all its chats (warm-up and counted) on one keep-alive connection: a new connection at the counted chats' start deoptimized node's stream and HTTP functions there, and whether they were optimized again within the window made two modes ~6 % apart (sessions 19–22)."
         : `Each row's figure is the fewest instructions per chat of ${PROCESSES} server processes, run in rounds, one process of each row per round (BENCH_INSTRUCTIONS_PROCESSES).`,
