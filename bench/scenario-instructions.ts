@@ -7,7 +7,8 @@
 // Each server runs under `valgrind --tool=callgrind --instr-atstart=no` (not counting its start),
 // gets WARM_UP chats, a full collection and AFTER_GC more chats (FULL_GC_FIRST), all of them and the
 // counted ones on one keep-alive connection (a new one at the window's start deoptimized node's own
-// stream and HTTP functions there: session 22), then
+// stream and HTTP functions there: session 22), REHEARSAL chats paced as the counted ones (default
+// none), then
 // `callgrind_control` turns counting on and zeroes it, MEASURED chats run,
 // and `callgrind_control -d` dumps the count: the dump's total over MEASURED is one chat's cost,
 // in every thread of the server process (the event loop, V8's and libuv's helper threads, the
@@ -69,6 +70,14 @@ const FULL_GC_FIRST = process.env.BENCH_INSTRUCTIONS_FULL_GC !== "0";
  * runs, and which of them depended on timing (bench/FINDINGS.md, session 18).
  */
 const AFTER_GC = Number(process.env.BENCH_INSTRUCTIONS_AFTER_GC ?? 2500);
+/**
+ * `BENCH_INSTRUCTIONS_REHEARSAL=N`: N chats played just before the counted ones, the same way (each
+ * followed by the pause), not counted, so the counted chats' pattern (a timer that never fires back
+ * to back, PostgreSQL's eviction after every chat) is not new to V8 when counting starts. Default 0:
+ * tried in session 23 with 100 (three runs), it did not make PostgreSQL's row repeat (0.902, 0.956,
+ * 0.940 M per chat) and left the other rows as they were (bench/FINDINGS.md).
+ */
+const REHEARSAL = Number(process.env.BENCH_INSTRUCTIONS_REHEARSAL ?? 0);
 /**
  * Server processes per row (`BENCH_INSTRUCTIONS_PROCESSES=N`, default 1); with more than one the
  * row's figure is the fewest instructions per chat among them, the processes run in rounds (one of
@@ -256,6 +265,7 @@ async function countServer(row: Row, directory: string): Promise<Count> {
     Object.assign(env, { BENCH_SERVER_MEMORY: "postgres", BENCH_SERVER_POSTGRES_URL: POSTGRES_URL!, BENCH_SERVER_POSTGRES_SCHEMA: schema });
   }
   const outFile = join(directory, `${row.key.replaceAll("/", "-")}.%p.out`);
+  const traceFile = join(directory, `${row.key.replaceAll("/", "-")}.trace`);
   const child = await startChild(server === FLOOR ? "./server-floor.ts" : "./server-agentloop.ts", [], env, {
     prefix: ["valgrind", "-q", "--tool=callgrind", "--instr-atstart=no", `--callgrind-out-file=${outFile}`],
     // One thread for V8 (its compiler and GC on the main thread): code is optimized at the same
@@ -266,8 +276,10 @@ async function countServer(row: Row, directory: string): Promise<Count> {
     // --expose-gc: a full collection just before the counted chats (FULL_GC_FIRST). No memory
     // reducer: it starts full collections by the clock, when the process looks idle (as in the
     // pauses between counted chats), so whether one fell in the counted chats followed the clock.
-    nodeArgs: ["--single-threaded", "--min-semi-space-size=1", "--max-semi-space-size=1", "--expose-gc", "--no-memory-reducer"],
+    nodeArgs: ["--single-threaded", "--min-semi-space-size=1", "--max-semi-space-size=1", "--expose-gc", "--no-memory-reducer", ...(TRACE ? traceArgs(traceFile) : [])],
   });
+  const phases: number[] = [];
+  const mark = () => phases.push(TRACE ? traceSize(traceFile) : 0);
   // One connection for the whole process, warm-up and counted chats alike: a new connection at the
   // counted chats' start (the warm-up's closed as the next opened, in whichever order the server saw
   // them) deoptimized node's stream and HTTP functions there (`Readable.read`, `flow`,
@@ -276,15 +288,33 @@ async function countServer(row: Row, directory: string): Promise<Count> {
   const agent = new HttpAgent({ keepAlive: true, maxSockets: 1 });
   try {
     await chats(child.port, agent, WARM_UP, protocol);
+    mark();
     if (FULL_GC_FIRST) {
-      const answer = await child.ask("gc");
+      let answer = await child.ask("gc");
+      // A trace's lines V8 writes to stdout (not to the trace's file) come first: read on to the answer.
+      for (let lines = 0; TRACE && answer !== "gc done" && lines < 10_000; lines++) answer = await child.ask("");
       if (answer !== "gc done") throw new Error(`${row.key}: the full collection before the counted chats failed: ${answer}`);
+      mark();
       await chats(child.port, agent, AFTER_GC, protocol);
     }
+    mark();
+    await chats(child.port, agent, REHEARSAL, protocol, PAUSE_MS);
+    // The pause before the first counted chat too: the work the uncounted chats left behind (an
+    // eviction of PostgreSQL's store waiting for its 100 ms gap, with a backlog of sessions that
+    // depended on the chats' speed) is done before counting starts (session 23).
+    await new Promise((resolve) => setTimeout(resolve, PAUSE_MS));
+    const before = schema ? await storeCounters(schema) : undefined;
+    mark();
     callgrindControl("--instr=on", child.ownPid);
     callgrindControl("--zero", child.ownPid);
     await chats(child.port, agent, MEASURED, protocol, PAUSE_MS);
     callgrindControl("--dump", child.ownPid);
+    mark();
+    if (schema && before) {
+      const after = await storeCounters(schema);
+      console.log(`${row.key}: per counted chat: ${Object.keys(after).map((key) => `${key} ${format((after[key] - before[key]) / MEASURED, 2)}`).join(", ")}`);
+    }
+    if (TRACE) console.log(`${row.key}: ${traceReport(traceFile, phases)}`);
   } finally {
     agent.destroy();
     await child.close();
@@ -299,6 +329,50 @@ async function countServer(row: Row, directory: string): Promise<Count> {
   const { compiler, majorGc } = dumpParts(join(directory, dump));
   if (process.env.BENCH_INSTRUCTIONS_KEEP) console.log(`${row.key}: ${join(directory, dump)}`);
   return { row, instructionsPerChat: (Number(totals[1]) - compiler) / MEASURED, compilerPerChat: compiler / MEASURED, majorGcPerChat: majorGc / MEASURED };
+}
+
+/**
+ * `BENCH_INSTRUCTIONS_TRACE=1` (a diagnosis, not the measure: the trace's own writes are counted):
+ * each server with `--trace-opt --trace-deopt` written to a file of its own, and per phase (warm-up,
+ * after the full collection, counted chats) the TurboFan compilations and deoptimizations printed.
+ */
+const TRACE = process.env.BENCH_INSTRUCTIONS_TRACE === "1";
+const traceArgs = (file: string) => ["--trace-opt", "--trace-deopt", "--redirect-code-traces", `--redirect-code-traces-to=${file}`];
+function traceSize(file: string): number {
+  try {
+    return readFileSync(file).length;
+  } catch {
+    return 0;
+  }
+}
+function traceReport(file: string, phases: number[]): string {
+  const text = readFileSync(file);
+  const phaseNames = ["warm-up", "full collection", "after it", "rehearsal", "counted"];
+  const parts = [0, ...phases].slice(0, -1).map((start, index) => {
+    const part = text.subarray(start, phases[index]).toString("utf8");
+    const compiled = part.split("[completed compiling").length - 1;
+    const bailouts = part.split("\n").filter((line) => line.startsWith("[bailout"));
+    const marked = part.split("\n").filter((line) => line.includes("for deoptimization"));
+    const names = part.split("\n").filter((line) => line.startsWith("[completed compiling"));
+    const detail = index === phases.length - 1 ? ` ${[...names, ...bailouts, ...marked].map((line) => line.replace(/0x[0-9a-f]+/g, "").slice(0, 160)).join(" | ")}` : "";
+    return `${phaseNames[index] ?? index}: ${compiled} compiled, ${bailouts.length} bailouts, ${marked.length} marked for deoptimization${detail}`;
+  });
+  return parts.join("; ");
+}
+
+/** PostgreSQL's counters of a schema's store (writes per chat): the sequences every group write and every event advance. */
+async function storeCounters(schema: string): Promise<Record<string, number>> {
+  const { default: pg } = await import("pg");
+  const client = new pg.Client({ connectionString: POSTGRES_URL });
+  await client.connect();
+  try {
+    const { rows } = await client.query(
+      `SELECT (SELECT last_value FROM "${schema}".agentloop_session_activity) AS activity, (SELECT last_value FROM "${schema}".agentloop_events_id_seq) AS events, (SELECT count(*) FROM "${schema}".agentloop_sessions) AS sessions`,
+    );
+    return { "activity nextvals": Number(rows[0].activity), "events": Number(rows[0].events), "sessions": Number(rows[0].sessions) };
+  } finally {
+    await client.end();
+  }
 }
 
 async function dropSchema(schema: string): Promise<void> {
@@ -379,7 +453,7 @@ export async function runInstructionsScenario(options: BenchOptions): Promise<Sc
         };
       }),
     notes: [
-      `Each server under \`valgrind --tool=callgrind --instr-atstart=no\`, unpaced (BENCH_CHUNK_DELAY_MS=0): ${WARM_UP} streaming chats one after another on one keep-alive connection (not counted), ${FULL_GC_FIRST ? `a full collection (\`--expose-gc\`) and ${AFTER_GC} more chats (not counted), ` : ""}then counting on and zeroed (\`callgrind_control\`), ${MEASURED} chats the same way, each followed by a pause of ${PAUSE_MS} ms (the work a chat leaves behind, a WAL checkpoint or a lock release, done before the next), the count dumped: instructions per chat = the dump's total, less V8's optimizing compiler (\`v8::internal::compiler::\` functions in \`callgrind_annotate\`: when it runs depends on timing), ÷ ${MEASURED}. Every thread of the server's process counts (event loop, GC and compiler threads, libuv's pool, the embedded store's writer); PostgreSQL runs in its own process and is not counted. The client runs outside valgrind.`,
+      `Each server under \`valgrind --tool=callgrind --instr-atstart=no\`, unpaced (BENCH_CHUNK_DELAY_MS=0): ${WARM_UP} streaming chats one after another on one keep-alive connection (not counted), ${FULL_GC_FIRST ? `a full collection (\`--expose-gc\`) and ${AFTER_GC} more chats (not counted), ` : ""}${REHEARSAL > 0 ? `${REHEARSAL} chats paced as the counted ones (not counted, BENCH_INSTRUCTIONS_REHEARSAL), ` : ""}then counting on and zeroed (\`callgrind_control\`), ${MEASURED} chats the same way, each followed by a pause of ${PAUSE_MS} ms (the work a chat leaves behind, a WAL checkpoint, an eviction or a lock release, done before the next), the count dumped: instructions per chat = the dump's total, less V8's optimizing compiler (\`v8::internal::compiler::\` functions in \`callgrind_annotate\`: when it runs depends on timing), ÷ ${MEASURED}. Every thread of the server's process counts (event loop, GC and compiler threads, libuv's pool, the embedded store's writer); PostgreSQL runs in its own process and is not counted. The client runs outside valgrind.`,
       PROCESSES === 1
         ? "One server process per row, all its chats (warm-up and counted) on one keep-alive connection: a new connection at the counted chats' start deoptimized node's stream and HTTP functions there, and whether they were optimized again within the window made two modes ~6 % apart (sessions 19–22)."
         : `Each row's figure is the fewest instructions per chat of ${PROCESSES} server processes, run in rounds, one process of each row per round (BENCH_INSTRUCTIONS_PROCESSES).`,
