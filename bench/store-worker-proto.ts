@@ -82,5 +82,9 @@ try {
   control("--dump");
 } finally {
   await worker.terminate();
+  const check = await openEmbeddedStore({ path: `${directory}/` });
+  const sessions = await check.listSessions({ limit: 5000 });
+  console.log(`sessions ${sessions.length}, events of the last ${sessions[0]?.event_count}`);
+  await check.close();
   rmSync(directory, { recursive: true, force: true });
 }
