@@ -47,15 +47,20 @@ const directory = mkdtempSync(join(tmpdir(), "agentloop-store-proto-"));
 // The file, WAL and tables as the store makes them; then its connections closed.
 const setup = await openEmbeddedStore({ path: `${directory}/` });
 await setup.close();
+const INLINE = process.env.PROTO_INLINE === "1";
+// @ts-expect-error a scratch .mjs without types
+const { makeWriter } = await import("./store-worker-proto-writer.mjs");
+const inline = INLINE ? makeWriter({ file: join(directory, "memory.db"), driver: process.env.PROTO_DRIVER }) : undefined;
 const worker = new Worker(new URL("./store-worker-proto-writer.mjs", import.meta.url), { workerData: { file: join(directory, "memory.db"), driver: process.env.PROTO_DRIVER } });
 const waiting = new Map<number, { resolve: () => void; reject: (error: Error) => void }>();
 let nextId = 0;
-worker.on("message", ([id, error]: [number, string | null]) => {
+const answer = ([id, error]: [number, string | null]) => {
   const entry = waiting.get(id)!;
   waiting.delete(id);
   if (error) entry.reject(new Error(error));
   else entry.resolve();
-});
+};
+worker.on("message", answer);
 function chat(): Promise<void> {
   const sessionId = newSessionId();
   const rows = eventRows(sessionId, chatEvents());
@@ -64,7 +69,8 @@ function chat(): Promise<void> {
   for (const row of rows) message.push(row.eventId, row.timestamp, Date.parse(row.timestamp), row.eventType, row.content, row.metadata);
   return new Promise((resolve, reject) => {
     waiting.set(nextId++, { resolve, reject });
-    worker.postMessage(message);
+    if (inline) Promise.resolve(inline(message)).then(answer);
+    else worker.postMessage(message);
   });
 }
 const pause = () => new Promise((resolve) => setTimeout(resolve, PAUSE_MS));
