@@ -36,6 +36,23 @@ export function makeWriter(options) {
   let timer;
 
   return (message) => {
+    if (message.length === 2) {
+      // PROTO_SQLTEXT: the group as the store builds it today, SQL text with literals, in one exec.
+      let error = null;
+      try {
+        db.exec(message[1]);
+      } catch (caught) {
+        try {
+          rollback.run();
+        } catch {}
+        error = String(caught?.message ?? caught);
+      }
+      timer ??= setTimeout(() => {
+        timer = undefined;
+        checkpoint.raw(true).all();
+      }, 100);
+      return [message[0], error];
+    }
     const [id, sessionId, iso, ms, maxSessions] = message;
     const values = message.slice(5);
     let error = null;

@@ -9,6 +9,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Worker } from "node:worker_threads";
 import { openEmbeddedStore } from "../src/memory/embedded.js";
+import { sqlText } from "../src/memory/sqlite/driver.js";
 import { eventRows } from "../src/memory/sqlite/event-rows.js";
 import { isoOf, type NewMemoryEvent, newSessionId } from "../src/memory/store.js";
 import { QUESTION } from "./protocols.js";
@@ -48,6 +49,7 @@ const directory = mkdtempSync(join(tmpdir(), "agentloop-store-proto-"));
 const setup = await openEmbeddedStore({ path: `${directory}/` });
 await setup.close();
 const INLINE = process.env.PROTO_INLINE === "1";
+const SQL_TEXT = process.env.PROTO_SQLTEXT === "1";
 // @ts-expect-error a scratch .mjs without types
 const { makeWriter } = await import("./store-worker-proto-writer.mjs");
 const inline = INLINE ? makeWriter({ file: join(directory, "memory.db"), driver: process.env.PROTO_DRIVER }) : undefined;
@@ -65,13 +67,26 @@ function chat(): Promise<void> {
   const sessionId = newSessionId();
   const rows = eventRows(sessionId, chatEvents());
   const now = Date.now();
-  const message: unknown[] = [nextId, sessionId, isoOf(now), now, 1000];
-  for (const row of rows) message.push(row.eventId, row.timestamp, Date.parse(row.timestamp), row.eventType, row.content, row.metadata);
+  let message: unknown[];
+  if (SQL_TEXT) message = [nextId, groupText(sessionId, rows, now)];
+  else {
+    message = [nextId, sessionId, isoOf(now), now, 1000];
+    for (const row of rows) message.push(row.eventId, row.timestamp, Date.parse(row.timestamp), row.eventType, row.content, row.metadata);
+  }
   return new Promise((resolve, reject) => {
     waiting.set(nextId++, { resolve, reject });
     if (inline) Promise.resolve(inline(message)).then(answer);
     else worker.postMessage(message);
   });
+}
+/** The group's one `exec` as the store's one-call group builds it (group-steps.ts: a new session's plain insert, the events' `VALUES` rows, the eviction at the limit). */
+function groupText(sessionId: string, rows: ReturnType<typeof eventRows>, now: number): string {
+  const id = sqlText(sessionId);
+  const time = sqlText(isoOf(now));
+  const victims = `SELECT session_id FROM agentloop_sessions WHERE session_id <> ${id} ORDER BY activity ASC
+    LIMIT max(0, (SELECT count(*) FROM agentloop_sessions) - 1000)`;
+  return `BEGIN IMMEDIATE;INSERT INTO agentloop_sessions (session_id, created_at, updated_at, updated_ms, activity, last_seq, metadata)
+          VALUES (${id}, ${time}, ${time}, ${now}, (SELECT coalesce(max(activity), 0) + 1 FROM agentloop_sessions), ${rows.length}, '{}');INSERT INTO agentloop_events (session_id, seq, event_id, timestamp, timestamp_ms, event_type, content, metadata) VALUES ${rows.map((row, index) => `(${id},${index + 1}${row.values}`).join(",")};DELETE FROM agentloop_events WHERE session_id IN (${victims}); DELETE FROM agentloop_sessions WHERE session_id IN (${victims});COMMIT;`;
 }
 const pause = () => new Promise((resolve) => setTimeout(resolve, PAUSE_MS));
 try {
