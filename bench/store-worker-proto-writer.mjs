@@ -34,6 +34,14 @@ export function makeWriter(options) {
   const evictSessions = db.prepare(`DELETE FROM agentloop_sessions WHERE session_id IN (${victims})`);
   const checkpoint = db.prepare("PRAGMA wal_checkpoint(PASSIVE)");
   let timer;
+  /** A PASSIVE checkpoint 100 ms after a commit (one pending at a time), on this connection. */
+  const scheduleCheckpoint = () => {
+    if (timer) return;
+    timer = setTimeout(() => {
+      timer = undefined;
+      checkpoint.raw(true).all();
+    }, 100);
+  };
 
   return (message) => {
     if (message.length === 2) {
@@ -47,10 +55,7 @@ export function makeWriter(options) {
         } catch {}
         error = String(caught?.message ?? caught);
       }
-      timer ??= setTimeout(() => {
-        timer = undefined;
-        checkpoint.raw(true).all();
-      }, 100);
+      scheduleCheckpoint();
       return [message[0], error];
     }
     const [id, sessionId, iso, ms, maxSessions] = message;
@@ -73,10 +78,7 @@ export function makeWriter(options) {
       try { rollback.run(); } catch {}
       error = String(caught?.message ?? caught);
     }
-    timer ??= setTimeout(() => {
-      timer = undefined;
-      checkpoint.raw(true).all();
-    }, 100);
+    scheduleCheckpoint();
     return [id, error];
   };
 }
