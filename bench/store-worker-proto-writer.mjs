@@ -6,9 +6,10 @@ import { isMainThread, parentPort, workerData } from "node:worker_threads";
 
 /** The writer: a function of one message to its answer (PROTO_INLINE: called on the main thread). */
 export function makeWriter(options) {
-  const Database = createRequire(import.meta.url)(options.driver || "libsql");
-  // better-sqlite3 binds spread values; libsql one array (its `run` flattens a spread).
-  const spread = (options.driver ?? "").includes("better-sqlite3");
+  const nodeSqlite = options.driver === "node:sqlite";
+  const Database = nodeSqlite ? createRequire(import.meta.url)("node:sqlite").DatabaseSync : createRequire(import.meta.url)(options.driver || "libsql");
+  // better-sqlite3 and node:sqlite bind spread values; libsql one array (its `run` flattens a spread).
+  const spread = nodeSqlite || (options.driver ?? "").includes("better-sqlite3");
   const run = spread ? (statement, values) => statement.run(...values) : (statement, values) => statement.run(values);
   const db = new Database(options.file, { timeout: 5000 });
   db.exec("PRAGMA busy_timeout = 5000; PRAGMA synchronous = NORMAL; PRAGMA wal_autocheckpoint = 8192");
@@ -39,7 +40,7 @@ export function makeWriter(options) {
     if (timer) return;
     timer = setTimeout(() => {
       timer = undefined;
-      checkpoint.raw(true).all();
+      checkpoint.all();
     }, 100);
   };
 
