@@ -686,3 +686,28 @@ test("a delegated task whose record is refused: the failure logged naming the se
     ["run_started", "user_message", "agent_response", "run_ended"],
   );
 });
+
+test("a decision sent twice at once (a double click): the run takes it once, and its next stop waits for its own decision", async () => {
+  const sessionId = session();
+  const asked = await readEvents(await chat("pay 5 then 7", sessionId));
+  assert.ok(asked.complete, asked.events.join("\n"));
+  assert.match(asked.events.join(""), /"finish_reason":"approval_required"/);
+  const send = () => postJson(`${server.url}/v1/approvals`, { session_id: sessionId, decisions: { call_pay: { approve: true } }, stream: false }, {}, AbortSignal.timeout(15_000));
+  const answers = await Promise.all([send(), send()]);
+  const taken = answers.filter((answer) => answer.status === 200);
+  assert.ok(taken.length > 0, answers.map((answer) => answer.status).join(", "));
+  for (const answer of answers.filter((answer) => answer.status !== 200)) assert.equal((await refusal(answer)).error.code, "approval_already_decided");
+  const runId = taken[0]!.headers.get("x-agentloop-run-id")!;
+  // Each answer is the run's second stop: the repeated decision did not decide it.
+  for (const answer of taken) {
+    const stopped = (await answer.json()) as { choices: Array<{ finish_reason: string }> };
+    assert.equal(stopped.choices[0]!.finish_reason, "approval_required");
+  }
+  const info = (await (await get(`/v1/runs/${runId}`)).json()) as { status: string; pendingApprovals?: Array<{ toolCallId: string }> };
+  assert.equal(info.status, "PENDING");
+  const second = await postJson(`${server.url}/v1/approvals`, { session_id: sessionId, decisions: { call_pay_2: { approve: true } }, stream: false }, {}, AbortSignal.timeout(15_000));
+  assert.equal(second.status, 200);
+  const done = (await second.json()) as { choices: Array<{ message: { content: string }; finish_reason: string }> };
+  assert.deepEqual([done.choices[0]!.message.content, done.choices[0]!.finish_reason], ["Done: paid 7.", "stop"]);
+  assert.equal(await finished(runId), "SUCCESS");
+});
