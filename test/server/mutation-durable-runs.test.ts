@@ -711,3 +711,22 @@ test("a decision sent twice at once (a double click): the run takes it once, and
   assert.deepEqual([done.choices[0]!.message.content, done.choices[0]!.finish_reason], ["Done: paid 7.", "stop"]);
   assert.equal(await finished(runId), "SUCCESS");
 });
+
+test("a durable server whose agent cannot be built (two tools named alike): DBOS is never launched, the run routes answer 503, and the server closes cleanly", async () => {
+  const broken = await startTestServer(
+    { AGENT_NAME: "durable-broken", MEMORY_TYPE: "postgres", MEMORY_POSTGRES_URL: postgresUrl(), MEMORY_POSTGRES_SCHEMA: schemas[2], DURABLE: "true", DURABLE_SCHEMA: schemas[1] },
+    { build: { model: asyncCleanupModel(plan, { asyncCleanup: false }), tools: [pay, pay] } },
+  );
+  let closed = false;
+  try {
+    await broken.waitForLog(/^\[durable-broken\] agent could not be built: .*pay/);
+    const runs = await refusal(await fetch(`${broken.url}/v1/runs`));
+    assert.deepEqual([runs.status, runs.error.code], [503, "agent_unavailable"]);
+    // Its shutdown has no DBOS to stop: it resolves (a failure would name "the durable runs' DBOS shutdown").
+    await broken.server.close({ graceMs: 0 });
+    closed = true;
+    await broken.waitForLog(/^\[durable-broken\] shut down$/);
+  } finally {
+    if (!closed) await broken.server.close({ graceMs: 0 }).catch(() => undefined);
+  }
+});
