@@ -644,8 +644,13 @@ test("a durable run whose events cannot be stored: an error chunk then [DONE], t
     const text = await response.text();
     assert.match(text, /data: \{"error":\{"message":"the answer could not be stored \(memory store postgres\): [^"]*disk full[^"]*","type":"server_error","param":null,"code":"memory_write_failed"\}\}\n\ndata: \[DONE\]\n\n$/);
     await server.waitForLog(new RegExp(`^\\[durable-routes\\] run ${runId} session ${sessionId}: its events could not be stored: .*disk full`));
-    const ready = (await (await get("/ready")).json()) as { status: string };
+    const ready = (await (await get("/ready")).json()) as { status: string; unavailable?: Array<{ kind: string; name: string; reason: string }> };
     assert.notEqual(ready.status, "ready");
+    // What failed, named: the memory store, the run and its session, and why.
+    assert.equal(ready.status, "degraded");
+    assert.equal(ready.unavailable?.length, 1, JSON.stringify(ready));
+    assert.deepEqual({ kind: ready.unavailable![0]!.kind, name: ready.unavailable![0]!.name }, { kind: "memory", name: "postgres" });
+    assert.match(ready.unavailable![0]!.reason, new RegExp(`^a write failed: ${runId} in ${sessionId}: .*disk full`));
   } finally {
     await client.query(`DROP TRIGGER refuse_events ON ${events}`);
     await client.query(`DROP FUNCTION "${schemas[0]}".refuse_events()`);
@@ -654,4 +659,74 @@ test("a durable run whose events cannot be stored: an error chunk then [DONE], t
   const stored = await postJson(`${server.url}/v1/chat/completions`, { messages: [{ role: "user", content: "stored" }], session_id: session() });
   assert.equal(stored.status, 200);
   assert.equal(((await (await get("/ready")).json()) as { status: string }).status, "ready");
+});
+
+test("a delegated task whose record is refused: the failure logged naming the session, the run still answered and its own events stored", async () => {
+  const sessionId = session();
+  const client = new pg.Client({ connectionString: postgresUrl() });
+  await client.connect();
+  const events = `"${schemas[0]}".agentloop_events`;
+  await client.query(`CREATE FUNCTION "${schemas[0]}".refuse_delegation() RETURNS trigger AS $$ BEGIN RAISE EXCEPTION 'no delegations here'; END $$ LANGUAGE plpgsql`);
+  await client.query(
+    `CREATE TRIGGER refuse_delegation BEFORE INSERT ON ${events} FOR EACH ROW WHEN (NEW.session_id = '${sessionId}' AND NEW.event_type = 'task_delegation_received') EXECUTE FUNCTION "${schemas[0]}".refuse_delegation()`,
+  );
+  try {
+    const delegated = await postJson(`${server.url}/v1/chat/completions`, { messages: [{ role: "task-delegation", content: "process the data" }], session_id: sessionId });
+    assert.equal(delegated.status, 200);
+    assert.equal(((await delegated.json()) as { choices: Array<{ message: { content: string } }> }).choices[0]!.message.content, "Done: process the data.");
+    await server.waitForLog(new RegExp(`^\\[durable-routes\\] could not record task_delegation_received in ${sessionId}: .*no delegations here`));
+    assert.equal(await finished(delegated.headers.get("x-agentloop-run-id")!), "SUCCESS");
+  } finally {
+    await client.query(`DROP TRIGGER refuse_delegation ON ${events}`);
+    await client.query(`DROP FUNCTION "${schemas[0]}".refuse_delegation()`);
+    await client.end();
+  }
+  assert.deepEqual(
+    (await memoryOf(sessionId)).map((event) => event.event_type),
+    ["run_started", "user_message", "agent_response", "run_ended"],
+  );
+});
+
+test("a decision sent twice at once (a double click): the run takes it once, and its next stop waits for its own decision", async () => {
+  const sessionId = session();
+  const asked = await readEvents(await chat("pay 5 then 7", sessionId));
+  assert.ok(asked.complete, asked.events.join("\n"));
+  assert.match(asked.events.join(""), /"finish_reason":"approval_required"/);
+  const send = () => postJson(`${server.url}/v1/approvals`, { session_id: sessionId, decisions: { call_pay: { approve: true } }, stream: false }, {}, AbortSignal.timeout(15_000));
+  const answers = await Promise.all([send(), send()]);
+  const taken = answers.filter((answer) => answer.status === 200);
+  assert.ok(taken.length > 0, answers.map((answer) => answer.status).join(", "));
+  for (const answer of answers.filter((answer) => answer.status !== 200)) assert.equal((await refusal(answer)).error.code, "approval_already_decided");
+  const runId = taken[0]!.headers.get("x-agentloop-run-id")!;
+  // Each answer is the run's second stop: the repeated decision did not decide it.
+  for (const answer of taken) {
+    const stopped = (await answer.json()) as { choices: Array<{ finish_reason: string }> };
+    assert.equal(stopped.choices[0]!.finish_reason, "approval_required");
+  }
+  const info = (await (await get(`/v1/runs/${runId}`)).json()) as { status: string; pendingApprovals?: Array<{ toolCallId: string }> };
+  assert.equal(info.status, "PENDING");
+  const second = await postJson(`${server.url}/v1/approvals`, { session_id: sessionId, decisions: { call_pay_2: { approve: true } }, stream: false }, {}, AbortSignal.timeout(15_000));
+  assert.equal(second.status, 200);
+  const done = (await second.json()) as { choices: Array<{ message: { content: string }; finish_reason: string }> };
+  assert.deepEqual([done.choices[0]!.message.content, done.choices[0]!.finish_reason], ["Done: paid 7.", "stop"]);
+  assert.equal(await finished(runId), "SUCCESS");
+});
+
+test("a durable server whose agent cannot be built (two tools named alike): DBOS is never launched, the run routes answer 503, and the server closes cleanly", async () => {
+  const broken = await startTestServer(
+    { AGENT_NAME: "durable-broken", MEMORY_TYPE: "postgres", MEMORY_POSTGRES_URL: postgresUrl(), MEMORY_POSTGRES_SCHEMA: schemas[2], DURABLE: "true", DURABLE_SCHEMA: schemas[1] },
+    { build: { model: asyncCleanupModel(plan, { asyncCleanup: false }), tools: [pay, pay] } },
+  );
+  let closed = false;
+  try {
+    await broken.waitForLog(/^\[durable-broken\] agent could not be built: .*pay/);
+    const runs = await refusal(await fetch(`${broken.url}/v1/runs`));
+    assert.deepEqual([runs.status, runs.error.code], [503, "agent_unavailable"]);
+    // Its shutdown has no DBOS to stop: it resolves (a failure would name "the durable runs' DBOS shutdown").
+    await broken.server.close({ graceMs: 0 });
+    closed = true;
+    await broken.waitForLog(/^\[durable-broken\] shut down$/);
+  } finally {
+    if (!closed) await broken.server.close({ graceMs: 0 }).catch(() => undefined);
+  }
 });
