@@ -6,6 +6,7 @@
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
 import { test } from "node:test";
+import { DBOS } from "@dbos-inc/dbos-sdk";
 import { durableAgent } from "../../../src/durable/index.js";
 import { Agent, AgentLoopError, defineTool, type LoopEvent, ScriptedModel } from "../../../src/index.js";
 import type { SessionMemory } from "../../../src/loop/types.js";
@@ -136,6 +137,25 @@ test("a run cancelled between two steps (its tool ignores the signal and ends ju
   );
   await assert.rejects(run.result(), /has been cancelled/);
   assert.equal((await stubbornAgent.show(runId))?.status, "CANCELLED");
+});
+
+test("a run cancelled from another process (DBOS's cancel, not this process's `cancel`) between two steps: its next step's refusal stops the loop, ABORTED, the model not called again", { timeout: 60_000 }, async () => {
+  const runId = `run_cancel_elsewhere_${randomUUID().slice(0, 8)}`;
+  modelCalls = 0;
+  const { run, end, started, events } = await observed(stubbornAgent, runId);
+  await started;
+  // What another process's `cancel` does here: the run's status only (its loop is not in that process).
+  await DBOS.cancelWorkflow(runId);
+  release?.();
+  const runEnd = await end;
+  assert.equal(runEnd.state, "ABORTED", JSON.stringify(runEnd.reason));
+  assert.equal(runEnd.reason, `aborted: run ${runId} was cancelled`);
+  assert.equal(modelCalls, 1, "the step after the cancel did not call the model");
+  assert.deepEqual(
+    events.filter((event) => event.type === "error"),
+    [],
+  );
+  await assert.rejects(run.result(), /has been cancelled/);
 });
 
 test("a durable run whose session history fails to load ends as the plain run does (an error, not a cancel)", { timeout: 60_000 }, async () => {
