@@ -117,6 +117,31 @@ test("events the store trimmed since the run was queued count as the run's: that
   assert.deepEqual(await logOf(store, sessionId), ['run_ended "ABORTED"', 'tool_result "ok"']);
 });
 
+test("a run whose stored events were all trimmed away (another run's kept): each is skipped unread until they are used up", async () => {
+  const store = skippingStore(new InMemoryStore({ maxEventsPerSession: 2 }));
+  const { runId, sessionId } = ids();
+  const start = await memoryStartOf(sessionMemory(store), sessionId);
+  await store.append(sessionId, [ev(runId, "run_started"), ev(runId, "user_message", "q"), ev(runId, "run_ended", "ABORTED")]);
+  await store.append(sessionId, [ev("run_neighbour", "user_message", "n1"), ev("run_neighbour", "agent_response", "n2")]);
+  const skip = await beginExecution(sessionMemory(store), runId, sessionId, start);
+  assert.equal(skip && storedCount(skip), 3);
+  await store.append(sessionId, [ev(runId, "run_started")]);
+  await store.append(sessionId, [ev(runId, "user_message", "q"), ev(runId, "tool_call", { n: 1 }, { tool_call_id: "c1" })]);
+  await store.append(sessionId, [ev(runId, "agent_response", "a")]);
+  endExecution(runId, skip);
+  assert.equal((await store.getSession(sessionId))?.last_seq, 6);
+});
+
+test("content is told apart as JSON: an array from an object, its items' bounds, a missing content as null", async () => {
+  const store = skippingStore();
+  const { runId, sessionId } = ids();
+  const skip = await replaying(store, sessionId, runId, [ev(runId, "tool_result", ["a", "b"]), ev(runId, "tool_result", [1, 23]), { event_type: "run_started", metadata: { run_id: runId } }]);
+  await store.append(sessionId, [ev(runId, "tool_result", { 0: "a", 1: "b" }), ev(runId, "tool_result", [12, 3]), { event_type: "run_started", metadata: { run_id: runId } }]);
+  await store.append(sessionId, [ev(runId, "tool_result", ["a", "b"]), ev(runId, "tool_result", [1, 23])]);
+  endExecution(runId, skip);
+  assert.deepEqual((await logOf(store, sessionId)).slice(3), ['tool_result {"0":"a","1":"b"}', "tool_result [12,3]"]);
+});
+
 test("a run that stored more than a page of events is matched whole on replay", async () => {
   const store = skippingStore();
   const { runId, sessionId } = ids();
@@ -155,6 +180,7 @@ test("an execution that stored nothing, or without a session or its start, skips
   await store.append(sessionId, [ev("run_other", "user_message", "x")]);
   const memory = sessionMemory(store);
   assert.equal(await beginExecution(memory, runId, sessionId, 0), undefined, "nothing of this run stored");
+  assert.equal(await beginExecution(memory, runId, sessionId, 1), undefined, "nothing stored since the run started");
   assert.equal(await beginExecution(memory, runId, undefined, 0), undefined);
   assert.equal(await beginExecution(memory, runId, sessionId, undefined), undefined);
   assert.equal(await beginExecution(undefined, runId, sessionId, 0), undefined);
