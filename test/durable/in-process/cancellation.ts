@@ -77,6 +77,9 @@ const forgetfulDurable = durableAgent(forgetful, options);
 
 
 
+// A run that ends at once (nothing of it executing here when it is cancelled).
+const quick = durableAgent(new Agent({ name: "cancel-finished", model: new ScriptedModel(["done"]) }), options);
+
 /** Starts a run of `durable` with an onEvent that resolves `ended` with the run's run-end event. */
 async function observed(durable: typeof listener, runId: string) {
   const events: LoopEvent[] = [];
@@ -156,6 +159,15 @@ test("a run cancelled from another process (DBOS's cancel, not this process's `c
     [],
   );
   await assert.rejects(run.result(), /has been cancelled/);
+});
+
+test("cancelling a run that is not executing here (it has ended) answers, and leaves the run as it was", { timeout: 60_000 }, async () => {
+  const run = await quick.run("hi");
+  const result = await run.result();
+  assert.deepEqual([result.state, result.text], ["COMPLETED", "done"]);
+  await quick.cancel(run.runId);
+  assert.equal((await quick.show(run.runId))?.status, "SUCCESS");
+  assert.equal((await quick.retrieve(run.runId).result()).text, "done");
 });
 
 test("a durable run whose session history fails to load ends as the plain run does (an error, not a cancel)", { timeout: 60_000 }, async () => {
