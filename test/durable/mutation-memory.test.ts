@@ -253,6 +253,9 @@ test("a durable memory outside a workflow reads and writes as its session memory
   assert.equal("store" in wrapped, false);
   assert.deepEqual(await wrapped.loadHistory("s"), [{ role: "user", content: "x" }]);
   const seen: string[] = [];
-  durableMemory({ ...plain, onEvent: (event) => seen.push(event.type) }).onEvent({ type: "text_delta", delta: "d" } as never, {} as never);
+  durableMemory({ ...plain, onEvent: (event) => {
+      seen.push(event.type);
+    },
+  }).onEvent({ type: "text_delta", delta: "d" } as never, {} as never);
   assert.deepEqual(seen, ["text_delta"]);
 });
