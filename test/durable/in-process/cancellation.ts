@@ -80,6 +80,8 @@ const forgetfulDurable = durableAgent(forgetful, options);
 // A run that ends at once (nothing of it executing here when it is cancelled).
 const quick = durableAgent(new Agent({ name: "cancel-finished", model: new ScriptedModel(["done"]) }), options);
 
+const listenerElsewhere = durableAgent(new Agent({ name: "cancel-listening-elsewhere", model: new ScriptedModel([callOnce("listening"), "never said"]), tools: [listening] }), options);
+
 /** Starts a run of `durable` with an onEvent that resolves `ended` with the run's run-end event. */
 async function observed(durable: typeof listener, runId: string) {
   const events: LoopEvent[] = [];
@@ -158,6 +160,20 @@ test("a run cancelled from another process (DBOS's cancel, not this process's `c
     events.filter((event) => event.type === "error"),
     [],
   );
+  await assert.rejects(run.result(), /has been cancelled/);
+});
+
+test("a run cancelled from another process while its tool runs: DBOS's step cancel reaches the tool's signal, the run ends ABORTED", { timeout: 60_000 }, async () => {
+  signalled = undefined;
+  const runId = `run_cancel_listening_elsewhere_${randomUUID().slice(0, 8)}`;
+  const { run, end, started } = await observed(listenerElsewhere, runId);
+  await started;
+  // What another process's `cancel` does here: the run's status only; DBOS's step watch (a poll) tells the step.
+  await DBOS.cancelWorkflow(runId);
+  const runEnd = await end;
+  assert.equal(runEnd.state, "ABORTED");
+  assert.equal(runEnd.reason, `aborted: run ${runId} was cancelled`);
+  assert.ok(signalled instanceof AgentLoopError, String(signalled));
   await assert.rejects(run.result(), /has been cancelled/);
 });
 
