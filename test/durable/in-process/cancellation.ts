@@ -6,6 +6,7 @@
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
 import { test } from "node:test";
+import { DBOS } from "@dbos-inc/dbos-sdk";
 import { durableAgent } from "../../../src/durable/index.js";
 import { Agent, AgentLoopError, defineTool, type LoopEvent, ScriptedModel } from "../../../src/index.js";
 import type { SessionMemory } from "../../../src/loop/types.js";
@@ -76,6 +77,11 @@ const forgetfulDurable = durableAgent(forgetful, options);
 
 
 
+// A run that ends at once (nothing of it executing here when it is cancelled).
+const quick = durableAgent(new Agent({ name: "cancel-finished", model: new ScriptedModel(["done"]) }), options);
+
+const listenerElsewhere = durableAgent(new Agent({ name: "cancel-listening-elsewhere", model: new ScriptedModel([callOnce("listening"), "never said"]), tools: [listening] }), options);
+
 /** Starts a run of `durable` with an onEvent that resolves `ended` with the run's run-end event. */
 async function observed(durable: typeof listener, runId: string) {
   const events: LoopEvent[] = [];
@@ -136,6 +142,48 @@ test("a run cancelled between two steps (its tool ignores the signal and ends ju
   );
   await assert.rejects(run.result(), /has been cancelled/);
   assert.equal((await stubbornAgent.show(runId))?.status, "CANCELLED");
+});
+
+test("a run cancelled from another process (DBOS's cancel, not this process's `cancel`) between two steps: its next step's refusal stops the loop, ABORTED, the model not called again", { timeout: 60_000 }, async () => {
+  const runId = `run_cancel_elsewhere_${randomUUID().slice(0, 8)}`;
+  modelCalls = 0;
+  const { run, end, started, events } = await observed(stubbornAgent, runId);
+  await started;
+  // What another process's `cancel` does here: the run's status only (its loop is not in that process).
+  await DBOS.cancelWorkflow(runId);
+  release?.();
+  const runEnd = await end;
+  assert.equal(runEnd.state, "ABORTED", JSON.stringify(runEnd.reason));
+  assert.equal(runEnd.reason, `aborted: run ${runId} was cancelled`);
+  assert.equal(modelCalls, 1, "the step after the cancel did not call the model");
+  assert.deepEqual(
+    events.filter((event) => event.type === "error"),
+    [],
+  );
+  await assert.rejects(run.result(), /has been cancelled/);
+});
+
+test("a run cancelled from another process while its tool runs: DBOS's step cancel reaches the tool's signal, the run ends ABORTED", { timeout: 60_000 }, async () => {
+  signalled = undefined;
+  const runId = `run_cancel_listening_elsewhere_${randomUUID().slice(0, 8)}`;
+  const { run, end, started } = await observed(listenerElsewhere, runId);
+  await started;
+  // What another process's `cancel` does here: the run's status only; DBOS's step watch (a poll) tells the step.
+  await DBOS.cancelWorkflow(runId);
+  const runEnd = await end;
+  assert.equal(runEnd.state, "ABORTED");
+  assert.equal(runEnd.reason, `aborted: run ${runId} was cancelled`);
+  assert.ok(signalled instanceof AgentLoopError, String(signalled));
+  await assert.rejects(run.result(), /has been cancelled/);
+});
+
+test("cancelling a run that is not executing here (it has ended) answers, and leaves the run as it was", { timeout: 60_000 }, async () => {
+  const run = await quick.run("hi");
+  const result = await run.result();
+  assert.deepEqual([result.state, result.text], ["COMPLETED", "done"]);
+  await quick.cancel(run.runId);
+  assert.equal((await quick.show(run.runId))?.status, "SUCCESS");
+  assert.equal((await quick.retrieve(run.runId).result()).text, "done");
 });
 
 test("a durable run whose session history fails to load ends as the plain run does (an error, not a cancel)", { timeout: 60_000 }, async () => {
