@@ -3,7 +3,7 @@
 import { DBOS } from "@dbos-inc/dbos-sdk";
 import { Agent } from "../loop/agent.js";
 import { listRuns, recoverRuns, showRun } from "./admin.js";
-import { approvalWait, expiredApprovals, sendDecisions } from "./approvals.js";
+import { approvalWait, expiredApprovals, sendDecisions, wakeCancelled } from "./approvals.js";
 import { abortCancelled, executions, stopHere } from "./cancellation.js";
 import { readJournal } from "./journal.js";
 import { ensureLaunched, isLaunched, launchDbos, shutdownDbos } from "./launch.js";
@@ -127,6 +127,8 @@ export function durableAgent(agent: Agent, options: DurableOptions): DurableAgen
       await DBOS.cancelWorkflow(runId);
       // Executing here: its loop stops now, not at DBOS's next poll (about a second).
       abortCancelled(runId);
+      // Waiting for decisions (here or in another process): its wait stops now, not in up to 10 s.
+      await wakeCancelled(runId);
     },
     async resume(runId) {
       ensureLaunched("resume");

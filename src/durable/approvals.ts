@@ -23,6 +23,9 @@ export const APPROVAL_EXPIRED = "approval expired";
 /** How long a durable run waits for approvals without `approvalTimeoutMs`: 7 days. */
 const DEFAULT_APPROVAL_TIMEOUT_MS = 7 * 24 * 3600 * 1000;
 
+/** The checkpoint id of the message that wakes a cancelled run's wait (no checkpoint has it). */
+// Stryker disable next-line StringLiteral: any id no checkpoint has does
+const CANCEL_WAKE = "agentloop.cancelled";
 /** The message `decide` sends; `checkpointId` (when known) names the wait it is for. */
 interface DecisionMessage {
   decisions: Record<string, ApprovalDecision>;
@@ -76,6 +79,17 @@ export async function sendDecisions(runId: string, decisions: Record<string, App
   if (typeof decisions !== "object" || decisions === null) throw new TypeError("durable decide: decisions must be an object keyed by tool call id");
   const message: DecisionMessage = { decisions, ...(checkpointId ? { checkpointId } : {}) };
   await DBOS.send(runId, message, APPROVALS_TOPIC, checkpointId ? `agentloop.decision.${checkpointId}` : undefined);
+}
+
+/**
+ * A cancelled run waiting for decisions learns of its cancel only when DBOS polls its wait (every
+ * 10 s), and a resumed run does not start here before that execution ends: a message for no
+ * checkpoint wakes the wait, which finds the run cancelled and stops. Left unconsumed, the message is
+ * taken and skipped by the run's next wait if it is resumed.
+ */
+export async function wakeCancelled(runId: string): Promise<void> {
+  if ((await pendingApprovals(runId)).length === 0) return;
+  await DBOS.send(runId, { decisions: {}, checkpointId: CANCEL_WAKE } satisfies DecisionMessage, APPROVALS_TOPIC);
 }
 
 /** The calls a run waits on a decision for (none when it does not wait). */

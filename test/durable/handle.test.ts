@@ -336,6 +336,7 @@ test("a run cancelled while it waits for approvals stops (its result says so); r
   const runId = `run_cancel_${randomUUID().slice(0, 8)}`;
   const run = await payer.run("pay both", { runId });
   await waiting(payer, runId);
+  const cancelledAt = Date.now();
   await payer.cancel(runId);
   const cancelled = await payer.show(runId);
   assert.equal(cancelled?.status, "CANCELLED");
@@ -345,6 +346,9 @@ test("a run cancelled while it waits for approvals stops (its result says so); r
   assert.notEqual((await payer.show(runId))?.status, "CANCELLED");
   await payer.decide(runId, { p1: { approve: true }, p2: { approve: true } });
   const result = await payer.retrieve(runId).result();
+  // The cancelled execution's wait for decisions stopped at the cancel, so the resumed run started at
+  // once (not when DBOS next polled that wait: 10 s).
+  assert.ok(Date.now() - cancelledAt < 5_000, `resumed and decided ${Date.now() - cancelledAt} ms after the cancel`);
   assert.equal(result.text, "Paid.");
   assert.deepEqual(paid.sort(), [1, 2]);
   assert.equal((await payer.show(runId))?.status, "SUCCESS");
