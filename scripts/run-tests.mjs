@@ -234,16 +234,11 @@ const reporters = [
   `--test-reporter=${new URL("./test-summary-reporter.mjs", import.meta.url).href}`,
   `--test-reporter-destination=${summaryFile}`,
 ];
-// Six test processes at a time on the two cores (AGENTLOOP_TEST_CONCURRENCY to change it): most of the
-// long files spend more of their time waiting (on their child processes, DBOS's polling, timers, a
-// browser) than computing (2026-11-28, each file alone: the 107 files that run alone used 232 s of CPU
-// in 636 s), so at four at a time the quiet 2-core run took 177 s where its CPU fills ~130 s.
-const concurrency = process.env.AGENTLOOP_TEST_CONCURRENCY ?? 6;
 const started = performance.now();
 let status = 1;
 let summary;
 try {
-  const tests = await run(process.execPath, [...runner, "--test", ...reporters, `--test-concurrency=${concurrency}`, "--test-timeout=300000", ...(built?.tests ?? files)], { env });
+  const tests = await run(process.execPath, [...runner, "--test", ...reporters, `--test-concurrency=${process.env.AGENTLOOP_TEST_CONCURRENCY ?? 4}`, "--test-timeout=300000", ...(built?.tests ?? files)], { env });
   status = tests.status;
   try {
     summary = JSON.parse(readFileSync(summaryFile, "utf8"));
