@@ -221,6 +221,9 @@ export class ServerRuns {
       if (locking && !fresh) {
         release = await locking;
         locking = undefined;
+        // Granted just as the client left (the store's call-off lost the race): no run for a
+        // request nobody waits for; the lock goes back below.
+        controller.signal.throwIfAborted();
       }
       if ("delegated" in request && request.delegated && memory.handle) {
         await memory.store
