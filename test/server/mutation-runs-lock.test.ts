@@ -2,7 +2,7 @@
 // another replica is answering in waits for that run to end before its own run starts, so its model
 // sees the other run's answer. Two servers on one PostgreSQL schema; the first one's model answers
 // only when told to. A request whose client leaves while it waits for the lock calls its attempt off, and so does one
-// whose turn comes after the shutdown began.
+// whose turn comes after the shutdown began, and one whose lock is granted just after its client left starts no run.
 import assert from "node:assert/strict";
 import { after, describe, it } from "node:test";
 import type { Message } from "../../src/messages.js";
@@ -139,6 +139,40 @@ describe("the session lock on PostgreSQL", () => {
       const ended = (await store.events("queued")).filter((event) => event.event_type === "run_ended").map((event) => (event.content as { state: string }).state);
       assert.deepEqual(ended, ["ABORTED"]);
       assert.equal(held.seen.length, 1);
+    } finally {
+      await test.server.close({ graceMs: 0 });
+      await store.close();
+    }
+  });
+
+  it("a lock granted just as its client left (the call-off lost the race): no run starts and none is recorded; the lock goes back", async () => {
+    const schema = uniqueSchema("lockrace");
+    const model = gatedModel("the answer");
+    const store = await openPostgresStore({ url: postgresUrl(), schema });
+    let attempted!: (signal: AbortSignal | undefined) => void;
+    const lockAttempted = new Promise<AbortSignal | undefined>((resolve) => (attempted = resolve));
+    const lockSession = store.lockSession!.bind(store);
+    let raced = false;
+    store.lockSession = (sessionId, signal) => {
+      if (raced) return lockSession(sessionId, signal);
+      raced = true;
+      attempted(signal);
+      // The store grants the lock after the abort instead of calling the attempt off.
+      return new Promise((resolve, reject) => signal?.addEventListener("abort", () => lockSession(sessionId).then(resolve, reject), { once: true }));
+    };
+    const test = await startTestServer({ AGENT_NAME: "race" }, { memory: store, build: { model: model.model } });
+    try {
+      const leaving = new AbortController();
+      const gone = postJson(`${test.url}/v1/chat/completions`, { session_id: "raced", messages: [{ role: "user", content: "one" }] }, {}, leaving.signal).catch((error: unknown) => error);
+      assert.ok(await lockAttempted, "the lock attempt gets the request's signal");
+      leaving.abort();
+      assert.ok((await gone) instanceof Error);
+      const next = await postJson(`${test.url}/v1/chat/completions`, { session_id: "raced", messages: [{ role: "user", content: "two" }] });
+      assert.equal(next.status, 200, "the lock granted to the request nobody waits for went back");
+      const ended = (await store.events("raced")).filter((event) => event.event_type === "run_ended").map((event) => (event.content as { state: string }).state);
+      assert.deepEqual(ended, ["COMPLETED"]);
+      assert.equal(model.seen.length, 1);
+      assert.equal(model.seen[0]?.at(-1)?.content, "two");
     } finally {
       await test.server.close({ graceMs: 0 });
       await store.close();
