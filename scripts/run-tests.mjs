@@ -19,6 +19,7 @@ import { spawn } from "node:child_process";
 import { mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { join, relative, resolve } from "node:path";
 import { nodeBundleOptions } from "./esbuild-node.mjs";
+import { removeLeftovers } from "./test-cache.mjs";
 import { formatSummary } from "./test-summary-reporter.mjs";
 
 function find(dir, out = []) {
@@ -47,13 +48,6 @@ function outName(file, rank) {
 
 /** Compiles the CLI and the test files for this run; returns their paths, or undefined (with the reason printed) to use tsx. */
 async function compile(testFiles) {
-  // Folders left by runs that were killed (a live run's folder is younger than a day).
-  try {
-    for (const name of readdirSync(CACHE)) {
-      const path = join(CACHE, name);
-      if (Date.now() - statSync(path).mtimeMs > 86_400_000) rmSync(path, { recursive: true, force: true });
-    }
-  } catch {}
   const outdir = join(CACHE, `run-${process.pid}-${Date.now()}`);
   try {
     const { build } = await import("esbuild");
@@ -237,6 +231,7 @@ const checks = withChecks
     ]
   : [];
 
+removeLeftovers(CACHE);
 const built = process.env.AGENTLOOP_TEST_TSX === "1" ? undefined : await compile(files);
 const env = { ...process.env };
 delete env.AGENTLOOP_TEST_CLI;

@@ -52,7 +52,8 @@ function label(p) {
   return p.files ? `${p.file} (${p.files.length} files)` : p.file;
 }
 
-if (import.meta.url === `file://${process.argv[1]}`) {
+// Run as a script (not imported; a test's bundle that imports this module has its own import.meta.url).
+if (/[\\/]test-timeline\.mjs$/.test(process.argv[1] ?? "")) {
   const [path, rows] = process.argv.slice(2);
   if (!path) {
     console.error("usage: node scripts/test-timeline.mjs <timeline.json> [rows]");
