@@ -15,6 +15,15 @@
 // A module's `import.meta.url` (and .dirname, .filename) keeps naming its source file, so fixtures
 // next to a test are found.
 // AGENTLOOP_TEST_TSX=1 runs the sources through tsx instead (as does a failed build, which says so).
+//
+// AGENTLOOP_TEST_TIMELINE=<file> records the run's timeline there (scripts/record-duration.mjs, loaded
+// into every test process: its start, end, own CPU and its finished children's; every test's duration
+// from the summary reporter) and prints what bounds the run's wall time after the summary: the files
+// still running once the last has started, and the files whose wall most exceeds their CPU (waits:
+// timers, polls, child processes starting, or a loaded machine) with their longest tests, which in a
+// file run one after another (scripts/test-timeline.mjs; `node scripts/test-timeline.mjs <file>`
+// prints a saved one). Before each run, the cache folders that killed runs and test processes left
+// behind (their process gone) are removed (scripts/test-cache.mjs).
 import { spawn } from "node:child_process";
 import { mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { join, relative, resolve } from "node:path";

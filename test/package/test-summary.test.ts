@@ -110,10 +110,10 @@ test("the timeline's report: the run, the files still running once the last has 
   assert.equal(lines[4], "# the waits (wall − CPU of the process and its children), the largest 2:");
   assert.match(lines[5]!, /wait\s+7\.0 s\s+wall\s+10\.0 s\s+cpu\s+1\.0 s \+ children\s+2\.0 s\s+test\/a\.test\.ts$/);
   // A suite's tests, not the suite that holds them.
-  assert.match(lines[6]!, /^#\s+5\.0 s  suite › slow$/);
-  assert.match(lines[7]!, /^#\s+0\.1 s  quick$/);
+  assert.match(lines[6]!, /^#\s+5\.0 s {2}suite › slow$/);
+  assert.match(lines[7]!, /^#\s+0\.1 s {2}quick$/);
   assert.match(lines[8]!, /wait\s+2\.0 s\s+wall\s+3\.0 s .*group-1 \(2 files\)$/);
-  assert.match(lines[9]!, /^#\s+1\.5 s  test\/d\.test\.ts: d's test$/);
+  assert.match(lines[9]!, /^#\s+1\.5 s {2}test\/d\.test\.ts: d's test$/);
   assert.equal(lines.length, 10, text);
 });
 
