@@ -6,7 +6,8 @@
 // - the tail: once the last file has started, the files still running (the run ends with the last);
 // - the waits: the files whose wall most exceeds their CPU (timers, polls, sleeps, a child's start,
 //   or the CPU taken by the other processes on a loaded machine), with their longest tests, which in
-//   a file run one after another (its serial chain).
+//   a file run one after another (its serial chain), and the timers that ran out in it;
+// - the clock waits: the timers of 100 ms or more that ran out, by where they were set.
 // `node scripts/test-timeline.mjs <timeline.json> [rows]` prints a saved one again.
 import { readFileSync } from "node:fs";
 import { cpus } from "node:os";
@@ -44,6 +45,24 @@ export function formatTimeline(timeline, { rows = 12, cores = cpus().length } = 
       .sort((a, b) => b.ms - a.ms)
       .slice(0, 3);
     for (const test of longest) lines.push(`#       ${s(test.ms).padStart(7)}  ${p.files ? `${test.file}: ` : ""}${test.name}`);
+    for (const timer of (p.timers ?? []).slice(0, 2)) lines.push(`#       ${s(timer.ms).padStart(7)}  timers run out (${timer.fired}) set at ${timer.where}`);
+  }
+  // The clock waits of the whole run: timers of 100 ms or more that ran out in the test processes.
+  const sites = new Map();
+  for (const p of processes) {
+    for (const timer of p.timers ?? []) {
+      const site = sites.get(timer.where) ?? { ms: 0, fired: 0, files: new Set() };
+      site.ms += timer.ms;
+      site.fired += timer.fired;
+      site.files.add(p.file);
+      sites.set(timer.where, site);
+    }
+  }
+  if (sites.size > 0) {
+    lines.push(`# the timers that ran out (100 ms or more, in the test processes), by where they were set, the largest ${rows}:`);
+    for (const [where, site] of [...sites].sort((a, b) => b[1].ms - a[1].ms).slice(0, rows)) {
+      lines.push(`#   ${s(site.ms).padStart(8)}  ×${String(site.fired).padEnd(5)} ${where}  (${[...site.files].slice(0, 3).join(", ")}${site.files.size > 3 ? ", …" : ""})`);
+    }
   }
   return lines.join("\n");
 }

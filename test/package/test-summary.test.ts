@@ -56,7 +56,7 @@ test("without a summary (the runner died first) it says so, with the status", ()
   assert.match(formatSummary(undefined, { seconds: 1, files: 3, status: 7 }), /# summary: none \(the test runner ended with status 7 before reporting\)/);
 });
 
-test("the timeline: each test process's start, end, own CPU and its children's, and each test's duration", () => {
+test("the timeline: each test process's start, end, own CPU and its children's, the timers that ran out, and each test's duration", () => {
   const scratch = mkdtempSync(join(tmpdir(), "agentloop-timeline-"));
   try {
     const rows = join(scratch, "timeline.jsonl");
@@ -76,6 +76,11 @@ test("the timeline: each test process's start, end, own CPU and its children's, 
     assert.ok(row.start >= before - 1000 && row.end <= Date.now() && row.end - row.start >= 300, JSON.stringify(row));
     assert.ok(row.cpu > 0, "the process's own CPU");
     assert.ok(row.children >= 150, `the child's 200 ms of CPU: ${row.children}`);
+    // The 300 ms sleep, where the fixture set it; the cleared timer is no wait.
+    assert.deepEqual(
+      row.timers.map((timer: { where: string; ms: number; fired: number }) => [timer.where.replace(/^.*\//, "").replace(/:\d+:\d+\)?$/, ""), timer.ms, timer.fired]),
+      [["timeline-sample.test.mjs", 300, 1]],
+    );
     const durations = JSON.parse(readFileSync(destination, "utf8")).durations;
     const test = durations.find((entry: { name: string }) => entry.name === "waits, then a busy child");
     assert.ok(test.ms >= 300, JSON.stringify(durations));
@@ -89,7 +94,7 @@ test("the timeline's report: the run, the files still running once the last has 
   const text: string = formatTimeline(
     {
       processes: [
-        { file: "test/a.test.ts", start: t0, end: t0 + 10_000, cpu: 1_000, children: 2_000 },
+        { file: "test/a.test.ts", start: t0, end: t0 + 10_000, cpu: 1_000, children: 2_000, timers: [{ where: "test/a.test.ts:3:5", ms: 4_000, fired: 2 }] },
         { file: "test/b.test.ts", start: t0 + 1_000, end: t0 + 4_000, cpu: 2_500, children: 0 },
         { file: "group-1", files: ["test/c.test.ts", "test/d.test.ts"], start: t0 + 5_000, end: t0 + 8_000, cpu: 1_000, children: 0 },
       ],
@@ -112,9 +117,12 @@ test("the timeline's report: the run, the files still running once the last has 
   // A suite's tests, not the suite that holds them.
   assert.match(lines[6]!, /^#\s+5\.0 s {2}suite › slow$/);
   assert.match(lines[7]!, /^#\s+0\.1 s {2}quick$/);
-  assert.match(lines[8]!, /wait\s+2\.0 s\s+wall\s+3\.0 s .*group-1 \(2 files\)$/);
-  assert.match(lines[9]!, /^#\s+1\.5 s {2}test\/d\.test\.ts: d's test$/);
-  assert.equal(lines.length, 10, text);
+  assert.match(lines[8]!, /^#\s+4\.0 s {2}timers run out \(2\) set at test\/a\.test\.ts:3:5$/);
+  assert.match(lines[9]!, /wait\s+2\.0 s\s+wall\s+3\.0 s .*group-1 \(2 files\)$/);
+  assert.match(lines[10]!, /^#\s+1\.5 s {2}test\/d\.test\.ts: d's test$/);
+  assert.equal(lines[11], "# the timers that ran out (100 ms or more, in the test processes), by where they were set, the largest 2:");
+  assert.match(lines[12]!, /^#\s+4\.0 s {2}×2\s+test\/a\.test\.ts:3:5 {2}\(test\/a\.test\.ts\)$/);
+  assert.equal(lines.length, 13, text);
 });
 
 test("the cache's leftovers: the folders of dead runs and test processes go, a live process's and others stay", () => {
