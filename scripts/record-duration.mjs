@@ -90,7 +90,11 @@ function watchTimers() {
   promises.setTimeout = function setTimeout(delay, ...args) {
     const where = Number(delay) >= 100 ? whereSet() : undefined;
     const sleeping = originalSleep(delay, ...args);
-    return where ? sleeping.then((value) => (count(where, Number(delay)), value)) : sleeping;
+    if (!where) return sleeping;
+    return sleeping.then((value) => {
+      count(where, Number(delay));
+      return value;
+    });
   };
   syncBuiltinESMExports();
 }
