@@ -52,10 +52,15 @@ function watchTimers() {
     // Frames with a place (not `new Promise (<anonymous>)`), this module's left out.
     const outside = frames.filter((frame) => !SELF.test(frame) && /:\d+:\d+\)?$/.test(frame));
     // The repository's own code: the runner's bundles (below node_modules/.cache) map back to it.
-    const own = outside.find((frame) => !frame.includes("node:") && (!frame.includes("/node_modules/") || frame.includes("/node_modules/.cache/agentloop-test/")));
-    // Else an npm package's (DBOS's polls); a timer only node's internals set (undici's clock) is no wait of the tests.
-    const where = own ?? outside.find((frame) => !frame.includes("node:"));
-    return where?.replace(`file://${process.cwd()}/`, "").replace(`${process.cwd()}/`, "");
+    const isOwn = (frame) => !frame.includes("/node_modules/") || frame.includes("/node_modules/.cache/agentloop-test/");
+    const relative = (frame) => frame.replace(`file://${process.cwd()}/`, "").replace(`${process.cwd()}/`, "");
+    // The code that set it; a timer only node's internals set (undici's clock) is no wait of the tests.
+    const setter = outside.find((frame) => !frame.includes("node:"));
+    if (!setter || isOwn(setter)) return setter && relative(setter);
+    // An npm package's (DBOS's background polls, pg-pool's idle timeouts): named as the package, from the own code that led there.
+    const name = /\/node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(setter)?.[1] ?? "?";
+    const own = outside.find((frame) => !frame.includes("node:") && isOwn(frame));
+    return `${name}${own ? ` (from ${relative(own)})` : ""}`;
   };
   const count = (where, ms) => {
     const entry = timers.get(where) ?? { ms: 0, fired: 0 };
