@@ -15,10 +15,20 @@
 // A module's `import.meta.url` (and .dirname, .filename) keeps naming its source file, so fixtures
 // next to a test are found.
 // AGENTLOOP_TEST_TSX=1 runs the sources through tsx instead (as does a failed build, which says so).
+//
+// AGENTLOOP_TEST_TIMELINE=<file> records the run's timeline there (scripts/record-duration.mjs, loaded
+// into every test process: its start, end, own CPU and its finished children's; every test's duration
+// from the summary reporter) and prints what bounds the run's wall time after the summary: the files
+// still running once the last has started, and the files whose wall most exceeds their CPU (waits:
+// timers, polls, child processes starting, or a loaded machine) with their longest tests, which in a
+// file run one after another (scripts/test-timeline.mjs; `node scripts/test-timeline.mjs <file>`
+// prints a saved one). Before each run, the cache folders that killed runs and test processes left
+// behind (their process gone) are removed (scripts/test-cache.mjs).
 import { spawn } from "node:child_process";
 import { mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { join, relative, resolve } from "node:path";
 import { nodeBundleOptions } from "./esbuild-node.mjs";
+import { removeLeftovers } from "./test-cache.mjs";
 import { formatSummary } from "./test-summary-reporter.mjs";
 
 function find(dir, out = []) {
@@ -47,13 +57,6 @@ function outName(file, rank) {
 
 /** Compiles the CLI and the test files for this run; returns their paths, or undefined (with the reason printed) to use tsx. */
 async function compile(testFiles) {
-  // Folders left by runs that were killed (a live run's folder is younger than a day).
-  try {
-    for (const name of readdirSync(CACHE)) {
-      const path = join(CACHE, name);
-      if (Date.now() - statSync(path).mtimeMs > 86_400_000) rmSync(path, { recursive: true, force: true });
-    }
-  } catch {}
   const outdir = join(CACHE, `run-${process.pid}-${Date.now()}`);
   try {
     const { build } = await import("esbuild");
@@ -186,6 +189,36 @@ const files = [
   .map(({ file }) => file);
 if (groups.length > 0) console.log(`# ${alone.length} test files in a process each, ${matched.length - alone.length} in ${groups.length} shared processes`);
 
+/** A test process's or test event's file as record-duration.mjs names it: a bundle's source, or `group-<n>`. */
+function timelineName(file) {
+  const path = file.startsWith("file:") ? new URL(file).pathname : file;
+  const bundled = /agentloop-test\/run-[^/]+\/tests\/\d+\/(.+)\.mjs$/.exec(path);
+  if (bundled) return `${bundled[1]}.ts`;
+  const group = /groups-[^/]+\/(group-\d+)\.test\.ts$/.exec(path);
+  return group ? group[1] : relative(ROOT, path);
+}
+
+/** Writes the run's timeline (JSON) to `out`, from the processes' rows and the summary's durations; prints what bounds the run. */
+async function writeTimeline(out, rowsFile, summary) {
+  let processes = [];
+  try {
+    processes = readFileSync(rowsFile, "utf8")
+      .split("\n")
+      .filter(Boolean)
+      .map((line) => JSON.parse(line));
+  } catch {}
+  for (const row of processes) {
+    const group = /^group-(\d+)$/.exec(row.file);
+    if (group) row.files = (groups[Number(group[1]) - 1]?.files ?? []).map((file) => relative(ROOT, file));
+  }
+  const tests = (summary?.durations ?? []).map((test) => ({ ...test, file: timelineName(test.file) }));
+  const data = { concurrency: Number(process.env.AGENTLOOP_TEST_CONCURRENCY ?? 4), processes, tests };
+  writeFileSync(out, `${JSON.stringify(data, null, 1)}\n`);
+  const { formatTimeline } = await import("./test-timeline.mjs");
+  timelineText = `${formatTimeline(data)}\n# (the timeline: ${relative(ROOT, out)})`;
+}
+let timelineText = "";
+
 /** Runs a command; resolves with its exit status and (when `capture`) its output. */
 function run(command, commandArgs, options = {}) {
   return new Promise((resolve) => {
@@ -207,6 +240,7 @@ const checks = withChecks
     ]
   : [];
 
+removeLeftovers(CACHE);
 const built = process.env.AGENTLOOP_TEST_TSX === "1" ? undefined : await compile(files);
 const env = { ...process.env };
 delete env.AGENTLOOP_TEST_CLI;
@@ -223,7 +257,13 @@ if (times) {
   writeFileSync(times, "");
   env.AGENTLOOP_TEST_TIMES = times;
 }
-const runner = [...(built ? ["--enable-source-maps"] : ["--import", "tsx"]), ...(times ? ["--import", "./scripts/record-duration.mjs"] : [])];
+// AGENTLOOP_TEST_TIMELINE=<file>: the run's timeline there as JSON (each test process's start, end and
+// CPU, scripts/record-duration.mjs; every test's duration), and what bounds the run's wall time printed
+// after the summary (scripts/test-timeline.mjs).
+const timeline = process.env.AGENTLOOP_TEST_TIMELINE ? resolve(process.env.AGENTLOOP_TEST_TIMELINE) : undefined;
+const timelineRows = join(entriesDir, "timeline.jsonl");
+if (timeline) env.AGENTLOOP_TEST_TIMELINE = timelineRows;
+const runner = [...(built ? ["--enable-source-maps"] : ["--import", "tsx"]), ...(times || timeline ? ["--import", "./scripts/record-duration.mjs"] : [])];
 // Node's own report as it runs (spec on a terminal, TAP otherwise, as node --test chooses), and a
 // summary (scripts/test-summary-reporter.mjs) into a file, printed after the run.
 mkdirSync(entriesDir, { recursive: true });
@@ -243,11 +283,13 @@ try {
   try {
     summary = JSON.parse(readFileSync(summaryFile, "utf8"));
   } catch {}
+  if (timeline) await writeTimeline(timeline, timelineRows, summary);
 } finally {
   if (built) rmSync(built.outdir, { recursive: true, force: true });
   rmSync(entriesDir, { recursive: true, force: true });
 }
 console.log(`\n${formatSummary(summary, { seconds: (performance.now() - started) / 1000, files: matched.length, status, name: displayName })}`);
+if (timelineText) console.log(timelineText);
 if (times) {
   // This run's times, and the earlier ones of files it did not run alone (a group's files, filtered out).
   const rows = new Map();

@@ -1,6 +1,7 @@
 // A node:test reporter that writes, at the end of a run, a JSON summary for scripts/run-tests.mjs to
 // print: the counts of tests, each file's time (its top-level tests' durations added up), and the
-// failures (the test's path of names, where it is, the error's first lines). Suites and hooks are not
+// failures (the test's path of names, where it is, the error's first lines), every test's duration (50 ms
+// or more, for the timeline). Suites and hooks are not
 // counted as tests; a suite that failed only because a test in it did is not a failure of its own.
 
 /** The error's message, without node:test's wrapper around a failed test's own error. */
@@ -18,6 +19,8 @@ export default async function* summaryReporter(source) {
   const counts = { tests: 0, passed: 0, failed: 0, skipped: 0, todo: 0, cancelled: 0 };
   const fileMs = new Map();
   const failures = [];
+  // Every test's (and suite's) duration, for the run's timeline (scripts/test-timeline.mjs).
+  const durations = [];
   // The names of the suites a test is in, by nesting level, per file.
   const open = new Map();
   for await (const event of source) {
@@ -33,6 +36,8 @@ export default async function* summaryReporter(source) {
     }
     const details = data.details ?? {};
     if (data.nesting === 0) fileMs.set(file, (fileMs.get(file) ?? 0) + (details.duration_ms ?? 0));
+    const names = [...path.slice(0, data.nesting), data.name];
+    if ((details.duration_ms ?? 0) >= 50) durations.push({ file, name: names.join(" › "), nesting: data.nesting, ms: Math.round(details.duration_ms) });
     const failureType = details.error?.failureType;
     const isSuite = details.type === "suite";
     if (!isSuite) {
@@ -49,12 +54,11 @@ export default async function* summaryReporter(source) {
         counts.tests++;
         counts.failed++;
       }
-      const names = [...path.slice(0, data.nesting), data.name];
       failures.push({ name: names.join(" › "), location: data.line ? `${file}:${data.line}:${data.column}` : file, message: messageOf(details.error) });
     }
   }
   const files = [...fileMs].map(([file, ms]) => ({ file, ms: Math.round(ms) })).sort((a, b) => b.ms - a.ms);
-  yield `${JSON.stringify({ counts, files, failures })}\n`;
+  yield `${JSON.stringify({ counts, files, failures, durations })}\n`;
 }
 
 /**

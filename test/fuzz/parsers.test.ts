@@ -8,6 +8,7 @@ import fc from "fast-check";
 import type { ModelEvent } from "../../src/model/model.js";
 import { parseMockResponses, parseScriptEntry, ScriptedModel } from "../../src/model/scripted.js";
 import { dropTrailingCommas, firstBalancedObject, parseToolArguments } from "../../src/tools/parse-arguments.js";
+import { seeded } from "./seed.js";
 
 const isPlainObject = (value: unknown) => typeof value === "object" && value !== null && !Array.isArray(value);
 
@@ -19,7 +20,7 @@ const noisyText = fc.oneof(
 );
 
 describe("fuzz: parseToolArguments", () => {
-  test("any text: an object, or ok:false with a message; never throws", () => {
+  test("any text: an object, or ok:false with a message; never throws", (t) => {
     fc.assert(
       fc.property(fc.oneof(noisyText, fc.constant(undefined), fc.constant(null)), (raw) => {
         const result = parseToolArguments(raw);
@@ -31,11 +32,11 @@ describe("fuzz: parseToolArguments", () => {
           assert.ok(result.error.length < 400, `error message of ${result.error.length} chars`);
         }
       }),
-      { numRuns: 400 },
+      seeded(t, 400),
     );
   });
 
-  test("a JSON object, plain, fenced, with prose around it or trailing commas, reads back equal", () => {
+  test("a JSON object, plain, fenced, with prose around it or trailing commas, reads back equal", (t) => {
     const objects = fc.dictionary(fc.string({ maxLength: 12 }), fc.jsonValue({ maxDepth: 3 }), { maxKeys: 6 });
     fc.assert(
       fc.property(objects, fc.constantFrom("plain", "fenced", "prose", "commas"), (value, form) => {
@@ -53,11 +54,11 @@ describe("fuzz: parseToolArguments", () => {
         // JSON.stringify drops -0 and the like: compare through JSON.
         assert.deepEqual(JSON.parse(JSON.stringify(result.value)), JSON.parse(json));
       }),
-      { numRuns: 300 },
+      seeded(t, 300),
     );
   });
 
-  test("a JSON value that is not an object is refused naming what it is", () => {
+  test("a JSON value that is not an object is refused naming what it is", (t) => {
     fc.assert(
       fc.property(
         // (An object nested in an array is found and taken, leniently: only values without one here.)
@@ -68,11 +69,11 @@ describe("fuzz: parseToolArguments", () => {
           if (!result.ok) assert.match(result.error, /must be a JSON object|not valid JSON/);
         },
       ),
-      { numRuns: 200 },
+      seeded(t, 200),
     );
   });
 
-  test("the helpers never throw, and a balanced span they find is balanced", () => {
+  test("the helpers never throw, and a balanced span they find is balanced", (t) => {
     fc.assert(
       fc.property(noisyText, fc.nat(50), (text, from) => {
         const span = firstBalancedObject(text, from);
@@ -84,7 +85,7 @@ describe("fuzz: parseToolArguments", () => {
         const dropped = dropTrailingCommas(text);
         assert.ok(dropped.length <= text.length);
       }),
-      { numRuns: 400 },
+      seeded(t, 400),
     );
   });
 
@@ -126,7 +127,7 @@ describe("fuzz: the scripted model's script (DEBUG_MOCK_RESPONSES)", () => {
     fc.array(fc.oneof(fc.string({ maxLength: 40 }), toolCallish.map((entry) => JSON.stringify(entry)), toolCallish, fc.jsonValue({ maxDepth: 2 })), { maxLength: 4 }).map((list) => JSON.stringify(list)),
   );
 
-  test("any script: entries are strings, each turn ends with exactly one finish, nothing throws", async () => {
+  test("any script: entries are strings, each turn ends with exactly one finish, nothing throws", async (t) => {
     await fc.assert(
       fc.asyncProperty(scripts, async (script) => {
         const entries = parseMockResponses(script);
@@ -143,7 +144,7 @@ describe("fuzz: the scripted model's script (DEBUG_MOCK_RESPONSES)", () => {
         assert.equal(terminal.length, 1, JSON.stringify(events));
         assert.equal(events.at(-1), terminal[0]);
       }),
-      { numRuns: 200 },
+      seeded(t, 200),
     );
   });
 });

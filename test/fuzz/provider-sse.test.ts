@@ -2,7 +2,8 @@
 // loopback server: well-formed streams cut into arbitrary byte chunks (splitting UTF-8 sequences),
 // with garbage frames, error frames and invalid bytes inserted, or truncated anywhere. Every call
 // ends with exactly one terminal event (a finish, or an error of a known kind), never throws and
-// never hangs; an unmutated stream, however it is chunked, gives back its text exactly.
+// never hangs; an unmutated stream, however it is chunked, gives back its text exactly. The cases come
+// from a fixed seed (./seed.ts: AGENTLOOP_FUZZ_SEED to change it), printed by each test.
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import fc from "fast-check";
@@ -14,6 +15,7 @@ import { google } from "../../src/providers/google/index.js";
 import { openaiChat, openaiResponses } from "../../src/providers/openai/index.js";
 import { type TestServer, startServer } from "../providers/fixture-server.js";
 import { anthropicFrames, chatFrames, geminiFrames, responsesFrames, type ScriptedTurn } from "../providers/wire-scripts.js";
+import { fuzzSeed, seeded, seedFrom } from "./seed.js";
 
 const knownKinds = new Set(["server", "network", "timeout", "invalid_request", "rate_limit", "authentication", "permission", "not_found", "context_length", "refusal", "unknown"]);
 
@@ -113,32 +115,32 @@ describe("fuzz: provider stream readers over a loopback server", () => {
   ];
 
   for (const wire of wires) {
-    test(`${wire.name}: arbitrary chunking, garbage and truncation end in one finish or one clear error`, async () => {
+    test(`${wire.name}: arbitrary chunking, garbage and truncation end in one finish or one clear error`, async (t) => {
       const model = wire.model();
       await fc.assert(
         fc.asyncProperty(streamCase(wire.frames), async (testCase) => {
           current = testCase;
           checkCall(await collect(model), testCase);
         }),
-        { numRuns: 40 },
+        seeded(t, 40),
       );
     });
   }
 });
 
 describe("fuzz: the SSE parser layer", () => {
-  test("arbitrary bytes in arbitrary pieces never throw; every event's data is a string", () => {
+  test("arbitrary bytes in arbitrary pieces never throw; every event's data is a string", (t) => {
     fc.assert(
       fc.property(fc.array(fc.uint8Array({ maxLength: 64 }), { maxLength: 12 }), (pieces) => {
         const events = new ServerSentEvents();
         const seen = [...pieces.flatMap((piece) => events.feed(piece)), ...events.end()];
         for (const event of seen) assert.equal(typeof event.data, "string");
       }),
-      { numRuns: 300 },
+      seeded(t, 300),
     );
   });
 
-  test("however a stream is cut, the parser yields the same events", () => {
+  test("however a stream is cut, the parser yields the same events", (t) => {
     fc.assert(
       fc.property(turnText, fc.array(fc.nat(), { maxLength: 10 }), (text, cuts) => {
         const bytes = Buffer.from(chatFrames({ text }).join(""), "utf8");
@@ -155,7 +157,19 @@ describe("fuzz: the SSE parser layer", () => {
         got.push(...pieces.end().map((event) => event.data));
         assert.deepEqual(got, expected);
       }),
-      { numRuns: 200 },
+      seeded(t, 200),
     );
+  });
+});
+
+describe("fuzz: the seed", () => {
+  test("the cases come from the seed: the same seed, the same cases; AGENTLOOP_FUZZ_SEED names it, a bad one is refused", () => {
+    const sample = (seed: number) => fc.sample(streamCase((turn) => chatFrames(turn)), { seed, numRuns: 20 });
+    assert.deepEqual(sample(fuzzSeed), sample(fuzzSeed));
+    assert.notDeepEqual(sample(fuzzSeed), sample(fuzzSeed + 1));
+    assert.equal(seedFrom(undefined), seedFrom(""));
+    assert.equal(seedFrom("42"), 42);
+    assert.ok(Number.isSafeInteger(seedFrom("random")));
+    assert.throws(() => seedFrom("1.5e"), /AGENTLOOP_FUZZ_SEED must be an integer or "random", not "1\.5e"/);
   });
 });

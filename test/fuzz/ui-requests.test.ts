@@ -11,6 +11,7 @@ import { HttpError } from "../../src/server/http-errors.js";
 import { parseRunAgentInput, parseUiChatRequest, UiRequestError } from "../../src/ui/index.js";
 import { startTestServer, type TestServer } from "../server/helpers.js";
 import { writeFile } from "../ui/scenarios.js";
+import { seeded } from "./seed.js";
 
 /** A value, or a 400 that names the problem; anything else fails the property. */
 function valueOrBadRequest(fn: () => unknown): void {
@@ -105,14 +106,14 @@ const chatWithTools = fc.record(
 );
 
 describe("fuzz: the UI request parsers", () => {
-  it("parseUiChatRequest: any body gives a request or a 400 naming the problem", () => {
-    fc.assert(fc.property(uiBody, (body) => valueOrBadRequest(() => parseUiChatRequest(body))), { numRuns: 500 });
+  it("parseUiChatRequest: any body gives a request or a 400 naming the problem", (t) => {
+    fc.assert(fc.property(uiBody, (body) => valueOrBadRequest(() => parseUiChatRequest(body))), seeded(t, 500));
   });
-  it("parseRunAgentInput: any body gives a request or a 400 naming the problem", () => {
-    fc.assert(fc.property(agUiBody, (body) => valueOrBadRequest(() => parseRunAgentInput(body))), { numRuns: 500 });
+  it("parseRunAgentInput: any body gives a request or a 400 naming the problem", (t) => {
+    fc.assert(fc.property(agUiBody, (body) => valueOrBadRequest(() => parseRunAgentInput(body))), seeded(t, 500));
   });
-  it("parseChatRequest with client tools and tool results: a request or a 400", () => {
-    fc.assert(fc.property(chatWithTools, fc.option(fc.string()), (body, header) => valueOrBadRequest(() => parseChatRequest(body, undefined, header ?? undefined))), { numRuns: 500 });
+  it("parseChatRequest with client tools and tool results: a request or a 400", (t) => {
+    fc.assert(fc.property(chatWithTools, fc.option(fc.string()), (body, header) => valueOrBadRequest(() => parseChatRequest(body, undefined, header ?? undefined))), seeded(t, 500));
   });
 });
 
@@ -140,17 +141,17 @@ describe("fuzz: /api/chat and /ag-ui on a server with a run waiting for approval
     }
   }
 
-  it("any body answers 200 or a 4xx, never a 500 or a hang", async () => {
+  it("any body answers 200 or a 4xx, never a 500 or a hang", async (t) => {
     await fc.assert(
       fc.asyncProperty(fc.oneof(uiBody.map((body) => ["/api/chat", JSON.stringify(body) ?? ""] as const), agUiBody.map((body) => ["/ag-ui", JSON.stringify(body) ?? ""] as const)), async ([path, body]) => {
         const { status } = await post(path, body);
         assert.ok(status === 200 || (status >= 400 && status < 500), `status ${status} for ${path} ${body.slice(0, 200)}`);
       }),
-      { numRuns: 60 },
+      seeded(t, 60),
     );
   });
 
-  it("a decision or a result for a call the run never made is refused; the run waiting is untouched", async () => {
+  it("a decision or a result for a call the run never made is refused; the run waiting is untouched", async (t) => {
     const stop = await post("/ag-ui", JSON.stringify({ threadId: "held", runId: "r0", messages: [{ id: "u", role: "user", content: "write" }] }));
     assert.match(stop.text, /"type":"interrupt"/);
     await fc.assert(
@@ -161,7 +162,7 @@ describe("fuzz: /api/chat and /ag-ui on a server with a run waiting for approval
         const { status } = await post("/ag-ui", JSON.stringify(body));
         assert.equal(status, 400, `${callId} as ${asResult ? "a result" : "a decision"}`);
       }),
-      { numRuns: 40 },
+      seeded(t, 40),
     );
     // The real call still waits and goes on when answered.
     const resumed = await post("/ag-ui", JSON.stringify({ threadId: "held", runId: "r2", messages: [], resume: [{ interruptId: "call_real", status: "resolved", payload: { approve: false, reason: "no" } }] }));

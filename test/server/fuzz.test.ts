@@ -6,6 +6,7 @@ import fc from "fast-check";
 import { parseChatRequest } from "../../src/server/chat-request.js";
 import { parseJsonText } from "../../src/server/context.js";
 import { HttpError } from "../../src/server/http-errors.js";
+import { seeded } from "../fuzz/seed.js";
 import { startTestServer, type TestServer } from "./helpers.js";
 
 /** A value or an HttpError with a 4xx status; anything else fails the property. */
@@ -43,22 +44,22 @@ const chatBody = fc.oneof(
 );
 
 describe("fuzzing the chat request parser", () => {
-  it("parseChatRequest: any JSON body and any X-Session-ID give a request or a 400", () => {
+  it("parseChatRequest: any JSON body and any X-Session-ID give a request or a 400", (t) => {
     fc.assert(
       fc.property(chatBody, fc.option(fc.string()), (body, header) => {
         valueOrClientError(() => parseChatRequest(body, header ?? undefined));
       }),
-      { numRuns: 500 },
+      seeded(t, 500),
     );
   });
 
-  it("parseJsonText: any text (JSON, broken JSON, deep nesting) gives a value or a 400", () => {
+  it("parseJsonText: any text (JSON, broken JSON, deep nesting) gives a value or a 400", (t) => {
     const deep = fc.integer({ min: 1, max: 200_000 }).map((depth) => `${"[".repeat(depth)}${"]".repeat(depth)}`);
     fc.assert(
       fc.property(fc.oneof(fc.string(), fc.json(), deep, fc.json().map((text) => text.slice(0, Math.floor(text.length / 2)))), (text) => {
         valueOrClientError(() => parseJsonText(text));
       }),
-      { numRuns: 300 },
+      seeded(t, 300),
     );
   });
 });
@@ -88,13 +89,13 @@ describe("fuzzing the server: /v1/chat/completions and the A2A endpoint", () => 
     }
   }
 
-  it("chat completions: any body answers 200 or a 4xx, never a 500 or a hang", async () => {
+  it("chat completions: any body answers 200 or a 4xx, never a 500 or a hang", async (t) => {
     await fc.assert(
       fc.asyncProperty(fc.oneof(chatBody.map((body) => JSON.stringify(body) ?? ""), fc.string()), async (body) => {
         const status = await post("/v1/chat/completions", body);
         assert.ok(status === 200 || (status >= 400 && status < 500), `status ${status} for ${body.slice(0, 200)}`);
       }),
-      { numRuns: 80 },
+      seeded(t, 80),
     );
   });
 
@@ -125,13 +126,13 @@ describe("fuzzing the server: /v1/chat/completions and the A2A endpoint", () => 
   );
 
   for (const version of [undefined, "1.0"]) {
-    it(`A2A ${version ?? "0.3"}: any body answers a JSON-RPC result or error (HTTP 200 or 4xx), never a 500 or a hang`, async () => {
+    it(`A2A ${version ?? "0.3"}: any body answers a JSON-RPC result or error (HTTP 200 or 4xx), never a 500 or a hang`, async (t) => {
       await fc.assert(
         fc.asyncProperty(fc.oneof(a2aBody.map((body) => JSON.stringify(body) ?? ""), fc.string()), async (body) => {
           const status = await post("/a2a", body, version ? { "a2a-version": version } : {});
           assert.ok(status === 200 || (status >= 400 && status < 500), `status ${status} for ${body.slice(0, 200)}`);
         }),
-        { numRuns: 80 },
+        seeded(t, 80),
       );
     });
   }

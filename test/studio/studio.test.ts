@@ -193,12 +193,18 @@ describe("agentloop studio in a browser", { skip: !HAVE_CHROMIUM && "no chromium
     // While it runs: the second tab shows the running call growing.
     const running = second.locator(".bar.status-running");
     await running.waitFor({ timeout: 30_000 });
-    // The running call's bar grows on screen while no event arrives (the run is in its tool call).
+    // The running call's bar grows on screen while no event arrives (the run is in its tool call), and
+    // meanwhile the run's pill says RUNNING: both seen in one look at the page (looked at one after
+    // the other, the 1.5 s call could end between them on a loaded machine).
     const width = (await running.boundingBox())!.width;
     // (a function, not a string: the page's CSP forbids eval)
-    type Window = { document: { querySelector(selector: string): { getBoundingClientRect(): { width: number } } | null } };
-    await second.waitForFunction((before) => ((globalThis as unknown as Window).document.querySelector(".bar.status-running")?.getBoundingClientRect().width ?? 0) > before, width + 5);
-    assert.equal(await second.locator(".pill", { hasText: "RUNNING" }).first().isVisible(), true);
+    type Element = { getBoundingClientRect(): { width: number }; textContent: string | null; checkVisibility(): boolean };
+    type Window = { document: { querySelector(selector: string): Element | null; querySelectorAll(selector: string): Iterable<Element> } };
+    await second.waitForFunction((before) => {
+      const { document } = globalThis as unknown as Window;
+      const grown = (document.querySelector(".bar.status-running")?.getBoundingClientRect().width ?? 0) > before;
+      return grown && [...document.querySelectorAll(".pill")].some((pill) => pill.textContent?.includes("RUNNING") && pill.checkVisibility());
+    }, width + 5);
     const result = await cli;
     assert.equal(result.code, 0, result.stderr);
     await second.locator(".run-head .pill", { hasText: "COMPLETED" }).waitFor({ timeout: 10_000 });
