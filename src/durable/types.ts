@@ -139,8 +139,13 @@ export interface DurableAgent {
   show(runId: string): Promise<DurableRunInfo | undefined>;
   /** Cancels a run of this agent (it stops at its next step; it can be resumed). Another agent's run, or none: an error. */
   cancel(runId: string): Promise<void>;
-  /** Resumes a cancelled or failed run of this agent from its last completed step. Another agent's run, or none: an error. */
-  resume(runId: string): Promise<void>;
+  /**
+   * Resumes a cancelled or failed run of this agent from its last completed step. Another agent's run, or none: an error.
+   * A run still executing in this process (cancelled a moment ago) is cancelled and its execution's
+   * end awaited first, its tool calls included (a tool that ignores its signal), up to `waitMs`
+   * (default 10 s); past that, an error naming the run and what still runs, and the run stays as it was.
+   */
+  resume(runId: string, options?: { waitMs?: number }): Promise<void>;
   /**
    * Recovers the unfinished runs of other executors (processes that died and will not come back
    * with their id): DBOS puts them back on their queue, and a live process runs them. Returns their ids.

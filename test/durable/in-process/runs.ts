@@ -6,6 +6,7 @@
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
 import { test } from "node:test";
+import { DBOS } from "@dbos-inc/dbos-sdk";
 import pg from "pg";
 import { type DurableAgent, durableAgent, INTERRUPTED, type JournalEncoder, type JournalEntry } from "../../../src/durable/index.js";
 import { Agent, defineTool, type LoopEvent, type Model, type ModelEvent, ScriptedModel } from "../../../src/index.js";
@@ -276,6 +277,17 @@ const resumable = durableAgent(
   options,
 );
 
+/**
+ * Resumes a cancelled run whose execution here hangs in its tools for good (as a process that died
+ * while they ran): `resume` here refuses it, naming the calls that still run (it waits for them, up to
+ * `waitMs`); another process's `resume` (DBOS's resume: no execution of the run there) starts it again,
+ * the hung calls' results never recorded.
+ */
+async function resumeElsewhere(durable: DurableAgent, runId: string, running: string): Promise<void> {
+  await assert.rejects(durable.resume(runId, { waitMs: 50 }), (error: Error) => error.message.includes(`(still running: ${running}, which`));
+  await DBOS.resumeWorkflow(runId);
+}
+
 // A call that begins after its approval: its start marker is a step of its own.
 const send = defineTool<{ n: number }>({
   name: "send",
@@ -311,7 +323,7 @@ test("an approved call in flight when its run is cancelled, the run resumed: the
   await running;
   await gated.cancel(runId);
   await assert.rejects(run.result(), /has been cancelled/);
-  await gated.resume(runId);
+  await resumeElsewhere(gated, runId, 'tool "send" (call s1)');
   const result = await gated.retrieve(runId).result();
   assert.equal(result.text, "Gave up.");
   assert.deepEqual(sideEffects, [`send 1 ${runId}:s1`]);
@@ -335,7 +347,7 @@ test("with a session's memory, an approved call in flight when its run is cancel
   await running;
   await gatedWithMemory.cancel(runId);
   await assert.rejects(run.result(), /has been cancelled/);
-  await gatedWithMemory.resume(runId);
+  await resumeElsewhere(gatedWithMemory, runId, 'tool "send" (call s1)');
   const result = await gatedWithMemory.retrieve(runId).result();
   assert.deepEqual([result.state, result.text, result.error], ["COMPLETED", "Gave up.", undefined]);
   assert.deepEqual(sideEffects, [`send 1 ${runId}:s1`]);
@@ -369,7 +381,7 @@ test("a run cancelled with tools in flight and resumed: recorded tools are not r
   await bothInFlight;
   await resumable.cancel(runId);
   await assert.rejects(run.result(), /has been cancelled/);
-  await resumable.resume(runId);
+  await resumeElsewhere(resumable, runId, 'tool "charge" (call r2), tool "fetch" (call r3)');
   const result = await resumable.retrieve(runId).result();
   assert.equal(result.state, "COMPLETED");
   assert.equal(result.text, "Resumed.");
