@@ -131,6 +131,7 @@ export interface DurableAgent {
    * The journal of a run with `journal`, from the item after `after` to its end: live from this
    * process while the run executes here, else from the database (any process). Ends when the run
    * ended (or was cancelled). Nothing is lost or repeated across reattaches: items keep their `seq`.
+   * Readable once `run` has returned the id; no run of that id: the read fails, naming it.
    */
   readJournal(runId: string, options?: { after?: number }): AsyncGenerator<JournalEntry>;
   /** Durable runs of this agent, most recent first. */

@@ -167,6 +167,14 @@ test("a journaled run passes its events to onEvent; its encoder begins once, bef
   assert.deepEqual(observed.get(`${runId}_quiet`), events);
 });
 
+test("a run's journal: a run id just returned by run() is readable at once, queued or not", { timeout: 60_000 }, async () => {
+  // Queued (a partition key): read before the run starts, to its end.
+  const queued = await echoer.run("echo", { runId: `run_queued_journal_${randomUUID().slice(0, 8)}`, journal: "q", partitionKey: `key_${randomUUID().slice(0, 8)}` });
+  assert.deepEqual(await collect(echoer.readJournal(queued.runId)), ["start:q", "call:echo", "end:COMPLETED"]);
+  const direct = await echoer.run("echo", { journal: "d" });
+  assert.deepEqual(await collect(echoer.readJournal(direct.runId)), ["start:d", "call:echo", "end:COMPLETED"]);
+});
+
 test("a run without a journal spec on an agent with a journal keeps none: it runs as a plain durable run", { timeout: 60_000 }, async () => {
   const runId = `run_nojournal_${randomUUID().slice(0, 8)}`;
   const run = await echoer.run("echo", { runId });
@@ -540,14 +548,18 @@ test("readers attached to a queued run before it starts here follow it live: the
   }
 });
 
-test("reading the journal of a run that does not exist fails with DBOS's error naming the run, not an empty journal", { timeout: 60_000 }, async () => {
+test("reading the journal of a run that does not exist (not started yet, or a wrong id) fails, naming the run, not an empty journal nor a wait", { timeout: 60_000 }, async () => {
   const runId = `run_missing_${randomUUID().slice(0, 8)}`;
   const entries: JournalEntry[] = [];
   await assert.rejects(
     (async () => {
       for await (const entry of live.readJournal(runId)) entries.push(entry);
     })(),
-    (error: Error) => error.message.includes(runId) && /does not exist/.test(error.message),
+    (error: Error) => {
+      assert.equal(error.message, `durable readJournal: no run "${runId}" (a run's journal is readable once run() has returned its id)`);
+      return true;
+    },
   );
   assert.deepEqual(entries, []);
+  await assert.rejects(collect(live.readJournal(runId, { after: 3 })), /^Error: durable readJournal: no run "run_missing_/);
 });
