@@ -16,6 +16,15 @@ import { listeners, registerRunWorkflow } from "./workflow.js";
 /** How long `resume` waits for a run's execution in this process to stop before it runs again. */
 const RESUME_WAIT_MS = 10_000;
 
+/** Cancels run `runId` (DBOS's cancel) and stops what of it waits or runs, here or elsewhere, at once. */
+async function cancelRun(runId: string): Promise<void> {
+  await DBOS.cancelWorkflow(runId);
+  // Executing here: its loop stops now, not at DBOS's next poll (about a second).
+  abortCancelled(runId);
+  // Waiting for decisions (here or in another process): its wait stops now, not in up to 10 s.
+  await wakeCancelled(runId);
+}
+
 /** The names of this process's durable agents: each names its runs' workflow, registered once. */
 const durableNames = new Set<string>();
 
@@ -124,11 +133,7 @@ export function durableAgent(agent: Agent, options: DurableOptions): DurableAgen
     async cancel(runId) {
       ensureLaunched("cancel");
       await ownRun("cancel", runId);
-      await DBOS.cancelWorkflow(runId);
-      // Executing here: its loop stops now, not at DBOS's next poll (about a second).
-      abortCancelled(runId);
-      // Waiting for decisions (here or in another process): its wait stops now, not in up to 10 s.
-      await wakeCancelled(runId);
+      await cancelRun(runId);
     },
     async resume(runId, { waitMs = RESUME_WAIT_MS } = {}) {
       ensureLaunched("resume");
@@ -137,7 +142,7 @@ export function durableAgent(agent: Agent, options: DurableOptions): DurableAgen
       if (executions.has(runId)) {
         // Still executing here (cancelled a moment ago, or running): it is cancelled and its end
         // (its steps' too) awaited first, so that one execution at a time runs the run (docs/durable.md).
-        await DBOS.cancelWorkflow(runId);
+        await cancelRun(runId);
         const running = await stopHere(runId, waitMs);
         if (running) {
           const what = running.length === 0 ? "its loop" : `${running.join(", ")}, which ${running.length === 1 ? "ignores its signal" : "ignore their signals"}`;

@@ -263,3 +263,41 @@ test("a run cancelled while its tool ignores the signal past resume's wait: resu
 test("resume's wait must be a non-negative number of milliseconds", async () => {
   await assert.rejects(deafAgent.resume("any", { waitMs: -1 }), /^TypeError: durable resume: waitMs must be a non-negative number of milliseconds, got -1$/);
 });
+
+// `resume` of a run that is not cancelled but waits for approvals in this process: it is cancelled as
+// `cancel` cancels it (its wait woken at once) and its execution awaited. Before, only DBOS's cancel was
+// sent: the wait learned it at DBOS's next poll of it (every 10 s), and resume refused the run past its wait.
+let approvedSends = 0;
+const approvedSend = defineTool({
+  name: "send",
+  description: "sends once approved",
+  parameters: { type: "object" },
+  needsApproval: true,
+  execute: async () => {
+    approvedSends++;
+    return "sent";
+  },
+});
+const waitingAgent = durableAgent(new Agent({ name: "cancel-resume-waiting", model: new ScriptedModel([JSON.stringify({ tool_calls: [{ id: "w1", name: "send", arguments: {} }] }), "sent it"]), tools: [approvedSend] }), shared);
+
+async function waitsOn(runId: string): Promise<void> {
+  for (let attempt = 0; attempt < 400; attempt++) {
+    if ((await waitingAgent.approvalWait(runId))?.result.checkpoint?.pending.some((call) => call.toolCallId === "w1")) return;
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+  assert.fail(`run ${runId} never waited on w1`);
+}
+
+test("resume of a run waiting for approvals here (not cancelled first): its wait stops at once, the run waits again in its resumed execution, and a decision completes it", { timeout: 60_000 }, async () => {
+  approvedSends = 0;
+  const runId = `run_resume_waiting_${randomUUID().slice(0, 8)}`;
+  const run = await waitingAgent.run("send it", { runId });
+  run.result().catch(() => undefined);
+  await waitsOn(runId);
+  await waitingAgent.resume(runId, { waitMs: 2_500 });
+  await waitsOn(runId);
+  await waitingAgent.decide(runId, { w1: { approve: true } });
+  const result = await waitingAgent.retrieve(runId).result();
+  assert.deepEqual([result.state, result.text], ["COMPLETED", "sent it"]);
+  assert.equal(approvedSends, 1);
+});
