@@ -139,11 +139,12 @@ export function durableAgent(agent: Agent, options: DurableOptions): DurableAgen
       ensureLaunched("resume");
       if (typeof waitMs !== "number" || !(waitMs >= 0)) throw new TypeError(`durable resume: waitMs must be a non-negative number of milliseconds, got ${String(waitMs)}`);
       await ownRun("resume", runId);
-      if (executions.has(runId)) {
+      const here = executions.get(runId);
+      if (here) {
         // Still executing here (cancelled a moment ago, or running): it is cancelled and its end
         // (its steps' too) awaited first, so that one execution at a time runs the run (docs/durable.md).
         await cancelRun(runId);
-        const running = await stopHere(runId, waitMs);
+        const running = await stopHere(here, runId, waitMs);
         if (running) {
           const what = running.length === 0 ? "its loop" : `${running.join(", ")}, which ${running.length === 1 ? "ignores its signal" : "ignore their signals"}`;
           throw new Error(`durable resume: run "${runId}" is still stopping: its cancelled execution in this process did not end within ${waitMs / 1000} s (still running: ${what}); try again once it has ended`);

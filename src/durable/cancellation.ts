@@ -40,17 +40,16 @@ export function abortCancelled(runId: string): void {
 }
 
 /**
- * Before run `runId` executes again (`resume`): its execution in this process, if any, is aborted and
- * awaited, up to `timeoutMs`, steps included (a tool that ignores its signal goes on after the aborted
- * loop ended). DBOS's own cancel reaches an execution by polling (about a second), and a resume puts
- * the run back to ENQUEUED: resumed within that second, the old execution never learned it was
- * cancelled and ran on beside the new one (its tool results, answer and ending stored twice, its side
- * effects done twice). Undefined once it has ended; else what of it still runs.
+ * Before run `runId` executes again (`resume`): its execution in this process (`here`, taken before
+ * the run was cancelled: it may have ended since) is aborted and awaited, up to `timeoutMs`, steps
+ * included (a tool that ignores its signal goes on after the aborted loop ended). DBOS's own cancel
+ * reaches an execution by polling (about a second), and a resume puts the run back to ENQUEUED:
+ * resumed within that second, the old execution never learned it was cancelled and ran on beside the
+ * new one (its tool results, answer and ending stored twice, its side effects done twice). Undefined
+ * once it has ended; else what of it still runs.
  */
-export async function stopHere(runId: string, timeoutMs: number): Promise<string[] | undefined> {
-  const here = executions.get(runId);
-  if (!here) return undefined;
-  abortCancelled(runId);
+export async function stopHere(here: Execution, runId: string, timeoutMs: number): Promise<string[] | undefined> {
+  abortExecution(here, runId);
   let timer: NodeJS.Timeout | undefined;
   const late = new Promise<string[]>((resolve) => {
     timer = setTimeout(() => resolve([...here.steps.values()]), timeoutMs);
