@@ -16,6 +16,15 @@ import { listeners, registerRunWorkflow } from "./workflow.js";
 /** How long `resume` waits for a run's execution in this process to stop before it runs again. */
 const RESUME_WAIT_MS = 10_000;
 
+/** Cancels run `runId` (DBOS's cancel) and stops what of it waits or runs, here or elsewhere, at once. */
+async function cancelRun(runId: string): Promise<void> {
+  await DBOS.cancelWorkflow(runId);
+  // Executing here: its loop stops now, not at DBOS's next poll (about a second).
+  abortCancelled(runId);
+  // Waiting for decisions (here or in another process): its wait stops now, not in up to 10 s.
+  await wakeCancelled(runId);
+}
+
 /** The names of this process's durable agents: each names its runs' workflow, registered once. */
 const durableNames = new Set<string>();
 
@@ -124,21 +133,22 @@ export function durableAgent(agent: Agent, options: DurableOptions): DurableAgen
     async cancel(runId) {
       ensureLaunched("cancel");
       await ownRun("cancel", runId);
-      await DBOS.cancelWorkflow(runId);
-      // Executing here: its loop stops now, not at DBOS's next poll (about a second).
-      abortCancelled(runId);
-      // Waiting for decisions (here or in another process): its wait stops now, not in up to 10 s.
-      await wakeCancelled(runId);
+      await cancelRun(runId);
     },
-    async resume(runId) {
+    async resume(runId, { waitMs = RESUME_WAIT_MS } = {}) {
       ensureLaunched("resume");
+      if (typeof waitMs !== "number" || !(waitMs >= 0)) throw new TypeError(`durable resume: waitMs must be a non-negative number of milliseconds, got ${String(waitMs)}`);
       await ownRun("resume", runId);
-      if (executions.has(runId)) {
+      const here = executions.get(runId);
+      if (here) {
         // Still executing here (cancelled a moment ago, or running): it is cancelled and its end
-        // awaited first, so that one execution at a time runs the run (docs/durable.md).
-        await DBOS.cancelWorkflow(runId);
-        if (!(await stopHere(runId, RESUME_WAIT_MS)))
-          throw new Error(`durable resume: run "${runId}" is still stopping: its execution in this process did not end within ${RESUME_WAIT_MS / 1000} s of its cancel (a tool that ignores its signal); try again once it has ended`);
+        // (its steps' too) awaited first, so that one execution at a time runs the run (docs/durable.md).
+        await cancelRun(runId);
+        const running = await stopHere(here, runId, waitMs);
+        if (running) {
+          const what = running.length === 0 ? "its loop" : `${running.join(", ")}, which ${running.length === 1 ? "ignores its signal" : "ignore their signals"}`;
+          throw new Error(`durable resume: run "${runId}" is still stopping: its cancelled execution in this process did not end within ${waitMs / 1000} s (still running: ${what}); try again once it has ended`);
+        }
       }
       // Back on the run's queue, in its partition (a cancel clears the run's queue, not its
       // partition key): without it DBOS's internal queue would run it beside its partition's running run.

@@ -1,6 +1,6 @@
 // A run's journal: the items (the server's SSE chunks) made from its events, kept in the run's DBOS
 // stream so any process reads them, live from the process that runs it.
-import { DBOS } from "@dbos-inc/dbos-sdk";
+import { DBOS, Error as DBOSErrors } from "@dbos-inc/dbos-sdk";
 import type { JournalEntry } from "./types.js";
 
 // Stryker disable next-line StringLiteral: the stream's name, written and read from here (any name does)
@@ -62,7 +62,7 @@ export function flushJournal(): void {
  * Reads a run's journal after `after`: from the run's execution in this process when there is one
  * (live, item by item), else from the database (batch by batch, as the run writes them). Both give
  * the same items at the same positions, so the reader takes each position once, from whichever
- * source has it first.
+ * source has it first. A run that does not exist (not started yet, or a wrong id) fails the read.
  */
 export async function* readJournal(runId: string, after: number): AsyncGenerator<JournalEntry> {
   let cursor = after;
@@ -95,7 +95,9 @@ export async function* readJournal(runId: string, after: number): AsyncGenerator
           if (done) break;
         }
       } catch (error) {
-        databaseError = error;
+        // No run of that id (yet): said so, naming it, rather than waiting (a wrong id would wait for good).
+        databaseError =
+          error instanceof DBOSErrors.DBOSNonExistentWorkflowError ? new Error(`durable readJournal: no run "${runId}" (a run's journal is readable once run() has returned its id)`) : error;
       }
       databaseEnded = true;
       signal();

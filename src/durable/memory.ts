@@ -20,7 +20,7 @@ export function durableMemory(memory: SessionMemory): SessionMemory {
     loadHistory: (sessionId) => {
       if (!DBOS.isWithinWorkflow()) return memory.loadHistory(sessionId);
       flushJournal();
-      return watched(DBOS.workflowID, DBOS.runStep(() => memory.loadHistory(sessionId), { name: "history" }));
+      return watched(DBOS.workflowID, "the session's history load", DBOS.runStep(() => memory.loadHistory(sessionId), { name: "history" }));
     },
     onEvent: (event, run) => memory.onEvent(event, run),
     ...(memory.ordersItself ? { ordersItself: true } : {}),

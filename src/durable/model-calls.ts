@@ -91,6 +91,7 @@ async function* recordedStream(model: Model, request: ModelRequest): AsyncGenera
   flushJournal();
   const step = watched(
     runId,
+    `a model call (${model.provider}:${model.modelId})`,
     DBOS.runStep(
       async (): Promise<StoredModelCall> => {
         await before;

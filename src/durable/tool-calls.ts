@@ -33,6 +33,7 @@ async function recordedCall<Args>(tool: Tool<Args>, args: Args, context: ToolCon
     return storedOutput(
       await watched(
         runId,
+        callName(tool, context),
         DBOS.runStep(
           async () => {
             await before;
@@ -78,7 +79,12 @@ async function recordedCall<Args>(tool: Tool<Args>, args: Args, context: ToolCon
     { name: `tool:${tool.name}` },
   );
   marked.catch(() => undefined);
-  return storedOutput(await watched(runId, result));
+  return storedOutput(await watched(runId, callName(tool, context), result));
+}
+
+/** A call as `resume` names what still runs: `tool "pay" (call c1)`. */
+function callName(tool: Tool<any>, context: ToolContext): string {
+  return `tool "${tool.name}" (call ${context.toolCallId})`;
 }
 
 function callTool<Args>(tool: Tool<Args>, args: Args, context: ToolContext): Promise<StoredCall> {

@@ -131,6 +131,7 @@ export interface DurableAgent {
    * The journal of a run with `journal`, from the item after `after` to its end: live from this
    * process while the run executes here, else from the database (any process). Ends when the run
    * ended (or was cancelled). Nothing is lost or repeated across reattaches: items keep their `seq`.
+   * Readable once `run` has returned the id; no run of that id: the read fails, naming it.
    */
   readJournal(runId: string, options?: { after?: number }): AsyncGenerator<JournalEntry>;
   /** Durable runs of this agent, most recent first. */
@@ -139,8 +140,13 @@ export interface DurableAgent {
   show(runId: string): Promise<DurableRunInfo | undefined>;
   /** Cancels a run of this agent (it stops at its next step; it can be resumed). Another agent's run, or none: an error. */
   cancel(runId: string): Promise<void>;
-  /** Resumes a cancelled or failed run of this agent from its last completed step. Another agent's run, or none: an error. */
-  resume(runId: string): Promise<void>;
+  /**
+   * Resumes a cancelled or failed run of this agent from its last completed step. Another agent's run, or none: an error.
+   * A run still executing in this process (cancelled a moment ago) is cancelled and its execution's
+   * end awaited first, its tool calls included (a tool that ignores its signal), up to `waitMs`
+   * (default 10 s); past that, an error naming the run and what still runs, and the run stays as it was.
+   */
+  resume(runId: string, options?: { waitMs?: number }): Promise<void>;
   /**
    * Recovers the unfinished runs of other executors (processes that died and will not come back
    * with their id): DBOS puts them back on their queue, and a live process runs them. Returns their ids.

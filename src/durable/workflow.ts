@@ -4,7 +4,7 @@ import { DBOS } from "@dbos-inc/dbos-sdk";
 import type { Agent } from "../loop/agent.js";
 import type { LoopEvent } from "../loop/events.js";
 import { waitForDecisions } from "./approvals.js";
-import { executions } from "./cancellation.js";
+import { type Execution, executions } from "./cancellation.js";
 import { Journal, journals, journalWaiters } from "./journal.js";
 import { beginExecution, endExecution, type StoredRun, storedCount } from "./memory.js";
 import { closeModelCall, modelRecords, replayedStarts } from "./model-calls.js";
@@ -16,6 +16,11 @@ export const listeners = new Map<string, (event: LoopEvent) => void>();
 
 /** A run's options as its loop gets them. */
 type RunStored = Omit<StoredOptions, "journal" | "memoryStart">;
+
+/** Settles once every step of `execution` has settled. */
+async function settled(execution: Execution): Promise<void> {
+  while (execution.steps.size > 0) await Promise.allSettled(execution.steps.keys());
+}
 
 /** The workflow of `inner`'s runs (`inner`: the agent with its durable model, tools and memory), registered as `name`. */
 export function registerRunWorkflow(inner: Agent, options: DurableOptions, name: string) {
@@ -76,7 +81,8 @@ export function registerRunWorkflow(inner: Agent, options: DurableOptions, name:
       const ended = new Promise<void>((resolve) => {
         end = resolve;
       });
-      executions.set(runId, { workflow: name, stop, ended });
+      const execution: Execution = { workflow: name, stop, steps: new Map(), ended };
+      executions.set(runId, execution);
       let skip: StoredRun | undefined;
       try {
         // A recovered or resumed execution replays the run from its start: what an earlier one stored is not stored again.
@@ -95,10 +101,14 @@ export function registerRunWorkflow(inner: Agent, options: DurableOptions, name:
         // A model call left open (the loop stopped before the tools it asked for) is recorded before the run ends.
         await closeModelCall(runId).catch(() => undefined);
         endExecution(runId, skip);
-        if (executions.get(runId)?.stop === stop) executions.delete(runId);
         modelRecords.delete(runId);
         replayedStarts.delete(runId);
-        end();
+        // The execution ends with its last step: an aborted loop does not wait for a step whose work
+        // ignores its signal (a tool), and a resume must not start the run again beside it.
+        void settled(execution).then(() => {
+          if (executions.get(runId) === execution) executions.delete(runId);
+          end();
+        });
       }
     },
     { name },

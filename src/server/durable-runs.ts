@@ -40,6 +40,8 @@ export class DurableRuns {
   private durable?: DurableAgent;
   private launching?: Promise<DurableAgent>;
   private failure?: AgentLoopError;
+  /** Why the agent could not be built (DBOS is then never launched). */
+  private buildFailure?: AgentLoopError;
 
   private constructor(
     private readonly settings: AgentSettings,
@@ -89,9 +91,17 @@ export class DurableRuns {
     return this.launching;
   }
 
+  /** The agent could not be built: durable runs never will be, and the run routes say why. */
+  buildFailed(failure: AgentLoopError): void {
+    this.buildFailure ??= failure;
+  }
+
   private async ready(): Promise<DurableAgent> {
     if (this.durable) return this.durable;
-    if (!this.launching) throw new HttpError(503, "durable runs are not available yet: the agent is not built", "server_error", "agent_unavailable");
+    if (!this.launching) {
+      if (this.buildFailure) throw new HttpError(503, `durable runs are not available: the agent could not be built: ${this.buildFailure.message}`, "server_error", "agent_unavailable");
+      throw new HttpError(503, "durable runs are not available yet: the agent is not built", "server_error", "agent_unavailable");
+    }
     try {
       return await this.launching;
     } catch {

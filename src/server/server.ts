@@ -135,6 +135,8 @@ export async function createAgentServer(options: AgentServerOptions = {}): Promi
       },
       (error: unknown) => {
         runtimeFailure = AgentLoopError.from(error, "configuration");
+        // A DBOS launch that failed is told by the durable runs themselves (durable_unavailable).
+        durable?.buildFailed(runtimeFailure);
         readyStatus = { status: "failed", name: settings.name, timestamp: unixSeconds(), error: runtimeFailure.message };
         log(`[${settings.name}] agent could not be built: ${runtimeFailure.message}`);
         return undefined;

@@ -720,8 +720,12 @@ test("a durable server whose agent cannot be built (two tools named alike): DBOS
   let closed = false;
   try {
     await broken.waitForLog(/^\[durable-broken\] agent could not be built: .*pay/);
+    // The build failed and why, not a promise of later availability ("not available yet").
     const runs = await refusal(await fetch(`${broken.url}/v1/runs`));
-    assert.deepEqual([runs.status, runs.error.code], [503, "agent_unavailable"]);
+    assert.deepEqual([runs.status, runs.error.type, runs.error.code], [503, "server_error", "agent_unavailable"]);
+    assert.match(runs.error.message, /^durable runs are not available: the agent could not be built: .*pay/);
+    const events = await refusal(await fetch(`${broken.url}/v1/runs/run_x/events`));
+    assert.deepEqual([events.status, events.error.code, events.error.message], [503, "agent_unavailable", runs.error.message]);
     // Its shutdown has no DBOS to stop: it resolves (a failure would name "the durable runs' DBOS shutdown").
     await broken.server.close({ graceMs: 0 });
     closed = true;

@@ -175,3 +175,129 @@ test("over a loopback provider with a session's memory: a run cancelled in its t
     ["What is the weather in San Francisco?"],
   );
 });
+
+// A tool that ignores its signal (it ends when the test lets it): the aborted loop ends its execution
+// at once, but the tool's call goes on. `resume` waits for that call too (up to `waitMs`, 10 s by
+// default), and when it has not ended by then refuses, naming the run and the call still running.
+// Before, `resume` returned at once (the execution had ended without its call), and the resumed
+// execution ran beside the call of the cancelled one.
+let deafRunning = 0;
+let deafAtOnce = 0;
+let deafEnds: string[] = [];
+let deafStarted: (() => void) | undefined;
+let releaseDeaf: (() => void) | undefined;
+const deaf = defineTool({
+  name: "deaf",
+  description: "ends when released, whatever its signal says",
+  parameters: { type: "object" },
+  execute: async (_args, context) => {
+    deafRunning++;
+    deafAtOnce = Math.max(deafAtOnce, deafRunning);
+    try {
+      if (context.signal.aborted || deafEnds.length > 0) return "done at once";
+      await new Promise<void>((resolve) => {
+        releaseDeaf = resolve;
+        deafStarted?.();
+      });
+      return "done late";
+    } finally {
+      deafRunning--;
+      deafEnds.push("tool ended");
+    }
+  },
+});
+const deafAgent = durableAgent(new Agent({ name: "cancel-resume-deaf", model: new ScriptedModel([JSON.stringify({ tool_calls: [{ id: "d1", name: "deaf", arguments: {} }] }), "over"]), tools: [deaf] }), shared);
+
+async function deafRun(label: string) {
+  deafRunning = 0;
+  deafAtOnce = 0;
+  deafEnds = [];
+  const started = new Promise<void>((resolve) => {
+    deafStarted = resolve;
+  });
+  const runId = `run_cancel_resume_${label}_${randomUUID().slice(0, 8)}`;
+  const run = await deafAgent.run("go", { runId });
+  run.result().catch(() => undefined);
+  await started;
+  return runId;
+}
+
+test("a run cancelled while its tool ignores the signal: resume waits for that call to end before the run goes on, one execution at a time", { timeout: 60_000 }, async () => {
+  const runId = await deafRun("deaf");
+  await deafAgent.cancel(runId);
+  const resuming = deafAgent.resume(runId).then(() => deafEnds.push("resume returned"));
+  // The call goes on past the cancel; released a moment later, it ends before resume returns.
+  await new Promise((resolve) => setTimeout(resolve, 300));
+  assert.deepEqual(deafEnds, [], "resume returned while the cancelled execution's call still ran");
+  releaseDeaf!();
+  await resuming;
+  assert.deepEqual(deafEnds.slice(0, 2), ["tool ended", "resume returned"]);
+  const result = await deafAgent.retrieve(runId).result();
+  assert.equal(result.state, "COMPLETED", JSON.stringify(result));
+  assert.equal(result.text, "over");
+  assert.equal(deafAtOnce, 1, "two executions ran the tool at once");
+});
+
+test("a run cancelled while its tool ignores the signal past resume's wait: resume refuses, naming the run and the call still running; once the call ended, resume goes on", { timeout: 60_000 }, async () => {
+  const runId = await deafRun("deaf_late");
+  await deafAgent.cancel(runId);
+  await assert.rejects(
+    deafAgent.resume(runId, { waitMs: 200 }),
+    (error: Error) => {
+      assert.equal(
+        error.message,
+        `durable resume: run "${runId}" is still stopping: its cancelled execution in this process did not end within 0.2 s (still running: tool "deaf" (call d1), which ignores its signal); try again once it has ended`,
+      );
+      return true;
+    },
+  );
+  assert.equal(deafRunning, 1, "the call still runs");
+  assert.equal((await deafAgent.show(runId))?.status, "CANCELLED", "the run stays cancelled");
+  releaseDeaf!();
+  await deafAgent.resume(runId);
+  const result = await deafAgent.retrieve(runId).result();
+  assert.equal(result.state, "COMPLETED", JSON.stringify(result));
+  assert.equal(deafAtOnce, 1, "two executions ran the tool at once");
+});
+
+test("resume's wait must be a non-negative number of milliseconds", async () => {
+  await assert.rejects(deafAgent.resume("any", { waitMs: -1 }), /^TypeError: durable resume: waitMs must be a non-negative number of milliseconds, got -1$/);
+});
+
+// `resume` of a run that is not cancelled but waits for approvals in this process: it is cancelled as
+// `cancel` cancels it (its wait woken at once) and its execution awaited. Before, only DBOS's cancel was
+// sent: the wait learned it at DBOS's next poll of it (every 10 s), and resume refused the run past its wait.
+let approvedSends = 0;
+const approvedSend = defineTool({
+  name: "send",
+  description: "sends once approved",
+  parameters: { type: "object" },
+  needsApproval: true,
+  execute: async () => {
+    approvedSends++;
+    return "sent";
+  },
+});
+const waitingAgent = durableAgent(new Agent({ name: "cancel-resume-waiting", model: new ScriptedModel([JSON.stringify({ tool_calls: [{ id: "w1", name: "send", arguments: {} }] }), "sent it"]), tools: [approvedSend] }), shared);
+
+async function waitsOn(runId: string): Promise<void> {
+  for (let attempt = 0; attempt < 400; attempt++) {
+    if ((await waitingAgent.approvalWait(runId))?.result.checkpoint?.pending.some((call) => call.toolCallId === "w1")) return;
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+  assert.fail(`run ${runId} never waited on w1`);
+}
+
+test("resume of a run waiting for approvals here (not cancelled first): its wait stops at once, the run waits again in its resumed execution, and a decision completes it", { timeout: 60_000 }, async () => {
+  approvedSends = 0;
+  const runId = `run_resume_waiting_${randomUUID().slice(0, 8)}`;
+  const run = await waitingAgent.run("send it", { runId });
+  run.result().catch(() => undefined);
+  await waitsOn(runId);
+  await waitingAgent.resume(runId, { waitMs: 2_500 });
+  await waitsOn(runId);
+  await waitingAgent.decide(runId, { w1: { approve: true } });
+  const result = await waitingAgent.retrieve(runId).result();
+  assert.deepEqual([result.state, result.text], ["COMPLETED", "sent it"]);
+  assert.equal(approvedSends, 1);
+});

@@ -109,6 +109,8 @@ test("a run cancelled while its tool runs: the tool's signal aborts, and the run
   const { run, end, started, events } = await observed(listener, runId);
   await started;
   await listener.cancel(runId);
+  // At once, by the time cancel returns (not at DBOS's next poll of the run, about a second later).
+  assert.ok(signalled instanceof AgentLoopError, "the tool's signal had not aborted when cancel returned");
   const runEnd = await end;
   assert.equal(runEnd.state, "ABORTED");
   assert.equal(runEnd.reason, `aborted: run ${runId} was cancelled`);

@@ -6,6 +6,7 @@
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
 import { test } from "node:test";
+import { DBOS } from "@dbos-inc/dbos-sdk";
 import pg from "pg";
 import { type DurableAgent, durableAgent, INTERRUPTED, type JournalEncoder, type JournalEntry } from "../../../src/durable/index.js";
 import { Agent, defineTool, type LoopEvent, type Model, type ModelEvent, ScriptedModel } from "../../../src/index.js";
@@ -166,6 +167,14 @@ test("a journaled run passes its events to onEvent; its encoder begins once, bef
   assert.deepEqual(observed.get(`${runId}_quiet`), events);
 });
 
+test("a run's journal: a run id just returned by run() is readable at once, queued or not", { timeout: 60_000 }, async () => {
+  // Queued (a partition key): read before the run starts, to its end.
+  const queued = await echoer.run("echo", { runId: `run_queued_journal_${randomUUID().slice(0, 8)}`, journal: "q", partitionKey: `key_${randomUUID().slice(0, 8)}` });
+  assert.deepEqual(await collect(echoer.readJournal(queued.runId)), ["start:q", "call:echo", "end:COMPLETED"]);
+  const direct = await echoer.run("echo", { journal: "d" });
+  assert.deepEqual(await collect(echoer.readJournal(direct.runId)), ["start:d", "call:echo", "end:COMPLETED"]);
+});
+
 test("a run without a journal spec on an agent with a journal keeps none: it runs as a plain durable run", { timeout: 60_000 }, async () => {
   const runId = `run_nojournal_${randomUUID().slice(0, 8)}`;
   const run = await echoer.run("echo", { runId });
@@ -276,6 +285,17 @@ const resumable = durableAgent(
   options,
 );
 
+/**
+ * Resumes a cancelled run whose execution here hangs in its tools for good (as a process that died
+ * while they ran): `resume` here refuses it, naming the calls that still run (it waits for them, up to
+ * `waitMs`); another process's `resume` (DBOS's resume: no execution of the run there) starts it again,
+ * the hung calls' results never recorded.
+ */
+async function resumeElsewhere(durable: DurableAgent, runId: string, running: string): Promise<void> {
+  await assert.rejects(durable.resume(runId, { waitMs: 50 }), (error: Error) => error.message.includes(`(still running: ${running}, which`));
+  await DBOS.resumeWorkflow(runId);
+}
+
 // A call that begins after its approval: its start marker is a step of its own.
 const send = defineTool<{ n: number }>({
   name: "send",
@@ -311,7 +331,7 @@ test("an approved call in flight when its run is cancelled, the run resumed: the
   await running;
   await gated.cancel(runId);
   await assert.rejects(run.result(), /has been cancelled/);
-  await gated.resume(runId);
+  await resumeElsewhere(gated, runId, 'tool "send" (call s1)');
   const result = await gated.retrieve(runId).result();
   assert.equal(result.text, "Gave up.");
   assert.deepEqual(sideEffects, [`send 1 ${runId}:s1`]);
@@ -335,7 +355,7 @@ test("with a session's memory, an approved call in flight when its run is cancel
   await running;
   await gatedWithMemory.cancel(runId);
   await assert.rejects(run.result(), /has been cancelled/);
-  await gatedWithMemory.resume(runId);
+  await resumeElsewhere(gatedWithMemory, runId, 'tool "send" (call s1)');
   const result = await gatedWithMemory.retrieve(runId).result();
   assert.deepEqual([result.state, result.text, result.error], ["COMPLETED", "Gave up.", undefined]);
   assert.deepEqual(sideEffects, [`send 1 ${runId}:s1`]);
@@ -369,7 +389,7 @@ test("a run cancelled with tools in flight and resumed: recorded tools are not r
   await bothInFlight;
   await resumable.cancel(runId);
   await assert.rejects(run.result(), /has been cancelled/);
-  await resumable.resume(runId);
+  await resumeElsewhere(resumable, runId, 'tool "charge" (call r2), tool "fetch" (call r3)');
   const result = await resumable.retrieve(runId).result();
   assert.equal(result.state, "COMPLETED");
   assert.equal(result.text, "Resumed.");
@@ -528,14 +548,18 @@ test("readers attached to a queued run before it starts here follow it live: the
   }
 });
 
-test("reading the journal of a run that does not exist fails with DBOS's error naming the run, not an empty journal", { timeout: 60_000 }, async () => {
+test("reading the journal of a run that does not exist (not started yet, or a wrong id) fails, naming the run, not an empty journal nor a wait", { timeout: 60_000 }, async () => {
   const runId = `run_missing_${randomUUID().slice(0, 8)}`;
   const entries: JournalEntry[] = [];
   await assert.rejects(
     (async () => {
       for await (const entry of live.readJournal(runId)) entries.push(entry);
     })(),
-    (error: Error) => error.message.includes(runId) && /does not exist/.test(error.message),
+    (error: Error) => {
+      assert.equal(error.message, `durable readJournal: no run "${runId}" (a run's journal is readable once run() has returned its id)`);
+      return true;
+    },
   );
   assert.deepEqual(entries, []);
+  await assert.rejects(collect(live.readJournal(runId, { after: 3 })), /^Error: durable readJournal: no run "run_missing_/);
 });
