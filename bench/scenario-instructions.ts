@@ -7,7 +7,8 @@
 // Each server runs under `valgrind --tool=callgrind --instr-atstart=no` (not counting its start),
 // gets WARM_UP chats, a full collection and AFTER_GC more chats (FULL_GC_FIRST), all of them and the
 // counted ones on one keep-alive connection (a new one at the window's start deoptimized node's own
-// stream and HTTP functions there: session 22), REHEARSAL chats paced as the counted ones (default
+// stream and HTTP functions there: session 22; on PostgreSQL's row each uncounted chat followed by a
+// read of the sessions list, READS: session 24), REHEARSAL chats paced as the counted ones (default
 // none), then
 // `callgrind_control` turns counting on and zeroes it, MEASURED chats run,
 // and `callgrind_control -d` dumps the count: the dump's total over MEASURED is one chat's cost,
@@ -84,10 +85,11 @@ const REHEARSAL = Number(process.env.BENCH_INSTRUCTIONS_REHEARSAL ?? 0);
  * (`BENCH_INSTRUCTIONS_READS=0`: none, as before session 24). The store evicts at most every 100 ms
  * (its `EVICT_GAP_MS`), each eviction a `count(*)` and a `DELETE` through pg's own query path (the
  * group write uses the store's `WireStatement`): unpaced, how many the uncounted chats ran followed
- * their speed (~0.15–0.25 per chat, 370–700 over 2500 chats under valgrind, by the load), and that
- * path's functions reach V8's optimizing compiler only after ~600–1300 of them, so the counted chats
- * (one eviction each) ran part of it unoptimized, more of it the faster the warm-up had gone
- * (session 24, bench/FINDINGS.md). With a read after each, every uncounted chat's eviction runs
+ * their speed (one per ~180 ms: 610 over the 2500 chats after the full collection under valgrind at
+ * load 10–17, 2.7 sessions each), and that path's functions reach V8's optimizing compiler only
+ * after ~650–770 evictions (pg's writer), ~1250–1370 (`Query`, `Result`), ~1660 (the pool's
+ * `connect`, `_release`; `bench/pg-evict-trace.ts`), so the counted chats (one eviction each) ran
+ * part of it unoptimized, more of it the faster the warm-up had gone (session 24, bench/FINDINGS.md). With a read after each, every uncounted chat's eviction runs
  * before the next chat, and pg's query path runs twice per chat more: optimized before counting
  * in every run. The counted chats are not followed by reads.
  */
@@ -412,9 +414,9 @@ function traceReport(file: string, phases: number[]): string {
 
 /**
  * PostgreSQL's counters of a schema's store: the sequences every group write and every event
- * advance, the sessions, and from the statistics views the sessions table's sequential scans (one
- * per eviction: its `count(*)`; the group writes and the eviction's `DELETE` go by index) and
- * deleted rows.
+ * advance, the sessions, and from the statistics views the sessions table's sequential scans (about
+ * one per eviction, its `count(*)`; not exact: a statement's plan may scan the table too, e.g. a
+ * prepared statement planned while the table was small) and deleted rows (exact: the evictions').
  */
 async function storeCounters(schema: string): Promise<Record<string, number>> {
   const { default: pg } = await import("pg");
@@ -526,7 +528,7 @@ export async function runInstructionsScenario(options: BenchOptions): Promise<Sc
         };
       }),
     notes: [
-      `Each server under \`valgrind --tool=callgrind --instr-atstart=no\`, unpaced (BENCH_CHUNK_DELAY_MS=0): ${WARM_UP} streaming chats one after another on one keep-alive connection (not counted), ${FULL_GC_FIRST ? `a full collection (\`--expose-gc\`) and ${AFTER_GC} more chats (not counted), ` : ""}${REHEARSAL > 0 ? `${REHEARSAL} chats paced as the counted ones (not counted, BENCH_INSTRUCTIONS_REHEARSAL), ` : ""}then counting on and zeroed (\`callgrind_control\`), ${MEASURED} chats the same way, each followed by a pause of ${PAUSE_MS} ms (the work a chat leaves behind, a WAL checkpoint, an eviction or a lock release, done before the next), the count dumped: instructions per chat = the dump's total, less V8's optimizing compiler (\`v8::internal::compiler::\` functions in \`callgrind_annotate\`: when it runs depends on timing), ÷ ${MEASURED}. Every thread of the server's process counts (event loop, GC and compiler threads, libuv's pool, the embedded store's writer); PostgreSQL runs in its own process and is not counted. The client runs outside valgrind.`,
+      `Each server under \`valgrind --tool=callgrind --instr-atstart=no\`, unpaced (BENCH_CHUNK_DELAY_MS=0): ${WARM_UP} streaming chats one after another on one keep-alive connection (not counted), ${FULL_GC_FIRST ? `a full collection (\`--expose-gc\`) and ${AFTER_GC} more chats (not counted), ` : ""}${REHEARSAL > 0 ? `${REHEARSAL} chats paced as the counted ones (not counted, BENCH_INSTRUCTIONS_REHEARSAL), ` : ""}${READS ? "on PostgreSQL's row each of those chats followed by a read of the sessions list (`GET /v1/sessions?limit=1`, which runs the eviction waiting for the store's 100 ms gap first: the uncounted chats' evictions do not follow their speed; BENCH_INSTRUCTIONS_READS=0 for none), " : ""}then counting on and zeroed (\`callgrind_control\`), ${MEASURED} chats the same way, each followed by a pause of ${PAUSE_MS} ms (the work a chat leaves behind, a WAL checkpoint, an eviction or a lock release, done before the next), the count dumped: instructions per chat = the dump's total, less V8's optimizing compiler (\`v8::internal::compiler::\` functions in \`callgrind_annotate\`: when it runs depends on timing), ÷ ${MEASURED}. Every thread of the server's process counts (event loop, GC and compiler threads, libuv's pool, the embedded store's writer); PostgreSQL runs in its own process and is not counted. The client runs outside valgrind.`,
       PROCESSES === 1
         ? "One server process per row, all its chats (warm-up and counted) on one keep-alive connection: a new connection at the counted chats' start deoptimized node's stream and HTTP functions there, and whether they were optimized again within the window made two modes ~6 % apart (sessions 19–22)."
         : `Each row's figure is the fewest instructions per chat of ${PROCESSES} server processes, run in rounds, one process of each row per round (BENCH_INSTRUCTIONS_PROCESSES).`,
