@@ -195,30 +195,34 @@ function readSessions(port: number, agent: HttpAgent): Promise<void> {
   });
 }
 
-/** Chats sent again on a new connection (see `chats`). */
+/** Chats and reads sent again on a new connection (see `chats`). */
 let retried = 0;
 /** Numbers the chats, so each UI chat is a session of its own. */
 let chatCount = 0;
+
+/** Sends a request; once more after a connection reset (see `chats`). */
+async function onceMoreAfterReset(send: () => Promise<void>): Promise<void> {
+  try {
+    await send();
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== "ECONNRESET") throw error;
+    retried++;
+    await send();
+  }
+}
 
 /**
  * Sends `count` chats one after another on `agent`'s one keep-alive connection (the same work, in
  * the same order, every run). A server under valgrind on a loaded machine can sit descheduled past
  * its keep-alive timeout (5 s) with our next request already sent: its timer closes the connection
- * first and the request fails with ECONNRESET. Such a chat is sent once more, on a new connection
- * (counted in the notes).
+ * first and the request fails with ECONNRESET. Such a chat (or read, `read`: PostgreSQL's row, see
+ * `READS`) is sent once more, on a new connection (counted in the notes).
  */
 async function chats(port: number, agent: HttpAgent, count: number, protocol: Protocol, pauseMs = 0, read = false): Promise<void> {
   for (let index = 0; index < count; index++) {
     const number = chatCount++;
-    try {
-      await chat(port, agent, protocol, number);
-      if (read) await readSessions(port, agent);
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== "ECONNRESET") throw error;
-      retried++;
-      await chat(port, agent, protocol, number);
-      if (read) await readSessions(port, agent);
-    }
+    await onceMoreAfterReset(() => chat(port, agent, protocol, number));
+    if (read) await onceMoreAfterReset(() => readSessions(port, agent));
     if (pauseMs > 0) await new Promise((resolve) => setTimeout(resolve, pauseMs));
   }
 }
@@ -534,7 +538,7 @@ export async function runInstructionsScenario(options: BenchOptions): Promise<Sc
         : `Each row's figure is the fewest instructions per chat of ${PROCESSES} server processes, run in rounds, one process of each row per round (BENCH_INSTRUCTIONS_PROCESSES).`,
       "Each row is a server process of its own, whose chats all go through the row's protocol: `/api/chat` gets the body `useChat` sends for a new chat, `/ag-ui` a RunAgentInput, each chat a new session. The UI protocols' target is their cost beside chat completions on the same store (issue 29): with memory off the plain chat completions row, on a store the row naming its session (`x-session-id`, a new one per chat, as `id` and `threadId` do), since a named session takes the session's lock and loads its history before the run and an unnamed one skips both.",
       "One chat at a time, so each store's group commit holds one chat's appends (the worst case for grouping, and the same groups every run).",
-      `Chats sent again after a connection reset by a descheduled server's keep-alive timer: ${retried}.`,
+      `Chats (and reads) sent again after a connection reset by a descheduled server's keep-alive timer: ${retried}.`,
     ],
   };
 }
