@@ -7,7 +7,8 @@
 // Each server runs under `valgrind --tool=callgrind --instr-atstart=no` (not counting its start),
 // gets WARM_UP chats, a full collection and AFTER_GC more chats (FULL_GC_FIRST), all of them and the
 // counted ones on one keep-alive connection (a new one at the window's start deoptimized node's own
-// stream and HTTP functions there: session 22), REHEARSAL chats paced as the counted ones (default
+// stream and HTTP functions there: session 22; on PostgreSQL's row each uncounted chat followed by a
+// read of the sessions list, READS: session 24), REHEARSAL chats paced as the counted ones (default
 // none), then
 // `callgrind_control` turns counting on and zeroes it, MEASURED chats run,
 // and `callgrind_control -d` dumps the count: the dump's total over MEASURED is one chat's cost,
@@ -78,6 +79,22 @@ const AFTER_GC = Number(process.env.BENCH_INSTRUCTIONS_AFTER_GC ?? 2500);
  * 0.940 M per chat) and left the other rows as they were (bench/FINDINGS.md).
  */
 const REHEARSAL = Number(process.env.BENCH_INSTRUCTIONS_REHEARSAL ?? 0);
+/**
+ * On PostgreSQL's row, each uncounted chat followed by a read of the sessions list (`GET
+ * /v1/sessions?limit=1`), which runs the store's eviction waiting for its gap first
+ * (`BENCH_INSTRUCTIONS_READS=0`: none, as before session 24). The store evicts at most every 100 ms
+ * (its `EVICT_GAP_MS`), each eviction a `count(*)` and a `DELETE` through pg's own query path (the
+ * group write uses the store's `WireStatement`): unpaced, how many the uncounted chats ran followed
+ * their speed (one per ~180 ms: 610 over the 2500 chats after the full collection under valgrind at
+ * load 10–17, 2.7 sessions each), and that path's functions reach V8's optimizing compiler only
+ * after ~650–770 evictions (pg's writer), ~1250–1370 (`Query`, `Result`), ~1660 (the pool's
+ * `connect`, `_release`; `bench/pg-evict-trace.ts`), so the counted chats (one eviction each) ran
+ * part of it unoptimized, more of it the faster the warm-up had gone (session 24, bench/FINDINGS.md). With a read after each, every uncounted chat's eviction runs
+ * before the next chat, and pg's query path runs twice per chat more: optimized before counting
+ * in every run. The counted chats are not followed by reads.
+ */
+const READS = process.env.BENCH_INSTRUCTIONS_READS !== "0";
+
 /**
  * Server processes per row (`BENCH_INSTRUCTIONS_PROCESSES=N`, default 1); with more than one the
  * row's figure is the fewest instructions per chat among them, the processes run in rounds (one of
@@ -155,28 +172,57 @@ function chat(port: number, agent: HttpAgent, protocol: Protocol, index: number)
   });
 }
 
-/** Chats sent again on a new connection (see `chats`). */
+/**
+ * One read of the sessions list (`GET /v1/sessions?limit=1`) on `agent`'s connection: a store's
+ * read first runs the eviction waiting for its gap (see `READS`).
+ */
+function readSessions(port: number, agent: HttpAgent): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    const request = httpRequest({ host: "127.0.0.1", port, path: "/v1/sessions?limit=1", method: "GET", agent }, (response) => {
+      response.setEncoding("utf8");
+      let body = "";
+      response.on("data", (chunk: string) => {
+        body += chunk;
+      });
+      response.on("error", reject);
+      response.on("end", () => {
+        if (response.statusCode !== 200 || !body.includes('"sessions"')) reject(new Error(`GET /v1/sessions answered ${response.statusCode}: ${body.slice(0, 200)}`));
+        else resolve();
+      });
+    });
+    request.on("error", reject);
+    request.end();
+  });
+}
+
+/** Chats and reads sent again on a new connection (see `chats`). */
 let retried = 0;
 /** Numbers the chats, so each UI chat is a session of its own. */
 let chatCount = 0;
+
+/** Sends a request; once more after a connection reset (see `chats`). */
+async function onceMoreAfterReset(send: () => Promise<void>): Promise<void> {
+  try {
+    await send();
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== "ECONNRESET") throw error;
+    retried++;
+    await send();
+  }
+}
 
 /**
  * Sends `count` chats one after another on `agent`'s one keep-alive connection (the same work, in
  * the same order, every run). A server under valgrind on a loaded machine can sit descheduled past
  * its keep-alive timeout (5 s) with our next request already sent: its timer closes the connection
- * first and the request fails with ECONNRESET. Such a chat is sent once more, on a new connection
- * (counted in the notes).
+ * first and the request fails with ECONNRESET. Such a chat (or read, `read`: PostgreSQL's row, see
+ * `READS`) is sent once more, on a new connection (counted in the notes).
  */
-async function chats(port: number, agent: HttpAgent, count: number, protocol: Protocol, pauseMs = 0): Promise<void> {
+async function chats(port: number, agent: HttpAgent, count: number, protocol: Protocol, pauseMs = 0, read = false): Promise<void> {
   for (let index = 0; index < count; index++) {
     const number = chatCount++;
-    try {
-      await chat(port, agent, protocol, number);
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== "ECONNRESET") throw error;
-      retried++;
-      await chat(port, agent, protocol, number);
-    }
+    await onceMoreAfterReset(() => chat(port, agent, protocol, number));
+    if (read) await onceMoreAfterReset(() => readSessions(port, agent));
     if (pauseMs > 0) await new Promise((resolve) => setTimeout(resolve, pauseMs));
   }
 }
@@ -279,6 +325,9 @@ async function countServer(row: Row, directory: string): Promise<Count> {
     nodeArgs: ["--single-threaded", "--min-semi-space-size=1", "--max-semi-space-size=1", "--expose-gc", "--no-memory-reducer", ...(TRACE ? traceArgs(traceFile) : [])],
   });
   const phases: number[] = [];
+  /** PostgreSQL's store counters and the time at each phase's end (the store's work per phase, printed for its row). */
+  const stages: { name: string; at: number; counters?: Record<string, number> }[] = [{ name: "start", at: Date.now() }];
+  const stage = async (name: string) => stages.push({ name, at: Date.now(), ...(schema ? { counters: await storeCounters(schema) } : {}) });
   const mark = () => phases.push(TRACE ? traceSize(traceFile) : 0);
   // One connection for the whole process, warm-up and counted chats alike: a new connection at the
   // counted chats' start (the warm-up's closed as the next opened, in whichever order the server saw
@@ -287,23 +336,28 @@ async function countServer(row: Row, directory: string): Promise<Count> {
   // before the window's end decided the floor's two modes (0.70 / 0.74 M per chat; session 22).
   const agent = new HttpAgent({ keepAlive: true, maxSockets: 1 });
   try {
-    await chats(child.port, agent, WARM_UP, protocol);
+    const reads = READS && server === POSTGRES;
+    await chats(child.port, agent, WARM_UP, protocol, 0, reads);
     mark();
+    await stage("warm-up");
     if (FULL_GC_FIRST) {
       let answer = await child.ask("gc");
       // A trace's lines V8 writes to stdout (not to the trace's file) come first: read on to the answer.
       for (let lines = 0; TRACE && answer !== "gc done" && lines < 10_000; lines++) answer = await child.ask("");
       if (answer !== "gc done") throw new Error(`${row.key}: the full collection before the counted chats failed: ${answer}`);
       mark();
-      await chats(child.port, agent, AFTER_GC, protocol);
+      await stage("full collection");
+      await chats(child.port, agent, AFTER_GC, protocol, 0, reads);
     }
     mark();
+    await stage("after it");
     await chats(child.port, agent, REHEARSAL, protocol, PAUSE_MS);
     // The pause before the first counted chat too: the work the uncounted chats left behind (an
     // eviction of PostgreSQL's store waiting for its 100 ms gap, with a backlog of sessions that
     // depended on the chats' speed) is done before counting starts (session 23).
     await new Promise((resolve) => setTimeout(resolve, PAUSE_MS));
-    const before = schema ? await storeCounters(schema) : undefined;
+    await stage("rehearsal");
+    const before = stages.at(-1)!.counters;
     mark();
     callgrindControl("--instr=on", child.ownPid);
     callgrindControl("--zero", child.ownPid);
@@ -311,8 +365,10 @@ async function countServer(row: Row, directory: string): Promise<Count> {
     callgrindControl("--dump", child.ownPid);
     mark();
     if (schema && before) {
-      const after = await storeCounters(schema);
-      console.log(`${row.key}: per counted chat: ${Object.keys(after).map((key) => `${key} ${format((after[key] - before[key]) / MEASURED, 2)}`).join(", ")}`);
+      // The statistics views lag up to a second behind the server's statements (PostgreSQL 15 flushes a backend's counts at most once a second).
+      await new Promise((resolve) => setTimeout(resolve, 1100));
+      await stage("counted");
+      console.log(`${row.key}: store per phase (counters' advance; the statistics views' may lag by up to a second): ${storeReport(stages)}`);
     }
     if (TRACE) console.log(`${row.key}: ${traceReport(traceFile, phases)}`);
   } finally {
@@ -360,19 +416,42 @@ function traceReport(file: string, phases: number[]): string {
   return parts.join("; ");
 }
 
-/** PostgreSQL's counters of a schema's store (writes per chat): the sequences every group write and every event advance. */
+/**
+ * PostgreSQL's counters of a schema's store: the sequences every group write and every event
+ * advance, the sessions, and from the statistics views the sessions table's sequential scans (about
+ * one per eviction, its `count(*)`; not exact: a statement's plan may scan the table too, e.g. a
+ * prepared statement planned while the table was small) and deleted rows (exact: the evictions').
+ */
 async function storeCounters(schema: string): Promise<Record<string, number>> {
   const { default: pg } = await import("pg");
   const client = new pg.Client({ connectionString: POSTGRES_URL });
   await client.connect();
   try {
     const { rows } = await client.query(
-      `SELECT (SELECT last_value FROM "${schema}".agentloop_session_activity) AS activity, (SELECT last_value FROM "${schema}".agentloop_events_id_seq) AS events, (SELECT count(*) FROM "${schema}".agentloop_sessions) AS sessions`,
+      `SELECT (SELECT last_value FROM "${schema}".agentloop_session_activity) AS activity, (SELECT last_value FROM "${schema}".agentloop_events_id_seq) AS events, (SELECT count(*) FROM "${schema}".agentloop_sessions) AS sessions,
+              s.seq_scan, s.n_tup_del FROM pg_stat_user_tables s WHERE s.schemaname = $1 AND s.relname = 'agentloop_sessions'`,
+      [schema],
     );
-    return { "activity nextvals": Number(rows[0].activity), "events": Number(rows[0].events), "sessions": Number(rows[0].sessions) };
+    const row = rows[0] ?? {};
+    // Our own count(*) above is a sequential scan too: not the server's (one per reading, taken off).
+    return { "activity nextvals": Number(row.activity), "events": Number(row.events), "sessions": Number(row.sessions), "evictions (seq scans)": Number(row.seq_scan), "sessions deleted": Number(row.n_tup_del) };
   } finally {
     await client.end();
   }
+}
+
+/** Each phase's chats' time and the store counters' advance, per chat and in all (the evictions' count less our own readings' scans). */
+function storeReport(stages: { name: string; at: number; counters?: Record<string, number> }[]): string {
+  const parts: string[] = [];
+  for (let index = 1; index < stages.length; index++) {
+    const [from, to] = [stages[index - 1], stages[index]];
+    const chatsIn = to.counters && from.counters ? to.counters["activity nextvals"] - from.counters["activity nextvals"] : 0;
+    const seconds = (to.at - from.at) / 1000;
+    const delta = (key: string) => (to.counters?.[key] ?? 0) - (from.counters?.[key] ?? 0) - (key === "evictions (seq scans)" && from.counters ? 1 : 0);
+    const keys = ["activity nextvals", "events", "sessions", "evictions (seq scans)", "sessions deleted"];
+    parts.push(`${to.name}: ${format(seconds, 1)} s, ${keys.map((key) => `${key} ${delta(key)}${chatsIn > 0 ? ` (${format(delta(key) / chatsIn, 2)}/chat)` : ""}`).join(", ")}`);
+  }
+  return parts.join("; ");
 }
 
 async function dropSchema(schema: string): Promise<void> {
@@ -453,13 +532,13 @@ export async function runInstructionsScenario(options: BenchOptions): Promise<Sc
         };
       }),
     notes: [
-      `Each server under \`valgrind --tool=callgrind --instr-atstart=no\`, unpaced (BENCH_CHUNK_DELAY_MS=0): ${WARM_UP} streaming chats one after another on one keep-alive connection (not counted), ${FULL_GC_FIRST ? `a full collection (\`--expose-gc\`) and ${AFTER_GC} more chats (not counted), ` : ""}${REHEARSAL > 0 ? `${REHEARSAL} chats paced as the counted ones (not counted, BENCH_INSTRUCTIONS_REHEARSAL), ` : ""}then counting on and zeroed (\`callgrind_control\`), ${MEASURED} chats the same way, each followed by a pause of ${PAUSE_MS} ms (the work a chat leaves behind, a WAL checkpoint, an eviction or a lock release, done before the next), the count dumped: instructions per chat = the dump's total, less V8's optimizing compiler (\`v8::internal::compiler::\` functions in \`callgrind_annotate\`: when it runs depends on timing), ÷ ${MEASURED}. Every thread of the server's process counts (event loop, GC and compiler threads, libuv's pool, the embedded store's writer); PostgreSQL runs in its own process and is not counted. The client runs outside valgrind.`,
+      `Each server under \`valgrind --tool=callgrind --instr-atstart=no\`, unpaced (BENCH_CHUNK_DELAY_MS=0): ${WARM_UP} streaming chats one after another on one keep-alive connection (not counted), ${FULL_GC_FIRST ? `a full collection (\`--expose-gc\`) and ${AFTER_GC} more chats (not counted), ` : ""}${REHEARSAL > 0 ? `${REHEARSAL} chats paced as the counted ones (not counted, BENCH_INSTRUCTIONS_REHEARSAL), ` : ""}${READS ? "on PostgreSQL's row each of those chats followed by a read of the sessions list (`GET /v1/sessions?limit=1`, which runs the eviction waiting for the store's 100 ms gap first: the uncounted chats' evictions do not follow their speed; BENCH_INSTRUCTIONS_READS=0 for none), " : ""}then counting on and zeroed (\`callgrind_control\`), ${MEASURED} chats the same way, each followed by a pause of ${PAUSE_MS} ms (the work a chat leaves behind, a WAL checkpoint, an eviction or a lock release, done before the next), the count dumped: instructions per chat = the dump's total, less V8's optimizing compiler (\`v8::internal::compiler::\` functions in \`callgrind_annotate\`: when it runs depends on timing), ÷ ${MEASURED}. Every thread of the server's process counts (event loop, GC and compiler threads, libuv's pool, the embedded store's writer); PostgreSQL runs in its own process and is not counted. The client runs outside valgrind.`,
       PROCESSES === 1
         ? "One server process per row, all its chats (warm-up and counted) on one keep-alive connection: a new connection at the counted chats' start deoptimized node's stream and HTTP functions there, and whether they were optimized again within the window made two modes ~6 % apart (sessions 19–22)."
         : `Each row's figure is the fewest instructions per chat of ${PROCESSES} server processes, run in rounds, one process of each row per round (BENCH_INSTRUCTIONS_PROCESSES).`,
       "Each row is a server process of its own, whose chats all go through the row's protocol: `/api/chat` gets the body `useChat` sends for a new chat, `/ag-ui` a RunAgentInput, each chat a new session. The UI protocols' target is their cost beside chat completions on the same store (issue 29): with memory off the plain chat completions row, on a store the row naming its session (`x-session-id`, a new one per chat, as `id` and `threadId` do), since a named session takes the session's lock and loads its history before the run and an unnamed one skips both.",
       "One chat at a time, so each store's group commit holds one chat's appends (the worst case for grouping, and the same groups every run).",
-      `Chats sent again after a connection reset by a descheduled server's keep-alive timer: ${retried}.`,
+      `Chats (and reads) sent again after a connection reset by a descheduled server's keep-alive timer: ${retried}.`,
     ],
   };
 }
