@@ -187,15 +187,17 @@ describe("agentloop studio in a browser", { skip: !HAVE_CHROMIUM && "no chromium
   it("a run followed live from a second tab while a CLI agentloop run --session writes to the same store", async () => {
     const first = await open("#/runs");
     const second = await open("#/runs/live-1");
-    // The CLI's run: a slow MCP call (1.5 s), then an answer.
-    const script = [calls({ id: "live_call", name: "trigger-long-running-operation", arguments: { duration: 1.5, steps: 3 } }), "Live run done."];
+    // The CLI's run: a slow MCP call (4 s), then an answer. The tab polls every 400 ms, but on a loaded
+    // machine a poll and its redraw took longer than a 1.5 s call: the call's start and end came in one
+    // poll, the running bar never showed, and the wait below ran out (seen at load 20).
+    const script = [calls({ id: "live_call", name: "trigger-long-running-operation", arguments: { duration: 4, steps: 4 } }), "Live run done."];
     const cli = runCli(["run", "--agent", "agent.yaml", "--session", "live-1", "--mock", JSON.stringify(script), "go slowly"], cleanEnv(), "", folder);
     // While it runs: the second tab shows the running call growing.
     const running = second.locator(".bar.status-running");
     await running.waitFor({ timeout: 30_000 });
     // The running call's bar grows on screen while no event arrives (the run is in its tool call), and
     // meanwhile the run's pill says RUNNING: both seen in one look at the page (looked at one after
-    // the other, the 1.5 s call could end between them on a loaded machine).
+    // the other, the call could end between them on a loaded machine).
     const width = (await running.boundingBox())!.width;
     // (a function, not a string: the page's CSP forbids eval)
     type Element = { getBoundingClientRect(): { width: number }; textContent: string | null; checkVisibility(): boolean };
