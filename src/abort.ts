@@ -1,3 +1,5 @@
+import { keepShape } from "./shapes.js";
+
 /**
  * Runs `listener` once when `signal` aborts (at once if it already has). Returns a function
  * that removes the listener: long runs must not pile listeners onto one signal.
@@ -11,6 +13,9 @@ export function onAbort(signal: AbortSignal | undefined, listener: () => void): 
   signal.addEventListener("abort", listener, { once: true });
   return () => signal.removeEventListener("abort", listener);
 }
+
+// A controller, its signal and a listener on it, as every run and model call makes (see src/shapes.ts).
+keepShape(new AbortController()).signal.addEventListener("abort", () => undefined, { once: true });
 
 /** Waits `ms`, or less if the signal aborts first. Never rejects. */
 export function sleep(ms: number, signal?: AbortSignal): Promise<void> {

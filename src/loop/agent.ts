@@ -5,33 +5,27 @@ import { type AssistantPart, type Message, textOf, toolCallsOf, type ToolCallPar
 import { type Model, type ModelFallback, type ModelRequest, type ModelResponse, STEP_LIMIT_FINISH, type ToolDefinition } from "../model/model.js";
 import { FallbackModel, withFallback } from "../model/fallback.js";
 import { scriptedModelFromEnv } from "../model/scripted.js";
-import { type Tool, toolNames } from "../tools/tool.js";
-import { jsonSchemaOf, warmValidators } from "../tools/validate.js";
+import type { Tool } from "../tools/tool.js";
 import { addUsage, emptyUsage } from "../usage.js";
 import { type ApprovalScope, runControlledWave, type WaveResume } from "./approvals.js";
-import { hideBoundParameters } from "./bindings.js";
-import { checkContextBudget, ContextWindow } from "./context.js";
+import { checkAgentConfig } from "./config.js";
+import { ContextWindow } from "./context.js";
 import { claimCheckpoint, type RunCheckpoint } from "./checkpoint.js";
 import { resolveInstrumentation } from "./global-tracing.js";
-import { AnswerBuffer, checkGuardrails, evaluate } from "./guardrails.js";
+import { AnswerBuffer, evaluate } from "./guardrails.js";
 import type { RunResult, TerminalState } from "./events.js";
 import { callSignature, detectLoop, signatureName } from "./loop-detection.js";
 import { type OutputContract, outputContract, parseAnswer, reaskMessage, withOutput } from "./output.js";
 import { checkpointOf, type ResumableRun, restoreRun, resumedBefore, resumedWave } from "./resume.js";
 import { Run, type RunControl } from "./run.js";
+import { Toolbox } from "./toolbox.js";
 import { trackTranscript } from "./transcript.js";
 import { abortReason, noop, streamTurn } from "./turn.js";
-import type { AgentConfig, Instrumentation, ResumeOptions, RunInfo, RunOptions, SessionMemory, Toolset } from "./types.js";
+import type { AgentConfig, Instrumentation, ResumeOptions, RunInfo, RunOptions, SessionMemory } from "./types.js";
 import { cancelledResults } from "./wave.js";
 
 const DEFAULT_MAX_TURNS = 10;
 const DEFAULT_LOOP_WINDOW = 10;
-
-function positiveInteger(value: unknown, name: string): void {
-  if (value !== undefined && (typeof value !== "number" || !Number.isInteger(value) || value < 1)) {
-    throw new TypeError(`Agent config: ${name} must be a positive integer, got ${JSON.stringify(value)}`);
-  }
-}
 
 /** How one input ended. */
 interface Outcome {
@@ -69,14 +63,8 @@ export class Agent<Output = unknown> {
   readonly description: string;
   readonly config: Readonly<AgentConfig<Output>>;
   readonly model: Model;
-  /** The tools by name; replaced (never changed in place) when a toolset's tools change. */
-  private tools = new Map<string, Tool<any>>();
-  private definitions?: ToolDefinition[];
-  /** Tools and toolsets in config order, then the delegate tools. */
-  private readonly sources: Array<Tool<any> | Toolset> = [];
-  /** The toolsets among `sources`, and the `toolsVersion` of each that `tools` reflects. */
-  private readonly toolsets: Toolset[] = [];
-  private readonly toolsetVersions: number[] = [];
+  /** The tools and toolsets in config order, then the delegate tools. */
+  private readonly toolbox: Toolbox;
   private wrappedModel?: Model;
   private readonly output?: OutputContract;
 
@@ -87,121 +75,27 @@ export class Agent<Output = unknown> {
     if (!model || typeof model.stream !== "function") {
       throw new TypeError("Agent config: model must implement Model (a stream(request) method); see agentloop/providers");
     }
-    for (const key of ["maxTurns", "maxToolRounds", "maxTokens", "maxToolCalls", "concurrency", "toolTimeoutMs", "maxDelegationDepth"] as const) {
-      positiveInteger(config[key], key);
-    }
-    if (config.loopDetection) {
-      positiveInteger(config.loopDetection.window, "loopDetection.window");
-      positiveInteger(config.loopDetection.maxWarnings, "loopDetection.maxWarnings");
-    }
-    if (config.truncation) {
-      positiveInteger(config.truncation.maxChars, "truncation.maxChars");
-      positiveInteger(config.truncation.maxLines, "truncation.maxLines");
-      const mode = config.truncation.mode;
-      if (mode !== undefined && mode !== "head_tail" && mode !== "tail") {
-        throw new TypeError(`Agent config: truncation.mode must be "head_tail" or "tail", got ${JSON.stringify(mode)}`);
-      }
-    }
-    const modes = ["auto", "native", "string", "action", "plan", "fenced"];
-    if (config.toolCallMode !== undefined && !modes.includes(config.toolCallMode)) {
-      throw new TypeError(`Agent config: toolCallMode must be one of ${modes.join(", ")}, got ${JSON.stringify(config.toolCallMode)}`);
-    }
-    if (config.onLimit !== undefined && config.onLimit !== "stop" && config.onLimit !== "final-answer") {
-      throw new TypeError(`Agent config: onLimit must be "stop" or "final-answer", got ${JSON.stringify(config.onLimit)}`);
-    }
-    checkContextBudget(config.context);
-    this.output = outputContract(config.output);
-    checkGuardrails(config.guardrails);
-    if (config.onApproval !== undefined && config.onApproval !== "wait" && config.onApproval !== "interrupt") {
-      throw new TypeError(`Agent config: onApproval must be "wait" or "interrupt", got ${JSON.stringify(config.onApproval)}`);
-    }
-    positiveInteger(config.approvalTimeoutMs, "approvalTimeoutMs");
-    if (config.needsApproval !== undefined && (!Array.isArray(config.needsApproval) || !config.needsApproval.every((name) => typeof name === "string" && name !== ""))) {
-      throw new TypeError(`Agent config: needsApproval must be a list of tool names or globs, got ${JSON.stringify(config.needsApproval)}`);
-    }
+    this.output = checkAgentConfig(config);
     this.config = config;
     this.model = model;
     this.name = config.name ?? "agent";
     this.description = config.description ?? "";
     const sources = [...(config.tools ?? []), ...(config.subAgents ?? []).map((agent) => delegateTool(agent, { maxDepth: config.maxDelegationDepth }))];
-    for (const source of sources) {
-      if (isToolset(source)) {
-        this.toolsets.push(source);
-        this.toolsetVersions.push(source.toolsVersion);
-      } else if (!source || typeof source.name !== "string" || typeof source.execute !== "function") {
-        throw new TypeError(
-          `Agent config: every tool needs a name and an execute function, every toolset a numeric toolsVersion and a loadedTools array (got ${JSON.stringify((source as { name?: unknown } | undefined)?.name)})`,
-        );
-      }
-      this.sources.push(source);
-    }
-    const error = this.collectTools(this.tools);
-    if (error) throw new TypeError(`Agent config: ${error}`);
-    warmValidators(this.tools.values());
+    this.toolbox = new Toolbox(sources, this.name);
   }
 
   /** The tools the model sees, bound parameters hidden. Throws when a toolset's change made two tools share a name. */
   toolDefinitions(): ToolDefinition[] {
-    const error = this.syncTools();
+    const error = this.toolbox.sync();
     if (error) throw error;
-    return this.currentDefinitions();
+    return this.toolbox.currentDefinitions();
   }
 
   /** The tools the agent can call now (toolsets' current tools included). Throws like `toolDefinitions`. */
   currentTools(): Tool<any>[] {
-    const error = this.syncTools();
+    const error = this.toolbox.sync();
     if (error) throw error;
-    return [...this.tools.values()];
-  }
-
-  /**
-   * Takes in the tools of toolsets whose version changed since last seen: one integer comparison per
-   * toolset when nothing changed. A duplicate name is returned as an error (the tools stay as they
-   * were, and the next call checks again).
-   */
-  private syncTools(): AgentLoopError | undefined {
-    const { toolsets, toolsetVersions } = this;
-    let changed = false;
-    for (let index = 0; index < toolsets.length; index++) {
-      if (toolsets[index]!.toolsVersion !== toolsetVersions[index]) changed = true;
-    }
-    if (!changed) return undefined;
-    const versions = toolsets.map((toolset) => toolset.toolsVersion);
-    const tools = new Map<string, Tool<any>>();
-    const error = this.collectTools(tools);
-    if (error) return new AgentLoopError("configuration", `agent "${this.name}": ${error}`);
-    for (let index = 0; index < versions.length; index++) toolsetVersions[index] = versions[index]!;
-    this.tools = tools;
-    this.definitions = undefined;
-    warmValidators(tools.values());
-    return undefined;
-  }
-
-  /** Fills `into` from the sources (toolsets as they are now); returns the problem, if any. */
-  private collectTools(into: Map<string, Tool<any>>): string | undefined {
-    for (const source of this.sources) {
-      // Sources were sorted when the agent was built: a tool has an execute function, a toolset not.
-      const tools = typeof (source as Tool<any>).execute === "function" ? [source as Tool<any>] : (source as Toolset).loadedTools;
-      for (const tool of tools) {
-        const from = source === tool ? "" : ` (from toolset ${JSON.stringify(source.name ?? "unnamed")})`;
-        if (!tool || typeof tool.name !== "string" || typeof tool.execute !== "function") {
-          return `every tool needs a name and an execute function (got ${JSON.stringify(tool?.name)}${from})`;
-        }
-        if (into.has(tool.name)) return `two tools are named "${tool.name}"${from}`;
-        into.set(tool.name, tool);
-      }
-    }
-    return undefined;
-  }
-
-  /** The definitions of the tools as last synced. */
-  private currentDefinitions(): ToolDefinition[] {
-    this.definitions ??= [...this.tools.values()].map((tool) => ({
-      name: tool.name,
-      description: tool.description,
-      parameters: hideBoundParameters(jsonSchemaOf(tool), tool.bindings),
-    }));
-    return this.definitions;
+    return [...this.toolbox.tools.values()];
   }
 
   /** Starts a run for one user input. Consume it as events (`for await`) or await its result. */
@@ -389,7 +283,7 @@ export class Agent<Output = unknown> {
       if (context.stop) return context.stop;
       const calls = toolCallsOf(response.message);
       // An MCP tool answers to both its names (`<server>.<tool>`, `<tool>`): the call gets the one the tool is listed under.
-      for (const call of calls) call.name = resolveToolName(this.tools, call.name);
+      for (const call of calls) call.name = this.toolbox.resolveName(call.name);
       if (calls.length === 0) {
         // A text protocol's answer because its steps ran out (`Reached maximum reasoning steps (N)`):
         // the answer stands, and the state says a limit ended the run, as maxTurns does in native mode.
@@ -432,7 +326,7 @@ export class Agent<Output = unknown> {
         run: context.info,
         step: rounds,
         maxSteps: config.maxToolRounds ?? config.maxTurns ?? DEFAULT_MAX_TURNS,
-        tools: this.tools,
+        tools: this.toolbox.tools,
         inputs: context.inputs,
         signal: control.signal,
         concurrency: config.concurrency ?? Number.POSITIVE_INFINITY,
@@ -487,7 +381,7 @@ export class Agent<Output = unknown> {
     const { control, info, messages } = context;
     const turn = ++context.turns;
     control.emit({ type: "turn-start", runId: control.id, turn });
-    const tools = this.currentDefinitions();
+    const tools = this.toolbox.currentDefinitions();
     let fallbacks: ModelFallback[] | undefined;
     // The prepare phase of the call: the context budget, then the output format.
     const window = { messages, inputIndex: context.inputStart, turn, runId: control.id, model: info.model, signal: control.signal, emit: control.emit };
@@ -570,7 +464,7 @@ export class Agent<Output = unknown> {
 
   /** Syncs the toolsets' tools; a change that made two tools share a name fails the run. */
   private syncToolsForRun(context: RunContext): Outcome | undefined {
-    const error = this.syncTools();
+    const error = this.toolbox.sync();
     if (!error) return undefined;
     context.control.emit({ type: "error", runId: context.control.id, error, fatal: true });
     return { state: "FAILED", reason: error.message, error };
@@ -711,26 +605,6 @@ interface Resume {
   decisions: ResumeOptions["decisions"];
 }
 
-/** Per tool list: each MCP tool's other names (see `toolNames`) → its listed name; null when two tools share one. */
-const otherNames = new WeakMap<Map<string, Tool<any>>, Map<string, string | null>>();
-
-/** The tool a call's name means: a listed name, or an MCP tool's other name when exactly one tool has it. */
-function resolveToolName(tools: Map<string, Tool<any>>, name: string): string {
-  if (tools.has(name)) return name;
-  let aliases = otherNames.get(tools);
-  if (!aliases) {
-    aliases = new Map();
-    for (const tool of tools.values()) {
-      for (const alias of toolNames(tool)) {
-        if (alias === tool.name || tools.has(alias)) continue;
-        aliases.set(alias, aliases.has(alias) ? null : tool.name);
-      }
-    }
-    otherNames.set(tools, aliases);
-  }
-  return aliases.get(name) ?? name;
-}
-
 /** The reason of a run a text protocol's step limit ended: its answer (`Reached maximum reasoning steps (3)`), or what it was. */
 function stepLimitReason(answer: string): string {
   return /^Reached maximum reasoning steps \(\d+\)$/.test(answer) ? answer : "the tool-call protocol's steps ran out; final answer given without tools";
@@ -754,17 +628,6 @@ async function loadHistory(memory: SessionMemory, sessionId: string, control: Ru
   } finally {
     dispose();
   }
-}
-
-/** A toolset (tools that can change) rather than a tool: it has a version and no execute function. */
-function isToolset(source: Tool<any> | Toolset): source is Toolset {
-  return (
-    typeof source === "object" &&
-    source !== null &&
-    typeof (source as Tool<any>).execute !== "function" &&
-    typeof (source as Toolset).toolsVersion === "number" &&
-    Array.isArray((source as Toolset).loadedTools)
-  );
 }
 
 /** An interrupted response can leave empty parts; providers reject empty text blocks. */

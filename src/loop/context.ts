@@ -16,6 +16,7 @@
 import { AgentLoopError } from "../errors.js";
 import type { Message } from "../messages.js";
 import { generate, type Model, type ModelRequest } from "../model/model.js";
+import { keepShape } from "../shapes.js";
 import type { Usage } from "../usage.js";
 import type { LoopEvent } from "./events.js";
 
@@ -249,6 +250,7 @@ export class ContextWindow {
     return removal;
   }
 }
+keepShape(new ContextWindow(undefined)); // see src/shapes.ts
 
 const summaryFailure = new WeakMap<Removal, string>();
 

@@ -1,5 +1,6 @@
 import { onAbort } from "../abort.js";
 import { AgentLoopError } from "../errors.js";
+import { keepShape } from "../shapes.js";
 import { ApprovalBroker } from "./approvals.js";
 import type { LoopEvent, RunResult, RunState } from "./events.js";
 import type { RunInfo, RunObserver } from "./types.js";
@@ -309,6 +310,10 @@ export class Run<Output = unknown> implements AsyncIterable<LoopEvent>, PromiseL
     };
   }
 }
+// A run that never ends (its loop never settles), with its broker and controller (see src/shapes.ts).
+keepShape(new Run("", () => new Promise<RunResult>(() => undefined), () => {
+  throw new Error("never called");
+}));
 
 
 interface ObserverEntry {

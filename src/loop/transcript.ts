@@ -3,6 +3,7 @@
  * next event of the run (so at the latest before `run-end`), for a UI that persists the transcript.
  */
 import type { Message } from "../messages.js";
+import { keepShape } from "../shapes.js";
 import type { LoopEvent } from "./events.js";
 import type { RunControl } from "./run.js";
 
@@ -25,6 +26,7 @@ class MessagesUpdated {
     return this.#messages;
   }
 }
+keepShape(new MessagesUpdated("", 0, [])); // see src/shapes.ts
 
 /** Makes `control.emit` announce transcript changes first. */
 export function trackTranscript(control: RunControl, messages: readonly Message[]): void {

@@ -4,6 +4,7 @@
  */
 import { AgentLoopError } from "../errors.js";
 import { type Model, type ModelEvent, type ModelRequest, type ModelResponse, ResponseAccumulator } from "../model/model.js";
+import { keepShape } from "../shapes.js";
 import type { RunControl } from "./run.js";
 
 /** The reason of a run the signal ended: `aborted: <the signal's reason>`. */
@@ -103,6 +104,7 @@ class TurnReader {
     }
   }
 }
+keepShape(new TurnReader({} as Model, { messages: [] }, noop)); // see src/shapes.ts
 
 export function noop(): void {}
 

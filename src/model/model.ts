@@ -1,5 +1,6 @@
 import type { AgentLoopError } from "../errors.js";
 import type { AssistantMessage, AssistantPart, Message, ProviderData } from "../messages.js";
+import { keepShape } from "../shapes.js";
 import { type Usage, addUsage, emptyUsage } from "../usage.js";
 
 /** A tool as the model sees it: name, description and JSON Schema of its arguments. */
@@ -253,6 +254,7 @@ export class ResponseAccumulator {
     return part;
   }
 }
+keepShape(new ResponseAccumulator()); // see src/shapes.ts
 
 /** Non-streaming call: the stream collected into one response. Never throws. */
 export async function generate(model: Model, request: ModelRequest): Promise<ModelResponse> {

@@ -8,6 +8,8 @@
  * request's socket does while a call is in flight).
  */
 
+import { keepShape } from "../shapes.js";
+
 /** One call's deadline; `cancel` it when the call ends. */
 export interface Deadline {
   cancel(): void;
@@ -27,6 +29,7 @@ class Entry implements Deadline {
     this.queue.dropDone();
   }
 }
+keepShape(new Entry(0.5, () => undefined, undefined as unknown as DeadlineQueue)); // see src/shapes.ts (a deadline is a fraction)
 
 class DeadlineQueue {
   private entries: Entry[] = [];

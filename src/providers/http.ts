@@ -14,6 +14,7 @@ import { Agent as HttpsAgent, request as httpsRequest } from "node:https";
 import { Readable } from "node:stream";
 import { createBrotliDecompress, createGunzip, createInflate } from "node:zlib";
 import { createParser, type EventSourceMessage } from "eventsource-parser";
+import { keepShape, latest } from "../shapes.js";
 import { deadline } from "./deadlines.js";
 
 /** What a response is read through: its status, headers and body bytes. */
@@ -230,12 +231,14 @@ class NodeResponse implements HttpResponse {
   constructor(private readonly message: IncomingMessage) {
     this.status = message.statusCode ?? 0;
     this.body = decoded(message);
+    latest.response = message;
   }
 
   get headers(): IncomingHttpHeaders {
     return this.message.headers;
   }
 }
+keepShape(new NodeResponse({ statusCode: 0, rawHeaders: [] } as unknown as IncomingMessage)); // see src/shapes.ts
 
 /** A header's value from the raw list (several joined with ", ", as `message.headers` joins them). */
 function rawHeader(message: IncomingMessage, name: string): string | undefined {

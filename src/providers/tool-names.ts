@@ -5,6 +5,7 @@
  */
 import type { Message } from "../messages.js";
 import type { ToolDefinition } from "../model/model.js";
+import { keepShape } from "../shapes.js";
 import { HistoryMemo } from "./history-memo.js";
 
 const maxLength = 64;
@@ -77,3 +78,4 @@ export class ToolNameMap {
     this.fromProvider.set(providerName, name);
   }
 }
+keepShape(new ToolNameMap([])); // see src/shapes.ts

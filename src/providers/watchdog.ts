@@ -5,6 +5,7 @@
  * (node:http and both SDKs honour the signal); the retry policy then retries it like any timeout.
  */
 import { AgentLoopError } from "../errors.js";
+import { keepShape } from "../shapes.js";
 
 /** The limits of one call; 0 (or a negative number) turns one off. */
 export interface CallLimits {
@@ -34,7 +35,8 @@ export class CallWatchdog {
   /** The timeout error once a limit expired. */
   expired?: AgentLoopError;
   private started = false;
-  private last = 0;
+  /** When the call was last alive (`performance.now()`); NaN, a fraction, until the idle phase starts (see src/shapes.ts). */
+  private last = Number.NaN;
   private timer: ReturnType<typeof setTimeout> | undefined;
 
   constructor(
@@ -87,3 +89,4 @@ export class CallWatchdog {
     this.onExpire(error);
   }
 }
+keepShape(new CallWatchdog("", 0, 0, () => undefined)); // see src/shapes.ts

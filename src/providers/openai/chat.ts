@@ -35,7 +35,8 @@ import {
   providerOptionsFor,
 } from "../shared.js";
 import { HistoryMemo } from "../history-memo.js";
-import type { ToolNameMap } from "../tool-names.js";
+import { keepShape } from "../../shapes.js";
+import { ToolNameMap } from "../tool-names.js";
 
 export interface OpenAIChatOptions extends AdapterOptions {
   /** Role used for system messages (`developer` for OpenAI reasoning models). Default `system`. */
@@ -276,6 +277,7 @@ class ChatStreamMapper {
     out.push({ type: "finish", reason, usage: this.usage });
   }
 }
+keepShape(new ChatStreamMapper("", new ToolNameMap([]))); // see src/shapes.ts
 
 function toolChoiceParam(choice: ToolChoice, names: ToolNameMap): unknown {
   if (typeof choice === "string") return choice;
