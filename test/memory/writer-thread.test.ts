@@ -11,6 +11,7 @@ import { after, describe, it } from "node:test";
 import { AgentLoopError } from "../../src/errors.js";
 import { openEmbeddedStore } from "../../src/memory/embedded.js";
 import { driverName } from "../../src/memory/sqlite/driver.js";
+import { WriterThread } from "../../src/memory/sqlite/writer.js";
 import { rawConnection, writerThreadsOf } from "./store-driver.js";
 
 const root = mkdtempSync(join(tmpdir(), "agentloop-writer-thread-"));
@@ -124,5 +125,46 @@ describe("embedded store: its writer thread dies in the middle of a group", () =
     } finally {
       await reopened.close();
     }
+  });
+});
+
+describe("embedded store: the writer thread's batches", () => {
+  it("a checkpoint sent while a group's transaction is open (left open by a batch that reads, kept open by a second) waits for the batch that closes it, then runs", async () => {
+    const file = freshFile();
+    const writer = await WriterThread.start({ file, driver: driverName(), timeout: 5000, pragmas: "PRAGMA journal_mode = WAL; CREATE TABLE t (a)" });
+    try {
+      const read = { sql: "SELECT count(*) FROM t", params: [], read: true as const };
+      assert.deepEqual(await writer.run([{ sql: "BEGIN IMMEDIATE", params: [] }, { sql: "INSERT INTO t VALUES (?)", params: [1] }, read], "opens"), [[[1]]]);
+      let checkpointed = false;
+      const checkpoint = writer.run([{ sql: "PRAGMA wal_checkpoint(PASSIVE)", params: [], read: true }], "between").then((rows) => {
+        checkpointed = true;
+        return rows;
+      });
+      assert.deepEqual(await writer.run([{ sql: "INSERT INTO t VALUES (?)", params: [2] }, read], "opens"), [[[2]]]);
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      assert.equal(checkpointed, false, "not inside the open transaction");
+      await writer.run([{ sql: "COMMIT", params: [] }], "closes");
+      const [[row]] = await checkpoint;
+      assert.equal(row[0], 0, "the checkpoint ran, not busy");
+      assert.deepEqual(await writer.run([read]), [[[2]]], "both inserts committed");
+    } finally {
+      await writer.close();
+    }
+  });
+
+  it("a statement that fails rolls back the transaction in the thread, and the error comes back with the driver's message", async () => {
+    const file = freshFile();
+    const writer = await WriterThread.start({ file, driver: driverName(), timeout: 5000, pragmas: "PRAGMA journal_mode = WAL; CREATE TABLE t (a UNIQUE)" });
+    try {
+      await assert.rejects(
+        writer.run([{ sql: "BEGIN IMMEDIATE", params: [] }, { sql: "INSERT INTO t VALUES (?)", params: [1] }, { sql: "INSERT INTO t VALUES (?)", params: [1] }, { sql: "COMMIT", params: [] }]),
+        (error: unknown) => error instanceof Error && /UNIQUE constraint failed: t\.a/.test(error.message),
+      );
+      assert.deepEqual(await writer.run([{ sql: "SELECT count(*) FROM t", params: [], read: true }]), [[[0]]], "nothing written, no transaction left open");
+      assert.deepEqual(await writer.run([{ sql: "BEGIN IMMEDIATE", params: [] }, { sql: "INSERT INTO t VALUES (?)", params: [1] }, { sql: "COMMIT", params: [] }]), []);
+    } finally {
+      await writer.close();
+    }
+    await assert.rejects(writer.run([]), (error: unknown) => AgentLoopError.isInstance(error) && error.message === `memory (embedded): the writer thread of ${file} is closed`);
   });
 });

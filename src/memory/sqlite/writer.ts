@@ -157,7 +157,7 @@ export class WriterThread {
 
   /**
    * Runs `steps` in order in the thread: the rows of the reading ones (in order). `transaction`:
-   * `"opens"`, the batch leaves a transaction open for the caller's next batch, `"closes"` (which
+   * `"opens"`, the batch leaves a transaction open for the caller's next batch (or keeps it open), `"closes"` (which
    * ends it, committed or rolled back); `"between"`, a batch of its own (a checkpoint) that waits
    * until no transaction is left open (one run inside another's transaction would fail, and its
    * failure roll that transaction back).
@@ -165,7 +165,8 @@ export class WriterThread {
   async run(steps: readonly SqlStep[], transaction?: "opens" | "closes" | "between"): Promise<unknown[][][]> {
     if (transaction === "between") while (this.open) await this.open.ended;
     if (this.stopped) throw this.stopped;
-    if (transaction === "opens") {
+    // A second batch that "opens" continues the transaction the first one left open (a group with two reads).
+    if (transaction === "opens" && !this.open) {
       let end!: () => void;
       const ended = new Promise<void>((resolve) => {
         end = resolve;
