@@ -250,6 +250,10 @@ export class WriterThread {
         );
     const waiting = [...this.waiting.values()];
     this.waiting.clear();
+    // No transaction is left: what waits for its end goes on (and is told the thread is gone).
+    const open = this.open;
+    this.open = undefined;
+    open?.end();
     for (const entry of waiting) entry.reject(this.stopped);
   }
 }
