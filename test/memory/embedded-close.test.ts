@@ -103,14 +103,14 @@ describe("embedded store: close() lets go of its files", { skip: linux ? false :
   it("two stores on one file: the first closed closes its logs and leaves the second working; the last close lets go of everything", async () => {
     const path = freshFile();
     const first = await openEmbeddedStore({ path, backgroundCheckpoints: { delayMs: 0 } });
-    // No background checkpoints on the second: its own two connections (its thread's and the writer thread's) stay once the first closed.
+    // No checkpointing connection on the second: its own two stay the only ones once the first closed.
     const second = await openEmbeddedStore({ path, backgroundCheckpoints: false });
     const empty = sizeOf(path);
     await use(first);
     await until(() => sizeOf(path) > empty, 20_000, "a background checkpoint of the first store");
     await second.append("s0", [{ event_type: "x", content: "from the second" }]);
     const count = (name: string) => descriptorsOf(path).filter((file) => file === name).length;
-    assert.equal(count("-wal"), 4, "two connections of each store (its thread's and its writer thread's)");
+    assert.equal(count("-wal"), 5, "three connections of the first store, two of the second");
     await first.close();
     assert.equal(count("-wal"), 2, "the first store's connections are closed");
     // Not its descriptors of the database file: SQLite keeps a closed connection's while another

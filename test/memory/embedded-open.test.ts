@@ -5,6 +5,7 @@
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
 import { mkdirSync, mkdtempSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, describe, it } from "node:test";
@@ -12,7 +13,6 @@ import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { AgentLoopError } from "../../src/errors.js";
 import { type EmbeddedStoreOptions, openEmbeddedStore } from "../../src/memory/embedded.js";
-import { RawDatabase } from "./store-driver.js";
 import { tsChild } from "../ts-child.js";
 
 const root = mkdtempSync(join(tmpdir(), "agentloop-embedded-open-"));
@@ -96,7 +96,7 @@ describe("openEmbeddedStore: settings", () => {
     });
     // Another program's table of the same name: the schema cannot apply, nothing of it is written.
     const foreign = freshFile();
-    const Database = RawDatabase;
+    const Database = createRequire(import.meta.url)("libsql");
     const raw = new Database(foreign);
     raw.exec("CREATE TABLE agentloop_sessions (name TEXT)");
     await assert.rejects(openEmbeddedStore({ path: foreign }), (error: unknown) => {
@@ -227,29 +227,29 @@ describe("openEmbeddedStore: settings", () => {
 
 const missingDriverChild = fileURLToPath(new URL("./fixtures/missing-driver-child.ts", import.meta.url));
 /** Opens a store at `path` in a process where the module `missing` cannot be loaded: what it printed. */
-async function withoutModule(missing: string, path: string, writesOffThread = true, more: Record<string, string> = {}): Promise<Record<string, unknown>> {
-  const env = { ...process.env, MISSING: missing, STORE_PATH: path, WRITES_OFF_THREAD: writesOffThread ? "1" : "0", ...more };
+async function withoutModule(missing: string, path: string, writesOffThread = true): Promise<Record<string, unknown>> {
+  const env = { ...process.env, MISSING: missing, STORE_PATH: path, WRITES_OFF_THREAD: writesOffThread ? "1" : "0" };
   const { stdout } = await promisify(execFile)(process.execPath, await tsChild(missingDriverChild), { env, timeout: 30_000 });
   return JSON.parse(stdout.trim().split("\n").at(-1)!);
 }
 
 describe("openEmbeddedStore: the driver missing", () => {
   it("without libsql, names the package and this platform, as a configuration error", async () => {
-    // On every Node: the store's driver forced to libsql.
-    assert.deepEqual(await withoutModule("libsql", freshFile(), true, { AGENTLOOP_SQLITE_DRIVER: "libsql" }), {
+    assert.deepEqual(await withoutModule("libsql", freshFile()), {
       opened: false,
       kind: "configuration",
       message: `memory: the embedded store needs the "libsql" package and its binary for ${process.platform}-${process.arch}: Cannot find module 'libsql'`,
     });
   });
 
-  it("the writer thread cannot open its connection: a configuration error naming the file; with group commits on the JavaScript thread the store works, its checkpoints SQLite's own", async () => {
+  it("without its promise API, the writer connection cannot open: a configuration error naming the file; on the JavaScript thread the store works, its checkpoints SQLite's own", async () => {
     const path = freshFile();
-    const failed = await withoutModule("writer", path);
-    assert.deepEqual([failed.opened, failed.kind], [false, "configuration"]);
-    assert.ok(String(failed.message).startsWith(`memory: cannot open the writer connection of the embedded store ${path}: `), String(failed.message));
-    assert.match(String(failed.message), /unable to open/i);
-    // Without the writer thread the store opens: no background checkpoints (SQLite's own), the store goes on.
-    assert.deepEqual(await withoutModule("writer", path, false), { opened: true, seq: 1 });
+    assert.deepEqual(await withoutModule("libsql/promise", path), {
+      opened: false,
+      kind: "configuration",
+      message: `memory: cannot open the writer connection of the embedded store ${path}: Cannot find module 'libsql/promise'`,
+    });
+    // Without the writer connection the store opens: its background checkpoints fail (the same module), the store goes on.
+    assert.deepEqual(await withoutModule("libsql/promise", path, false), { opened: true, seq: 1 });
   });
 });

@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { createRequire } from "node:module";
 import { hostname, tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, describe, it } from "node:test";
@@ -8,7 +9,6 @@ import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { AgentLoopError } from "../../src/errors.js";
 import { embeddedFileOf, openEmbeddedStore } from "../../src/memory/embedded.js";
-import { batchesOf, RawDatabase } from "./store-driver.js";
 import { memoryConfigFromEnv } from "../../src/memory/index.js";
 import { tsChild } from "../ts-child.js";
 import { memoryStoreConformance } from "./conformance.js";
@@ -82,7 +82,7 @@ describe("embedded store: its file", () => {
   it("a write waits for another connection's write, then fails with a clear error past the busy timeout", async () => {
     const path = freshFile();
     const store = await openEmbeddedStore({ path, busyTimeoutMs: 100 });
-    const Database = RawDatabase;
+    const Database = createRequire(import.meta.url)("libsql");
     const other = new Database(path);
     try {
       other.exec("BEGIN IMMEDIATE");
@@ -103,7 +103,7 @@ describe("embedded store: its file", () => {
   it("a group that fails (the file locked past the busy timeout) rejects every append and lock attempt in it with one error, and writes none of it", async () => {
     const path = freshFile();
     const store = await openEmbeddedStore({ path, busyTimeoutMs: 100 });
-    const Database = RawDatabase;
+    const Database = createRequire(import.meta.url)("libsql");
     const other = new Database(path);
     try {
       const release = await store.lockSession("held");
@@ -142,7 +142,7 @@ describe("embedded store: its file", () => {
   it("a group whose session another process wrote between its read and its transaction is written again, after that write", async () => {
     const path = freshFile();
     const store = await openEmbeddedStore({ path, busyTimeoutMs: 5000 });
-    const Database = RawDatabase;
+    const Database = createRequire(import.meta.url)("libsql");
     const other = new Database(path);
     try {
       await store.append("s", [{ event_type: "x", content: "first" }]);
@@ -243,7 +243,7 @@ describe("embedded store: its file", () => {
       await release();
       await (await waiting)();
       // A lock row left by a killed process (a pid that cannot exist here) is stale.
-      const Database = RawDatabase;
+      const Database = createRequire(import.meta.url)("libsql");
       const raw = new Database(path);
       raw.prepare("INSERT INTO agentloop_session_locks (session_id, owner_pid, owner_host, token) VALUES (?, ?, ?, ?)").run(["s", 2147483646, hostname(), "dead"]);
       raw.close();
@@ -319,18 +319,34 @@ describe("embedded store: its file", () => {
   });
 
   it("maxSessions at the limit: a new session evicts the oldest in its group's one call to the writer (no read of the count), and never below the limit", async () => {
+    // The writer connection's calls, counted on libsql/promise's own classes (the store's driver).
+    const AsyncDatabase = createRequire(import.meta.url)("libsql/promise");
+    const probe = new AsyncDatabase(":memory:");
+    const statementClass = Object.getPrototypeOf(await probe.prepare("SELECT 1"));
+    probe.close();
+    const calls = { exec: 0, iterate: 0 };
+    const { exec } = AsyncDatabase.prototype;
+    const { iterate } = statementClass;
+    AsyncDatabase.prototype.exec = function (this: unknown, ...args: unknown[]) {
+      calls.exec++;
+      return exec.apply(this, args);
+    };
+    statementClass.iterate = function (this: unknown, ...args: unknown[]) {
+      calls.iterate++;
+      return iterate.apply(this, args);
+    };
     const path = freshFile();
-    // No background checkpoints: their batches are not the groups'.
+    // No background checkpoints: their connection's calls are not the groups'.
     const store = await openEmbeddedStore({ path, maxSessions: 1000, backgroundCheckpoints: false });
     const other = await openEmbeddedStore({ path, maxSessions: 100_000, backgroundCheckpoints: false });
     try {
       const id = (index: number) => `s${String(index).padStart(4, "0")}`;
       // One group fills the store to its limit (it reads the count: the first group making sessions does).
       await Promise.all(Array.from({ length: 1000 }, (_, index) => store.append(id(index), [{ event_type: "user_message", content: "fill" }])));
-      const batches = await batchesOf(async () => {
-        for (let index = 1000; index < 1010; index++) await store.append(id(index), [{ event_type: "user_message", content: "new" }]);
-      });
-      assert.equal(batches, 10, "each new session one batch to the writer thread, no read");
+      calls.exec = 0;
+      calls.iterate = 0;
+      for (let index = 1000; index < 1010; index++) await store.append(id(index), [{ event_type: "user_message", content: "new" }]);
+      assert.deepEqual(calls, { exec: 10, iterate: 0 }, "each new session one call, no read");
       let sessions = (await other.listSessions()).map((session) => session.session_id);
       assert.deepEqual([sessions.length, sessions[0], sessions.at(-1)], [1000, id(10), id(1009)], "the ten oldest evicted");
       // Another process deletes five sessions: the next new ones evict none until the limit is reached again.
@@ -342,6 +358,8 @@ describe("embedded store: its file", () => {
       sessions = (await other.listSessions()).map((session) => session.session_id);
       assert.deepEqual([sessions.length, sessions[0]], [1000, id(16)], "at the limit again, the oldest evicted");
     } finally {
+      AsyncDatabase.prototype.exec = exec;
+      statementClass.iterate = iterate;
       await other.close();
       await store.close();
     }
@@ -350,7 +368,7 @@ describe("embedded store: its file", () => {
   it("lockSession: a lock held by a live process of this host, or by any process of another host, is not taken over", async () => {
     const path = freshFile();
     const store = await openEmbeddedStore({ path });
-    const Database = RawDatabase;
+    const Database = createRequire(import.meta.url)("libsql");
     const raw = new Database(path);
     try {
       // The test runner's process is alive; a pid that cannot exist here may live on the other host.
@@ -405,7 +423,7 @@ describe("embedded store: its file", () => {
     const first = await openEmbeddedStore({ path });
     await first.append("old", [{ event_type: "user_message", content: "kept" }]);
     await first.close();
-    const Database = RawDatabase;
+    const Database = createRequire(import.meta.url)("libsql");
     const raw = new Database(path);
     const indexes = () => raw.prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'agentloop_sessions' AND sql IS NOT NULL ORDER BY name").all().map((row: { name: string }) => row.name);
     raw.exec("CREATE INDEX agentloop_sessions_updated ON agentloop_sessions (updated_ms)");

@@ -2,12 +2,12 @@
 // open, through its public API.
 import assert from "node:assert/strict";
 import { mkdtempSync, rmSync, statSync } from "node:fs";
+import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, describe, it } from "node:test";
 import { AgentLoopError } from "../../src/errors.js";
 import { openEmbeddedStore } from "../../src/memory/embedded.js";
-import { RawDatabase } from "./store-driver.js";
 
 const root = mkdtempSync(join(tmpdir(), "agentloop-embedded-rules-"));
 after(() => rmSync(root, { recursive: true, force: true }));
@@ -16,7 +16,7 @@ const freshFile = () => join(root, `store-${files++}.db`);
 
 /** Another connection to the store's file (what a user's `sqlite3` shell would see). */
 function otherConnection(path: string): { exec(sql: string): void; prepare(sql: string): { get(): Record<string, unknown> }; close(): void } {
-  const Database = RawDatabase;
+  const Database = createRequire(import.meta.url)("libsql");
   return new Database(path);
 }
 

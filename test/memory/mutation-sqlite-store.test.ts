@@ -1,22 +1,52 @@
 // The embedded store's (src/memory/sqlite/) documented behaviour that the conformance suite leaves
 // open (docs/memory.md, "Embedded"): an append made with `{ returnEvents: false }` resolves with
-// no events; a group is one batch to the writer thread when the file is as this process
+// no events; a group is one call to the writer connection when the file is as this process
 // expects, and goes the longer way (a read first) when another process wrote its sessions.
 import assert from "node:assert/strict";
 import { mkdtempSync, rmSync } from "node:fs";
+import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { after, describe, it } from "node:test";
+import { after, before, describe, it } from "node:test";
 import { openEmbeddedStore } from "../../src/memory/embedded.js";
-import { batchesOf } from "./store-driver.js";
 
 const root = mkdtempSync(join(tmpdir(), "agentloop-sqlite-store-"));
 after(() => rmSync(root, { recursive: true, force: true }));
 let files = 0;
 const freshFile = () => join(root, `store-${files++}.db`);
 
-/** The batches sent to the writer thread by `fn` (each a message to the thread and its answer). */
-const callsOf = batchesOf;
+/** The writer connection's calls (each a trip to the driver's thread), counted on libsql/promise's own classes. */
+const calls = { exec: 0, iterate: 0 };
+let restore = () => {};
+before(async () => {
+  const AsyncDatabase = createRequire(import.meta.url)("libsql/promise");
+  const probe = new AsyncDatabase(":memory:");
+  const statementClass = Object.getPrototypeOf(await probe.prepare("SELECT 1"));
+  probe.close();
+  const { exec } = AsyncDatabase.prototype;
+  const { iterate } = statementClass;
+  AsyncDatabase.prototype.exec = function (this: unknown, ...args: unknown[]) {
+    calls.exec++;
+    return exec.apply(this, args);
+  };
+  statementClass.iterate = function (this: unknown, ...args: unknown[]) {
+    calls.iterate++;
+    return iterate.apply(this, args);
+  };
+  restore = () => {
+    AsyncDatabase.prototype.exec = exec;
+    statementClass.iterate = iterate;
+  };
+});
+after(() => restore());
+
+/** The writer's calls made by `fn`. */
+async function callsOf(fn: () => Promise<unknown>): Promise<{ exec: number; iterate: number }> {
+  calls.exec = 0;
+  calls.iterate = 0;
+  await fn();
+  return { ...calls };
+}
 
 describe("embedded store: an append made with returnEvents: false", () => {
   for (const [label, options] of [
@@ -57,7 +87,7 @@ describe("embedded store: a group is one call to the writer when the file is as 
     try {
       // The first group making a session reads the count of sessions (the longer way).
       await store.append("s", [{ event_type: "x", content: 1 }]);
-      const oneCall = 1;
+      const oneCall = { exec: 1, iterate: 0 };
       assert.deepEqual(await callsOf(() => store.append("s", [{ event_type: "x", content: 2 }])), oneCall, "a session it wrote last");
       assert.deepEqual(await callsOf(() => store.append("t", [{ event_type: "x", content: 1 }])), oneCall, "a new session");
       assert.deepEqual(
@@ -113,15 +143,15 @@ describe("embedded store: a group is one call to the writer when the file is as 
         await callsOf(async () => {
           [, releaseB] = await Promise.all([releaseA(), store.lockSession("b")]);
         }),
-        1,
+        { exec: 1, iterate: 0 },
       );
       let again: () => Promise<void> = async () => {};
       assert.deepEqual(
         await callsOf(async () => {
           [, again] = await Promise.all([releaseB(), store.lockSession("b", AbortSignal.timeout(5000))]);
         }),
-        2,
-        "BEGIN, the writes before the read and the read; the rest and COMMIT",
+        { exec: 2, iterate: 1 },
+        "BEGIN and the writes before the read; the read; the rest and COMMIT",
       );
       await again();
     } finally {
@@ -136,8 +166,8 @@ describe("embedded store: a group is one call to the writer when the file is as 
     try {
       await store.append("s", [{ event_type: "x", content: 1 }]);
       await other.append("s", [{ event_type: "x", content: 2 }]);
-      assert.deepEqual(await callsOf(() => store.append("s", [{ event_type: "x", content: 3 }])), 3, "the one call (rolled back by the thread), then two");
-      assert.deepEqual(await callsOf(() => store.append("s", [{ event_type: "x", content: 4 }])), 1, "then one call again");
+      assert.deepEqual(await callsOf(() => store.append("s", [{ event_type: "x", content: 3 }])), { exec: 4, iterate: 1 }, "the one call, ROLLBACK, then two calls and the read");
+      assert.deepEqual(await callsOf(() => store.append("s", [{ event_type: "x", content: 4 }])), { exec: 1, iterate: 0 }, "then one call again");
       assert.deepEqual(
         (await other.events("s")).map((event) => [event.seq, event.content]),
         [

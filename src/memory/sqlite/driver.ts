@@ -1,17 +1,13 @@
 /**
- * The embedded store's SQLite driver: Node's own `node:sqlite` where it is stable (Node 24.21 and
- * later: it loads without an experimental warning), `libsql` elsewhere (Node 20 and 22), the same
- * one for every connection of the process (two copies of SQLite in one process must never open
- * one file: each keeps its own table of the file's POSIX locks, and a close by one drops the
- * other's). Both behind the store's `Database`/`Statement` interface, and the SQL steps the store's
- * connections run.
+ * The embedded store's SQLite driver (`libsql`: the synchronous connection, and `libsql/promise`
+ * whose statements run on the driver's threads), and the SQL steps both connections run.
  */
 import { createRequire } from "node:module";
 import { setFlagsFromString } from "node:v8";
 import { runInNewContext } from "node:vm";
 import { AgentLoopError } from "../../errors.js";
 
-/** The part of a SQLite driver the store uses (libsql's better-sqlite3-style API; `node:sqlite` adapted to it). */
+/** The part of a SQLite driver the store uses (libsql's better-sqlite3-style API). */
 export interface Statement {
   run(params: unknown[]): unknown;
   all(params: unknown[]): unknown[];
@@ -23,115 +19,36 @@ export interface Database {
   close(): void;
 }
 export type DatabaseConstructor = new (path: string, options?: { timeout?: number }) => Database;
-
-/** The drivers the store runs on. */
-export type DriverName = "node:sqlite" | "libsql";
-
-/** The first Node release whose `node:sqlite` the store uses (it loads without an experimental warning there). */
-export const NODE_SQLITE_SINCE = [24, 21] as const;
-
-/**
- * The driver of this process: `AGENTLOOP_SQLITE_DRIVER` (`libsql` or `node:sqlite`) when set,
- * else `node:sqlite` on Node ≥ 24.21 and `libsql` before. A `configuration` error names a value it
- * does not know, or `node:sqlite` asked for on a Node that has no stable one.
- */
-export function driverName(version: string = process.versions.node, setting: string | undefined = process.env.AGENTLOOP_SQLITE_DRIVER): DriverName {
-  const [major, minor] = version.split(".").map(Number);
-  const stable = major > NODE_SQLITE_SINCE[0] || (major === NODE_SQLITE_SINCE[0] && minor >= NODE_SQLITE_SINCE[1]);
-  if (setting === undefined || setting === "") return stable ? "node:sqlite" : "libsql";
-  if (setting === "libsql") return "libsql";
-  if (setting === "node:sqlite") {
-    if (stable) return "node:sqlite";
-    throw new AgentLoopError("configuration", `memory: AGENTLOOP_SQLITE_DRIVER=node:sqlite needs Node ${NODE_SQLITE_SINCE.join(".")} or later (this is ${version}); unset it to use libsql`);
-  }
-  throw new AgentLoopError("configuration", `memory: AGENTLOOP_SQLITE_DRIVER must be "libsql" or "node:sqlite", got ${JSON.stringify(setting)}`);
+/** The part of `libsql/promise` the writer connection uses: statements run on the driver's threads. */
+export interface AsyncStatement {
+  iterate(params: unknown[]): Promise<Iterable<unknown>>;
+  raw(toggle?: boolean): AsyncStatement;
 }
-
-/** `node:sqlite`'s statement and connection (the part used), as Node 24 has them. */
-interface NodeStatementSync {
-  run(...params: unknown[]): unknown;
-  all(...params: unknown[]): unknown[];
-  setReturnArrays(enabled: boolean): void;
-}
-interface NodeDatabaseSync {
-  prepare(sql: string): NodeStatementSync;
-  exec(sql: string): void;
+export interface AsyncDatabase {
+  exec(sql: string): Promise<unknown>;
+  prepare(sql: string): Promise<AsyncStatement>;
   close(): void;
 }
-
-/** `node:sqlite`'s `DatabaseSync` as the store's `Database`. */
-function nodeSqliteDriver(DatabaseSync: new (path: string, options?: { timeout?: number }) => NodeDatabaseSync): DatabaseConstructor {
-  class NodeStatement implements Statement {
-    constructor(private readonly statement: NodeStatementSync) {}
-    run(params: unknown[]): unknown {
-      return this.statement.run(...params);
-    }
-    all(params: unknown[]): unknown[] {
-      return this.statement.all(...params);
-    }
-    raw(toggle = true): Statement {
-      this.statement.setReturnArrays(toggle);
-      return this;
-    }
-  }
-  return class NodeDatabase implements Database {
-    private readonly db: NodeDatabaseSync;
-    constructor(path: string, options?: { timeout?: number }) {
-      this.db = new DatabaseSync(path, options?.timeout === undefined ? {} : { timeout: options.timeout });
-    }
-    prepare(sql: string): Statement {
-      return new NodeStatement(this.db.prepare(sql));
-    }
-    exec(sql: string): unknown {
-      return this.db.exec(sql);
-    }
-    close(): void {
-      this.db.close();
-    }
-  };
-}
-
-const drivers = new Map<DriverName, DatabaseConstructor>();
-/** The driver's connection class (see `driverName`); a `configuration` error when it cannot be loaded. */
-export function loadDriver(name: DriverName = driverName()): DatabaseConstructor {
-  let driver = drivers.get(name);
-  if (!driver) {
-    const require = createRequire(import.meta.url);
-    try {
-      driver = name === "node:sqlite" ? nodeSqliteDriver((require("node:sqlite") as { DatabaseSync: never }).DatabaseSync) : (require("libsql") as DatabaseConstructor);
-    } catch (error) {
-      throw new AgentLoopError("configuration", `memory: the embedded store needs the "${name}" package and its binary for ${process.platform}-${process.arch}: ${(error as Error).message}`, {
-        cause: error,
-      });
-    }
-    drivers.set(name, driver);
-  }
-  return driver;
-}
-
-/** Where the writer thread loads the driver from: `node:sqlite`, or libsql's resolved file (a worker's `require` resolves from nowhere in particular). */
-export function driverModule(name: DriverName): string {
-  return name === "node:sqlite" ? "node:sqlite" : createRequire(import.meta.url).resolve("libsql");
-}
+export type AsyncDatabaseConstructor = new (path: string, options?: { timeout?: number }) => AsyncDatabase;
 
 /**
- * One statement of a write transaction, run on either connection: its SQL (a text the store makes
- * from the shape of a group only, so each is prepared once) and its values; `read`: its rows are
- * wanted (as arrays).
+ * One step of a write transaction, run on either connection: a read (a statement with `params`,
+ * returning rows as arrays), or statements that return nothing, with their values written in as
+ * literals (`sqlText`), so consecutive ones go to the driver in one `exec`.
  */
 export interface SqlStep {
   sql: string;
-  params: unknown[];
-  read?: true;
+  params?: unknown[];
 }
 
-/** Walks SQL steps: each write goes to `write`, each read to `read`, whose rows go back to the steps. */
-export function walkSteps<T>(steps: Generator<SqlStep, T, unknown[][]>, read: (step: SqlStep) => unknown[][], write: (step: SqlStep) => void): T {
+/** Walks SQL steps: each write (no params) goes to `write`, each read to `read`, whose rows go back to the steps. */
+export function walkSteps<T>(steps: Generator<SqlStep, T, unknown[][]>, read: (sql: string, params: unknown[]) => unknown[][], write: (sql: string) => void): T {
   let step = steps.next();
   while (!step.done) {
-    if (step.value.read) step = steps.next(read(step.value));
+    const { sql, params } = step.value;
+    if (params) step = steps.next(read(sql, params));
     else {
-      write(step.value);
+      write(sql);
       step = steps.next([]);
     }
   }
@@ -139,16 +56,42 @@ export function walkSteps<T>(steps: Generator<SqlStep, T, unknown[][]>, read: (s
 }
 
 /** `walkSteps` with a read that goes to another thread. */
-export async function walkStepsAsync<T>(steps: Generator<SqlStep, T, unknown[][]>, read: (step: SqlStep) => Promise<unknown[][]>, write: (step: SqlStep) => void): Promise<T> {
+export async function walkStepsAsync<T>(steps: Generator<SqlStep, T, unknown[][]>, read: (sql: string, params: unknown[]) => Promise<unknown[][]>, write: (sql: string) => void): Promise<T> {
   let step = steps.next();
   while (!step.done) {
-    if (step.value.read) step = steps.next(await read(step.value));
+    const { sql, params } = step.value;
+    if (params) step = steps.next(await read(sql, params));
     else {
-      write(step.value);
+      write(sql);
       step = steps.next([]);
     }
   }
   return step.value;
+}
+
+/** A SQL string literal. */
+export function sqlText(text: string): string {
+  return text.includes("'") ? `'${text.replaceAll("'", "''")}'` : `'${text}'`;
+}
+
+
+let driver: DatabaseConstructor | undefined;
+export function loadDriver(): DatabaseConstructor {
+  if (!driver) {
+    try {
+      driver = createRequire(import.meta.url)("libsql") as DatabaseConstructor;
+    } catch (error) {
+      throw new AgentLoopError("configuration", `memory: the embedded store needs the "libsql" package and its binary for ${process.platform}-${process.arch}: ${(error as Error).message}`, {
+        cause: error,
+      });
+    }
+  }
+  return driver;
+}
+
+/** The promise API of the same driver (for the writer connection). */
+export function loadAsyncDriver(): AsyncDatabaseConstructor {
+  return createRequire(import.meta.url)("libsql/promise") as AsyncDatabaseConstructor;
 }
 
 /**

@@ -1,6 +1,6 @@
 /**
- * The embedded store's appends as its group writes them: each event's fields as the values of its
- * row, its content and metadata as JSON text made when `append` is called (so the text is the copy: the
+ * The embedded store's appends as its group writes them: each event's fields as SQL literals, its
+ * content and metadata as JSON text made when `append` is called (so the text is the copy: the
  * caller may change its objects afterwards). One `JSON.stringify` per value, which the row needs
  * anyway, instead of a JavaScript copy of every value first (`prepareEvent`) and the text of the
  * copy in the group; the events an append returns, when the caller reads them, are parsed back
@@ -9,18 +9,19 @@
 import { randomUUID } from "node:crypto";
 import { hasUnstorableEscape, plainObject } from "../sql-group.js";
 import { checkEvent, checkSessionId, isoOf, type MemoryEvent, type NewMemoryEvent, prepareEvent, storableText, timestampMs } from "../store.js";
+import { sqlText } from "./driver.js";
 
 /** One event of an append, ready for its group. */
 export interface EventRow {
   eventId: string;
   timestamp: string;
-  /** The timestamp in ms since the epoch. */
-  ms: number;
   eventType: string;
   /** JSON text. */
   content: string;
   /** JSON text of an object. */
   metadata: string;
+  /** The end of the event's `VALUES` row after its session and seq: `,event_id,timestamp,timestamp_ms,event_type,content,metadata)` as SQL literals. */
+  values: string;
 }
 
 /** Validates an append's arguments and every event before anything is stored (an append is all or nothing), as `prepareAppend` does. */
@@ -64,10 +65,10 @@ function row(eventId: string, timestamp: string, ms: number, eventType: string, 
   return {
     eventId,
     timestamp,
-    ms,
     eventType,
     content,
     metadata,
+    values: `,${sqlText(eventId)},${sqlText(timestamp)},${ms},${sqlText(eventType)},${sqlText(content)},${sqlText(metadata)})`,
   };
 }
 

@@ -1,14 +1,14 @@
 /**
  * The embedded store's group commit: appends, lock attempts and releases queue here and are
  * written together, one transaction per group, the appends made in one turn of the event loop in
- * the next. Off the JavaScript thread by default, by the writer thread (`writer.ts`: a worker
- * holding a synchronous connection, its statements prepared once); on the store's own connection
- * otherwise (and for reads and `close`, which first write what is pending).
+ * the next. Off the JavaScript thread by default, on a second connection (`libsql/promise`) whose
+ * statements run on the driver's threads; on the store's own connection otherwise (and for reads
+ * and `close`, which first write what is pending).
  */
 import type { AgentLoopError } from "../../errors.js";
 import { type MemoryEvent, sessionsOfGroup } from "../store.js";
 import type { WalCheckpointer } from "../wal-checkpointer.js";
-import { type SqlStep, walkSteps, walkStepsAsync } from "./driver.js";
+import { type AsyncDatabase, type AsyncStatement, PreparedStatements, type SqlStep, walkSteps, walkStepsAsync } from "./driver.js";
 import type { EventRow } from "./event-rows.js";
 import {
   type Group,
@@ -22,11 +22,6 @@ import {
   type PendingRelease,
   SessionCount,
 } from "./group-steps.js";
-import type { WriterThread } from "./writer.js";
-
-const BEGIN: SqlStep = { sql: "BEGIN IMMEDIATE", params: [] };
-const COMMIT: SqlStep = { sql: "COMMIT", params: [] };
-const ROLLBACK: SqlStep = { sql: "ROLLBACK", params: [] };
 
 /** How many sessions' last seqs a store remembers for its one-call groups (~100 bytes each). */
 const LAST_SEQ_ENTRIES = 10_000;
@@ -49,8 +44,9 @@ export class GroupCommit {
   private pendingLocks: PendingLock[] = [];
   private pendingReleases: PendingRelease[] = [];
   private scheduled: NodeJS.Immediate | undefined;
-  /** Set while a group is being written by the writer thread. */
+  /** Set while a group is being written by the writer connection. */
   private writing: Promise<void> | undefined;
+  private readonly writerStatements = new Map<string, Promise<AsyncStatement>>();
   private flushWaitsForHold = false;
   /** The sessions this process made since it last counted them (see `SessionCount`). */
   private sessionCount: SessionCount | undefined;
@@ -63,8 +59,10 @@ export class GroupCommit {
     private readonly groupCommit: boolean,
     /** Background checkpoints (none: SQLite's own, in `COMMIT`). */
     private readonly checkpointer?: WalCheckpointer,
-    /** The thread group commits are written on (none: on the store's connection, on this thread). */
-    private readonly writer?: WriterThread,
+    /** The connection group commits are written on, off the JavaScript thread (none: on the store's, on this thread). */
+    private readonly writer?: AsyncDatabase,
+    /** Where the writer's statements are noted (the store's close waits for them to be collected). */
+    private readonly prepared = new PreparedStatements(),
   ) {}
 
   /** Queues prepared events; settles once their group is committed (with the stored events when `returnEvents`, else none). */
@@ -106,6 +104,16 @@ export class GroupCommit {
     while (this.busy) await (this.writing ?? this.checkpointer?.hold);
   }
 
+  /** Closes the writer connection (after `untilWritable` and a last `flushPending`). */
+  close(): void {
+    this.writerStatements.clear();
+    try {
+      this.writer?.close();
+    } catch {
+      // already unusable
+    }
+  }
+
   /** Queues work for the next group transaction (after this turn of the event loop, or now without group commit). */
   private schedule(): void {
     if (!this.groupCommit) this.flushPending();
@@ -118,8 +126,8 @@ export class GroupCommit {
   }
 
   /**
-   * Group commit off the JavaScript thread: the pending work is written by the writer thread, one
-   * group after the other;
+   * Group commit off the JavaScript thread: the pending work is written by the writer connection
+   * (`libsql/promise`, whose statements run on the driver's threads), one group after the other;
    * what arrives while a group is written forms the next. Without that connection, on this thread.
    */
   private startGroups(): void {
@@ -150,65 +158,62 @@ export class GroupCommit {
   }
 
   /**
-   * One group in one transaction on the writer thread, in as few batches as its statements allow
-   * (each is a message to the thread and its answer): in one when the file is as this process
-   * expects (`oneCallGroup`); else the statements up to the group's read go with `BEGIN` in one,
-   * the rest with `COMMIT` in another. The thread rolls the transaction back when a statement fails.
+   * One group in one transaction on the writer connection, in as few calls as its statements
+   * allow (each call is a trip to the driver's thread and back): the writes before the group's
+   * read go with `BEGIN` in one `exec`, the read is one statement, the writes after it go with
+   * `COMMIT` in another `exec`. Rolled back whole when a statement fails.
    */
   private async writeGroupOffThread(group: Group): Promise<GroupResult> {
     const writer = this.writer!;
     const oneCall = this.oneCallGroup(group);
     if (oneCall) {
       try {
-        await writer.run(oneCall.steps);
+        await writer.exec(oneCall.script);
         return oneCall.result;
       } catch (error) {
+        await writer.exec("ROLLBACK").catch(() => {});
         if (!/agentloop_guard|UNIQUE constraint failed: agentloop_sessions\./.test(String((error as Error)?.message))) throw error;
         // Another process wrote these sessions or locks since the read: the group goes the longer way.
       }
     }
-    let batch: SqlStep[] = [BEGIN];
-    /** A transaction left open in the thread between two batches. */
-    let open = false;
+    let script = "BEGIN IMMEDIATE;";
+    let begun = false;
     try {
-      // The writes before a read go in one batch with it; the rest with COMMIT.
+      // The writes before a read go in one `exec` with it; the rest with COMMIT.
       const result = await walkStepsAsync(
         groupSteps(group, this.context()),
-        async (step) => {
-          batch.push(step);
-          const sent = batch;
-          batch = [];
-          open = false;
-          const [rows] = await writer.run(sent, "opens");
-          open = true;
+        async (sql, params) => {
+          await writer.exec(script);
+          begun = true;
+          script = "";
+          const rows: unknown[][] = [];
+          for (const row of await (await this.writerStatement(sql)).iterate(params)) rows.push(row as unknown[]);
           return rows;
         },
-        (step) => {
-          batch.push(step);
+        (sql) => {
+          script += sql;
         },
       );
-      batch.push(COMMIT);
-      open = false;
-      await writer.run(batch, "closes");
+      begun = true;
+      await writer.exec(`${script}COMMIT;`);
       return result;
     } catch (error) {
-      // A statement that failed in the thread rolled back there; a failure here, between two batches, did not.
-      if (open) await writer.run([ROLLBACK], "closes").catch(() => {});
+      if (begun) await writer.exec("ROLLBACK").catch(() => {});
       throw error;
     }
   }
 
   /**
-   * The whole group in one batch, written on what this process expects of the file: each
-   * session's last seq as this process last committed it (`lastSeqs`; a session it never wrote:
-   * none, 0) and no lock on the sessions whose locks it asks for. A guard statement inside the
-   * transaction checks that expectation and fails (rolling it all back) when it is wrong — another
-   * process wrote one of these sessions or holds one of the locks, or the session is older than
-   * this process — and the group then goes the two-batch way, which reads first. No read on this
-   * thread: a session the server just made, or one it wrote last, costs no lookup. Undefined when
-   * a lock is asked for a session the same group releases.
+   * The whole group in one call to the writer's thread, written on what this process expects of
+   * the file: each session's last seq as this process last committed it (`lastSeqs`; a session it
+   * never wrote: none, 0) and no lock on the sessions whose locks it asks for. A guard statement
+   * inside the transaction checks that expectation and fails (rolling it all back) when it is wrong
+   * — another process wrote one of these sessions or holds one of the locks, or the session is
+   * older than this process — and the group then goes the three-call way, which reads first. No
+   * read on this thread: a session the server just made, or one it wrote last, costs no lookup.
+   * Undefined when a lock is asked for a session the same group releases.
    */
-  private oneCallGroup(group: Group): { steps: SqlStep[]; result: GroupResult } | undefined {
+  private oneCallGroup(group: Group): { script: string; result: GroupResult } | undefined {
     if (group.locks.length > 0 && group.releases.length > 0) {
       const released = new Set(group.releases.map((release) => release.sessionId));
       if (group.locks.some((attempt) => released.has(attempt.sessionId))) return undefined;
@@ -219,23 +224,32 @@ export class GroupCommit {
     // Only sessions it never wrote and no lock asked: their rows are inserted, a duplicate (another
     // process made one) fails the transaction instead of a guard statement checking first.
     const newSessions = group.locks.length === 0 && expected.every(([, last]) => last === 0);
-    const guard = newSessions ? undefined : guardStep(expected, group.locks);
+    const guard = newSessions ? "" : guardStep(expected, group.locks);
     // What the group's read inside the transaction would answer once the upsert ran.
     const after: unknown[][] = expected.map(([sessionId, last]) => [0, sessionId, last + sessions.get(sessionId)!.count, null]);
     // New sessions when the count of the sessions must be read: a read of its own, the longer way (at
     // the limit, between reads, the eviction counts in SQL: see `SessionCount`).
     const made = expected.filter(([, last]) => last === 0).length;
     if (made > 0 && (!this.sessionCount || (this.sessionCount.due(made) && this.sessionCount.mustRead(made)))) return undefined;
-    const steps: SqlStep[] = guard ? [BEGIN, guard] : [BEGIN];
+    let script = "";
     const result = walkSteps(
       groupSteps(group, this.context(), sessions, newSessions),
       () => after,
-      (step) => {
-        steps.push(step);
+      (sql) => {
+        script += sql;
       },
     );
-    steps.push(COMMIT);
-    return { steps, result };
+    return { script: `BEGIN IMMEDIATE;${guard}${script}COMMIT;`, result };
+  }
+
+  private writerStatement(sql: string): Promise<AsyncStatement> {
+    let statement = this.writerStatements.get(sql);
+    if (!statement) {
+      statement = this.writer!.prepare(sql).then((prepared) => this.prepared.add(prepared.raw(true)));
+      statement.catch(() => this.writerStatements.delete(sql));
+      this.writerStatements.set(sql, statement);
+    }
+    return statement;
   }
 
   /** The host's context, with what this process knows of the count of sessions. */
@@ -282,7 +296,7 @@ export class GroupCommit {
 
   /**
    * Writes every pending append, lock release and lock attempt in one transaction on this thread,
-   * then settles each one's promise (the path without the writer thread, and for reads and
+   * then settles each one's promise (the path without the writer connection, and for reads and
    * `close`, which come here only once no group is being written off the thread).
    */
   flushPending(): void {

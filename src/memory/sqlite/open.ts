@@ -1,16 +1,15 @@
 /**
  * `openEmbeddedStore`: the embedded store's options, and opening its file (WAL mode, the tables,
- * the writer thread of the group commit and the background checkpoints).
+ * the writer connection of the group commit, the background checkpoints).
  */
 import { mkdirSync } from "node:fs";
 import { dirname } from "node:path";
 import { AgentLoopError } from "../../errors.js";
 import { defaultEmbeddedPath, type MemoryLimits, resolveLimits } from "../store.js";
 import { WalCheckpointer } from "../wal-checkpointer.js";
-import { type Database, driverName, loadDriver, PreparedStatements } from "./driver.js";
+import { type AsyncDatabase, type Database, loadAsyncDriver, loadDriver, PreparedStatements } from "./driver.js";
 import { embeddedFileOf, SCHEMA } from "./schema.js";
 import { EmbeddedMemoryStore } from "./store.js";
-import { WriterThread } from "./writer.js";
 
 export const DEFAULT_EMBEDDED_PATH = defaultEmbeddedPath();
 
@@ -37,17 +36,16 @@ export interface EmbeddedStoreOptions extends MemoryLimits {
    */
   groupCommit?: boolean;
   /**
-   * With group commit, where the groups are written. `true` (default): by the store's writer
-   * thread (a `worker_threads` worker holding a second connection, its statements prepared once),
-   * so a commit never holds the event loop (every stream a server holds) while SQLite writes; the
-   * JavaScript thread only gathers each group's values and sends them in one message. `false`: on
-   * the JavaScript thread, synchronously. Reads stay on the JavaScript thread either way (WAL:
-   * they never wait for the writer).
+   * With group commit, where the groups are written. `true` (default): on a second connection
+   * through `libsql/promise`, whose statements run on the driver's threads, so a commit never
+   * holds the event loop (every stream a server holds) while SQLite writes; the JavaScript thread
+   * only builds each group's few statements. `false`: on the JavaScript thread, synchronously.
+   * Reads stay on the JavaScript thread either way (WAL: they never wait for the writer).
    */
   writesOffThread?: boolean;
   /**
    * WAL checkpoints (copying the log into the database file, with an fsync of each). `true`
-   * (default): on the store's writer thread (see `writesOffThread`), between groups, a little
+   * (default): on a second connection whose statements run off the JavaScript thread, a little
    * after commits; when the log reaches `truncatePages` pages (default 4096, 16 MB) this process's
    * writes wait while it is emptied (see docs/memory.md). `false`: SQLite's own, inside the
    * `COMMIT` that crosses 1,000 pages, on the thread that commits.
@@ -94,8 +92,7 @@ export async function openEmbeddedStore(options: EmbeddedStoreOptions = {}): Pro
       cause: error,
     });
   }
-  const driver = driverName();
-  const Driver = loadDriver(driver);
+  const Driver = loadDriver();
   let db: Database | undefined;
   try {
     db = new Driver(file, { timeout: busyTimeoutMs });
@@ -122,71 +119,51 @@ export async function openEmbeddedStore(options: EmbeddedStoreOptions = {}): Pro
     }
     throw new AgentLoopError("configuration", `memory: cannot open the embedded store ${file}: ${(error as Error)?.message ?? String(error)}`, { cause: error });
   }
-  const main = db;
-  /** What the store's close waits to see garbage collected (libsql: see `releaseClosedConnections`). */
+  const writer = db;
+  /** The connection group commits are written on (see `writesOffThread`), opened below. */
+  let offThread: AsyncDatabase | undefined;
+  /** What the store's close waits to see garbage collected (see `releaseClosedConnections`). */
   const prepared = new PreparedStatements();
-  const groupCommit = options.groupCommit ?? true;
-  const writesOffThread = groupCommit && options.writesOffThread !== false;
-  const autocheckpoint = background === false ? 1000 : 2 * truncatePages;
-  let thread: WriterThread | undefined;
-  if (writesOffThread || background !== false) {
-    try {
-      thread = await WriterThread.start({
-        file,
-        driver,
-        timeout: busyTimeoutMs,
-        pragmas: `PRAGMA busy_timeout = ${busyTimeoutMs}; PRAGMA synchronous = ${synchronous === "full" ? "FULL" : "NORMAL"}; PRAGMA wal_autocheckpoint = ${autocheckpoint};
-         CREATE TEMP TABLE agentloop_guard (id INTEGER PRIMARY KEY, ok INTEGER CONSTRAINT agentloop_guard CHECK (ok))`,
-      });
-    } catch (error) {
-      if (writesOffThread) {
-        main.close();
-        throw new AgentLoopError("configuration", `memory: cannot open the writer connection of the embedded store ${file}: ${(error as Error)?.message ?? String(error)}`, { cause: error });
-      }
-      // Only the checkpoints needed it: SQLite's own take over (in COMMIT, on this thread).
-      main.exec("PRAGMA wal_autocheckpoint = 1000");
-    }
-  }
-  const writer = thread;
-  const waitMs = Math.min(TRUNCATE_WAIT_MS, busyTimeoutMs);
   const checkpointer =
-    writer === undefined || background === false
+    background === false
       ? undefined
       : new WalCheckpointer({
+          file,
+          synchronous: synchronous === "full" ? "FULL" : "NORMAL",
           delayMs: checkpointDelayMs,
           truncateFrames: truncatePages,
-          // On the writer thread, between groups; a truncating one waits `waitMs` at most for other processes.
-          checkpoint: async (mode) => {
-            const [[row]] = await writer.run(
-              mode === "PASSIVE"
-                ? [{ sql: "PRAGMA wal_checkpoint(PASSIVE)", params: [], read: true }]
-                : [
-                    { sql: `PRAGMA busy_timeout = ${waitMs}`, params: [] },
-                    { sql: "PRAGMA wal_checkpoint(TRUNCATE)", params: [], read: true },
-                    { sql: `PRAGMA busy_timeout = ${busyTimeoutMs}`, params: [] },
-                  ],
-              "between",
-            );
-            if (!row) throw new Error(`PRAGMA wal_checkpoint(${mode}) answered no row`);
-            return Number(row[1]);
-          },
+          waitMs: Math.min(TRUNCATE_WAIT_MS, busyTimeoutMs),
           onFailure: () => {
-            // SQLite's own checkpoints take over again.
+            // The second connection failed: SQLite's own checkpoints take over again.
             try {
-              main.exec("PRAGMA wal_autocheckpoint = 1000");
+              writer.exec("PRAGMA wal_autocheckpoint = 1000");
             } catch {
               // the store is closed
             }
-            writer
-              .run(
-                [
-                { sql: `PRAGMA busy_timeout = ${busyTimeoutMs}`, params: [] },
-                { sql: "PRAGMA wal_autocheckpoint = 1000", params: [] },
-                ],
-                "between",
-              )
-              .catch(() => {});
+            offThread?.exec("PRAGMA wal_autocheckpoint = 1000").catch(() => {});
           },
+          prepared: (statement) => prepared.add(statement),
         });
-  return new EmbeddedMemoryStore(db, file, limits, groupCommit, driver, checkpointer, writer, writesOffThread, prepared);
+  const groupCommit = options.groupCommit ?? true;
+  if (groupCommit && options.writesOffThread !== false) {
+    try {
+      const AsyncDriver = loadAsyncDriver();
+      offThread = new AsyncDriver(file, { timeout: busyTimeoutMs });
+      await offThread.exec(
+        `PRAGMA busy_timeout = ${busyTimeoutMs}; PRAGMA synchronous = ${synchronous === "full" ? "FULL" : "NORMAL"}; PRAGMA wal_autocheckpoint = ${background === false ? 1000 : 2 * truncatePages};
+         CREATE TEMP TABLE agentloop_guard (id INTEGER PRIMARY KEY, ok INTEGER CONSTRAINT agentloop_guard CHECK (ok))`,
+      );
+    } catch (error) {
+      try {
+        offThread?.close();
+      } catch {
+        // already failing
+      }
+      await checkpointer?.close();
+      writer.close();
+      throw new AgentLoopError("configuration", `memory: cannot open the writer connection of the embedded store ${file}: ${(error as Error)?.message ?? String(error)}`, { cause: error });
+    }
+  }
+  return new EmbeddedMemoryStore(db, file, limits, groupCommit, checkpointer, offThread, prepared);
 }
+

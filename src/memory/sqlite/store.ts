@@ -25,12 +25,11 @@ import {
   type SessionInfo,
 } from "../store.js";
 import type { WalCheckpointer } from "../wal-checkpointer.js";
-import { type Database, type DriverName, PreparedStatements, releaseClosedConnections, type SqlStep, type Statement, walkSteps } from "./driver.js";
+import { type AsyncDatabase, type Database, PreparedStatements, releaseClosedConnections, type SqlStep, type Statement, walkSteps } from "./driver.js";
 import { eventRows } from "./event-rows.js";
 import { GroupCommit, type GroupHost } from "./group-commit.js";
-import { evictSteps, type GroupContext, pruneSteps } from "./group-steps.js";
+import { evictStep, type GroupContext, pruneStep } from "./group-steps.js";
 import { EVENT_COLUMNS, NO_CUTOFF, PRUNE_INTERVAL_MS, toEvent, toSession } from "./schema.js";
-import type { WriterThread } from "./writer.js";
 
 /** How often a request waiting for a session another process is running asks again. */
 const LOCK_POLL_MS = 25;
@@ -58,15 +57,11 @@ export class EmbeddedMemoryStore implements MemoryStore {
     path: string,
     limits: ResolvedLimits,
     groupCommit: boolean,
-    /** The driver of `db` and of the writer thread. */
-    readonly driver: DriverName,
     /** Background checkpoints (none: SQLite's own, in `COMMIT`). */
     private readonly checkpointer?: WalCheckpointer,
-    /** The writer thread: the checkpoints, and the group commits when `writesOffThread`. */
-    private readonly writer?: WriterThread,
-    /** Group commits are written by `writer` (else on `db`, on this thread). */
-    writesOffThread = writer !== undefined,
-    /** Every statement prepared on `db`: with libsql, `close` waits for them to be collected. */
+    /** The connection group commits are written on, off the JavaScript thread (none: on `db`, on this thread). */
+    writer?: AsyncDatabase,
+    /** Every statement prepared on the store's connections (the checkpointer's too): `close` waits for them to be collected. */
     private readonly prepared = new PreparedStatements(),
   ) {
     this.path = path;
@@ -78,7 +73,7 @@ export class EmbeddedMemoryStore implements MemoryStore {
       context: () => this.groupContext(),
       closed: () => this.closed,
     };
-    this.groups = new GroupCommit(host, groupCommit, checkpointer, writesOffThread ? writer : undefined);
+    this.groups = new GroupCommit(host, groupCommit, checkpointer, writer, prepared);
   }
 
   async createSession(sessionId?: string, metadata: Record<string, unknown> = {}): Promise<SessionInfo> {
@@ -97,7 +92,7 @@ export class EmbeddedMemoryStore implements MemoryStore {
             `INSERT INTO agentloop_sessions (session_id, created_at, updated_at, updated_ms, activity, last_seq, metadata)
              VALUES (?, ?, ?, ?, (SELECT coalesce(max(activity), 0) + 1 FROM agentloop_sessions), 0, ?)`,
           ).run([id, isoOf(now), isoOf(now), now, metadataJson]);
-          for (const step of evictSteps(id, this.limits.maxSessions)) this.statement(step.sql).run(step.params);
+          this.db.exec(evictStep(id, this.limits.maxSessions).sql);
           this.groups.sessionMade();
         } else if (existing[0][0] < cutoff) {
           // An expired session that was not pruned yet is revived (its old events stay hidden).
@@ -258,11 +253,10 @@ export class EmbeddedMemoryStore implements MemoryStore {
     }
     this.heldLocks.clear();
     this.statements.clear();
-    // The thread closes its connection and ends (what it was sent before is written).
-    await this.writer?.close();
+    this.groups.close();
     this.db.close();
-    // libsql lets go of the file only once the connection's statements are collected (see there).
-    if (this.driver === "libsql") await releaseClosedConnections(this.prepared);
+    // The connections let go of the file only once their statements are collected (see there).
+    await releaseClosedConnections(this.prepared);
   }
 
   /** Deletes expired events and sessions now (appends also do it, at most once a minute). */
@@ -341,9 +335,8 @@ export class EmbeddedMemoryStore implements MemoryStore {
 
   private describe(error: unknown): AgentLoopError {
     if (AgentLoopError.isInstance(error)) return error;
-    const { code, errcode } = (error ?? {}) as { code?: unknown; errcode?: unknown };
-    // libsql names the code; node:sqlite gives its number (5 busy, 6 locked; an extended code's low byte).
-    const busy = code === "SQLITE_BUSY" || code === "SQLITE_LOCKED" || (typeof errcode === "number" && ((errcode & 0xff) === 5 || (errcode & 0xff) === 6));
+    const code = (error as { code?: unknown })?.code;
+    const busy = code === "SQLITE_BUSY" || code === "SQLITE_LOCKED";
     const message = (error as Error)?.message ?? String(error);
     return new AgentLoopError(
       busy ? "rate_limit" : "unknown",
@@ -363,7 +356,7 @@ export class EmbeddedMemoryStore implements MemoryStore {
 
   private pruneNow(): void {
     this.lastPrune = Date.now();
-    if (this.limits.retentionMs !== undefined) for (const step of pruneSteps(this.cutoffMs())) this.statement(step.sql).run(step.params);
+    if (this.limits.retentionMs !== undefined) this.db.exec(pruneStep(this.cutoffMs()).sql);
   }
 
   /** What a group's statements carry: the limits, and the deletion of expired rows once a minute (then taken as done). */
@@ -371,17 +364,15 @@ export class EmbeddedMemoryStore implements MemoryStore {
     const { maxEventsPerSession, maxSessions, retentionMs } = this.limits;
     if (retentionMs === undefined || Date.now() - this.lastPrune < PRUNE_INTERVAL_MS) return { maxEventsPerSession, maxSessions };
     this.lastPrune = Date.now();
-    return { maxEventsPerSession, maxSessions, prune: pruneSteps(this.cutoffMs()) };
+    return { maxEventsPerSession, maxSessions, prune: pruneStep(this.cutoffMs()) };
   }
 
   /** Runs the statements of `steps` on this thread's connection (inside a transaction the caller holds). */
   private runSync<T>(steps: Generator<SqlStep, T, unknown[][]>): T {
     return walkSteps(
       steps,
-      (step) => this.query(step.sql, step.params),
-      (step) => {
-        this.statement(step.sql).run(step.params);
-      },
+      (sql, params) => this.query(sql, params),
+      (sql) => this.db.exec(sql),
     );
   }
 }
