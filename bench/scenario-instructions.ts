@@ -19,7 +19,7 @@
 //   BENCH_INSTRUCTIONS_KEEP=1 ...                           # keep the callgrind files (callgrind_annotate)
 import { spawnSync } from "node:child_process";
 import { mkdtempSync, readFileSync, readdirSync, rmSync } from "node:fs";
-import { Agent as HttpAgent, request as httpRequest } from "node:http";
+import { Agent as HttpAgent, type RequestOptions, request as httpRequest } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { startChild } from "./child-process.js";
@@ -137,39 +137,35 @@ function protocolKey(protocol: Protocol): string {
 /** Whether a protocol is chat completions (the rows ÷ floor). */
 const isChatCompletions = (protocol: Protocol) => protocol === CHAT_COMPLETIONS || protocol === CHAT_COMPLETIONS_SESSION;
 
+/** One request on `agent`'s socket: its whole body read, then `check(status, body)` (throws to reject). */
+function exchange(options: RequestOptions, body: string | undefined, check: (status: number | undefined, body: string) => void): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    const request = httpRequest(options, (response) => {
+      response.setEncoding("utf8");
+      let text = "";
+      response.on("data", (chunk: string) => {
+        text += chunk;
+      });
+      response.on("error", reject);
+      response.on("end", () => {
+        try {
+          check(response.statusCode, text);
+          resolve();
+        } catch (error) {
+          reject(error);
+        }
+      });
+    });
+    request.on("error", reject);
+    request.end(body);
+  });
+}
+
 /** One streaming chat on `agent`'s socket; checks the streamed answer. */
 function chat(port: number, agent: HttpAgent, protocol: Protocol, index: number): Promise<void> {
   const chatBody = protocol.body(index);
-  return new Promise<void>((resolve, reject) => {
-    const request = httpRequest(
-      {
-        host: "127.0.0.1",
-        port,
-        path: protocol.path,
-        method: "POST",
-        agent,
-        headers: { "content-type": "application/json", "content-length": Buffer.byteLength(chatBody), ...protocol.headers?.(index) },
-      },
-      (response) => {
-        response.setEncoding("utf8");
-        let body = "";
-        response.on("data", (chunk: string) => {
-          body += chunk;
-        });
-        response.on("error", reject);
-        response.on("end", () => {
-          try {
-            checkAnswer(protocol, response.statusCode, body, protocol.path);
-            resolve();
-          } catch (error) {
-            reject(error);
-          }
-        });
-      },
-    );
-    request.on("error", reject);
-    request.end(chatBody);
-  });
+  const headers = { "content-type": "application/json", "content-length": Buffer.byteLength(chatBody), ...protocol.headers?.(index) };
+  return exchange({ host: "127.0.0.1", port, path: protocol.path, method: "POST", agent, headers }, chatBody, (status, body) => checkAnswer(protocol, status, body, protocol.path));
 }
 
 /**
@@ -177,21 +173,8 @@ function chat(port: number, agent: HttpAgent, protocol: Protocol, index: number)
  * read first runs the eviction waiting for its gap (see `READS`).
  */
 function readSessions(port: number, agent: HttpAgent): Promise<void> {
-  return new Promise<void>((resolve, reject) => {
-    const request = httpRequest({ host: "127.0.0.1", port, path: "/v1/sessions?limit=1", method: "GET", agent }, (response) => {
-      response.setEncoding("utf8");
-      let body = "";
-      response.on("data", (chunk: string) => {
-        body += chunk;
-      });
-      response.on("error", reject);
-      response.on("end", () => {
-        if (response.statusCode !== 200 || !body.includes('"sessions"')) reject(new Error(`GET /v1/sessions answered ${response.statusCode}: ${body.slice(0, 200)}`));
-        else resolve();
-      });
-    });
-    request.on("error", reject);
-    request.end();
+  return exchange({ host: "127.0.0.1", port, path: "/v1/sessions?limit=1", method: "GET", agent }, undefined, (status, body) => {
+    if (status !== 200 || !body.includes('"sessions"')) throw new Error(`GET /v1/sessions answered ${status}: ${body.slice(0, 200)}`);
   });
 }
 
