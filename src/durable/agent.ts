@@ -4,7 +4,7 @@ import { DBOS } from "@dbos-inc/dbos-sdk";
 import { Agent } from "../loop/agent.js";
 import { listRuns, recoverRuns, showRun } from "./admin.js";
 import { approvalWait, expiredApprovals, sendDecisions, wakeCancelled } from "./approvals.js";
-import { abortCancelled, executions, stopHere } from "./cancellation.js";
+import { abortCancelled, executions, RunStoppingError, stopHere } from "./cancellation.js";
 import { readJournal } from "./journal.js";
 import { ensureLaunched, isLaunched, launchDbos, shutdownDbos } from "./launch.js";
 import { durableModel } from "./model-calls.js";
@@ -147,7 +147,7 @@ export function durableAgent(agent: Agent, options: DurableOptions): DurableAgen
         const running = await stopHere(here, runId, waitMs);
         if (running) {
           const what = running.length === 0 ? "its loop" : `${running.join(", ")}, which ${running.length === 1 ? "ignores its signal" : "ignore their signals"}`;
-          throw new Error(`durable resume: run "${runId}" is still stopping: its cancelled execution in this process did not end within ${waitMs / 1000} s (still running: ${what}); try again once it has ended`);
+          throw new RunStoppingError(`durable resume: run "${runId}" is still stopping: its cancelled execution in this process did not end within ${waitMs / 1000} s (still running: ${what}); try again once it has ended`, runId, running);
         }
       }
       // Back on the run's queue, in its partition (a cancel clears the run's queue, not its

@@ -40,6 +40,23 @@ export function abortCancelled(runId: string): void {
 }
 
 /**
+ * `resume` refused: the run's cancelled execution in this process has not ended within the wait
+ * (a tool that ignores its abort signal). The run stays as it was; resuming again once it has ended
+ * works. `code` is "run_stopping" (the server's 409), `stillRunning` what had not settled.
+ */
+export class RunStoppingError extends Error {
+  readonly code = "run_stopping";
+  constructor(
+    message: string,
+    readonly runId: string,
+    readonly stillRunning: string[],
+  ) {
+    super(message);
+    this.name = "RunStoppingError";
+  }
+}
+
+/**
  * Before run `runId` executes again (`resume`): its execution in this process (`here`, taken before
  * the run was cancelled: it may have ended since) is aborted and awaited, up to `timeoutMs`, steps
  * included (a tool that ignores its signal goes on after the aborted loop ended). DBOS's own cancel

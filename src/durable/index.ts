@@ -22,6 +22,7 @@
 export { durableAgent } from "./agent.js";
 export { durableModel } from "./model-calls.js";
 export { APPROVAL_EXPIRED } from "./approvals.js";
+export { RunStoppingError } from "./cancellation.js";
 export { durableTool, INTERRUPTED } from "./tool-calls.js";
 export type {
   ApprovalWait,

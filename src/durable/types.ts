@@ -144,7 +144,7 @@ export interface DurableAgent {
    * Resumes a cancelled or failed run of this agent from its last completed step. Another agent's run, or none: an error.
    * A run still executing in this process (cancelled a moment ago) is cancelled and its execution's
    * end awaited first, its tool calls included (a tool that ignores its signal), up to `waitMs`
-   * (default 10 s); past that, an error naming the run and what still runs, and the run stays as it was.
+   * (default 10 s); past that, a `RunStoppingError` (code "run_stopping") naming the run and what still runs, and the run stays as it was.
    */
   resume(runId: string, options?: { waitMs?: number }): Promise<void>;
   /**

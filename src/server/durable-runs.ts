@@ -237,9 +237,15 @@ export class DurableRuns {
     return this.show(runId);
   }
 
-  async resume(runId: string): Promise<DurableRunInfo> {
+  /** Resumes a run; its cancelled execution still stopping here past `waitMs`: 409 `run_stopping`, the run as it was. */
+  async resume(runId: string, waitMs?: number): Promise<DurableRunInfo> {
     await this.show(runId);
-    await this.durable!.resume(runId);
+    try {
+      await this.durable!.resume(runId, waitMs === undefined ? undefined : { waitMs });
+    } catch (error) {
+      if ((error as { code?: unknown } | null)?.code === "run_stopping") throw new HttpError(409, (error as Error).message, "invalid_request_error", "run_stopping");
+      throw error;
+    }
     return this.show(runId);
   }
 

@@ -50,6 +50,7 @@ const plan: Plan = (messages) => {
   const pay = /^pay (\d+)/.exec(input);
   if (pay) return { calls: [{ id: "call_pay", name: "pay", arguments: { amount: Number(pay[1]) } }] };
   if (input === "hold") return { calls: [{ id: "call_hold", name: "hold", arguments: {} }] };
+  if (input === "deaf") return { calls: [{ id: "call_deaf", name: "deaf", arguments: {} }] };
   // What the model was given: the session's history too.
   if (input === "count") return { text: `Done: ${messages.filter((message) => message.role === "user").length} user messages.` };
   return { text: `Done: ${input}.` };
@@ -73,6 +74,25 @@ const hold = defineTool<Record<string, never>>({
       context.signal.addEventListener("abort", () => reject(new Error("aborted")));
     }),
 });
+let deafEntered: () => void = () => undefined;
+let deafRelease: () => void = () => undefined;
+let deafReleased = false;
+/** `deaf` ignores its abort signal: it answers "heard" only once `deafRelease()` is called. */
+const deaf = defineTool<Record<string, never>>({
+  name: "deaf",
+  description: "Ignores its abort signal until released",
+  parameters: { type: "object", properties: {} },
+  idempotent: true,
+  execute: () =>
+    new Promise<string>((resolve) => {
+      deafEntered();
+      if (deafReleased) return resolve("heard");
+      deafRelease = () => {
+        deafReleased = true;
+        resolve("heard");
+      };
+    }),
+});
 const pay = defineTool<{ amount: number }>({
   name: "pay",
   description: "Pays an amount",
@@ -92,7 +112,7 @@ before(async () => {
       DURABLE_SCHEMA: schemas[1],
       DURABLE_EXECUTOR_ID: executor,
     },
-    { build: { model: asyncCleanupModel(plan, { asyncCleanup: false }), tools: [hold, pay] } },
+    { build: { model: asyncCleanupModel(plan, { asyncCleanup: false }), tools: [hold, pay, deaf] } },
   );
   assert.equal((await server.server.ready()).status, "ready");
 });
@@ -372,6 +392,38 @@ test("cancel stops a queued run (its stream ends with the cancellation) and a ru
   assert.ok(whole.complete, whole.events.join("\n"));
   assert.equal(answerOf(whole.events), "Done: queued one.");
   assert.equal(await finished(queuedId), "SUCCESS");
+});
+
+test("resume of a run whose cancelled execution is still stopping here (a tool ignoring its signal): 409 run_stopping naming the call, the run left as it was; once the tool ends, resume completes it; a bad wait_ms is a 400", async () => {
+  const sessionId = session();
+  const entered = new Promise<void>((resolve) => {
+    deafEntered = resolve;
+  });
+  const response = await chat("deaf", sessionId);
+  const runId = response.headers.get("x-agentloop-run-id")!;
+  const reading = readEvents(response);
+  await entered;
+  assert.equal(((await (await post(`/v1/runs/${runId}/cancel`)).json()) as { status: string }).status, "CANCELLED");
+  assert.ok((await reading).complete);
+
+  for (const body of [{ wait_ms: -1 }, { wait_ms: 1.5 }, { wait_ms: "0" }, { wait_ms: 60_001 }, [0], null]) {
+    const refused = await refusal(await post(`/v1/runs/${runId}/resume`, JSON.stringify(body)));
+    assert.equal(refused.status, 400, JSON.stringify(body));
+    assert.equal(refused.error.code, "invalid_wait_ms");
+    assert.equal(refused.error.param, "wait_ms");
+  }
+  const stopping = await refusal(await post(`/v1/runs/${runId}/resume`, { wait_ms: 0 }));
+  assert.equal(stopping.status, 409);
+  assert.equal(stopping.error.code, "run_stopping");
+  assert.match(stopping.error.message, new RegExp(`run "${runId}" is still stopping: .*still running: tool "deaf" \\(call call_deaf\\)`));
+  assert.equal(((await (await get(`/v1/runs/${runId}`)).json()) as { status: string }).status, "CANCELLED");
+
+  deafRelease();
+  const resumed = await fetch(`${server.url}/v1/runs/${runId}/resume`, { method: "POST" });
+  assert.equal(resumed.status, 200, await resumed.clone().text());
+  assert.equal(await finished(runId), "SUCCESS");
+  const rerun = await readEvents(await get(`/v1/runs/${runId}/events`));
+  assert.equal(answerOf(rerun.events), "Done: heard.");
 });
 
 test("a durable run stopped for approval goes on with POST /v1/approvals: the next leg streamed (or as JSON) with the run id; refusals for nothing pending, an unknown call, a second decision", async () => {

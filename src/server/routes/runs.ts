@@ -16,7 +16,7 @@ import type { JournalEntry } from "../../durable/index.js";
 import type { ChatRequest } from "../chat-request.js";
 import { ChatChunkEncoder, nodeSseSink, type SseSink, sendNodeJson, sseHeaders, webSseSink } from "../chat-stream.js";
 import { ChatStreamEncoder } from "../chat-encoder.js";
-import { readJson, type ServerContext, unixSeconds } from "../context.js";
+import { parseJsonText, readJson, type ServerContext, unixSeconds } from "../context.js";
 import { runResultOf } from "../durable-runs.js";
 import { badRequest, HttpError, notFound } from "../http-errors.js";
 import { optionalSessionIdParam } from "../session-id.js";
@@ -195,6 +195,9 @@ const EXECUTOR_ID_MAX_LENGTH = 256;
 const isExecutorId = (id: unknown): id is string =>
   typeof id === "string" && id !== "" && id.length <= EXECUTOR_ID_MAX_LENGTH && id.isWellFormed() && !/[\u0000-\u001f\u007f]/.test(id);
 
+/** The longest `wait_ms` a resume request may ask for. */
+const MAX_RESUME_WAIT_MS = 60_000;
+
 const STATUSES = ["ENQUEUED", "PENDING", "SUCCESS", "ERROR", "CANCELLED", "MAX_RECOVERY_ATTEMPTS_EXCEEDED"];
 
 export function runRoutes(server: ServerContext): Hono {
@@ -253,10 +256,18 @@ export function runRoutes(server: ServerContext): Hono {
     return c.json(await durableOf(server).cancel(runId));
   });
 
+  // Optional body `{"wait_ms": n}`: how long a cancelled execution still stopping in this process is
+  // waited for (default 10 s) before 409 `run_stopping`.
   app.post("/v1/runs/:run_id/resume", async (c) => {
     const runId = runIdOf(c);
+    const text = await c.req.text();
+    const body = text.trim() === "" ? {} : parseJsonText(text);
+    const waitMs = (body as { wait_ms?: unknown } | null)?.wait_ms;
+    if (body === null || typeof body !== "object" || Array.isArray(body) || (waitMs !== undefined && !(Number.isInteger(waitMs) && (waitMs as number) >= 0 && (waitMs as number) <= MAX_RESUME_WAIT_MS))) {
+      throw badRequest(`the body is optional; when sent, a JSON object whose "wait_ms" is an integer number of milliseconds from 0 to ${MAX_RESUME_WAIT_MS}, e.g. { "wait_ms": 2000 }`, "wait_ms", "invalid_wait_ms");
+    }
     await unlessFinished(runId, "resume");
-    return c.json(await server.durable!.resume(runId));
+    return c.json(await server.durable!.resume(runId, waitMs as number | undefined));
   });
 
   return app;
