@@ -42,8 +42,11 @@ let browser: Browser | undefined;
 
 before(async () => {
   if (!HAVE_CHROMIUM) return;
-  // The browser starts while the server does (each takes seconds on a loaded machine).
-  const launching = import("playwright-core").then(({ chromium }) => chromium.launch({ executablePath: CHROMIUM, args: ["--no-sandbox"] }));
+  // The browser starts while the server does (each takes seconds on a loaded machine). With a renderer
+  // process limit of 1, Chromium starts fewer processes (13–15 instead of 20 over this file) and spends
+  // about 0.6 s less CPU (0.94×, bench/chromium-cpu.mjs; bench/FINDINGS.md, session 25); the pages do
+  // the same (each test still has a context of its own).
+  const launching = import("playwright-core").then(({ chromium }) => chromium.launch({ executablePath: CHROMIUM, args: ["--no-sandbox", "--renderer-process-limit=1"] }));
   try {
     folder = await mkdtemp(join(tmpdir(), "agentloop-studio-"));
     await writeFile(
