@@ -49,7 +49,7 @@ const CHILD_COVERAGE = join(HERE, "child-coverage.cjs");
 const MAX_RUNS = 100;
 /** After this many failures without a mutant in a warm worker, a test file gets a new process per mutant. */
 const STALE_LIMIT = 2;
-/** A run idle this long past its tests' first run × timeoutFactor has hung (Worker.run; measured in docs/mutation.md). */
+/** A run idle this long past its tests' first run × timeoutFactor has hung (Worker.run; measured in docs/mutation.md); agentloop.idleMS sets another. */
 const SOFT_MS = 2_000;
 /** And this much more for a new worker (starting node before the bundle loads). */
 const FRESH_MS = 1_000;
@@ -338,15 +338,16 @@ export class AgentloopTestRunner {
 
   /**
    * The time a run may take: { soft, hard } (Worker.run): its tests' first run (+ loading, for a new worker)
-   * × timeoutFactor, + SOFT_MS (+ FRESH_MS for a new worker: starting node) before an idle run is a hang, +
-   * agentloop.timeoutMS (8 s) before a working one is. docs/mutation.md ("Speed") has the measurements.
+   * × timeoutFactor, + agentloop.idleMS (SOFT_MS, 2 s) (+ FRESH_MS for a new worker: starting node) before an
+   * idle run is a hang, + agentloop.timeoutMS (8 s) before a working one is. docs/mutation.md ("Speed") has the
+   * measurements.
    */
   budget(record, selection, fresh) {
     const names = selection ?? record.units;
     const net = names.reduce((sum, name) => sum + (record.ms[name] ?? 0), 0) + (fresh ? record.loadMs : 0);
     const scaled = (this.options.timeoutFactor ?? 1.5) * net;
     const hard = Math.round(scaled + (this.settings.timeoutMS ?? 8_000));
-    return { soft: Math.min(hard, Math.round(scaled + SOFT_MS + (fresh ? FRESH_MS : 0))), hard };
+    return { soft: Math.min(hard, Math.round(scaled + (this.settings.idleMS ?? SOFT_MS) + (fresh ? FRESH_MS : 0))), hard };
   }
 
   /** A file whose tests fail, without a mutant, when run again in one process (twice already) gets a new process per mutant. */
@@ -561,7 +562,7 @@ export const strykerValidationSchema = {
     agentloop: {
       type: "object",
       description: "scripts/mutation/stryker-runner.mjs: the test files (globs) that may kill the mutants",
-      properties: { testFiles: { type: "array", items: { type: "string" } }, timeoutMS: { type: "number" } },
+      properties: { testFiles: { type: "array", items: { type: "string" } }, timeoutMS: { type: "number" }, idleMS: { type: "number" } },
       additionalProperties: false,
     },
   },

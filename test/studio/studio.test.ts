@@ -17,7 +17,7 @@ const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
 const HAVE_CHROMIUM = existsSync(CHROMIUM);
 if (!HAVE_CHROMIUM) console.log(`# studio browser tests skipped: no chromium at ${CHROMIUM} (apt-get install chromium, or set CHROMIUM_PATH)`);
 // The screenshots go to docs/studio/ when AGENTLOOP_SCREENSHOTS=1 (to refresh the docs' pictures);
-// otherwise to a temporary folder, so a test run leaves the working tree as it was.
+// otherwise to a temporary folder, removed at the end, so a test run leaves the working tree and /tmp as they were.
 const SHOTS = process.env.AGENTLOOP_SCREENSHOTS === "1" ? fileURLToPath(new URL("../../docs/studio/", import.meta.url)) : mkdtempSync(join(tmpdir(), "agentloop-studio-shots-"));
 const KEY = "studio-test-key";
 
@@ -42,8 +42,11 @@ let browser: Browser | undefined;
 
 before(async () => {
   if (!HAVE_CHROMIUM) return;
-  // The browser starts while the server does (each takes seconds on a loaded machine).
-  const launching = import("playwright-core").then(({ chromium }) => chromium.launch({ executablePath: CHROMIUM, args: ["--no-sandbox"] }));
+  // The browser starts while the server does (each takes seconds on a loaded machine). With a renderer
+  // process limit of 1, Chromium starts fewer processes (13–15 instead of 20 over this file) and spends
+  // about 0.6 s less CPU (0.94×, bench/chromium-cpu.mjs; bench/FINDINGS.md, session 25); the pages do
+  // the same (each test still has a context of its own).
+  const launching = import("playwright-core").then(({ chromium }) => chromium.launch({ executablePath: CHROMIUM, args: ["--no-sandbox", "--renderer-process-limit=1"] }));
   try {
     folder = await mkdtemp(join(tmpdir(), "agentloop-studio-"));
     await writeFile(
@@ -74,6 +77,7 @@ after(async () => {
   await browser?.close();
   server?.child.kill("SIGKILL");
   if (folder) await rm(folder, { recursive: true, force: true });
+  if (process.env.AGENTLOOP_SCREENSHOTS !== "1") await rm(SHOTS, { recursive: true, force: true });
 });
 
 /** A new tab at `hash`, past the key prompt. */
