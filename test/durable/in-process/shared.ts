@@ -15,7 +15,10 @@ const tag = randomUUID().slice(0, 8);
 export const schema = `dbos_in_process_${tag}`;
 export const queueName = `in_process_queue_${tag}`;
 export const executorId = `in-process-${tag}`;
-export const shared = { databaseUrl: postgresUrl(), schema, executorId, logLevel: "error" as const, queue: { name: queueName, pollingIntervalMs: 20 } };
+// The queue is polled every 250 ms (it was 20): each poll is a transaction of four statements, made
+// whether a run waits or not; at 20 ms the polls were a quarter of this file's CPU and PostgreSQL's
+// (bench/FINDINGS.md, session 25). A queued run waits up to one interval more; the waits here are seconds.
+export const shared = { databaseUrl: postgresUrl(), schema, executorId, logLevel: "error" as const, queue: { name: queueName, pollingIntervalMs: 250 } };
 
 // Launches DBOS for every agent created before (all of them: the parts are imported before the hooks run).
 const launcher = durableAgent(new Agent({ name: "in-process-launcher", model: new ScriptedModel(["unused"]) }), shared);
