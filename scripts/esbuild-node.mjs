@@ -19,14 +19,16 @@ export const nodeBundleOptions = {
     {
       name: "source-import-meta",
       setup(build) {
-        build.onLoad({ filter: /\.[cm]?ts$/ }, (args) => ({
-          contents: readFileSync(args.path, "utf8")
-            .replaceAll("import.meta.url", JSON.stringify(pathToFileURL(args.path).href))
-            .replaceAll("import.meta.dirname", JSON.stringify(dirname(args.path)))
-            .replaceAll("import.meta.filename", JSON.stringify(args.path)),
-          loader: "ts",
-        }));
+        build.onLoad({ filter: /\.[cm]?ts$/ }, (args) => ({ contents: withSourceImportMeta(readFileSync(args.path, "utf8"), args.path), loader: "ts" }));
       },
     },
   ],
 };
+
+/** A source file's text with its `import.meta.url`, `.dirname` and `.filename` naming `path`, as in the source. */
+export function withSourceImportMeta(text, path) {
+  return text
+    .replaceAll("import.meta.url", JSON.stringify(pathToFileURL(path).href))
+    .replaceAll("import.meta.dirname", JSON.stringify(dirname(path)))
+    .replaceAll("import.meta.filename", JSON.stringify(path));
+}
