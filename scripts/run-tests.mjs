@@ -27,7 +27,7 @@
 import { spawn } from "node:child_process";
 import { mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { join, relative, resolve } from "node:path";
-import { nodeBundleOptions, withSourceImportMeta } from "./esbuild-node.mjs";
+import { cliBundleOptions, nodeBundleOptions } from "./esbuild-node.mjs";
 import { removeLeftovers } from "./test-cache.mjs";
 import { formatSummary } from "./test-summary-reporter.mjs";
 
@@ -53,46 +53,6 @@ const CACHE = resolve("node_modules/.cache/agentloop-test");
 /** Where a test file's bundle goes, below the run's `tests` folder: `<rank>/<path>` without the extension. */
 function outName(file, rank) {
   return `${String(rank).padStart(3, "0")}/${relative(ROOT, file).replace(/\.ts$/, "")}`;
-}
-
-/**
- * The esbuild options of the CLI the tests start as child processes (~150 per run): unlike the test
- * files' bundles, the npm packages the CLI loads on its common paths are bundled in too (commander,
- * yaml, zod, the MCP SDK, hono, OpenTelemetry's API…): one file read and compiled instead of the
- * hundreds of small modules node resolves one by one (an agent file's `yaml` alone is 72 CommonJS
- * modules, ~70 ms of CPU; the MCP SDK with zod ~250), which is most of a short-lived child's CPU.
- * The shipped package is not bundled. External (loaded from node_modules, as before) stay:
- * - ajv and ajv-formats: the sources `await import()` them and take named exports (`{ Ajv }`); with
- *   code splitting esbuild gives a dynamically imported CommonJS module a chunk with a default export
- *   only, so `Ajv` is undefined ("Ajv is not a constructor" in every tool-argument validation); the
- *   OpenTelemetry SDK packages and pg are imported the same way;
- * - libsql: a native addon; @dbos-inc/dbos-sdk: its optional imports (winston, OTLP exporters) are not
- *   installed, so it cannot be bundled; express and nunjucks go with it;
- * - the model providers' SDKs, the price table and the A2A SDK: megabytes that few children load,
- *   which would make the build at the start of every run slower than what they save.
- * `createRequire(import.meta.url)("<package>")` (how the sources load a package synchronously and
- * lazily, e.g. `yaml` with the first agent file) becomes `require("<package>")`, which esbuild
- * bundles and still runs only when called; the banner gives the bundle a `require` of its own.
- */
-function cliBundleOptions() {
-  const external = ["ajv", "ajv-formats", "@opentelemetry/sdk-trace-node", "@opentelemetry/exporter-trace-otlp-http", "@opentelemetry/resources", "pg", "libsql", "@dbos-inc/*", "express", "nunjucks", "@anthropic-ai/sdk", "openai", "@pydantic/genai-prices", "@a2a-js/sdk"];
-  const lazyRequire = {
-    name: "lazy-require",
-    setup(build) {
-      build.onLoad({ filter: /\.[cm]?ts$/ }, (args) => {
-        const source = readFileSync(args.path, "utf8");
-        if (!source.includes("createRequire(import.meta.url)(")) return undefined; // the source-import-meta plugin's
-        return { contents: withSourceImportMeta(source.replace(/createRequire\(import\.meta\.url\)\(("[^"]+")\)/g, "require($1)"), args.path), loader: "ts" };
-      });
-    },
-  };
-  return {
-    ...nodeBundleOptions,
-    packages: undefined,
-    external,
-    plugins: [lazyRequire, ...nodeBundleOptions.plugins],
-    banner: { js: 'import { createRequire as __cliCreateRequire } from "node:module"; const require = __cliCreateRequire(import.meta.url);' },
-  };
 }
 
 /** Compiles the CLI and the test files for this run; returns their paths, or undefined (with the reason printed) to use tsx. */
