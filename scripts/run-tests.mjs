@@ -11,7 +11,8 @@
 // node_modules/.cache (where the bundles' imports of npm packages resolve):
 // - every test file, bundled (npm packages stay external; code splitting keeps lazy import()s lazy
 //   and shares the sources' chunks between test files), run as plain node with source maps;
-// - src/cli/main.ts, for the tests that start the CLI as a child process (AGENTLOOP_TEST_CLI).
+// - src/cli/main.ts, for the tests that start the CLI as a child process (AGENTLOOP_TEST_CLI), with
+//   the npm packages of its common paths bundled in (cliBundleOptions in scripts/esbuild-node.mjs).
 // A module's `import.meta.url` (and .dirname, .filename) keeps naming its source file, so fixtures
 // next to a test are found.
 // AGENTLOOP_TEST_TSX=1 runs the sources through tsx instead (as does a failed build, which says so).
