@@ -11,7 +11,8 @@
 // node_modules/.cache (where the bundles' imports of npm packages resolve):
 // - every test file, bundled (npm packages stay external; code splitting keeps lazy import()s lazy
 //   and shares the sources' chunks between test files), run as plain node with source maps;
-// - src/cli/main.ts, for the tests that start the CLI as a child process (AGENTLOOP_TEST_CLI).
+// - src/cli/main.ts, for the tests that start the CLI as a child process (AGENTLOOP_TEST_CLI), with
+//   the npm packages of its common paths bundled in (cliBundleOptions in scripts/esbuild-node.mjs).
 // A module's `import.meta.url` (and .dirname, .filename) keeps naming its source file, so fixtures
 // next to a test are found.
 // AGENTLOOP_TEST_TSX=1 runs the sources through tsx instead (as does a failed build, which says so).
@@ -27,7 +28,7 @@
 import { spawn } from "node:child_process";
 import { mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { join, relative, resolve } from "node:path";
-import { nodeBundleOptions } from "./esbuild-node.mjs";
+import { cliBundleOptions, nodeBundleOptions } from "./esbuild-node.mjs";
 import { removeLeftovers } from "./test-cache.mjs";
 import { formatSummary } from "./test-summary-reporter.mjs";
 
@@ -63,7 +64,7 @@ async function compile(testFiles) {
     mkdirSync(outdir, { recursive: true });
     const started = performance.now();
     await Promise.all([
-      build({ ...nodeBundleOptions, entryPoints: ["src/cli/main.ts"], outdir: join(outdir, "cli") }),
+      build({ ...cliBundleOptions(), entryPoints: ["src/cli/main.ts"], outdir: join(outdir, "cli") }),
       // The studio page, for the servers the tests start (AGENTLOOP_STUDIO_ASSETS).
       import("./build-studio.mjs").then(({ buildStudio }) => buildStudio(join(outdir, "studio"), { minify: false })),
       // node --test runs its files in the order of their paths: a rank in front keeps ours.

@@ -2,7 +2,7 @@
  * `sessionMemory(store)`: the loop's `SessionMemory`. It writes each loop event to the session's
  * log as it happens and rebuilds the history of the next run from that log.
  */
-import { isSpanContextValid, trace } from "@opentelemetry/api";
+import { createRequire } from "node:module";
 import type { LoopEvent } from "../loop/events.js";
 import type { RunInfo, SessionMemory } from "../loop/types.js";
 import { type Message, textOf } from "../messages.js";
@@ -122,7 +122,15 @@ function isNotRecorded(event: LoopEvent): event is Extract<LoopEvent, { type: (t
   return notRecorded.has(event.type);
 }
 
+/** Where `@opentelemetry/api` 1.x keeps its global registrations (context manager, tracer provider…). */
+const OTEL_API_GLOBAL = Symbol.for("opentelemetry.js.api.1");
+
 function activeSpanIds(): TraceIds | undefined {
+  // A span is active only through a context manager registered with the global API: with nothing
+  // registered there is none, and the API is not loaded for it (`agentloop chat` and `serve` start
+  // without it). Once something is registered, the API (CommonJS) is loaded synchronously.
+  if ((globalThis as Record<symbol, unknown>)[OTEL_API_GLOBAL] === undefined) return undefined;
+  const { isSpanContextValid, trace } = createRequire(import.meta.url)("@opentelemetry/api") as typeof import("@opentelemetry/api");
   const context = trace.getActiveSpan()?.spanContext();
   return context && isSpanContextValid(context) ? { traceId: context.traceId, spanId: context.spanId } : undefined;
 }

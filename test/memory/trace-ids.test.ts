@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { after, it } from "node:test";
-import { context, trace } from "@opentelemetry/api";
+import { context, INVALID_SPAN_CONTEXT, trace } from "@opentelemetry/api";
 import { AsyncLocalStorageContextManager } from "@opentelemetry/context-async-hooks";
 import { BasicTracerProvider } from "@opentelemetry/sdk-trace-base";
 import { Agent, ScriptedModel } from "../../src/index.js";
@@ -30,9 +30,16 @@ it("puts the active OpenTelemetry span's trace and span ids in each event's meta
     assert.equal(event.metadata.trace_id, ids.traceId);
     assert.equal(event.metadata.span_id, ids.spanId);
   }
-  // Outside any span: no ids.
+  // Outside any span (a context manager and a provider registered all the same): no ids, and every event written.
   await agent.run("untraced", { sessionId: "u" });
-  for (const event of await store.events("u")) assert.equal(event.metadata.trace_id, undefined);
+  const untraced = await store.events("u");
+  assert.equal(untraced.length, 4);
+  for (const event of untraced) assert.deepEqual([event.metadata.trace_id, event.metadata.span_id], [undefined, undefined]);
+  // In a span whose context is not valid (all-zero ids, as a non-sampling propagator leaves it): no ids either.
+  await context.with(trace.setSpanContext(context.active(), INVALID_SPAN_CONTEXT), () => agent.run("invalid", { sessionId: "i" }));
+  const invalid = await store.events("i");
+  assert.equal(invalid.length, 4);
+  for (const event of invalid) assert.deepEqual([event.metadata.trace_id, event.metadata.span_id], [undefined, undefined]);
 });
 
 it("with a global tracer provider the run is traced by itself: its events carry its invoke_agent span, in the caller's trace", async () => {
