@@ -45,10 +45,11 @@ const ready = new WeakMap<object, Validator>();
  * Compiled validators by the schema's JSON text, so equal schemas in different objects (a tool built
  * per request or per agent, the same client tool sent with every chat request, an MCP server's tools
  * listed again) compile once: a compile costs ajv milliseconds of CPU, a lookup microseconds. Bounded:
- * past {@link MAX_BY_TEXT} schemas the oldest is dropped, from ajv's own cache too (which otherwise
- * keeps every schema it compiled for as long as the process lives).
+ * past `validatorCache.limit` schemas (500) the oldest is dropped, from ajv's own cache too (which
+ * otherwise keeps every schema it compiled for as long as the process lives). Internal: the limit is
+ * settable for the tests, which would otherwise compile 500 schemas to reach it.
  */
-const MAX_BY_TEXT = 500;
+export const validatorCache = { limit: 500 };
 const byText = new Map<string, { schema: object; validator: Promise<Validator>; ready?: Validator }>();
 
 /** The schema's JSON text, or undefined when it has none (a cycle, a BigInt): then it compiles by object only. */
@@ -83,7 +84,7 @@ function schemaValidator(schema: JsonSchema): Promise<Validator> {
       byText.set(text, entry);
       // A schema ajv refuses is not kept: the next tool with it gets the same error, compiled again.
       validator.catch(() => byText.get(text) === entry && byText.delete(text));
-      if (byText.size > MAX_BY_TEXT) {
+      while (byText.size > validatorCache.limit) {
         const [oldestText, oldest] = byText.entries().next().value as [string, { schema: object }];
         byText.delete(oldestText);
         void ajvPromise?.then((ajv) => ajv.removeSchema(oldest.schema)).catch(() => undefined);
