@@ -5,7 +5,7 @@ export type Validation = { ok: true; value: Record<string, unknown> } | { ok: fa
 type Validator = (value: Record<string, unknown>) => Validation;
 
 // ajv is loaded on the first validation, so importing the core stays cheap.
-type Compiler = { compile(schema: object): ((data: unknown) => boolean) & { errors?: unknown } };
+type Compiler = { compile(schema: object): ((data: unknown) => boolean) & { errors?: unknown }; removeSchema(schema: object): unknown };
 let ajvPromise: Promise<Compiler> | undefined;
 const compiled = new WeakMap<object, Promise<Validator>>();
 
@@ -41,18 +41,57 @@ function describe(errors: AjvError[]): string {
 /** Compiled validators by schema object, once compiled: the hot path reads them synchronously. */
 const ready = new WeakMap<object, Validator>();
 
+/**
+ * Compiled validators by the schema's JSON text, so equal schemas in different objects (a tool built
+ * per request or per agent, the same client tool sent with every chat request, an MCP server's tools
+ * listed again) compile once: a compile costs ajv milliseconds of CPU, a lookup microseconds. Bounded:
+ * past `validatorCache.limit` schemas (500) the oldest is dropped, from ajv's own cache too (which
+ * otherwise keeps every schema it compiled for as long as the process lives). Internal: the limit is
+ * settable for the tests, which would otherwise compile 500 schemas to reach it.
+ */
+export const validatorCache = { limit: 500 };
+const byText = new Map<string, { schema: object; validator: Promise<Validator>; ready?: Validator }>();
+
+/** The schema's JSON text, or undefined when it has none (a cycle, a BigInt): then it compiles by object only. */
+function textOf(schema: object): string | undefined {
+  try {
+    return JSON.stringify(schema);
+  } catch {
+    return undefined;
+  }
+}
+
 function schemaValidator(schema: JsonSchema): Promise<Validator> {
   let validator = compiled.get(schema);
-  if (!validator) {
-    validator = loadAjv().then((ajv) => {
-      const { $schema: _ignored, ...rest } = schema;
+  if (validator) return validator;
+  const { $schema: _ignored, ...rest } = schema;
+  const text = textOf(rest);
+  const known = text === undefined ? undefined : byText.get(text);
+  if (known) {
+    validator = known.validator;
+    if (known.ready) ready.set(schema, known.ready);
+    else validator.then((validate) => ready.set(schema, validate), () => undefined);
+  } else {
+    const entry: { schema: object; validator: Promise<Validator>; ready?: Validator } = { schema: rest, validator: undefined as unknown as Promise<Validator> };
+    validator = entry.validator = loadAjv().then((ajv) => {
       const check = ajv.compile(rest);
       const validate: Validator = (value) => (check(value) ? { ok: true, value } : { ok: false, error: describe((check.errors ?? []) as AjvError[]) });
+      entry.ready = validate;
       ready.set(schema, validate);
       return validate;
     });
-    compiled.set(schema, validator);
+    if (text !== undefined) {
+      byText.set(text, entry);
+      // A schema ajv refuses is not kept: the next tool with it gets the same error, compiled again.
+      validator.catch(() => byText.get(text) === entry && byText.delete(text));
+      while (byText.size > validatorCache.limit) {
+        const [oldestText, oldest] = byText.entries().next().value as [string, { schema: object }];
+        byText.delete(oldestText);
+        void ajvPromise?.then((ajv) => ajv.removeSchema(oldest.schema)).catch(() => undefined);
+      }
+    }
   }
+  compiled.set(schema, validator);
   return validator;
 }
 
@@ -77,6 +116,10 @@ export async function validateArguments(tool: Tool<any>, value: Record<string, u
 export function validateArgumentsNow(tool: Tool<any>, value: Record<string, unknown>): Validation | undefined {
   const schema = tool.parameters;
   if (isZodSchema(schema)) return zodValidation(schema, value);
+  const validate = ready.get(schema);
+  if (validate || typeof schema !== "object" || schema === null) return validate?.(value);
+  // A new schema object: ready at once when an equal schema is compiled (else its compile starts).
+  schemaValidator(schema).catch(() => undefined);
   return ready.get(schema)?.(value);
 }
 
@@ -85,7 +128,9 @@ export function validatorReady(tool: Tool<any>): Promise<unknown> | undefined {
   const schema = tool.parameters;
   // Not an object: nothing to compile; the validation itself reports the broken tool.
   if (typeof schema !== "object" || schema === null || isZodSchema(schema) || ready.has(schema)) return undefined;
-  return schemaValidator(schema).catch(() => undefined);
+  const validator = schemaValidator(schema).catch(() => undefined);
+  // An equal schema already compiled (another tool's): ready now.
+  return ready.has(schema) ? undefined : validator;
 }
 
 /** The JSON Schema the model sees for a tool (zod schemas converted, `$schema` dropped). */
