@@ -27,7 +27,7 @@ describe("everything server over Streamable HTTP", () => {
   before(async () => {
     await running();
     // KAOS style: no /mcp in the URL; the toolset appends it.
-    toolset = await connectMcp({ name: "remote", url: `http://127.0.0.1:${port}`, allowedTools: ["echo", "get-sum", "get-structured-content"], reconnectDelayMs: 100 });
+    toolset = await connectMcp({ name: "remote", url: `http://127.0.0.1:${port}`, allowedTools: ["echo", "get-sum", "get-structured-content"], reconnectDelayMs: 100, maxReconnectDelayMs: 500 });
   });
   after(async () => {
     await toolset.close();
@@ -67,7 +67,7 @@ describe("everything server over Streamable HTTP", () => {
 describe("pings", () => {
   test("pingIntervalMs notices a server that went away without any call, and the toolset reconnects when it is back", async () => {
     await running();
-    const toolset = await connectMcp({ name: "pinged", url: `http://127.0.0.1:${port}`, allowedTools: ["echo"], pingIntervalMs: 100, reconnectDelayMs: 100 });
+    const toolset = await connectMcp({ name: "pinged", url: `http://127.0.0.1:${port}`, allowedTools: ["echo"], pingIntervalMs: 100, reconnectDelayMs: 100, maxReconnectDelayMs: 500 });
     try {
       await server.stop();
       await waitFor(() => toolset.status === "disconnected", 10_000, "a failed ping");
