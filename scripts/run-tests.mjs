@@ -12,7 +12,9 @@
 // - every test file, bundled (npm packages stay external; code splitting keeps lazy import()s lazy
 //   and shares the sources' chunks between test files), run as plain node with source maps;
 // - src/cli/main.ts, for the tests that start the CLI as a child process (AGENTLOOP_TEST_CLI), with
-//   the npm packages of its common paths bundled in (cliBundleOptions in scripts/esbuild-node.mjs).
+//   the npm packages of its common paths bundled in (cliBundleOptions in scripts/esbuild-node.mjs);
+// - the MCP servers the tests start, each into one file with its npm packages (AGENTLOOP_TEST_MCP_SERVERS,
+//   scripts/mcp-test-servers.mjs).
 // A module's `import.meta.url` (and .dirname, .filename) keeps naming its source file, so fixtures
 // next to a test are found.
 // AGENTLOOP_TEST_TSX=1 runs the sources through tsx instead (as does a failed build, which says so).
@@ -29,6 +31,7 @@ import { spawn } from "node:child_process";
 import { mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { join, relative, resolve } from "node:path";
 import { cliBundleOptions, nodeBundleOptions } from "./esbuild-node.mjs";
+import { buildMcpTestServers } from "./mcp-test-servers.mjs";
 import { removeLeftovers } from "./test-cache.mjs";
 import { formatSummary } from "./test-summary-reporter.mjs";
 
@@ -63,7 +66,13 @@ async function compile(testFiles) {
     const { build } = await import("esbuild");
     mkdirSync(outdir, { recursive: true });
     const started = performance.now();
-    await Promise.all([
+    const [mcpServers] = await Promise.all([
+      // The MCP servers the tests start, each bundled into one file (~half their start's CPU;
+      // scripts/mcp-test-servers.mjs). If that build fails, the tests start them from their sources.
+      buildMcpTestServers(join(outdir, "mcp-servers")).then(
+        () => join(outdir, "mcp-servers"),
+        (error) => console.log(`# MCP test servers from their sources (their esbuild build failed: ${String(error?.message ?? error).split("\n")[0]})`),
+      ),
       build({ ...cliBundleOptions(), entryPoints: ["src/cli/main.ts"], outdir: join(outdir, "cli") }),
       // The studio page, for the servers the tests start (AGENTLOOP_STUDIO_ASSETS).
       import("./build-studio.mjs").then(({ buildStudio }) => buildStudio(join(outdir, "studio"), { minify: false })),
@@ -75,6 +84,7 @@ async function compile(testFiles) {
       outdir,
       cli: join(outdir, "cli", "main.mjs"),
       studio: join(outdir, "studio"),
+      mcpServers,
       tests: testFiles.map((file, rank) => join(outdir, "tests", `${outName(file, rank)}.mjs`)),
     };
   } catch (error) {
@@ -246,7 +256,9 @@ const built = process.env.AGENTLOOP_TEST_TSX === "1" ? undefined : await compile
 const env = { ...process.env };
 delete env.AGENTLOOP_TEST_CLI;
 if (built) env.AGENTLOOP_TEST_CLI = built.cli;
+delete env.AGENTLOOP_TEST_MCP_SERVERS;
 if (built) env.AGENTLOOP_STUDIO_ASSETS = built.studio;
+if (built?.mcpServers) env.AGENTLOOP_TEST_MCP_SERVERS = built.mcpServers;
 // AGENTLOOP_TEST_TIMES=<file>: also write each test process's wall time there, longest first
 // (scripts/record-duration.mjs; as scripts/test-durations.txt it orders the next runs).
 const times = process.env.AGENTLOOP_TEST_TIMES ? resolve(process.env.AGENTLOOP_TEST_TIMES) : undefined;

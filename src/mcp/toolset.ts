@@ -581,7 +581,9 @@ export class McpToolset {
       // A hung server must not hold close() up: the DELETE gets the request timeout (at most 5 s);
       // closing the transport below aborts it.
       const limitMs = Math.min(this.config.requestTimeoutMs ?? defaultRequestTimeoutMs, maxSessionEndMs);
-      await Promise.race([transport.terminateSession().catch(() => undefined), new Promise((resolve) => setTimeout(resolve, limitMs).unref())]);
+      let limit: ReturnType<typeof setTimeout> | undefined;
+      await Promise.race([transport.terminateSession().catch(() => undefined), new Promise((resolve) => (limit = setTimeout(resolve, limitMs).unref()))]);
+      clearTimeout(limit);
     }
     if (client) await client.close().catch(() => undefined);
     else if (transport) await transport.close().catch(() => undefined);

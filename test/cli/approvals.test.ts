@@ -3,7 +3,8 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, describe, it } from "node:test";
-import { cleanEnv, repositoryRoot, runCli } from "./helpers.js";
+import { cleanEnv, runCli } from "./helpers.js";
+import { dynamicServerPath } from "../mcp/helpers.js";
 
 // A real MCP server (stdio) whose `add-tool` the agent file marks as needing approval.
 const root = mkdtempSync(join(tmpdir(), "agentloop-cli-approvals-"));
@@ -15,7 +16,7 @@ writeFileSync(
 mcpServers:
   dynamic:
     command: node
-    args: ["${join(repositoryRoot, "test/mcp/fixtures/dynamic-server.mjs")}"]
+    args: ["${dynamicServerPath}"]
 approvals:
   tools: ["add-*"]
   mode: interrupt

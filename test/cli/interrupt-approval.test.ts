@@ -7,7 +7,8 @@ import { mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from "nod
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, describe, it } from "node:test";
-import { cleanEnv, inTerminal, repositoryRoot } from "./helpers.js";
+import { cleanEnv, inTerminal } from "./helpers.js";
+import { dynamicServerPath } from "../mcp/helpers.js";
 
 const root = realpathSync(mkdtempSync(join(tmpdir(), "agentloop-ctrl-c-")));
 after(() => rmSync(root, { recursive: true, force: true }));
@@ -18,7 +19,7 @@ writeFileSync(
 mcpServers:
   dynamic:
     command: node
-    args: ["${join(repositoryRoot, "test/mcp/fixtures/dynamic-server.mjs")}"]
+    args: ["${dynamicServerPath}"]
 approvals:
   tools: ["add-*"]
 `,

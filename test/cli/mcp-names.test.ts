@@ -10,9 +10,10 @@ import { join } from "node:path";
 import { after, describe, it } from "node:test";
 import { Agent, ScriptedModel } from "../../src/index.js";
 import { connectMcp } from "../../src/mcp/index.js";
-import { cleanEnv, repositoryRoot, runCli } from "./helpers.js";
+import { dynamicServerPath } from "../mcp/helpers.js";
+import { cleanEnv, runCli } from "./helpers.js";
 
-const server = join(repositoryRoot, "test/mcp/fixtures/dynamic-server.mjs");
+const server = dynamicServerPath;
 const root = mkdtempSync(join(tmpdir(), "agentloop-mcp-names-"));
 after(() => rmSync(root, { recursive: true, force: true }));
 const calls = (...list: Array<[string, string, object]>) => JSON.stringify({ tool_calls: list.map(([id, name, args]) => ({ id, name, arguments: args })) });

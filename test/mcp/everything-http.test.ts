@@ -5,20 +5,32 @@ import { AgentLoopError } from "../../src/errors.js";
 import { connectMcp, type McpToolset } from "../../src/mcp/index.js";
 import { freePort, type RunningHttpServer, startEverythingHttp, waitFor } from "./helpers.js";
 
+// One everything server for the file (each start costs ~0.5 s of CPU): the tests that stop it start
+// it again on the same port; a test that needs it running gets it from `running()`.
+let server: RunningHttpServer;
+let port: number;
+before(async () => {
+  port = await freePort();
+  server = await startEverythingHttp(port);
+});
+after(async () => {
+  await server.stop();
+});
+async function running(): Promise<RunningHttpServer> {
+  if (server.process.exitCode !== null || server.process.signalCode !== null) server = await startEverythingHttp(port);
+  return server;
+}
+
 describe("everything server over Streamable HTTP", () => {
-  let server: RunningHttpServer;
-  let port: number;
   let toolset: McpToolset;
 
   before(async () => {
-    port = await freePort();
-    server = await startEverythingHttp(port);
+    await running();
     // KAOS style: no /mcp in the URL; the toolset appends it.
-    toolset = await connectMcp({ name: "remote", url: `http://127.0.0.1:${port}`, allowedTools: ["echo", "get-sum", "get-structured-content"], reconnectDelayMs: 100 });
+    toolset = await connectMcp({ name: "remote", url: `http://127.0.0.1:${port}`, allowedTools: ["echo", "get-sum", "get-structured-content"], reconnectDelayMs: 100, maxReconnectDelayMs: 500 });
   });
   after(async () => {
     await toolset.close();
-    await server.stop();
   });
 
   test("lists and calls tools, with structured content", async () => {
@@ -54,9 +66,8 @@ describe("everything server over Streamable HTTP", () => {
 
 describe("pings", () => {
   test("pingIntervalMs notices a server that went away without any call, and the toolset reconnects when it is back", async () => {
-    const port = await freePort();
-    let server = await startEverythingHttp(port);
-    const toolset = await connectMcp({ name: "pinged", url: `http://127.0.0.1:${port}`, allowedTools: ["echo"], pingIntervalMs: 100, reconnectDelayMs: 100 });
+    await running();
+    const toolset = await connectMcp({ name: "pinged", url: `http://127.0.0.1:${port}`, allowedTools: ["echo"], pingIntervalMs: 100, reconnectDelayMs: 100, maxReconnectDelayMs: 500 });
     try {
       await server.stop();
       await waitFor(() => toolset.status === "disconnected", 10_000, "a failed ping");
@@ -66,7 +77,6 @@ describe("pings", () => {
       assert.equal((await toolset.callTool("echo", { message: "pong" })).content, "Echo: pong");
     } finally {
       await toolset.close();
-      await server.stop();
     }
   });
 });
@@ -101,8 +111,7 @@ describe("HTTP connection failures", () => {
 
   test("headers are sent with every request", async () => {
     const seen: string[] = [];
-    const port = await freePort();
-    const everything = await startEverythingHttp(port);
+    await running();
     // A tiny pass-through proxy that records the header and forwards to the real server.
     const proxy = createServer(async (request, response) => {
       seen.push(String(request.headers["x-tenant"]));
@@ -138,7 +147,6 @@ describe("HTTP connection failures", () => {
       await fixed?.close();
       proxy.closeAllConnections();
       await new Promise((resolve) => proxy.close(resolve));
-      await everything.stop();
     }
   });
 });

@@ -1,14 +1,29 @@
 import { type ChildProcess, spawn } from "node:child_process";
+import { existsSync } from "node:fs";
 import { createServer } from "node:net";
+import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 
-export const everythingServerPath = fileURLToPath(
-  new URL("../../node_modules/@modelcontextprotocol/server-everything/dist/index.js", import.meta.url),
+/**
+ * The script that starts the MCP server `name` (scripts/mcp-test-servers.mjs): under
+ * scripts/run-tests.mjs, its bundle of this run (the same code in one file: about half the CPU to
+ * start), else `source`.
+ */
+export function mcpTestServer(name: string, source: string): string {
+  const folder = process.env.AGENTLOOP_TEST_MCP_SERVERS;
+  const bundle = folder ? join(folder, `${name}.mjs`) : undefined;
+  return bundle && existsSync(bundle) ? bundle : source;
+}
+
+export const everythingServerPath = mcpTestServer(
+  "everything",
+  fileURLToPath(new URL("../../node_modules/@modelcontextprotocol/server-everything/dist/index.js", import.meta.url)),
 );
-export const filesystemServerPath = fileURLToPath(
-  new URL("../../node_modules/@modelcontextprotocol/server-filesystem/dist/index.js", import.meta.url),
+export const filesystemServerPath = mcpTestServer(
+  "filesystem",
+  fileURLToPath(new URL("../../node_modules/@modelcontextprotocol/server-filesystem/dist/index.js", import.meta.url)),
 );
-export const dynamicServerPath = fileURLToPath(new URL("./fixtures/dynamic-server.mjs", import.meta.url));
+export const dynamicServerPath = mcpTestServer("dynamic-server", fileURLToPath(new URL("./fixtures/dynamic-server.mjs", import.meta.url)));
 
 /** The everything reference server over stdio. */
 export function everythingStdio() {
@@ -89,7 +104,7 @@ export function isAlive(pid: number): boolean {
   }
 }
 
-export const resumableServerPath = fileURLToPath(new URL("./fixtures/resumable-server.mjs", import.meta.url));
+export const resumableServerPath = mcpTestServer("resumable-server", fileURLToPath(new URL("./fixtures/resumable-server.mjs", import.meta.url)));
 
 /** Starts a node MCP server script that prints `listening on port <n>` on stderr (PORT=0: any port). */
 export async function startHttpServerScript(path: string, port = 0): Promise<RunningHttpServer> {
@@ -126,4 +141,4 @@ export async function startHttpServerScript(path: string, port = 0): Promise<Run
   };
 }
 
-export const elicitServerPath = fileURLToPath(new URL("./fixtures/elicit-server.mjs", import.meta.url));
+export const elicitServerPath = mcpTestServer("elicit-server", fileURLToPath(new URL("./fixtures/elicit-server.mjs", import.meta.url)));

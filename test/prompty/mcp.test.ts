@@ -6,12 +6,13 @@ import type { LoopEvent } from "../../src/loop/events.js";
 import type { ModelRequest } from "../../src/model/model.js";
 import { ScriptedModel } from "../../src/model/scripted.js";
 import { registerToolHandler, startAgent } from "../../src/prompty/index.js";
+import { everythingServerPath } from "../mcp/helpers.js";
 
 const fixture = join(fileURLToPath(new URL(".", import.meta.url)), "fixtures", "mcp.prompty");
 const env = {
   ...process.env,
   NODE_BINARY: process.execPath,
-  EVERYTHING_SERVER: fileURLToPath(new URL("../../node_modules/@modelcontextprotocol/server-everything/dist/index.js", import.meta.url)),
+  EVERYTHING_SERVER: everythingServerPath,
 };
 
 describe("prompty mcp tools", () => {
