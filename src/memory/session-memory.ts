@@ -124,13 +124,16 @@ function isNotRecorded(event: LoopEvent): event is Extract<LoopEvent, { type: (t
 
 /** Where `@opentelemetry/api` 1.x keeps its global registrations (context manager, tracer provider…). */
 const OTEL_API_GLOBAL = Symbol.for("opentelemetry.js.api.1");
+/** `@opentelemetry/api`, loaded the first time a span could be active. */
+let otelApi: typeof import("@opentelemetry/api") | undefined;
 
 function activeSpanIds(): TraceIds | undefined {
   // A span is active only through a context manager registered with the global API: with nothing
   // registered there is none, and the API is not loaded for it (`agentloop chat` and `serve` start
   // without it). Once something is registered, the API (CommonJS) is loaded synchronously.
   if ((globalThis as Record<symbol, unknown>)[OTEL_API_GLOBAL] === undefined) return undefined;
-  const { isSpanContextValid, trace } = createRequire(import.meta.url)("@opentelemetry/api") as typeof import("@opentelemetry/api");
+  otelApi ??= createRequire(import.meta.url)("@opentelemetry/api") as typeof import("@opentelemetry/api");
+  const { isSpanContextValid, trace } = otelApi;
   const context = trace.getActiveSpan()?.spanContext();
   return context && isSpanContextValid(context) ? { traceId: context.traceId, spanId: context.spanId } : undefined;
 }
