@@ -8,3 +8,6 @@ export declare function cliBundleOptions(): BuildOptions;
 
 /** A source file's text with its `import.meta.url`, `.dirname` and `.filename` naming `path`. */
 export declare function withSourceImportMeta(text: string, path: string): string;
+
+/** A banner giving an ES module bundle a `require` of its own. */
+export declare const requireBanner: { js: string };

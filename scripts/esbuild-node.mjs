@@ -25,6 +25,9 @@ export const nodeBundleOptions = {
   ],
 };
 
+/** A banner giving an ES module bundle a `require` of its own (for the CommonJS code bundled in, and `require` calls left in it). */
+export const requireBanner = { js: 'import { createRequire as __agentloopCreateRequire } from "node:module"; const require = __agentloopCreateRequire(import.meta.url);' };
+
 /** A source file's text with its `import.meta.url`, `.dirname` and `.filename` naming `path`, as in the source. */
 export function withSourceImportMeta(text, path) {
   return text
@@ -98,6 +101,6 @@ export function cliBundleOptions() {
     packages: undefined,
     external,
     plugins: [lazyRequire, ...nodeBundleOptions.plugins],
-    banner: { js: 'import { createRequire as __cliCreateRequire } from "node:module"; const require = __cliCreateRequire(import.meta.url);' },
+    banner: requireBanner,
   };
 }

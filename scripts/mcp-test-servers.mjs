@@ -12,7 +12,7 @@
 // outside the bundle resolves from the repository's node_modules, as before.
 import { readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
-import { pathToFileURL } from "node:url";
+import { requireBanner, withSourceImportMeta } from "./esbuild-node.mjs";
 
 /** The servers, by the name their bundle gets (`<name>.mjs`), and their source entries (relative to the repository). */
 export const mcpTestServers = {
@@ -38,15 +38,15 @@ export async function buildMcpTestServers(outdir, root = resolve(".")) {
     outExtension: { ".js": ".mjs" },
     logLevel: "silent",
     // CommonJS packages inside (express, for the everything server's HTTP mode) call require.
-    banner: { js: 'import { createRequire as __agentloopCreateRequire } from "node:module"; const require = __agentloopCreateRequire(import.meta.url);' },
+    banner: requireBanner,
     plugins: [
       {
         name: "source-import-meta",
         setup(build) {
           build.onLoad({ filter: /\.m?js$/ }, (args) => {
             const contents = readFileSync(args.path, "utf8");
-            if (!contents.includes("import.meta.url")) return undefined;
-            return { contents: contents.replaceAll("import.meta.url", JSON.stringify(pathToFileURL(args.path).href)), loader: "js" };
+            if (!contents.includes("import.meta.")) return undefined;
+            return { contents: withSourceImportMeta(contents, args.path), loader: "js" };
           });
         },
       },
